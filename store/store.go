@@ -1,0 +1,594 @@
+// Package store is the seam between safeput and an S3-compatible object store: the handful of
+// operations the writer needs, with inputs and results that carry no SDK types.
+//
+// Two adapters implement Store: store/awss3 (aws-sdk-go-v2) and store/miniogo (minio-go Core).
+// Each method's doc states the contract an implementation must keep, so a third adapter (or a
+// fault-injecting wrapper) can be written against this file alone.
+//
+// Contract common to every method:
+//   - The input has been validated with its Validate method before any request is sent; an
+//     invalid input returns an error wrapping ErrInvalidInput and sends nothing.
+//   - The SDK's own retries are off: one call is one attempt. Retrying is the caller's job.
+//   - A failure that reached the store returns an error for which errors.As(err, **ResponseError)
+//     is true, carrying the HTTP status, S3 error code, message and request id. A failure with no
+//     response (dial, reset, timeout, cancelled context) returns the underlying error unchanged
+//     (wrapped), so errors.Is(err, context.Canceled) and errors.As(err, *net.OpError) work.
+//   - A non-compliant answer (no ETag, no UploadId, malformed XML) is an error, never a nil result.
+//   - Only the checksums the input asks for are sent, as plain x-amz-checksum-* headers: no SDK
+//     default CRC trailers and no aws-chunked encoding.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+	"unicode/utf8"
+)
+
+// Store is the set of S3 operations safeput uses. Implementations must be safe for concurrent use.
+type Store interface {
+	// PutObject uploads Body (exactly ContentLength bytes) in one request.
+	PutObject(ctx context.Context, in *PutObjectInput) (*PutObjectOutput, error)
+	// CreateMultipartUpload starts an upload; the output's UploadID is never empty.
+	CreateMultipartUpload(ctx context.Context, in *CreateMultipartUploadInput) (*CreateMultipartUploadOutput, error)
+	// UploadPart uploads one part; the output's ETag is never empty.
+	UploadPart(ctx context.Context, in *UploadPartInput) (*UploadPartOutput, error)
+	// ListParts returns every part of the upload, following all pages, in part-number order.
+	ListParts(ctx context.Context, in *ListPartsInput) (*ListPartsOutput, error)
+	// CompleteMultipartUpload commits the upload. A 200 answer whose body is an <Error> is an error.
+	CompleteMultipartUpload(ctx context.Context, in *CompleteMultipartUploadInput) (*CompleteMultipartUploadOutput, error)
+	// AbortMultipartUpload discards the upload and its parts.
+	AbortMultipartUpload(ctx context.Context, in *AbortMultipartUploadInput) error
+	// HeadObject returns the object's metadata; with ChecksumMode the stored checksums too.
+	HeadObject(ctx context.Context, in *HeadObjectInput) (*HeadObjectOutput, error)
+	// GetObject opens the object (or a range of it). The caller closes Body.
+	GetObject(ctx context.Context, in *GetObjectInput) (*GetObjectOutput, error)
+	// DeleteObject removes the object. Deleting a missing key is not an error.
+	DeleteObject(ctx context.Context, in *DeleteObjectInput) error
+	// ListMultipartUploads returns every incomplete upload under Prefix, following all pages.
+	ListMultipartUploads(ctx context.Context, in *ListMultipartUploadsInput) (*ListMultipartUploadsOutput, error)
+}
+
+// ErrInvalidInput marks an input rejected before any request was sent.
+var ErrInvalidInput = errors.New("invalid input")
+
+// ChecksumAlgorithm names an S3 additional-checksum algorithm, spelled as in the S3 API.
+type ChecksumAlgorithm string
+
+// The algorithms S3 defines for x-amz-checksum-*. ChecksumNone sends no checksum header.
+const (
+	ChecksumNone      ChecksumAlgorithm = ""
+	ChecksumCRC32     ChecksumAlgorithm = "CRC32"
+	ChecksumCRC32C    ChecksumAlgorithm = "CRC32C"
+	ChecksumCRC64NVME ChecksumAlgorithm = "CRC64NVME"
+	ChecksumSHA1      ChecksumAlgorithm = "SHA1"
+	ChecksumSHA256    ChecksumAlgorithm = "SHA256"
+)
+
+// Valid reports whether a is a known algorithm (or none).
+func (a ChecksumAlgorithm) Valid() bool {
+	switch a {
+	case ChecksumNone, ChecksumCRC32, ChecksumCRC32C, ChecksumCRC64NVME, ChecksumSHA1, ChecksumSHA256:
+		return true
+	}
+	return false
+}
+
+// ChecksumType says whether a multipart object's checksum covers the whole object or is a
+// checksum of the part checksums.
+type ChecksumType string
+
+// Checksum types defined by S3.
+const (
+	ChecksumTypeNone       ChecksumType = ""
+	ChecksumTypeFullObject ChecksumType = "FULL_OBJECT"
+	ChecksumTypeComposite  ChecksumType = "COMPOSITE"
+)
+
+// Checksum is one checksum value: Value is base64 of the big-endian digest, as S3 sends it.
+type Checksum struct {
+	Algorithm ChecksumAlgorithm
+	Value     string
+}
+
+// IsZero reports whether no checksum is set.
+func (c Checksum) IsZero() bool { return c.Algorithm == ChecksumNone && c.Value == "" }
+
+func (c Checksum) validate(field string) error {
+	if !c.Algorithm.Valid() {
+		return invalid("%s: unknown checksum algorithm %q", field, c.Algorithm)
+	}
+	if (c.Algorithm == ChecksumNone) != (c.Value == "") {
+		return invalid("%s: checksum algorithm %q and value %q must be set together", field, c.Algorithm, c.Value)
+	}
+	return nil
+}
+
+// Checksums are the checksum values a store answered with (base64; empty when not returned).
+type Checksums struct {
+	CRC32     string
+	CRC32C    string
+	CRC64NVME string
+	SHA1      string
+	SHA256    string
+	Type      ChecksumType
+}
+
+// Get returns the value for algorithm a, or "" when the store returned none.
+func (c Checksums) Get(a ChecksumAlgorithm) string {
+	switch a {
+	case ChecksumCRC32:
+		return c.CRC32
+	case ChecksumCRC32C:
+		return c.CRC32C
+	case ChecksumCRC64NVME:
+		return c.CRC64NVME
+	case ChecksumSHA1:
+		return c.SHA1
+	case ChecksumSHA256:
+		return c.SHA256
+	}
+	return ""
+}
+
+// Set stores v under algorithm a; an unknown algorithm is ignored.
+func (c *Checksums) Set(a ChecksumAlgorithm, v string) {
+	switch a {
+	case ChecksumCRC32:
+		c.CRC32 = v
+	case ChecksumCRC32C:
+		c.CRC32C = v
+	case ChecksumCRC64NVME:
+		c.CRC64NVME = v
+	case ChecksumSHA1:
+		c.SHA1 = v
+	case ChecksumSHA256:
+		c.SHA256 = v
+	}
+}
+
+// PutObjectInput is a single-request upload.
+type PutObjectInput struct {
+	Bucket string
+	Key    string
+	// Body is read from its current position for ContentLength bytes; adapters may Seek it back to
+	// that position to sign or re-read it, never elsewhere.
+	Body          io.ReadSeeker
+	ContentLength int64
+	// ContentMD5 is the base64 MD5 of the body, sent as Content-MD5 when set.
+	ContentMD5 string
+	// Checksum is sent as x-amz-checksum-<alg> when set.
+	Checksum    Checksum
+	ContentType string
+	Metadata    map[string]string
+	// IfNoneMatch sends If-None-Match: * (create-only: 412 when the key exists).
+	IfNoneMatch bool
+}
+
+// Validate checks the input without sending anything.
+func (in *PutObjectInput) Validate() error {
+	if in == nil {
+		return invalid("PutObject: nil input")
+	}
+	if err := ValidateBucketKey(in.Bucket, in.Key); err != nil {
+		return err
+	}
+	if in.Body == nil {
+		return invalid("PutObject %s/%s: nil body", in.Bucket, in.Key)
+	}
+	if in.ContentLength < 0 {
+		return invalid("PutObject %s/%s: negative content length %d", in.Bucket, in.Key, in.ContentLength)
+	}
+	return in.Checksum.validate("PutObject checksum")
+}
+
+// PutObjectOutput is what the store answered to a PutObject.
+type PutObjectOutput struct {
+	ETag      string
+	VersionID string
+	Checksums Checksums
+	RequestID string
+}
+
+// CreateMultipartUploadInput starts a multipart upload.
+type CreateMultipartUploadInput struct {
+	Bucket      string
+	Key         string
+	ContentType string
+	Metadata    map[string]string
+	// ChecksumAlgorithm and ChecksumType are sent when set; every part must then carry that
+	// algorithm's checksum.
+	ChecksumAlgorithm ChecksumAlgorithm
+	ChecksumType      ChecksumType
+}
+
+// Validate checks the input without sending anything.
+func (in *CreateMultipartUploadInput) Validate() error {
+	if in == nil {
+		return invalid("CreateMultipartUpload: nil input")
+	}
+	if err := ValidateBucketKey(in.Bucket, in.Key); err != nil {
+		return err
+	}
+	if !in.ChecksumAlgorithm.Valid() {
+		return invalid("CreateMultipartUpload: unknown checksum algorithm %q", in.ChecksumAlgorithm)
+	}
+	switch in.ChecksumType {
+	case ChecksumTypeNone, ChecksumTypeFullObject, ChecksumTypeComposite:
+	default:
+		return invalid("CreateMultipartUpload: unknown checksum type %q", in.ChecksumType)
+	}
+	if in.ChecksumType != ChecksumTypeNone && in.ChecksumAlgorithm == ChecksumNone {
+		return invalid("CreateMultipartUpload: checksum type %s needs a checksum algorithm", in.ChecksumType)
+	}
+	return nil
+}
+
+// CreateMultipartUploadOutput carries the new upload id.
+type CreateMultipartUploadOutput struct {
+	UploadID  string
+	RequestID string
+}
+
+// MaxPartNumber is the largest part number S3 accepts.
+const MaxPartNumber = 10000
+
+// UploadPartInput uploads one part.
+type UploadPartInput struct {
+	Bucket     string
+	Key        string
+	UploadID   string
+	PartNumber int32
+	// Body is read for ContentLength bytes, as in PutObjectInput.
+	Body          io.ReadSeeker
+	ContentLength int64
+	ContentMD5    string
+	Checksum      Checksum
+}
+
+// Validate checks the input without sending anything.
+func (in *UploadPartInput) Validate() error {
+	if in == nil {
+		return invalid("UploadPart: nil input")
+	}
+	if err := ValidateBucketKey(in.Bucket, in.Key); err != nil {
+		return err
+	}
+	if in.UploadID == "" {
+		return invalid("UploadPart %s/%s: empty upload id", in.Bucket, in.Key)
+	}
+	if in.PartNumber < 1 || in.PartNumber > MaxPartNumber {
+		return invalid("UploadPart %s/%s: part number %d outside 1..%d", in.Bucket, in.Key, in.PartNumber, MaxPartNumber)
+	}
+	if in.Body == nil {
+		return invalid("UploadPart %s/%s part %d: nil body", in.Bucket, in.Key, in.PartNumber)
+	}
+	if in.ContentLength < 0 {
+		return invalid("UploadPart %s/%s part %d: negative content length %d", in.Bucket, in.Key, in.PartNumber, in.ContentLength)
+	}
+	return in.Checksum.validate("UploadPart checksum")
+}
+
+// UploadPartOutput is what the store answered to an UploadPart.
+type UploadPartOutput struct {
+	ETag      string
+	Checksums Checksums
+	RequestID string
+}
+
+// ListPartsInput lists the parts of an upload.
+type ListPartsInput struct {
+	Bucket   string
+	Key      string
+	UploadID string
+	// PageSize asks for at most this many parts per page (0: the store's default). All pages are
+	// always followed; this only exists so tests can force paging.
+	PageSize int32
+}
+
+// Validate checks the input without sending anything.
+func (in *ListPartsInput) Validate() error {
+	if in == nil {
+		return invalid("ListParts: nil input")
+	}
+	if err := ValidateBucketKey(in.Bucket, in.Key); err != nil {
+		return err
+	}
+	if in.UploadID == "" {
+		return invalid("ListParts %s/%s: empty upload id", in.Bucket, in.Key)
+	}
+	if in.PageSize < 0 {
+		return invalid("ListParts %s/%s: negative page size %d", in.Bucket, in.Key, in.PageSize)
+	}
+	return nil
+}
+
+// Part is one uploaded part as the store lists it.
+type Part struct {
+	PartNumber   int32
+	Size         int64
+	ETag         string
+	Checksums    Checksums
+	LastModified time.Time
+}
+
+// ListPartsOutput holds every part of the upload.
+type ListPartsOutput struct {
+	Parts     []Part
+	RequestID string
+}
+
+// CompletedPart names a part for CompleteMultipartUpload.
+type CompletedPart struct {
+	PartNumber int32
+	ETag       string
+	// Checksum is the part's checksum, sent when set (required by S3 when the upload was created
+	// with a COMPOSITE checksum).
+	Checksum Checksum
+}
+
+// CompleteMultipartUploadInput commits an upload.
+type CompleteMultipartUploadInput struct {
+	Bucket   string
+	Key      string
+	UploadID string
+	// Parts in strictly ascending part-number order.
+	Parts []CompletedPart
+	// FullObjectChecksum is sent as x-amz-checksum-<alg> for a FULL_OBJECT upload.
+	FullObjectChecksum Checksum
+	ChecksumType       ChecksumType
+	// IfNoneMatch sends If-None-Match: *.
+	IfNoneMatch bool
+	// ObjectSize is sent as x-amz-mp-object-size when > 0, for stores that check it.
+	ObjectSize int64
+}
+
+// Validate checks the input without sending anything.
+func (in *CompleteMultipartUploadInput) Validate() error {
+	if in == nil {
+		return invalid("CompleteMultipartUpload: nil input")
+	}
+	if err := ValidateBucketKey(in.Bucket, in.Key); err != nil {
+		return err
+	}
+	if in.UploadID == "" {
+		return invalid("CompleteMultipartUpload %s/%s: empty upload id", in.Bucket, in.Key)
+	}
+	if len(in.Parts) == 0 {
+		return invalid("CompleteMultipartUpload %s/%s: no parts", in.Bucket, in.Key)
+	}
+	prev := int32(0)
+	for i, p := range in.Parts {
+		if p.PartNumber <= prev || p.PartNumber > MaxPartNumber {
+			return invalid("CompleteMultipartUpload %s/%s: parts out of order: part %d (index %d) after part %d", in.Bucket, in.Key, p.PartNumber, i, prev)
+		}
+		if p.ETag == "" {
+			return invalid("CompleteMultipartUpload %s/%s: part %d has no ETag", in.Bucket, in.Key, p.PartNumber)
+		}
+		if err := p.Checksum.validate(fmt.Sprintf("part %d checksum", p.PartNumber)); err != nil {
+			return err
+		}
+		prev = p.PartNumber
+	}
+	if in.ObjectSize < 0 {
+		return invalid("CompleteMultipartUpload %s/%s: negative object size %d", in.Bucket, in.Key, in.ObjectSize)
+	}
+	return in.FullObjectChecksum.validate("CompleteMultipartUpload full-object checksum")
+}
+
+// CompleteMultipartUploadOutput is what the store answered to a Complete.
+type CompleteMultipartUploadOutput struct {
+	ETag      string
+	VersionID string
+	Checksums Checksums
+	RequestID string
+}
+
+// AbortMultipartUploadInput discards an upload.
+type AbortMultipartUploadInput struct {
+	Bucket   string
+	Key      string
+	UploadID string
+}
+
+// Validate checks the input without sending anything.
+func (in *AbortMultipartUploadInput) Validate() error {
+	if in == nil {
+		return invalid("AbortMultipartUpload: nil input")
+	}
+	if err := ValidateBucketKey(in.Bucket, in.Key); err != nil {
+		return err
+	}
+	if in.UploadID == "" {
+		return invalid("AbortMultipartUpload %s/%s: empty upload id", in.Bucket, in.Key)
+	}
+	return nil
+}
+
+// HeadObjectInput asks for an object's metadata.
+type HeadObjectInput struct {
+	Bucket string
+	Key    string
+	// ChecksumMode asks the store to return stored checksums (x-amz-checksum-mode: ENABLED).
+	ChecksumMode bool
+}
+
+// Validate checks the input without sending anything.
+func (in *HeadObjectInput) Validate() error {
+	if in == nil {
+		return invalid("HeadObject: nil input")
+	}
+	return ValidateBucketKey(in.Bucket, in.Key)
+}
+
+// HeadObjectOutput is an object's metadata.
+type HeadObjectOutput struct {
+	Size         int64
+	ETag         string
+	VersionID    string
+	ContentType  string
+	Metadata     map[string]string
+	LastModified time.Time
+	Checksums    Checksums
+	RequestID    string
+}
+
+// GetObjectInput opens an object, or the range [Offset, Offset+Length) of it.
+type GetObjectInput struct {
+	Bucket string
+	Key    string
+	Offset int64
+	// Length is the number of bytes from Offset; 0 reads to the end.
+	Length int64
+}
+
+// Validate checks the input without sending anything.
+func (in *GetObjectInput) Validate() error {
+	if in == nil {
+		return invalid("GetObject: nil input")
+	}
+	if err := ValidateBucketKey(in.Bucket, in.Key); err != nil {
+		return err
+	}
+	if in.Offset < 0 || in.Length < 0 {
+		return invalid("GetObject %s/%s: negative range offset %d length %d", in.Bucket, in.Key, in.Offset, in.Length)
+	}
+	return nil
+}
+
+// GetObjectOutput is an open object body. Size is the length of Body (the range, when ranged).
+type GetObjectOutput struct {
+	Body      io.ReadCloser
+	Size      int64
+	ETag      string
+	RequestID string
+}
+
+// DeleteObjectInput removes an object.
+type DeleteObjectInput struct {
+	Bucket string
+	Key    string
+}
+
+// Validate checks the input without sending anything.
+func (in *DeleteObjectInput) Validate() error {
+	if in == nil {
+		return invalid("DeleteObject: nil input")
+	}
+	return ValidateBucketKey(in.Bucket, in.Key)
+}
+
+// ListMultipartUploadsInput lists incomplete uploads.
+type ListMultipartUploadsInput struct {
+	Bucket string
+	Prefix string
+	// PageSize as in ListPartsInput.
+	PageSize int32
+}
+
+// Validate checks the input without sending anything.
+func (in *ListMultipartUploadsInput) Validate() error {
+	if in == nil {
+		return invalid("ListMultipartUploads: nil input")
+	}
+	if in.Bucket == "" {
+		return invalid("ListMultipartUploads: empty bucket")
+	}
+	if in.PageSize < 0 {
+		return invalid("ListMultipartUploads %s: negative page size %d", in.Bucket, in.PageSize)
+	}
+	return nil
+}
+
+// Upload is one incomplete multipart upload.
+type Upload struct {
+	Key       string
+	UploadID  string
+	Initiated time.Time
+}
+
+// ListMultipartUploadsOutput holds every matching upload.
+type ListMultipartUploadsOutput struct {
+	Uploads   []Upload
+	RequestID string
+}
+
+// MaxKeyLength is S3's limit on a key, in bytes of UTF-8.
+const MaxKeyLength = 1024
+
+// ValidateBucketKey checks the rules every operation shares: a non-empty bucket and a key of 1 to
+// 1024 bytes of valid UTF-8.
+func ValidateBucketKey(bucket, key string) error {
+	if bucket == "" {
+		return invalid("empty bucket name")
+	}
+	if key == "" {
+		return invalid("bucket %s: empty key", bucket)
+	}
+	if len(key) > MaxKeyLength {
+		return invalid("bucket %s: key is %d bytes, longer than the %d-byte limit", bucket, len(key), MaxKeyLength)
+	}
+	if !utf8.ValidString(key) {
+		return invalid("bucket %s: key %q is not valid UTF-8", bucket, key)
+	}
+	return nil
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidInput}, args...)...)
+}
+
+// ResponseError carries the raw facts of a failed request that reached the store. Adapters
+// return it (wrapped or not) so the errors package can classify without knowing the SDK.
+type ResponseError struct {
+	// Op is the S3 operation name, e.g. "UploadPart".
+	Op         string
+	StatusCode int
+	// Code is the S3 error code from the body ("SlowDown"), or "" when the body had none.
+	Code      string
+	Message   string
+	RequestID string
+	// RetryAfter is the store's Retry-After / x-amz-retry-after hint, 0 when absent.
+	RetryAfter time.Duration
+	// Err is the SDK's error, kept so errors.As can still reach SDK types.
+	Err error
+}
+
+func (e *ResponseError) Error() string {
+	s := fmt.Sprintf("%s: HTTP %d", e.Op, e.StatusCode)
+	if e.Code != "" {
+		s += " " + e.Code
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.RequestID != "" {
+		s += " (request id " + e.RequestID + ")"
+	}
+	return s
+}
+
+// Unwrap returns the SDK error.
+func (e *ResponseError) Unwrap() error { return e.Err }
+
+// HTTPStatusCode, ErrorCode, ErrorMessage, ServiceRequestID and RetryAfterHint let packages that
+// must not import store (errors) read the facts through small interfaces.
+func (e *ResponseError) HTTPStatusCode() int { return e.StatusCode }
+
+// ErrorCode returns the S3 error code.
+func (e *ResponseError) ErrorCode() string { return e.Code }
+
+// ErrorMessage returns the store's message.
+func (e *ResponseError) ErrorMessage() string { return e.Message }
+
+// ServiceRequestID returns the store's request id.
+func (e *ResponseError) ServiceRequestID() string { return e.RequestID }
+
+// RetryAfterHint returns the store's retry-after hint.
+func (e *ResponseError) RetryAfterHint() time.Duration { return e.RetryAfter }
+
+// ErrNonCompliant marks an answer that broke the S3 protocol (missing ETag or UploadId,
+// malformed XML). It is wrapped in a ResponseError with the status the store sent.
+var ErrNonCompliant = errors.New("non-compliant response from store")
