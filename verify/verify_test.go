@@ -1,0 +1,210 @@
+package verify
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"testing"
+
+	"github.com/safeput/safeput/store"
+)
+
+func randBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// Combining per-part CRCs must give exactly the CRC of the whole, for every algorithm S3 accepts
+// as a full-object checksum and for awkward part lengths.
+func TestCombineEqualsWholeCRC(t *testing.T) {
+	data := randBytes(3<<20 + 7)
+	for _, alg := range []store.ChecksumAlgorithm{store.ChecksumCRC64NVME, store.ChecksumCRC32C, store.ChecksumCRC32} {
+		whole, _ := Sum(alg, data)
+		for _, part := range []int{1, 7, 4096, 1 << 20, 3 << 20, len(data)} {
+			c, err := NewCRC(alg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for off := 0; off < len(data); off += part {
+				end := min(off+part, len(data))
+				c.Append(ChecksumOf(alg, data[off:end]), int64(end-off))
+			}
+			if got := c.String(); got != whole {
+				t.Fatalf("%s part %d: combined %s, whole %s", alg, part, got, whole)
+			}
+			if c.Size() != int64(len(data)) {
+				t.Fatalf("size %d", c.Size())
+			}
+		}
+		// Running updates agree too.
+		c, _ := NewCRC(alg)
+		c.Update(data[:100])
+		c.Update(data[100:])
+		if c.String() != whole {
+			t.Fatalf("%s: running %s, whole %s", alg, c.String(), whole)
+		}
+	}
+}
+
+func TestCombineEmpty(t *testing.T) {
+	a := ChecksumOf(store.ChecksumCRC64NVME, []byte("abc"))
+	if Combine(store.ChecksumCRC64NVME, a, 0, 0) != a {
+		t.Fatal("appending nothing changed the CRC")
+	}
+	if _, err := NewCRC(store.ChecksumSHA256); err == nil {
+		t.Fatal("SHA256 is not combinable")
+	}
+}
+
+// Known vector: CRC64NVME of "123456789" is 0xae8b14860a799888.
+func TestCRC64NVMEVector(t *testing.T) {
+	if got := ChecksumOf(store.ChecksumCRC64NVME, []byte("123456789")); got != 0xae8b14860a799888 {
+		t.Fatalf("got %x", got)
+	}
+}
+
+func TestParseETag(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		ok    bool
+		parts int
+	}{
+		{`"9b2cf535f27731c974343645a3985328"`, true, 0},
+		{`9b2cf535f27731c974343645a3985328-12`, true, 12},
+		{`W/"abc1"`, true, 0},
+		{``, false, 0},
+		{`"-3"`, false, 0},
+		{`zz`, false, 0},
+		{`ab-0`, false, 0},
+		{`ab-x`, false, 0},
+	} {
+		e, ok := ParseETag(tc.in)
+		if ok != tc.ok || e.Parts != tc.parts {
+			t.Errorf("ParseETag(%q) = %+v, %v", tc.in, e, ok)
+		}
+	}
+}
+
+func FuzzParseETag(f *testing.F) {
+	for _, s := range []string{`"d41d8cd98f00b204e9800998ecf8427e"`, `abc-2`, `W/"x"`, `-`, `"`, `a-99999999999999999999`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, ok := ParseETag(s)
+		if ok && (e.Hex == "" || e.Parts < 0) {
+			t.Fatalf("ParseETag(%q) = %+v accepted", s, e)
+		}
+	})
+}
+
+func TestCheckReceipt(t *testing.T) {
+	body := []byte("hello")
+	sum, _ := Sum(store.ChecksumCRC64NVME, body)
+	md5b64, md5raw := MD5Base64(body)
+	_ = md5b64
+	sent := Receipt{PartNumber: 2, Size: 5, Checksum: store.Checksum{Algorithm: store.ChecksumCRC64NVME, Value: sum}, MD5: md5raw, HasMD5: true}
+	var echoed store.Checksums
+	echoed.Set(store.ChecksumCRC64NVME, sum)
+	if m, err := CheckReceipt(sent, `"5d41402abc4b2a76b9719d911017c592"`, echoed, true); err != nil || m != MethodCRC64NVME {
+		t.Fatalf("good receipt: %v %v", m, err)
+	}
+	echoed.CRC64NVME = "AAAAAAAAAAA="
+	var mm *Mismatch
+	if _, err := CheckReceipt(sent, `"5d41402abc4b2a76b9719d911017c592"`, echoed, true); !errors.As(err, &mm) || mm.PartNumber != 2 {
+		t.Fatalf("wrong echo not caught: %v", err)
+	}
+	if m, err := CheckReceipt(sent, `"00000000000000000000000000000000"`, store.Checksums{}, true); !errors.As(err, &mm) {
+		t.Fatalf("wrong MD5 ETag not caught: %v %v", m, err)
+	}
+	if m, err := CheckReceipt(sent, `"5d41402abc4b2a76b9719d911017c592"`, store.Checksums{}, true); err != nil || m != MethodETagMD5 {
+		t.Fatalf("md5 receipt: %v %v", m, err)
+	}
+	if _, err := CheckReceipt(sent, ``, store.Checksums{}, true); err == nil {
+		t.Fatal("missing ETag accepted")
+	}
+}
+
+func TestCheckLayout(t *testing.T) {
+	sent := []Receipt{{PartNumber: 1, Size: 10}, {PartNumber: 2, Size: 3}}
+	etags := map[int32]string{1: "a", 2: "b"}
+	if bad, err := CheckLayout(sent, etags, []store.Part{{PartNumber: 1, Size: 10, ETag: `"a"`}, {PartNumber: 2, Size: 3, ETag: "b"}}); err != nil || len(bad) != 0 {
+		t.Fatalf("good layout: %v %v", bad, err)
+	}
+	if bad, err := CheckLayout(sent, etags, []store.Part{{PartNumber: 1, Size: 10, ETag: "a"}, {PartNumber: 2, Size: 2, ETag: "b"}}); err == nil || len(bad) != 1 || bad[0] != 2 {
+		t.Fatalf("short part: %v %v", bad, err)
+	}
+	if bad, err := CheckLayout(sent, etags, []store.Part{{PartNumber: 1, Size: 10, ETag: "a"}}); err == nil || bad[0] != 2 {
+		t.Fatalf("missing part: %v %v", bad, err)
+	}
+	if bad, err := CheckLayout(sent, etags, []store.Part{{PartNumber: 1, Size: 10, ETag: "z"}, {PartNumber: 2, Size: 3, ETag: "b"}}); err == nil || bad[0] != 1 {
+		t.Fatalf("etag: %v %v", bad, err)
+	}
+	if _, err := CheckLayout(sent, etags, []store.Part{{PartNumber: 1, Size: 10}, {PartNumber: 2, Size: 3}, {PartNumber: 9, Size: 1}}); err == nil {
+		t.Fatal("extra part accepted")
+	}
+}
+
+func TestCheckHead(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 100)
+	sum, _ := Sum(store.ChecksumCRC64NVME, body)
+	want := Expected{Size: 100, Checksum: store.Checksum{Algorithm: store.ChecksumCRC64NVME, Value: sum}}
+	head := &store.HeadObjectOutput{Size: 100}
+	if m, err := CheckHead(want, head); err != nil || m != MethodLengthOnly || m.Strong() {
+		t.Fatalf("no checksum: %v %v", m, err)
+	}
+	head.Checksums.CRC64NVME = sum
+	if m, err := CheckHead(want, head); err != nil || m != MethodCRC64NVME || !m.Strong() {
+		t.Fatalf("checksum: %v %v", m, err)
+	}
+	head.Checksums.CRC64NVME = "AAAAAAAAAAA="
+	if _, err := CheckHead(want, head); err == nil {
+		t.Fatal("wrong checksum accepted")
+	}
+	head.Size = 99
+	if _, err := CheckHead(want, head); err == nil {
+		t.Fatal("short object accepted")
+	}
+	_, d := MD5Base64(body)
+	etag := MultipartETag([][16]byte{d, d})
+	if m, err := CheckHead(Expected{Size: 100, ETag: etag}, &store.HeadObjectOutput{Size: 100, ETag: `"` + etag + `"`}); err != nil || m != MethodETagMD5 {
+		t.Fatalf("etag: %v %v", m, err)
+	}
+	if _, err := CheckHead(Expected{Size: 100, ETag: etag}, &store.HeadObjectOutput{Size: 100, ETag: "00000000000000000000000000000000-2"}); err == nil {
+		t.Fatal("wrong multipart etag accepted")
+	}
+}
+
+func BenchmarkCRC64NVME(b *testing.B) {
+	buf := randBytes(16 << 20)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ChecksumOf(store.ChecksumCRC64NVME, buf)
+	}
+}
+
+func BenchmarkCRC32C(b *testing.B) {
+	buf := randBytes(16 << 20)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ChecksumOf(store.ChecksumCRC32C, buf)
+	}
+}
+
+func BenchmarkMD5(b *testing.B) {
+	buf := randBytes(16 << 20)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		MD5Base64(buf)
+	}
+}
+
+func BenchmarkCombineCRC64NVME(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		Combine(store.ChecksumCRC64NVME, 0x1234, 0x5678, 16<<20)
+	}
+}
