@@ -1,0 +1,305 @@
+package miniogo
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/signer"
+
+	"github.com/safeput/safeput/store"
+)
+
+// exchange records what happened on the wire during one call, so errors can be reported from
+// the raw facts rather than from minio-go's reconstruction of them. minio-go invents codes for
+// bodiless answers (NoSuchKey for any 404 HEAD, NoSuchUpload for any 404 abort), builds
+// ErrorResponse values for problems it found locally (invalid names, unparsable headers), and
+// replaces any transport error mentioning EOF with a plain string error.
+type exchange struct {
+	mu        sync.Mutex
+	responded bool // a response arrived (status line read)
+	status    int  // 0 when unknown (NewFromCore)
+	header    http.Header
+	errBody   *bytes.Buffer // first bytes of a non-2xx body
+	rtErr     error         // last error from the transport, unchanged
+	// extra are headers minio-go cannot send (it prefixes unknown names with x-amz-meta-); the
+	// recording transport adds them and signs the request again.
+	extra http.Header
+}
+
+type exchangeKey struct{}
+
+// errBodyLimit bounds how much of an error body is kept; S3 error documents are small.
+const errBodyLimit = 64 << 10
+
+// track attaches a fresh exchange to ctx. The recording transport (New) fills in status,
+// headers and error bodies; the client trace tells NewFromCore stores at least whether an answer
+// arrived.
+func (s *Store) track(ctx context.Context) (context.Context, *exchange) {
+	ex := &exchange{}
+	if ctx == nil {
+		// minio-go would reject a nil context; treat it as Background rather than panic here.
+		ctx = context.Background()
+	}
+	ctx = context.WithValue(ctx, exchangeKey{}, ex)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotFirstResponseByte: func() {
+			ex.mu.Lock()
+			ex.responded = true
+			ex.mu.Unlock()
+		},
+	})
+	return ctx, ex
+}
+
+// recordingTransport records each round trip into the request's exchange, and adds the
+// exchange's extra headers (re-signing with the store's static credentials).
+type recordingTransport struct {
+	base                        http.RoundTripper
+	accessKey, secretKey, token string
+	region                      string
+}
+
+func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
+	if ex != nil && len(ex.extra) > 0 {
+		// A RoundTripper must not modify its request: work on a clone.
+		r := req.Clone(req.Context())
+		for k, v := range ex.extra {
+			r.Header[http.CanonicalHeaderKey(k)] = v
+		}
+		r.Header.Del("Authorization")
+		req = signer.SignV4(*r, t.accessKey, t.secretKey, t.token, t.region)
+	}
+	resp, err := t.base.RoundTrip(req)
+	if ex == nil {
+		return resp, err
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if err != nil {
+		ex.rtErr = err
+		return resp, err
+	}
+	ex.responded = true
+	ex.status = resp.StatusCode
+	ex.header = resp.Header.Clone()
+	ex.errBody = nil
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// Keep a copy of the error body as minio-go reads (or drains) it.
+		ex.errBody = &bytes.Buffer{}
+		resp.Body = &teeBody{ReadCloser: resp.Body, ex: ex, buf: ex.errBody}
+	}
+	return resp, nil
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the base transport.
+func (t *recordingTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+type teeBody struct {
+	io.ReadCloser
+	ex  *exchange
+	buf *bytes.Buffer
+}
+
+func (b *teeBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.ex.mu.Lock()
+		if room := errBodyLimit - b.buf.Len(); room > 0 {
+			b.buf.Write(p[:min(n, room)])
+		}
+		b.ex.mu.Unlock()
+	}
+	return n, err
+}
+
+type snapshot struct {
+	responded bool
+	status    int
+	header    http.Header
+	errBody   []byte
+	rtErr     error
+}
+
+func (ex *exchange) snapshot() snapshot {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	s := snapshot{responded: ex.responded, status: ex.status, header: ex.header, rtErr: ex.rtErr}
+	if ex.errBody != nil {
+		s.errBody = bytes.Clone(ex.errBody.Bytes())
+	}
+	if s.header == nil {
+		s.header = http.Header{}
+	}
+	return s
+}
+
+func (ex *exchange) requestID() string { return ex.snapshot().header.Get("x-amz-request-id") }
+
+// answered2xx reports whether the recorded answer had a success status.
+func (ex *exchange) answered2xx() bool {
+	s := ex.snapshot()
+	return s.status >= 200 && s.status <= 299
+}
+
+// nonCompliant reports an answer that broke the protocol, with the status the store sent.
+func (ex *exchange) nonCompliant(op string, cause error) error {
+	s := ex.snapshot()
+	status := s.status
+	if status == 0 {
+		// Only NewFromCore stores lack the status. minio-go turns every non-2xx answer into an
+		// ErrorResponse, so an answer it accepted and we then found broken was a success status.
+		status = http.StatusOK
+	}
+	return &store.ResponseError{
+		Op:         op,
+		StatusCode: status,
+		Message:    cause.Error(),
+		RequestID:  s.header.Get("x-amz-request-id"),
+		Err:        fmt.Errorf("%w: %w", store.ErrNonCompliant, cause),
+	}
+}
+
+// statusText matches the code minio-go invents from resp.Status ("503 Service Unavailable")
+// when an error body has no <Code>.
+var statusText = regexp.MustCompile(`^[0-9]{3}( |$)`)
+
+// errorDoc is an S3 <Error> document.
+type errorDoc struct {
+	XMLName   xml.Name `xml:"Error"`
+	Code      string   `xml:"Code"`
+	Message   string   `xml:"Message"`
+	RequestID string   `xml:"RequestId"`
+}
+
+// fail turns an error from a Core call into the store contract's error.
+func (s *Store) fail(op string, ex *exchange, err error) error {
+	st := ex.snapshot()
+	var er minio.ErrorResponse
+	isER := errors.As(err, &er)
+
+	if !st.responded {
+		if st.rtErr != nil {
+			return fmt.Errorf("%s: %w", op, restoreTransportError(err, st.rtErr))
+		}
+		if isTransportError(err) {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		// minio-go rejected the call before sending it: its bucket and object name rules are
+		// stricter than store.ValidateBucketKey ("ab" is too short a bucket name).
+		return fmt.Errorf("%s: %w: %w", op, store.ErrInvalidInput, err)
+	}
+
+	if !isER {
+		if isTransportError(err) {
+			// The answer started but its body could not be read: a transport failure.
+			return fmt.Errorf("%s: %w", op, restoreTransportError(err, st.rtErr))
+		}
+		// Malformed XML, empty body, unparsable field.
+		return ex.nonCompliant(op, err)
+	}
+
+	status := er.StatusCode
+	if status == 0 {
+		status = st.status
+	}
+	if status == 0 && er.Code == minio.NoSuchUpload {
+		status = http.StatusNotFound // minio-go's abort builds its 404 error without a status
+	}
+	if status == 0 || (status >= 200 && status <= 299 && (er.StatusCode == 0 || er.Code == "" || statusText.MatchString(er.Code))) {
+		// minio-go built this ErrorResponse from a success answer it could not use (an empty or
+		// garbled CompleteMultipartUpload body, a bad Last-Modified header): not an S3 error.
+		return ex.nonCompliant(op, err)
+	}
+
+	re := &store.ResponseError{
+		Op:         op,
+		StatusCode: status,
+		Code:       er.Code,
+		Message:    er.Message,
+		RequestID:  er.RequestID,
+		RetryAfter: retryAfter(st.header, time.Now()),
+		Err:        err,
+	}
+	if s.recording && status >= 300 {
+		// The raw body is the authority: "" when it had no code (a HEAD never has a body).
+		var doc errorDoc
+		if xml.Unmarshal(st.errBody, &doc) == nil {
+			re.Code, re.Message = doc.Code, doc.Message
+			if doc.RequestID != "" {
+				re.RequestID = doc.RequestID
+			}
+		} else {
+			re.Code = ""
+			re.Message = strings.TrimSpace(string(st.errBody))
+			if len(re.Message) > 512 {
+				re.Message = re.Message[:512] + "..."
+			}
+		}
+		if c := st.header.Get("x-minio-error-code"); c != "" && re.Code == "" {
+			re.Code = c // MinIO servers put the code in a header for bodiless answers
+		}
+	} else if statusText.MatchString(re.Code) {
+		re.Code = ""
+	}
+	if id := st.header.Get("x-amz-request-id"); id != "" && (re.RequestID == "" || re.RequestID == "minio") {
+		re.RequestID = id
+	}
+	return re
+}
+
+// isTransportError reports errors that come from the connection, not from the answer's content.
+func isTransportError(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne)
+}
+
+// restoreTransportError undoes minio-go's rewriting of transport errors: it replaces the cause
+// of any *url.Error mentioning EOF with a string error, hiding io.EOF and *net.OpError.
+func restoreTransportError(err, rtErr error) error {
+	if rtErr == nil || errors.Is(err, rtErr) {
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return &url.Error{Op: ue.Op, URL: ue.URL, Err: rtErr}
+	}
+	return err
+}
+
+// retryAfter reads Retry-After (seconds or an HTTP date) or x-amz-retry-after (milliseconds).
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs > 0 {
+			return time.Duration(secs) * time.Second
+		}
+		if t, err := http.ParseTime(v); err == nil && t.After(now) {
+			return t.Sub(now)
+		}
+	}
+	if v := strings.TrimSpace(h.Get("x-amz-retry-after")); v != "" {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	return 0
+}
