@@ -16,6 +16,9 @@
 //   - A non-compliant answer (no ETag, no UploadId, malformed XML) is an error, never a nil result.
 //   - Only the checksums the input asks for are sent, as plain x-amz-checksum-* headers: no SDK
 //     default CRC trailers and no aws-chunked encoding.
+//   - Every ETag an output carries is the store's entity tag with its surrounding double quotes
+//     stripped (5d41402abc4b2a76b9719d911017c592, not "5d41…"), so ETags compare as plain
+//     strings across adapters. CompletedPart.ETag may be given either way.
 package store
 
 import (
@@ -273,6 +276,7 @@ func (in *UploadPartInput) Validate() error {
 
 // UploadPartOutput is what the store answered to an UploadPart.
 type UploadPartOutput struct {
+	// ETag is the part's entity tag without surrounding quotes.
 	ETag      string
 	Checksums Checksums
 	RequestID string
@@ -307,8 +311,9 @@ func (in *ListPartsInput) Validate() error {
 
 // Part is one uploaded part as the store lists it.
 type Part struct {
-	PartNumber   int32
-	Size         int64
+	PartNumber int32
+	Size       int64
+	// ETag is the part's entity tag without surrounding quotes, as UploadPartOutput.ETag.
 	ETag         string
 	Checksums    Checksums
 	LastModified time.Time
@@ -323,9 +328,11 @@ type ListPartsOutput struct {
 // CompletedPart names a part for CompleteMultipartUpload.
 type CompletedPart struct {
 	PartNumber int32
-	ETag       string
-	// Checksum is the part's checksum, sent when set (required by S3 when the upload was created
-	// with a COMPOSITE checksum).
+	// ETag as UploadPart returned it; quoted or not, adapters send it in the form S3 expects.
+	ETag string
+	// Checksum is the part's checksum, sent when set. Send it whenever the upload was created
+	// with a checksum algorithm: S3 requires it for COMPOSITE, and Versity S3 Gateway also for
+	// FULL_OBJECT (400 InvalidRequest when missing).
 	Checksum Checksum
 }
 
