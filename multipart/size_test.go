@@ -1,0 +1,92 @@
+package multipart
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestFormatSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"},
+		{1, "1 B"},
+		{1023, "1023 B"},
+		{KiB, "1 KiB"},
+		{5 << 20, "5 MiB"},
+		{5 * GiB, "5 GiB"},
+		{5*GiB - 5*MiB, "5115 MiB"},
+		{5 * GB, "5 GB"},
+		{100 * KiB, "100 KiB"},
+		{1000, "1 KB"},
+		{1000001, "1000001 B"},
+		{10000 * 5 * GiB, "50000 GiB"},
+		{5 * TB, "5 TB"},
+		{-5 * MiB, "-5 MiB"},
+		{Unlimited, "unlimited"},
+		{math.MinInt64, "-9223372036854775808 B"},
+	} {
+		if got := FormatSize(tc.n); got != tc.want {
+			t.Errorf("FormatSize(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"0", 0},
+		{"7", 7},
+		{"7 B", 7},
+		{"7b", 7},
+		{"5MiB", 5 * MiB},
+		{"5 MiB", 5 * MiB},
+		{" 5mib ", 5 * MiB},
+		{"5MB", 5 * MB},
+		{"100KiB", 100 * KiB},
+		{"100KB", 100 * KB},
+		{"5GiB", 5 * GiB},
+		{"5GB", 5 * GB},
+		{"5TiB", 5 * TiB},
+		{"5TB", 5 * TB},
+		{"2PiB", 2 * PiB},
+		{"7EiB", 7 * EiB},
+		{"unlimited", Unlimited},
+		{"9223372036854775807", Unlimited},
+	} {
+		got, err := ParseSize(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, wantErr string }{
+		{"", "non-negative whole number"},
+		{"-1", "non-negative whole number"},
+		{"MiB", "non-negative whole number"},
+		{"1.5GiB", `unknown unit ".5GiB"`},
+		{"5 XB", `unknown unit "XB"`},
+		{"5 MiB B", `unknown unit`},
+		{"8EiB", "larger than"},
+		{"99999999999999999999", "out of range"},
+		{"1e3", `unknown unit "e3"`},
+	} {
+		_, err := ParseSize(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("ParseSize(%q) error = %v, want it to contain %q", tc.in, err, tc.wantErr)
+		}
+	}
+}
+
+func TestFormatParseRoundTrip(t *testing.T) {
+	for _, n := range []int64{0, 1, 999, KiB, 5 * MiB, 5*GiB - 5*MiB, 5 * GB, 48800 * GB, 5*TiB - 5*GiB, Unlimited, Unlimited - 1, 3 * EiB} {
+		s := FormatSize(n)
+		got, err := ParseSize(s)
+		if err != nil || got != n {
+			t.Errorf("ParseSize(FormatSize(%d) = %q) = %d, %v", n, s, got, err)
+		}
+	}
+}
