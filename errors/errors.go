@@ -1,11 +1,3 @@
-// Package errors defines safeput's one error type, *Error, and the Kind taxonomy callers act on.
-//
-// Every error safeput returns from a public API unwraps (errors.As) to *Error, whose Kind says
-// what is safe to do next. errors.Is(err, errors.Integrity) (any Kind is a sentinel) asks the
-// kind; errors.Is and errors.As also reach the cause through any wrapping.
-//
-// This package imports nothing else from safeput: store adapters' raw facts are read through
-// small interfaces (HTTPStatusCode, ErrorCode, ...), so the classification table stays here.
 package errors
 
 import (
@@ -90,10 +82,18 @@ type Error struct {
 	Message    string // the store's message, or ours
 	// AbortFailed is set when the upload UploadID could not be aborted: a sweep must find it.
 	AbortFailed bool
-	Err         error
+	// UploadGone is set for NoSuchUpload outside Complete: the upload id is dead, so re-sending
+	// this request cannot succeed, but restarting the whole upload can (Kind is Transient).
+	UploadGone bool
+	Err        error
 }
 
+// Error renders one log line: op, bucket/key, part, kind, code, status, attempts, upload,
+// request id, message and cause. Credentials and signatures are redacted (see Redact).
 func (e *Error) Error() string {
+	if e == nil {
+		return "safeput: <nil>"
+	}
 	var b strings.Builder
 	b.WriteString("safeput: ")
 	if e.Op != "" {
@@ -131,28 +131,68 @@ func (e *Error) Error() string {
 	if e.AbortFailed {
 		b.WriteString(" (abort failed: upload left behind)")
 	}
-	switch {
-	case e.Message != "":
-		b.WriteString(": ")
-		b.WriteString(e.Message)
-		if e.Err != nil && !strings.Contains(e.Message, e.Err.Error()) {
-			b.WriteString(": ")
-			b.WriteString(e.Err.Error())
-		}
-	case e.Err != nil:
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+	if e.UploadGone {
+		b.WriteString(" (upload gone: restart it)")
 	}
-	return b.String()
+	// Redact before comparing: the message is stored redacted, the cause's text is not.
+	msg := Redact(e.Message)
+	var cause string
+	if e.Err != nil {
+		cause = Redact(e.Err.Error())
+	}
+	// Print the message and the cause once each: an adapter's cause usually repeats the store's
+	// message, and ours usually does not.
+	switch {
+	case msg != "" && cause != "" && strings.Contains(cause, msg):
+		b.WriteString(": ")
+		b.WriteString(cause)
+	case msg != "":
+		b.WriteString(": ")
+		b.WriteString(msg)
+		if cause != "" && !strings.Contains(msg, cause) {
+			b.WriteString(": ")
+			b.WriteString(cause)
+		}
+	case cause != "":
+		b.WriteString(": ")
+		b.WriteString(cause)
+	}
+	return Redact(oneLine(b.String()))
+}
+
+// oneLine keeps a log line one line: store messages and causes may carry newlines.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// Retryable reports whether re-sending the same request may succeed: Transient, Throttled and
+// Integrity (from clean source bytes), except an upload that is gone.
+func (e *Error) Retryable() bool {
+	if e == nil || e.UploadGone {
+		return false
+	}
+	switch e.Kind {
+	case Transient, Throttled, Integrity:
+		return true
+	}
+	return false
 }
 
 // Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Is makes errors.Is(err, Kind) true for the error's kind.
 func (e *Error) Is(target error) bool {
 	k, ok := target.(Kind)
-	return ok && k == e.Kind
+	return ok && e != nil && k == e.Kind
 }
 
 // KindOf returns the Kind of err: the first *Error in its chain, else Classify's answer.
@@ -161,7 +201,7 @@ func KindOf(err error) Kind {
 		return Unknown
 	}
 	var e *Error
-	if stderrors.As(err, &e) {
+	if stderrors.As(err, &e) && e != nil && e.Kind != Unknown {
 		return e.Kind
 	}
 	return Classify(err).Kind
@@ -170,4 +210,20 @@ func KindOf(err error) Kind {
 // New returns an *Error of kind k with a message of ours.
 func New(k Kind, op, format string, args ...any) *Error {
 	return &Error{Kind: k, Op: op, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns cause as an *Error of kind k for operation op, e.g. a verification failure of ours:
+// Wrap(Integrity, "Verify", err).
+func Wrap(k Kind, op string, cause error) *Error {
+	return &Error{Kind: k, Op: op, Err: cause}
+}
+
+// FromPanic turns a recovered panic value into an Internal error, so a bug in a callback or in
+// safeput surfaces as an error the caller can log instead of a crash.
+func FromPanic(op string, recovered any) *Error {
+	e := &Error{Kind: Internal, Op: op, Message: fmt.Sprintf("panic: %v", recovered)}
+	if err, ok := recovered.(error); ok {
+		e.Err = err
+	}
+	return e
 }

@@ -1,0 +1,466 @@
+package errors_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	stderrors "errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/store"
+)
+
+// wrappers put an error under the kinds of wrapping callers and adapters use; classification must
+// not depend on them.
+var wrappers = map[string]func(error) error{
+	"bare":   func(err error) error { return err },
+	"errorf": func(err error) error { return fmt.Errorf("upload part 3: %w", err) },
+	"join":   func(err error) error { return stderrors.Join(stderrors.New("cleanup also failed"), err) },
+	"double": func(err error) error { return fmt.Errorf("a: %w", fmt.Errorf("b: %w", err)) },
+}
+
+func response(op string, status int, code string) *store.ResponseError {
+	return &store.ResponseError{Op: op, StatusCode: status, Code: code, Message: "the store says " + code, RequestID: "REQ1", Err: stderrors.New("sdk error")}
+}
+
+// TestCodeTable drives Classify with every row of the code table, through store.ResponseError.
+func TestCodeTable(t *testing.T) {
+	for _, r := range errors.CodeTable() {
+		for wname, wrap := range wrappers {
+			t.Run(r.Code+"/"+wname, func(t *testing.T) {
+				err := wrap(response("UploadPart", r.Status, r.Code))
+				e := errors.Classify(err)
+				if e.Kind != r.Kind {
+					t.Fatalf("Classify(%s) = %s, want %s", r.Code, e.Kind, r.Kind)
+				}
+				if e.Code != r.Code || e.StatusCode != r.Status || e.RequestID != "REQ1" || e.Message != "the store says "+r.Code {
+					t.Errorf("facts not copied: %+v", e)
+				}
+				if e.UploadGone != r.UploadGone {
+					t.Errorf("UploadGone = %v, want %v", e.UploadGone, r.UploadGone)
+				}
+				if !stderrors.Is(e, r.Kind) {
+					t.Errorf("errors.Is(e, %s) is false", r.Kind)
+				}
+				var re *store.ResponseError
+				if !stderrors.As(e, &re) || re.Code != r.Code {
+					t.Errorf("errors.As does not reach the ResponseError")
+				}
+				// The code wins over any status, including a 200 with an embedded error.
+				for _, status := range []int{200, 400, 500, 503} {
+					if k := errors.Classify(wrap(response("UploadPart", status, r.Code))).Kind; k != r.Kind {
+						t.Errorf("status %d: %s, want %s", status, k, r.Kind)
+					}
+				}
+				// Operation-dependent rows: the op comes from a template *Error.
+				want := r.Kind
+				if r.OnComplete != errors.Unknown {
+					want = r.OnComplete
+				}
+				tmpl := &errors.Error{Op: "CompleteMultipartUpload", Bucket: "b", Key: "k", UploadID: "u1", Err: err}
+				c := errors.Classify(tmpl)
+				if c.Kind != want || c.Bucket != "b" || c.UploadID != "u1" || c.Code != r.Code {
+					t.Errorf("Complete: %+v, want kind %s", c, want)
+				}
+				if r.OnComplete != errors.Unknown && c.UploadGone {
+					t.Errorf("Complete: UploadGone set")
+				}
+			})
+		}
+	}
+}
+
+// TestStatusTable drives Classify with every status row, with no code and with an unknown code.
+func TestStatusTable(t *testing.T) {
+	for _, r := range errors.StatusTable() {
+		for _, code := range []string{"", "SomethingNew"} {
+			for wname, wrap := range wrappers {
+				if k := errors.Classify(wrap(response("PutObject", r.Status, code))).Kind; k != r.Kind {
+					t.Errorf("status %d code %q %s: %s, want %s", r.Status, code, wname, k, r.Kind)
+				}
+			}
+		}
+	}
+	for status, want := range map[int]errors.Kind{
+		400: errors.Permanent, 404: errors.Permanent, 418: errors.Permanent, 451: errors.Permanent,
+		505: errors.Transient, 507: errors.Transient, 599: errors.Transient,
+	} {
+		if k := errors.Classify(response("Head", status, "")).Kind; k != want {
+			t.Errorf("unknown status %d: %s, want %s", status, k, want)
+		}
+	}
+}
+
+func TestEmbeddedAndNonCompliantAnswers(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want errors.Kind
+	}{
+		{"200 InternalError", response("CompleteMultipartUpload", 200, "InternalError"), errors.Transient},
+		{"200 unknown code", response("CompleteMultipartUpload", 200, "WeirdFailure"), errors.Transient},
+		{"200 SlowDown", response("CompleteMultipartUpload", 200, "SlowDown"), errors.Throttled},
+		{"200 non-compliant", &store.ResponseError{Op: "UploadPart", StatusCode: 200, Err: store.ErrNonCompliant}, errors.Compatibility},
+		{"200 truncated body", &store.ResponseError{Op: "CompleteMultipartUpload", StatusCode: 200, Err: fmt.Errorf("%w: %w", store.ErrNonCompliant, io.ErrUnexpectedEOF)}, errors.Transient},
+		{"503 throttle code", response("UploadPart", 503, "SlowDown"), errors.Throttled},
+		{"503 plain", response("UploadPart", 503, ""), errors.Transient},
+		{"400 throttle code", response("UploadPart", 400, "Throttling"), errors.Throttled},
+		{"501 NotImplemented", response("PutObject", 501, "NotImplemented"), errors.Compatibility},
+		{"408 no code", response("UploadPart", 408, ""), errors.Transient},
+		{"499 no code", response("UploadPart", 499, ""), errors.Transient},
+		{"429 no code", response("UploadPart", 429, ""), errors.Throttled},
+		{"412 HEAD", response("Head", 412, ""), errors.Precondition},
+		{"NoSuchUpload on Complete", response("Complete", 404, "NoSuchUpload"), errors.Transient /* op unknown: no template */},
+	}
+	for _, c := range cases {
+		if k := errors.Classify(c.err).Kind; k != c.want {
+			t.Errorf("%s: %s, want %s", c.name, k, c.want)
+		}
+	}
+}
+
+// timeoutErr is a net.Error timeout, as a dialer or a read deadline returns.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+func opErr(op string, errno syscall.Errno) error {
+	return &net.OpError{Op: op, Net: "tcp", Err: os.NewSyscallError(op, errno)}
+}
+
+func urlErr(err error) error {
+	return &url.Error{Op: "Put", URL: "https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20260101&X-Amz-Signature=0123abcdef", Err: err}
+}
+
+func TestTransportErrors(t *testing.T) {
+	cases := []struct {
+		name    string
+		err     error
+		want    errors.Kind
+		timeout bool
+	}{
+		{"ECONNRESET", opErr("read", syscall.ECONNRESET), errors.Transient, false},
+		{"ECONNREFUSED", opErr("dial", syscall.ECONNREFUSED), errors.Transient, false},
+		{"EPIPE", opErr("write", syscall.EPIPE), errors.Transient, false},
+		{"ETIMEDOUT", opErr("read", syscall.ETIMEDOUT), errors.Transient, true},
+		{"url ECONNRESET", urlErr(opErr("read", syscall.ECONNRESET)), errors.Transient, false},
+		{"unexpected EOF", io.ErrUnexpectedEOF, errors.Transient, false},
+		{"EOF mid-response", urlErr(io.EOF), errors.Transient, false},
+		{"net timeout", &net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}, errors.Transient, true},
+		{"deadline", os.ErrDeadlineExceeded, errors.Transient, true},
+		{"closed", net.ErrClosed, errors.Transient, false},
+		{"dns", &net.DNSError{Err: "no such host", Name: "s3.example", IsNotFound: true}, errors.Transient, false},
+		{"x509 unknown authority", urlErr(&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}), errors.Permanent, false},
+		{"x509 hostname", urlErr(x509.HostnameError{Certificate: &x509.Certificate{}, Host: "s3.example"}), errors.Permanent, false},
+		{"x509 expired", x509.CertificateInvalidError{Reason: x509.Expired}, errors.Permanent, false},
+		{"not TLS", urlErr(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), errors.Permanent, false},
+		{"source missing", &os.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}, errors.Permanent, false},
+		{"unknown error", stderrors.New("something odd"), errors.Transient, false},
+		{"invalid input", (&store.PutObjectInput{}).Validate(), errors.Permanent, false},
+		{"invalid input wrapped", fmt.Errorf("writer: %w", (&store.UploadPartInput{Bucket: "b", Key: "k"}).Validate()), errors.Permanent, false},
+		{"panic", errors.FromPanic("UploadPart", "boom"), errors.Internal, false},
+	}
+	for _, c := range cases {
+		e := errors.Classify(c.err)
+		if e.Kind != c.want {
+			t.Errorf("%s: %s, want %s (%v)", c.name, e.Kind, c.want, e)
+		}
+		if got := errors.IsTimeout(e); got != c.timeout {
+			t.Errorf("%s: IsTimeout = %v, want %v", c.name, got, c.timeout)
+		}
+		if !stderrors.Is(e, c.err) {
+			t.Errorf("%s: errors.Is does not reach the cause", c.name)
+		}
+	}
+	var ne *net.OpError
+	if !stderrors.As(errors.Classify(urlErr(opErr("read", syscall.ECONNRESET))), &ne) {
+		t.Error("errors.As does not reach *net.OpError")
+	}
+}
+
+func TestStoreInvalidInputText(t *testing.T) {
+	// isInvalidInput matches store.ErrInvalidInput by its text; this pins that text.
+	if store.ErrInvalidInput.Error() != "invalid input" {
+		t.Fatalf("store.ErrInvalidInput changed its text to %q: update errors.invalidInputText", store.ErrInvalidInput)
+	}
+	// A store message that merely mentions it is not rejected input.
+	if k := errors.Classify(response("PutObject", 503, "")).Kind; k != errors.Transient {
+		t.Fatal(k)
+	}
+	if k := errors.Classify(stderrors.New("invalid input")).Kind; k != errors.Permanent {
+		t.Fatal("a leaf with the text is invalid input", k)
+	}
+	if k := errors.Classify(fmt.Errorf("got invalid input from peer")).Kind; k != errors.Transient {
+		t.Fatal("a mention is not", k)
+	}
+}
+
+type markedInvalid struct{}
+
+func (markedInvalid) Error() string      { return "bad part size" }
+func (markedInvalid) InvalidInput() bool { return true }
+
+func TestInvalidInputInterface(t *testing.T) {
+	if k := errors.Classify(fmt.Errorf("x: %w", markedInvalid{})).Kind; k != errors.Permanent {
+		t.Fatal(k)
+	}
+}
+
+func TestContextErrors(t *testing.T) {
+	live := context.Background()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, cerr := range []error{context.Canceled, context.DeadlineExceeded, urlErr(context.DeadlineExceeded), fmt.Errorf("dial: %w", context.Canceled)} {
+		if k := errors.Classify(cerr).Kind; k != errors.Canceled {
+			t.Errorf("Classify(%v) = %s, want canceled", cerr, k)
+		}
+		if k := errors.ClassifyCtx(done, cerr).Kind; k != errors.Canceled {
+			t.Errorf("ClassifyCtx(done, %v) = %s, want canceled", cerr, k)
+		}
+		e := errors.ClassifyCtx(live, cerr)
+		if e.Kind != errors.Transient {
+			t.Errorf("ClassifyCtx(live, %v) = %s, want transient", cerr, e.Kind)
+		}
+		// An inner Classify already said Canceled: the live caller context overrides it.
+		if k := errors.ClassifyCtx(live, errors.Classify(cerr)).Kind; k != errors.Transient {
+			t.Errorf("ClassifyCtx(live, Classify(%v)) = %s, want transient", cerr, k)
+		}
+		if errors.DecideCtx(live, cerr) != errors.DecisionRetry || errors.Decide(cerr) != errors.DecisionCanceled {
+			t.Errorf("decisions for %v", cerr)
+		}
+	}
+	if !errors.IsTimeout(errors.ClassifyCtx(live, context.DeadlineExceeded)) {
+		t.Error("a per-attempt deadline is a timeout")
+	}
+	// A real answer that arrives as the caller gives up is still that answer.
+	if k := errors.ClassifyCtx(done, response("UploadPart", 403, "AccessDenied")).Kind; k != errors.Permanent {
+		t.Error(k)
+	}
+	if errors.ClassifyCtx(nil, context.Canceled).Kind != errors.Canceled { //nolint:staticcheck // nil ctx is documented
+		t.Error("nil ctx behaves as Classify")
+	}
+}
+
+func TestAlreadyClassified(t *testing.T) {
+	e := errors.New(errors.Integrity, "Verify", "size %d, want %d", 1, 2)
+	if got := errors.Classify(e); got != e {
+		t.Error("an *Error is returned unchanged")
+	}
+	if got := errors.Classify(fmt.Errorf("x: %w", e)); got != e || got.Kind != errors.Integrity {
+		t.Error("a wrapped *Error keeps its kind")
+	}
+	// Every kind survives classification, even with a contradicting cause.
+	for _, k := range errors.Kinds {
+		w := &errors.Error{Kind: k, Err: response("UploadPart", 503, "SlowDown")}
+		if errors.Classify(w).Kind != k || errors.ClassifyCtx(context.Background(), w).Kind != k {
+			t.Errorf("kind %s changed", k)
+		}
+	}
+	// A template around a classified *Error takes its kind and is flattened (one kind in the chain).
+	tmpl := errors.Classify(&errors.Error{Op: "UploadPart", Bucket: "b", Key: "k", PartNumber: 3, Err: e})
+	if tmpl.Kind != errors.Integrity || tmpl.Op != "UploadPart" || tmpl.PartNumber != 3 || tmpl.Message == "" {
+		t.Errorf("template: %+v", tmpl)
+	}
+	if stderrors.Is(tmpl, errors.Transient) {
+		t.Error("template matches a second kind")
+	}
+	if k := errors.Classify(&errors.Error{Op: "x"}).Kind; k != errors.Internal {
+		t.Errorf("template without cause: %s", k)
+	}
+	if errors.Classify(nil) != nil || errors.ClassifyCtx(context.Background(), nil) != nil {
+		t.Error("Classify(nil) must be nil")
+	}
+	if errors.KindOf(nil) != errors.Unknown || errors.KindOf(io.EOF) != errors.Transient {
+		t.Error("KindOf")
+	}
+}
+
+// TestAWSSDKChain classifies the error chain aws-sdk-go-v2 returns, without an adapter: the op
+// comes from smithy.OperationError, the status and request id from the response errors.
+func TestAWSSDKChain(t *testing.T) {
+	sdk := func(op string, status int, code string) error {
+		return &smithy.OperationError{ServiceID: "S3", OperationName: op, Err: &awshttp.ResponseError{
+			ResponseError: &smithyhttp.ResponseError{
+				Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
+				Err:      &smithy.GenericAPIError{Code: code, Message: "msg " + code},
+			},
+			RequestID: "SDKREQ",
+		}}
+	}
+	e := errors.Classify(sdk("CompleteMultipartUpload", 404, "NoSuchUpload"))
+	if e.Kind != errors.Precondition || e.Op != "CompleteMultipartUpload" || e.StatusCode != 404 || e.RequestID != "SDKREQ" || e.Message != "msg NoSuchUpload" {
+		t.Errorf("%+v", e)
+	}
+	e = errors.Classify(sdk("UploadPart", 404, "NoSuchUpload"))
+	if e.Kind != errors.Transient || !e.UploadGone || e.Retryable() {
+		t.Errorf("%+v", e)
+	}
+	if k := errors.Classify(sdk("PutObject", 503, "SlowDown")).Kind; k != errors.Throttled {
+		t.Error(k)
+	}
+}
+
+func TestDecision(t *testing.T) {
+	want := map[errors.Kind]errors.Decision{
+		errors.Unknown:       errors.DecisionRetry,
+		errors.Transient:     errors.DecisionRetry,
+		errors.Throttled:     errors.DecisionRetry,
+		errors.Integrity:     errors.DecisionTerminal,
+		errors.Compatibility: errors.DecisionTerminal,
+		errors.Precondition:  errors.DecisionTerminal,
+		errors.Permanent:     errors.DecisionTerminal,
+		errors.Canceled:      errors.DecisionCanceled,
+		errors.Internal:      errors.DecisionTerminal,
+	}
+	for k, d := range want {
+		if k.Decision() != d {
+			t.Errorf("%s.Decision() = %s, want %s", k, k.Decision(), d)
+		}
+	}
+	if errors.Decide(nil) != errors.DecisionNone || errors.DecisionNone.String() != "none" {
+		t.Error("Decide(nil)")
+	}
+	if errors.Decide(response("UploadPart", 403, "AccessDenied")) != errors.DecisionTerminal {
+		t.Error("AccessDenied")
+	}
+	retryable := map[errors.Kind]bool{errors.Transient: true, errors.Throttled: true, errors.Integrity: true}
+	for _, k := range errors.Kinds {
+		if (&errors.Error{Kind: k}).Retryable() != retryable[k] {
+			t.Errorf("%s.Retryable", k)
+		}
+	}
+}
+
+func TestErrorString(t *testing.T) {
+	e := errors.Classify(&errors.Error{
+		Op: "UploadPart", Bucket: "bkt", Key: "a/b", UploadID: "U1", PartNumber: 7, Attempts: 3,
+		Err: fmt.Errorf("send: %w", &store.ResponseError{Op: "UploadPart", StatusCode: 400, Code: "BadDigest",
+			Message:   "The Content-MD5 you specified did not match.\nAuthorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=fe5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024",
+			RequestID: "R9", Err: urlErr(io.ErrUnexpectedEOF)}),
+	})
+	s := e.Error()
+	want := "safeput: UploadPart bkt/a/b part 7 integrity code=BadDigest status=400 attempts=3 upload=U1 request=R9: "
+	if !strings.HasPrefix(s, want) {
+		t.Errorf("got  %s\nwant prefix %s", s, want)
+	}
+	for _, secret := range []string{"AKIAIOSFODNN7EXAMPLE", "fe5f80f77d5f", "0123abcdef", "\n"} {
+		if strings.Contains(s, secret) || strings.Contains(e.Message, secret) && secret != "\n" {
+			t.Errorf("%q leaked: %s", secret, s)
+		}
+	}
+	if !strings.Contains(s, "Credential=REDACTED") || !strings.Contains(s, "Signature=REDACTED") {
+		t.Errorf("redaction markers missing: %s", s)
+	}
+	// The store's message is printed once even though the cause repeats it.
+	if strings.Count(s, "did not match") != 1 {
+		t.Errorf("message repeated: %s", s)
+	}
+	gone := errors.Classify(&errors.Error{Op: "UploadPart", Err: response("UploadPart", 404, "NoSuchUpload")}).Error()
+	if !strings.Contains(gone, "upload gone") {
+		t.Error(gone)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://h/k?X-Amz-Algorithm=AWS4&X-Amz-Credential=AKIAX%2F2026&X-Amz-Signature=abc&x=1": "https://h/k?X-Amz-Algorithm=AWS4&X-Amz-Credential=REDACTED&X-Amz-Signature=REDACTED&x=1",
+		"x-amz-security-token=FQoGZX":                      "x-amz-security-token=REDACTED",
+		"Authorization: AWS AKIAIOSFODNN7EXAMPLE:frJIUN8=": "Authorization: REDACTED",
+		"key AKIAIOSFODNN7EXAMPLE in use":                  "key REDACTED in use",
+		"SignatureDoesNotMatch: check your key":            "SignatureDoesNotMatch: check your key",
+		"":                                                 "",
+	} {
+		if got := errors.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		ra, amz string
+		want    time.Duration
+	}{
+		{"", "", 0},
+		{"3", "", 3 * time.Second},
+		{"3", "1500", 1500 * time.Millisecond},
+		{"", "250", 250 * time.Millisecond},
+		{"-1", "", 0},
+		{"soon", "x", 0},
+		{now.Add(10 * time.Second).Format(http.TimeFormat), "", 10 * time.Second},
+		{now.Add(-10 * time.Second).Format(http.TimeFormat), "", 0},
+		{"99999999999999999", "", time.Duration(1<<63 - 1)},
+	}
+	for _, c := range cases {
+		if got := errors.ParseRetryAfter(c.ra, c.amz, now); got != c.want {
+			t.Errorf("ParseRetryAfter(%q, %q) = %v, want %v", c.ra, c.amz, got, c.want)
+		}
+	}
+}
+
+func TestParseErrorBody(t *testing.T) {
+	body := `<?xml version="1.0" encoding="UTF-8"?>
+
+<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message><RequestId>656c76696e6727732072657175657374</RequestId><HostId>Uuag1LuByRx9e6j5Onimru9pO4ZVKnJ2Qz7/C1NPcfTWAtRPfTaOFg==</HostId></Error>`
+	b, ok := errors.ParseErrorBody(strings.NewReader(body))
+	if !ok || b.Code != "InternalError" || b.RequestID != "656c76696e6727732072657175657374" || !strings.HasPrefix(b.Message, "We encountered") {
+		t.Errorf("%+v %v", b, ok)
+	}
+	for _, notErr := range []string{
+		`<CompleteMultipartUploadResult><ETag>"x"</ETag></CompleteMultipartUploadResult>`,
+		`<html>502 Bad Gateway</html>`, ``, `<Error><Code>`, `<Error></Error>`,
+	} {
+		if _, ok := errors.ParseErrorBody(strings.NewReader(notErr)); ok {
+			t.Errorf("%q parsed as an error", notErr)
+		}
+	}
+	if _, ok := errors.ParseErrorBody(nil); ok {
+		t.Error("nil reader")
+	}
+	// A huge body is cut at the limit rather than read whole.
+	huge := io.MultiReader(strings.NewReader("<Error><Code>X</Code><Message>"), strings.NewReader(strings.Repeat("a", 2*errors.MaxErrorBodySize)))
+	if _, ok := errors.ParseErrorBody(huge); ok {
+		t.Error("truncated document parsed")
+	}
+}
+
+func TestWrapAndPanic(t *testing.T) {
+	cause := stderrors.New("etag mismatch")
+	e := errors.Wrap(errors.Integrity, "Verify", cause)
+	if !stderrors.Is(e, errors.Integrity) || !stderrors.Is(e, cause) {
+		t.Error("Wrap")
+	}
+	p := errors.FromPanic("UploadPart", io.EOF)
+	if p.Kind != errors.Internal || !stderrors.Is(p, io.EOF) || !strings.Contains(p.Error(), "panic: EOF") {
+		t.Error(p)
+	}
+}
+
+// panicky is an error whose methods panic, as a buggy third-party error might.
+type panicky struct{}
+
+func (panicky) Error() string       { panic("bad Error") }
+func (panicky) HTTPStatusCode() int { panic("bad status") }
+
+func TestClassifyForeignPanic(t *testing.T) {
+	if k := errors.Classify(panicky{}).Kind; k != errors.Internal {
+		t.Error(k)
+	}
+}

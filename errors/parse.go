@@ -1,0 +1,95 @@
+package errors
+
+import (
+	"encoding/xml"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParseRetryAfter reads a store's retry hint: x-amz-retry-after (milliseconds) wins over
+// Retry-After (seconds, or an HTTP date relative to now). It returns 0 when neither is present,
+// parseable and positive; the retry policy clamps whatever it gets, so this does not.
+func ParseRetryAfter(retryAfter, amzRetryAfter string, now time.Time) time.Duration {
+	if ms, err := strconv.ParseInt(strings.TrimSpace(amzRetryAfter), 10, 64); err == nil && ms > 0 {
+		if ms > math.MaxInt64/int64(time.Millisecond) {
+			return time.Duration(math.MaxInt64)
+		}
+		return time.Duration(ms) * time.Millisecond
+	}
+	v := strings.TrimSpace(retryAfter)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		if s > math.MaxInt64/int64(time.Second) {
+			return time.Duration(math.MaxInt64)
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// MaxErrorBodySize is the most ParseErrorBody reads: S3 error documents are a few hundred bytes.
+const MaxErrorBodySize = 64 << 10
+
+// ErrorBody is the content of an S3 <Error> document.
+type ErrorBody struct {
+	Code      string
+	Message   string
+	RequestID string
+	HostID    string
+}
+
+// ParseErrorBody reads at most MaxErrorBodySize bytes of r and returns the S3 <Error> document
+// found there; ok is false when the body is not one (a CompleteMultipartUploadResult, HTML from a
+// proxy, nothing). Adapters use it on a 200 CompleteMultipartUpload answer, which S3 may send with
+// an <Error> body after a long Complete fails.
+func ParseErrorBody(r io.Reader) (body ErrorBody, ok bool) {
+	if r == nil {
+		return ErrorBody{}, false
+	}
+	dec := xml.NewDecoder(io.LimitReader(r, MaxErrorBodySize))
+	// Stores send UTF-8; a declared other charset must not make the decoder fail the whole parse.
+	dec.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ErrorBody{}, false
+		}
+		start, isStart := tok.(xml.StartElement)
+		if !isStart {
+			continue
+		}
+		if start.Name.Local != "Error" {
+			return ErrorBody{}, false
+		}
+		var doc struct {
+			Code      string `xml:"Code"`
+			Message   string `xml:"Message"`
+			RequestID string `xml:"RequestId"`
+			HostID    string `xml:"HostId"`
+		}
+		if err := dec.DecodeElement(&doc, &start); err != nil {
+			return ErrorBody{}, false
+		}
+		body = ErrorBody{
+			Code:      clip(strings.TrimSpace(doc.Code), maxCodeLen),
+			Message:   Redact(clip(strings.TrimSpace(doc.Message), maxMessageLen)),
+			RequestID: clip(strings.TrimSpace(doc.RequestID), maxCodeLen),
+			HostID:    clip(strings.TrimSpace(doc.HostID), maxMessageLen),
+		}
+		return body, body.Code != ""
+	}
+}

@@ -1,0 +1,195 @@
+package retry
+
+import (
+	"context"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"go.uber.org/zap"
+)
+
+// Defaults. The bases follow the AWS SDKs' 2026 retry behaviour: 50 ms for transient failures,
+// 1 s for throttling, doubling, capped at 20 s, full jitter; 3 attempts (the SDK default: the
+// caller, e.g. a sync manager, re-drives on top of this). The budget is the SDK standard mode's.
+const (
+	DefaultMaxAttempts      = 3
+	DefaultInitialInterval  = 50 * time.Millisecond
+	DefaultThrottleInterval = time.Second
+	DefaultMaxInterval      = 20 * time.Second
+	DefaultMultiplier       = 2.0
+	DefaultIntegrityRetries = 2
+	DefaultRetryAfterCap    = 20 * time.Second
+	DefaultBudget           = 500
+	// RetryCost is what one retry takes from the budget; TimeoutCost is for a retry after a
+	// timeout, which held a connection for the whole timeout. A success after a retry refunds
+	// that retry's cost; a success at the first attempt adds NoRetryIncrement.
+	RetryCost        = 5
+	TimeoutCost      = 10
+	NoRetryIncrement = 1
+)
+
+// Option configures a Policy (New, With).
+type Option func(*Policy)
+
+type config struct {
+	maxAttempts      int
+	maxElapsed       time.Duration
+	initial          time.Duration
+	throttleInitial  time.Duration
+	maxInterval      time.Duration
+	multiplier       float64
+	attemptTimeout   time.Duration
+	integrityRetries int
+	retryAfterCap    time.Duration
+	budgetCap        int
+	transientBackOff func() backoff.BackOff
+	throttleBackOff  func() backoff.BackOff
+	logger           *zap.Logger
+
+	// Injected for deterministic tests.
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
+	rand  func() float64
+
+	set bool // false in a zero Policy: init fills the defaults
+}
+
+func defaultConfig() config {
+	return config{
+		maxAttempts:      DefaultMaxAttempts,
+		initial:          DefaultInitialInterval,
+		throttleInitial:  DefaultThrottleInterval,
+		maxInterval:      DefaultMaxInterval,
+		multiplier:       DefaultMultiplier,
+		integrityRetries: DefaultIntegrityRetries,
+		retryAfterCap:    DefaultRetryAfterCap,
+		budgetCap:        DefaultBudget,
+		now:              time.Now,
+		sleep:            sleepCtx,
+		set:              true,
+	}
+}
+
+// WithMaxAttempts bounds the attempts, the first included (minimum 1).
+func WithMaxAttempts(n int) Option { return func(p *Policy) { p.cfg.maxAttempts = max(n, 1) } }
+
+// WithMaxElapsedTime stops retrying when the next sleep would end more than d after Do began
+// (0: no limit, the default; attempts and the budget bound Do anyway).
+func WithMaxElapsedTime(d time.Duration) Option {
+	return func(p *Policy) { p.cfg.maxElapsed = max(d, 0) }
+}
+
+// WithInitialInterval sets the base delay for Transient and Integrity retries.
+func WithInitialInterval(d time.Duration) Option {
+	return func(p *Policy) {
+		if d > 0 {
+			p.cfg.initial = d
+		}
+	}
+}
+
+// WithThrottleInterval sets the base delay for Throttled retries.
+func WithThrottleInterval(d time.Duration) Option {
+	return func(p *Policy) {
+		if d > 0 {
+			p.cfg.throttleInitial = d
+		}
+	}
+}
+
+// WithMaxInterval caps one computed delay (before jitter).
+func WithMaxInterval(d time.Duration) Option {
+	return func(p *Policy) {
+		if d > 0 {
+			p.cfg.maxInterval = d
+		}
+	}
+}
+
+// WithMultiplier sets the growth of the delay per attempt (minimum 1).
+func WithMultiplier(m float64) Option {
+	return func(p *Policy) {
+		if m >= 1 {
+			p.cfg.multiplier = m
+		}
+	}
+}
+
+// WithAttemptTimeout gives each attempt a context with this timeout (0: none, the default). An
+// attempt that fails because of it is Transient, not Canceled.
+func WithAttemptTimeout(d time.Duration) Option {
+	return func(p *Policy) { p.cfg.attemptTimeout = max(d, 0) }
+}
+
+// WithIntegrityRetries caps the retries after Integrity failures (default 2; 0: none). Each such
+// retry must send the clean source bytes again: fn must re-read them, not reuse a buffer that a
+// failed attempt may have consumed or that may be the corrupt copy.
+func WithIntegrityRetries(n int) Option {
+	return func(p *Policy) { p.cfg.integrityRetries = max(n, 0) }
+}
+
+// WithRetryAfterCap caps how long a store's Retry-After / x-amz-retry-after hint can make one
+// sleep. The hint never shortens the computed delay.
+func WithRetryAfterCap(d time.Duration) Option {
+	return func(p *Policy) { p.cfg.retryAfterCap = max(d, 0) }
+}
+
+// WithBudget gives the policy a retry budget of capacity tokens (default 500; 0 or less turns
+// the budget off). In With, it gives the derived policy a budget of its own.
+func WithBudget(capacity int) Option {
+	return func(p *Policy) {
+		p.cfg.budgetCap = max(capacity, 0)
+		p.budget = nil
+	}
+}
+
+// WithAdaptiveRate turns on client-side rate limiting: a Throttled answer halves the request
+// rate of everything sharing the policy, successes raise it back until limiting switches off.
+func WithAdaptiveRate(on bool) Option {
+	return func(p *Policy) {
+		p.limiter = nil
+		if on {
+			p.limiter = &limiter{}
+		}
+	}
+}
+
+// WithLogger logs each retry (Info) and each give-up for an empty budget (Warn) to l.
+func WithLogger(l *zap.Logger) Option { return func(p *Policy) { p.cfg.logger = l } }
+
+// WithBackOff replaces the delays for Transient and Integrity retries: f is called once per Do
+// and its NextBackOff once per retry; backoff.Stop ends the retries. No jitter is added, so wrap
+// with FullJitter if wanted. Retry-After hints and the caps still apply.
+func WithBackOff(f func() backoff.BackOff) Option {
+	return func(p *Policy) { p.cfg.transientBackOff = f }
+}
+
+// WithThrottleBackOff is WithBackOff for Throttled retries.
+func WithThrottleBackOff(f func() backoff.BackOff) Option {
+	return func(p *Policy) { p.cfg.throttleBackOff = f }
+}
+
+// withClock injects time for tests: now for elapsed time and the limiter, sleep for every wait.
+func withClock(now func() time.Time, sleep func(context.Context, time.Duration) error) Option {
+	return func(p *Policy) {
+		p.cfg.now = now
+		p.cfg.sleep = sleep
+	}
+}
+
+// withRand injects the jitter source for tests: delays are rand() × the computed delay.
+func withRand(f func() float64) Option { return func(p *Policy) { p.cfg.rand = f } }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
