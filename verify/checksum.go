@@ -207,3 +207,6 @@ func MultipartETag(partMD5s [][md5.Size]byte) string {
 	}
 	return fmt.Sprintf("%s-%d", hex.EncodeToString(h.Sum(nil)), len(partMD5s))
 }
+
+// Update extends a raw CRC value of alg over p (ChecksumOf is Update from 0).
+func Update(alg store.ChecksumAlgorithm, crc uint64, p []byte) uint64 { return updateCRC(alg, crc, p) }

@@ -1,0 +1,51 @@
+// Package testkit runs a test through both SDK adapters against the real test server, so every
+// behaviour is checked through aws-sdk-go-v2 and minio-go alike.
+package testkit
+
+import (
+	"testing"
+
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/awss3"
+	"github.com/safeput/safeput/store/miniogo"
+)
+
+// Adapter builds one store.Store for the test server.
+type Adapter struct {
+	Name string
+	New  func(srv s3test.Server) (store.Store, error)
+}
+
+// Adapters are the two production adapters.
+var Adapters = []Adapter{
+	{Name: "aws", New: func(srv s3test.Server) (store.Store, error) {
+		return awss3.New(awss3.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	}},
+	{Name: "minio", New: func(srv s3test.Server) (store.Store, error) {
+		return miniogo.New(miniogo.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	}},
+}
+
+// Env is what a test body gets: the server, an adapter's store and a fresh bucket.
+type Env struct {
+	Srv     s3test.Server
+	Store   store.Store
+	Bucket  string
+	Adapter string
+}
+
+// ForEach runs fn as a subtest per adapter, each with its own bucket.
+func ForEach(t *testing.T, fn func(t *testing.T, env Env)) {
+	t.Helper()
+	srv := s3test.Require(t)
+	for _, a := range Adapters {
+		t.Run(a.Name, func(t *testing.T) {
+			st, err := a.New(srv)
+			if err != nil {
+				t.Fatalf("%s adapter: %v", a.Name, err)
+			}
+			fn(t, Env{Srv: srv, Store: st, Bucket: s3test.NewBucket(t, srv), Adapter: a.Name})
+		})
+	}
+}

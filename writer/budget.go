@@ -1,0 +1,110 @@
+package writer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Budget bounds the part-buffer memory of every writer that shares it. A flush node that runs
+// many uploads at once gives them one Budget: a writer waits for room instead of allocating past
+// it. Buffers are recycled between the writers that share it.
+type Budget struct {
+	limit int64
+
+	mu      sync.Mutex
+	used    int64
+	peak    int64
+	waiters []chan struct{}
+	free    map[int][][]byte // recycled buffers by capacity
+}
+
+// NewBudget returns a Budget of limit bytes.
+func NewBudget(limit int64) (*Budget, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("safeput: memory budget must be positive, got %d", limit)
+	}
+	return &Budget{limit: limit, free: map[int][][]byte{}}, nil
+}
+
+// Limit returns the budget's size in bytes.
+func (b *Budget) Limit() int64 { return b.limit }
+
+// InUse returns the bytes currently held by buffers.
+func (b *Budget) InUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// Peak returns the most bytes ever held at once.
+func (b *Budget) Peak() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.peak
+}
+
+// get returns a buffer of exactly size bytes, waiting until the budget has room or ctx ends.
+func (b *Budget) get(ctx context.Context, size int) ([]byte, error) {
+	if int64(size) > b.limit {
+		return nil, fmt.Errorf("safeput: a %d-byte buffer is larger than the whole memory budget %d", size, b.limit)
+	}
+	for {
+		b.mu.Lock()
+		if b.used+int64(size) <= b.limit {
+			b.used += int64(size)
+			b.peak = max(b.peak, b.used)
+			var buf []byte
+			if list := b.free[size]; len(list) > 0 {
+				buf = list[len(list)-1]
+				b.free[size] = list[:len(list)-1]
+			}
+			b.mu.Unlock()
+			if buf == nil {
+				buf = make([]byte, size)
+			}
+			return buf, nil
+		}
+		ch := make(chan struct{})
+		b.waiters = append(b.waiters, ch)
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			b.mu.Lock()
+			for i, w := range b.waiters {
+				if w == ch {
+					b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
+					break
+				}
+			}
+			b.mu.Unlock()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// put returns a buffer from get. Recycled buffers stay counted against nothing: only buffers in
+// use count, and a recycled one is dropped when the free list would hold more than the budget.
+func (b *Budget) put(buf []byte) {
+	if buf == nil {
+		return
+	}
+	size := cap(buf)
+	b.mu.Lock()
+	b.used -= int64(size)
+	// Keep at most limit bytes of idle buffers, so idle memory is bounded by the budget too.
+	idle := int64(0)
+	for sz, list := range b.free {
+		idle += int64(sz) * int64(len(list))
+	}
+	if idle+int64(size)+b.used <= b.limit {
+		b.free[size] = append(b.free[size], buf[:size])
+	}
+	waiters := b.waiters
+	b.waiters = nil
+	b.mu.Unlock()
+	for _, w := range waiters {
+		close(w)
+	}
+}

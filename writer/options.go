@@ -1,0 +1,150 @@
+package writer
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store"
+)
+
+// Option configures a Writer or an Upload.
+type Option func(*config)
+
+type config struct {
+	rules        multipart.Rules
+	rulesErr     error
+	partSize     int64
+	concurrency  int
+	budget       *Budget
+	checksum     store.ChecksumAlgorithm
+	checksumSet  bool
+	contentMD5   bool
+	createOnly   bool
+	contentType  string
+	metadata     map[string]string
+	policy       *retry.Policy
+	logger       *zap.Logger
+	observer     func(Event)
+	threshold    int64
+	sizeHint     int64
+	expectedMax  int64
+	readBack     bool
+	abortTimeout time.Duration
+}
+
+// Defaults: 16 MiB parts (above every provider's documented floor), 4 parts in flight.
+const (
+	DefaultPartSize     = 16 << 20
+	DefaultConcurrency  = 4
+	DefaultAbortTimeout = 30 * time.Second
+)
+
+func defaultConfig() config {
+	rules, err := multipart.Profile("strict")
+	return config{
+		rules:        rules,
+		rulesErr:     err,
+		partSize:     DefaultPartSize,
+		concurrency:  DefaultConcurrency,
+		checksum:     store.ChecksumCRC64NVME,
+		sizeHint:     -1,
+		abortTimeout: DefaultAbortTimeout,
+		logger:       zap.NewNop(),
+	}
+}
+
+// WithProfile selects the provider rules by name ("aws", "minio", "r2", ... or a rules string
+// such as "min=5MiB,max=5GiB,parts=10000,equal"). The default is "strict", which every known
+// store accepts. An unknown name fails New with an error listing the valid ones.
+func WithProfile(nameOrRules string) Option {
+	return func(c *config) { c.rules, c.rulesErr = multipart.Parse(nameOrRules) }
+}
+
+// WithRules sets the provider rules directly.
+func WithRules(r multipart.Rules) Option {
+	return func(c *config) { c.rules, c.rulesErr = r, r.Validate() }
+}
+
+// WithPartSize sets the preferred part size; the plan may raise it (to stay under the part-count
+// limit) but never lowers it below the rules' minimum: a forbidden size is an error.
+func WithPartSize(n int64) Option { return func(c *config) { c.partSize = n } }
+
+// WithConcurrency sets how many part buffers (and so parts in flight) one writer may hold.
+func WithConcurrency(n int) Option { return func(c *config) { c.concurrency = n } }
+
+// WithBudget shares a memory budget between writers. Without it each writer has its own budget
+// of concurrency × part size.
+func WithBudget(b *Budget) Option { return func(c *config) { c.budget = b } }
+
+// WithChecksum chooses the checksum: CRC64NVME (default), CRC32C, CRC32, or ChecksumNone (then
+// MD5 ETags or length are the only checks). A store whose profile does not accept the algorithm
+// gets none, and the Result says which method verified the object.
+func WithChecksum(a store.ChecksumAlgorithm) Option {
+	return func(c *config) { c.checksum, c.checksumSet = a, true }
+}
+
+// WithContentMD5 also sends Content-MD5 with every request (and checks MD5 ETags where the store
+// makes them). It costs an MD5 pass over the data.
+func WithContentMD5(on bool) Option { return func(c *config) { c.contentMD5 = on } }
+
+// WithCreateOnly makes the write fail with a Precondition error if the key exists
+// (If-None-Match: *), except when the existing object is byte-for-byte the one being written (a
+// retry after a lost response), which is reported as Result.AlreadyExisted.
+func WithCreateOnly() Option { return func(c *config) { c.createOnly = true } }
+
+// WithContentType sets the object's Content-Type.
+func WithContentType(ct string) Option { return func(c *config) { c.contentType = ct } }
+
+// WithMetadata sets user metadata (x-amz-meta-*).
+func WithMetadata(m map[string]string) Option { return func(c *config) { c.metadata = m } }
+
+// WithRetry sets the retry policy. Share one *retry.Policy between writers so its retry budget
+// is shared too.
+func WithRetry(p *retry.Policy) Option { return func(c *config) { c.policy = p } }
+
+// WithLogger logs through l (no-op by default). Lines carry bucket, key, size, part, upload id
+// and attempt where they apply.
+func WithLogger(l *zap.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// WithObserver calls fn for every Event. fn must be quick and safe for concurrent use; a panic
+// in it is recovered and ignored.
+func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer = fn } }
+
+// WithThreshold sets the largest object sent as one PutObject (default: the part size; capped at
+// the part size and at the rules' single-PUT limit).
+func WithThreshold(n int64) Option { return func(c *config) { c.threshold = n } }
+
+// WithSize declares the exact size the writer will receive. A stream that turns out shorter or
+// longer fails; the plan uses the size to pick a part size inside the part-count limit.
+func WithSize(n int64) Option { return func(c *config) { c.sizeHint = n } }
+
+// WithExpectedMaxSize tells a writer of unknown size how large the object may grow, so the fixed
+// part size leaves room under the part-count limit. Past the resulting ceiling the write fails
+// with a Compatibility error before anything is completed.
+func WithExpectedMaxSize(n int64) Option { return func(c *config) { c.expectedMax = n } }
+
+// WithReadBack re-reads the whole object after commit and compares its checksum: the strongest
+// and most expensive verification.
+func WithReadBack(on bool) Option { return func(c *config) { c.readBack = on } }
+
+// WithAbortTimeout bounds the clean-up (abort, delete) that runs after a failure on a context
+// detached from the caller's.
+func WithAbortTimeout(d time.Duration) Option { return func(c *config) { c.abortTimeout = d } }
+
+// policyIntegrityRetries is how many whole-upload retries a replayable source gets after a
+// verification failure: the policy's integrity budget.
+func (c config) policyIntegrityRetries() int {
+	if c.policy == nil {
+		return retry.Default().IntegrityRetries()
+	}
+	return c.policy.IntegrityRetries()
+}

@@ -1,0 +1,73 @@
+package writer
+
+import (
+	"time"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
+)
+
+// Result is what a successful write did, as checked against the store.
+type Result struct {
+	Bucket    string
+	Key       string
+	Size      int64
+	ETag      string
+	VersionID string
+	// Checksum is the full-object checksum sent and compared (zero when none was used).
+	Checksum store.Checksum
+	// Multipart is true when the object was assembled from Parts parts of PartSize bytes.
+	Multipart bool
+	Parts     int
+	PartSize  int64
+	UploadID  string
+	// BytesSent counts every body byte sent, retries included.
+	BytesSent int64
+	// Requests counts every request sent; Failures counts the failed ones by kind.
+	Requests int
+	Failures map[sperrors.Kind]int
+	// Verified names what was compared after commit; VerifiedStrong is false for length-only.
+	Verified       verify.Method
+	VerifiedStrong bool
+	// AlreadyExisted is true when a create-only write found this exact object already at the key
+	// (a retry after a lost response): nothing new was written, and that is success.
+	AlreadyExisted bool
+	// UploadAttempts counts whole-upload attempts (above 1 after an integrity retry of a
+	// replayable source).
+	UploadAttempts int
+	Elapsed        time.Duration
+}
+
+// EventType names a step of a write.
+type EventType string
+
+// The events an observer sees.
+const (
+	EventPartStarted EventType = "part-started"
+	EventPartDone    EventType = "part-done"
+	EventRetry       EventType = "retry"
+	EventVerify      EventType = "verify"
+	EventAbort       EventType = "abort"
+	EventDone        EventType = "done"
+	EventFailed      EventType = "failed"
+)
+
+// Event is one step of a write, for progress bars and metrics.
+type Event struct {
+	Type       EventType
+	Bucket     string
+	Key        string
+	UploadID   string
+	PartNumber int32
+	// Size is the part's size for part events, the object's size for verify and done.
+	Size    int64
+	Attempt int
+	// Kind and Err are set for retry, abort and failed events.
+	Kind   sperrors.Kind
+	Err    error
+	Method verify.Method
+	// BytesDone is the number of bytes acknowledged by the store so far.
+	BytesDone int64
+	Elapsed   time.Duration
+}

@@ -1,0 +1,142 @@
+package writer
+
+import (
+	"context"
+	stderrors "errors"
+	"io"
+	"io/fs"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/store"
+)
+
+// Upload writes everything r yields to bucket/key and returns the verified Result.
+//
+// It uses what r offers: a known size (Len() int, Size() int64 or Stat() (fs.FileInfo, error))
+// lets the plan pick the part size and turns a short or long stream into an error; an io.ReaderAt
+// of known size is uploaded part by part straight from it, with no part buffers; an io.Seeker (or
+// ReaderAt) makes the source replayable, so a write that verifies wrong after commit is retried
+// from the start within the retry policy's integrity budget.
+func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader, opts ...Option) (*Result, error) {
+	if r == nil {
+		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Upload", Bucket: bucket, Key: key, Message: "nil reader"}
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	size, err := sizeOf(r)
+	if err != nil {
+		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Upload", Bucket: bucket, Key: key, Message: "cannot size the source", Err: err}
+	}
+	if size >= 0 {
+		if cfg.sizeHint >= 0 && cfg.sizeHint != size {
+			return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Upload", Bucket: bucket, Key: key,
+				Message: "WithSize disagrees with the size the reader reports"}
+		}
+		cfg.sizeHint = size
+	}
+	ra, isReaderAt := r.(io.ReaderAt)
+	seeker, isSeeker := r.(io.Seeker)
+	var start int64
+	if isSeeker {
+		if start, err = seeker.Seek(0, io.SeekCurrent); err != nil {
+			isSeeker = false
+		}
+	}
+	replayable := (isReaderAt && size >= 0) || isSeeker
+	maxAttempts := 1
+	if replayable {
+		maxAttempts = 1 + cfg.policyIntegrityRetries()
+	}
+	var lastErr error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if attempt > 1 && isSeeker && !(isReaderAt && size >= 0) {
+			if _, err := seeker.Seek(start, io.SeekStart); err != nil {
+				break
+			}
+		}
+		res, err := uploadOnce(ctx, st, bucket, key, r, ra, start, isReaderAt && size >= 0, cfg)
+		if err == nil {
+			res.UploadAttempts = attempt
+			return res, nil
+		}
+		lastErr = err
+		if !stderrors.Is(err, sperrors.Integrity) || ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func uploadOnce(ctx context.Context, st store.Store, bucket, key string, r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool, cfg config) (*Result, error) {
+	w, err := newWriter(ctx, st, bucket, key, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if useReaderAt && w.cfg.sizeHint > w.plan.Threshold {
+		w.section, w.sectionBase = ra, base
+		if err := w.sendSections(); err != nil {
+			_ = w.Close()
+			return nil, err
+		}
+	} else if _, err := w.ReadFrom(r); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return w.Result(), nil
+}
+
+// sendSections dispatches every part of a ReaderAt source of known size.
+func (w *Writer) sendSections() error {
+	total, part := w.cfg.sizeHint, w.plan.PartSize
+	for off := int64(0); off < total; off += part {
+		if err := w.firstErr(); err != nil {
+			return err
+		}
+		n := min(part, total-off)
+		if err := w.dispatchSection(off, n, off+n == total); err != nil {
+			return err
+		}
+	}
+	w.size = total
+	return nil
+}
+
+// sizeOf returns the size a reader reports, or -1.
+func sizeOf(r io.Reader) (int64, error) {
+	switch v := r.(type) {
+	case interface{ Len() int }:
+		return int64(v.Len()), nil
+	case interface{ Size() int64 }:
+		if s, ok := r.(io.Seeker); ok {
+			// A SectionReader's or bytes.Reader's Size is the whole; the rest is what remains.
+			cur, err := s.Seek(0, io.SeekCurrent)
+			if err == nil {
+				return v.Size() - cur, nil
+			}
+		}
+		return v.Size(), nil
+	case interface{ Stat() (fs.FileInfo, error) }:
+		fi, err := v.Stat()
+		if err != nil {
+			return -1, err
+		}
+		if !fi.Mode().IsRegular() {
+			return -1, nil
+		}
+		if s, ok := r.(io.Seeker); ok {
+			cur, err := s.Seek(0, io.SeekCurrent)
+			if err == nil {
+				return fi.Size() - cur, nil
+			}
+		}
+		return fi.Size(), nil
+	}
+	return -1, nil
+}

@@ -1,0 +1,371 @@
+package writer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/internal/testkit"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
+	"github.com/safeput/safeput/writer"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// The SDKs' HTTP transports keep idle keep-alive connections by design.
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+const part = 5 << 20 // the smallest part versitygw accepts
+
+// testOpts: the versitygw profile and 5 MiB parts keep the tests small.
+func testOpts(extra ...writer.Option) []writer.Option {
+	return append([]writer.Option{writer.WithProfile("versitygw"), writer.WithPartSize(part)}, extra...)
+}
+
+// Every size that has bitten multipart uploaders: empty, one byte, around a part boundary, and
+// several parts plus a byte; read back byte-for-byte through an independent client.
+func TestWriterSizes(t *testing.T) {
+	sizes := []int{0, 1, part - 1, part, part + 1, 3*part + 1}
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		for _, size := range sizes {
+			t.Run(fmt.Sprint(size), func(t *testing.T) {
+				data := s3test.RandomBytes(size)
+				key := fmt.Sprintf("sizes/%d", size)
+				w, err := writer.New(context.Background(), env.Store, env.Bucket, key, testOpts()...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Odd-sized writes cross part boundaries at every offset.
+				for off := 0; off < len(data); off += 777_777 {
+					if _, err := w.Write(data[off:min(off+777_777, len(data))]); err != nil {
+						t.Fatalf("write at %d: %v", off, err)
+					}
+				}
+				if err := w.Close(); err != nil {
+					t.Fatalf("close: %v", err)
+				}
+				res := w.Result()
+				if res == nil || res.Size != int64(size) {
+					t.Fatalf("result %+v", res)
+				}
+				if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, data) {
+					t.Fatalf("read back %d bytes, wrote %d: not identical", len(got), size)
+				}
+				wantParts := 0
+				if size > part {
+					wantParts = (size + part - 1) / part
+				}
+				if res.Parts != wantParts || res.Multipart != (wantParts > 0) {
+					t.Fatalf("parts %d multipart %v, want %d", res.Parts, res.Multipart, wantParts)
+				}
+				if !res.VerifiedStrong && size > 0 {
+					t.Errorf("verified by %s only", res.Verified)
+				}
+				if ids := s3test.IncompleteUploads(t, env.Srv, env.Bucket, key); len(ids) != 0 {
+					t.Fatalf("incomplete uploads left: %v", ids)
+				}
+				// Close twice returns the first outcome.
+				if err := w.Close(); err != nil {
+					t.Fatalf("second close: %v", err)
+				}
+			})
+		}
+	})
+}
+
+// Upload uses what the reader offers: ReaderAt of known size (no part buffers), a plain
+// stream of unknown length, and a larger object at concurrency 1 and 8.
+func TestUploadSources(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		data := s3test.RandomBytes(4*part + 12345)
+		cases := []struct {
+			name string
+			r    func() io.Reader
+			opts []writer.Option
+		}{
+			{"readerat", func() io.Reader { return bytes.NewReader(data) }, nil},
+			{"stream", func() io.Reader { return struct{ io.Reader }{bytes.NewReader(data)} }, nil},
+			{"stream-c1", func() io.Reader { return struct{ io.Reader }{bytes.NewReader(data)} }, []writer.Option{writer.WithConcurrency(1)}},
+			{"readerat-c8", func() io.Reader { return bytes.NewReader(data) }, []writer.Option{writer.WithConcurrency(8)}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				key := "upload/" + tc.name
+				res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, tc.r(), testOpts(tc.opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Size != int64(len(data)) || res.Parts != 5 {
+					t.Fatalf("result size %d parts %d", res.Size, res.Parts)
+				}
+				if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, data) {
+					t.Fatal("read back differs")
+				}
+				if res.BytesSent < res.Size {
+					t.Fatalf("bytes sent %d < size %d", res.BytesSent, res.Size)
+				}
+			})
+		}
+	})
+}
+
+// A larger object, streamed: 100 MiB read back identical.
+func TestUpload100MiB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		data := s3test.RandomBytes(100 << 20)
+		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "big", struct{ io.Reader }{bytes.NewReader(data)},
+			testOpts(writer.WithPartSize(8<<20), writer.WithConcurrency(4))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Parts != 13 || !res.VerifiedStrong {
+			t.Fatalf("parts %d verified %s", res.Parts, res.Verified)
+		}
+		if got := s3test.ReadAll(t, env.Srv, env.Bucket, "big"); !bytes.Equal(got, data) {
+			t.Fatal("read back differs")
+		}
+	})
+}
+
+// Create-only onto an existing key: Precondition, and the existing object is unchanged. The
+// same bytes again are an idempotent success.
+func TestCreateOnly(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		for _, size := range []int{100, 2*part + 3} {
+			key := fmt.Sprintf("create-only/%d", size)
+			first := s3test.RandomBytes(size)
+			if _, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(writer.WithCreateOnly())...); err != nil {
+				t.Fatal(err)
+			}
+			other := s3test.RandomBytes(size)
+			_, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(other), testOpts(writer.WithCreateOnly())...)
+			if !errors.Is(err, sperrors.Precondition) {
+				t.Fatalf("size %d: want Precondition, got %v", size, err)
+			}
+			if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, first) {
+				t.Fatal("existing object changed")
+			}
+			res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(writer.WithCreateOnly())...)
+			if err != nil || !res.AlreadyExisted {
+				t.Fatalf("same bytes again: %v %+v", err, res)
+			}
+			if ids := s3test.IncompleteUploads(t, env.Srv, env.Bucket, key); len(ids) != 0 {
+				t.Fatalf("incomplete uploads left: %v", ids)
+			}
+		}
+	})
+}
+
+// Cancelling mid-upload: Close returns Canceled and no incomplete upload remains.
+func TestCancelMidUpload(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		ctx, cancel := context.WithCancel(context.Background())
+		w, err := writer.New(ctx, env.Store, env.Bucket, "cancel", testOpts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := s3test.RandomBytes(part)
+		for i := 0; i < 3; i++ {
+			if _, err := w.Write(chunk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel()
+		_, werr := w.Write(chunk)
+		cerr := w.Close()
+		if !errors.Is(cerr, sperrors.Canceled) {
+			t.Fatalf("close: want Canceled, got %v (write: %v)", cerr, werr)
+		}
+		if ids := s3test.IncompleteUploads(t, env.Srv, env.Bucket, ""); len(ids) != 0 {
+			t.Fatalf("incomplete uploads left: %v", ids)
+		}
+		if s3test.Exists(t, env.Srv, env.Bucket, "cancel") {
+			t.Fatal("a cancelled write is visible")
+		}
+	})
+}
+
+// Abort discards a started multipart upload; nothing visible, nothing left.
+func TestAbort(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		w, err := writer.New(context.Background(), env.Store, env.Bucket, "aborted", testOpts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(s3test.RandomBytes(2*part + 1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Abort(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte("x")); err == nil {
+			t.Fatal("write after abort succeeded")
+		}
+		if err := w.Close(); err == nil {
+			t.Fatal("close after abort succeeded")
+		}
+		if ids := s3test.IncompleteUploads(t, env.Srv, env.Bucket, ""); len(ids) != 0 {
+			t.Fatalf("incomplete uploads left: %v", ids)
+		}
+		if s3test.Exists(t, env.Srv, env.Bucket, "aborted") {
+			t.Fatal("aborted object is visible")
+		}
+	})
+}
+
+// 16 writers sharing a 128 MiB budget never hold more than 128 MiB of buffers (measured by the
+// budget's own peak, not timed), and all land.
+func TestSharedBudget(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		budget, err := writer.NewBudget(128 << 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := s3test.RandomBytes(6 * part)
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				key := fmt.Sprintf("budget/%d", i)
+				_, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, struct{ io.Reader }{bytes.NewReader(data)},
+					testOpts(writer.WithBudget(budget), writer.WithConcurrency(4))...)
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if peak := budget.Peak(); peak > 128<<20 || peak == 0 {
+			t.Fatalf("budget peak %d bytes, limit %d", peak, 128<<20)
+		}
+		if budget.InUse() != 0 {
+			t.Fatalf("%d bytes still held", budget.InUse())
+		}
+	})
+}
+
+// Bad input: a clear error, nothing sent, nothing at the key touched.
+func TestBadInput(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		ctx := context.Background()
+		existing := s3test.RandomBytes(10)
+		if _, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", bytes.NewReader(existing), testOpts()...); err != nil {
+			t.Fatal(err)
+		}
+		small, _ := writer.NewBudget(1 << 20)
+		for name, fn := range map[string]func() error{
+			"nil store":    func() error { _, err := writer.New(ctx, nil, env.Bucket, "keep"); return err },
+			"nil reader":   func() error { _, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", nil); return err },
+			"empty bucket": func() error { _, err := writer.New(ctx, env.Store, "", "keep"); return err },
+			"long key":     func() error { _, err := writer.New(ctx, env.Store, env.Bucket, string(make([]byte, 1025))); return err },
+			"bad utf8 key": func() error { _, err := writer.New(ctx, env.Store, env.Bucket, "\xff\xfe"); return err },
+			"negative size": func() error {
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", writer.WithSize(-5))
+				return err
+			},
+			"part below minimum": func() error {
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", writer.WithProfile("minio"), writer.WithPartSize(4<<20))
+				return err
+			},
+			"zero concurrency": func() error {
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(writer.WithConcurrency(0))...)
+				return err
+			},
+			"budget too small": func() error {
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(writer.WithBudget(small))...)
+				return err
+			},
+			"unknown profile": func() error {
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", writer.WithProfile("nope"))
+				return err
+			},
+			"short stream": func() error {
+				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 5))}, testOpts(writer.WithSize(10))...)
+				return err
+			},
+			"long stream": func() error {
+				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 50))}, testOpts(writer.WithSize(10))...)
+				return err
+			},
+			"cancelled context": func() error {
+				cctx, cancel := context.WithCancel(ctx)
+				cancel()
+				_, err := writer.Upload(cctx, env.Store, env.Bucket, "keep", bytes.NewReader(make([]byte, 5)), testOpts()...)
+				return err
+			},
+		} {
+			err := fn()
+			var se *sperrors.Error
+			if !errors.As(err, &se) {
+				t.Errorf("%s: want a *errors.Error, got %v", name, err)
+				continue
+			}
+			if se.Kind != sperrors.Permanent && se.Kind != sperrors.Compatibility && se.Kind != sperrors.Canceled {
+				t.Errorf("%s: kind %s: %v", name, se.Kind, err)
+			}
+			if se.Message == "" && se.Err == nil {
+				t.Errorf("%s: error names nothing: %v", name, err)
+			}
+		}
+		if got := s3test.ReadAll(t, env.Srv, env.Bucket, "keep"); !bytes.Equal(got, existing) {
+			t.Fatal("bad input touched the existing object")
+		}
+		// Write after Close.
+		w, _ := writer.New(ctx, env.Store, env.Bucket, "closed", testOpts()...)
+		_ = w.Close()
+		if _, err := w.Write([]byte("x")); !errors.Is(err, writer.ErrClosed) {
+			t.Fatalf("write after close: %v", err)
+		}
+	})
+}
+
+// The observer sees parts, verification and the end; the Result names the verification.
+func TestObserverAndResult(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		var mu sync.Mutex
+		seen := map[writer.EventType]int{}
+		data := s3test.RandomBytes(2*part + 10)
+		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "observed", bytes.NewReader(data),
+			testOpts(writer.WithObserver(func(e writer.Event) {
+				mu.Lock()
+				seen[e.Type]++
+				mu.Unlock()
+			}))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[writer.EventPartDone] != 3 || seen[writer.EventVerify] != 1 || seen[writer.EventDone] != 1 {
+			t.Fatalf("events %v", seen)
+		}
+		sum, _ := verify.Sum(store.ChecksumCRC64NVME, data)
+		if res.Checksum.Value != sum {
+			t.Fatalf("result checksum %s, want %s", res.Checksum.Value, sum)
+		}
+		if res.Elapsed <= 0 || res.Elapsed > time.Hour {
+			t.Fatalf("elapsed %v", res.Elapsed)
+		}
+	})
+}
