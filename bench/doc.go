@@ -1,0 +1,2 @@
+// Package bench compares safeput with the uploaders users would otherwise pick.
+package bench

@@ -1,0 +1,2 @@
+// Package examples shows safeput inside flush/sync code and columnar writers.
+package examples
