@@ -128,7 +128,8 @@ func partWhat(n int32, what string) string {
 }
 
 // CheckLayout compares the store's ListParts answer with the parts sent, before Complete: every
-// part present, with the size sent and (when both are known) the ETag received. It returns the
+// part present, with the size sent and (when both are known) the ETag received and the part
+// checksum sent. It returns the
 // part numbers that are missing or wrong, and a *Mismatch describing the first.
 func CheckLayout(sent []Receipt, etags map[int32]string, listed []store.Part) (bad []int32, err error) {
 	byNumber := make(map[int32]store.Part, len(listed))
@@ -152,6 +153,12 @@ func CheckLayout(sent []Receipt, etags map[int32]string, listed []store.Part) (b
 			bad = append(bad, s.PartNumber)
 			if err == nil {
 				err = &Mismatch{What: partWhat(s.PartNumber, "ETag"), PartNumber: s.PartNumber, Want: etags[s.PartNumber], Got: p.ETag}
+			}
+		case !s.Checksum.IsZero() && p.Checksums.Get(s.Checksum.Algorithm) != "" && p.Checksums.Get(s.Checksum.Algorithm) != s.Checksum.Value:
+			// The store kept different bytes than were sent, whatever its receipt said.
+			bad = append(bad, s.PartNumber)
+			if err == nil {
+				err = &Mismatch{What: partWhat(s.PartNumber, "stored "+string(s.Checksum.Algorithm)), PartNumber: s.PartNumber, Want: s.Checksum.Value, Got: p.Checksums.Get(s.Checksum.Algorithm)}
 			}
 		}
 		delete(byNumber, s.PartNumber)

@@ -54,6 +54,7 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 	var lastErr error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if attempt > 1 && isSeeker && !(isReaderAt && size >= 0) {
+			// ReaderAt sources are read through fresh section readers; only a Seeker rewinds.
 			if _, err := seeker.Seek(start, io.SeekStart); err != nil {
 				break
 			}
@@ -82,9 +83,16 @@ func uploadOnce(ctx context.Context, st store.Store, bucket, key string, r io.Re
 			_ = w.Close()
 			return nil, err
 		}
-	} else if _, err := w.ReadFrom(r); err != nil {
-		_ = w.Close()
-		return nil, err
+	} else {
+		if useReaderAt {
+			// A small ReaderAt object goes through one buffer; a section keeps the source
+			// untouched so a whole-upload retry can read it again.
+			r = io.NewSectionReader(ra, base, w.cfg.sizeHint)
+		}
+		if _, err := w.ReadFrom(r); err != nil {
+			_ = w.Close()
+			return nil, err
+		}
 	}
 	if err := w.Close(); err != nil {
 		return nil, err

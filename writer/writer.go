@@ -64,6 +64,7 @@ type Writer struct {
 	slots       chan struct{} // one token per part buffer this writer may hold
 	section     io.ReaderAt   // set by Upload for a ReaderAt source: parts come from it, no buffers
 	sectionBase int64         // the source's offset where the object starts
+	resent      bool          // parts were re-sent once after a failed layout check
 
 	wg sync.WaitGroup
 
@@ -764,6 +765,9 @@ func (w *Writer) complete() error {
 	md5s := make([][16]byte, 0, len(parts))
 	for i, p := range parts {
 		receipts[i] = verify.Receipt{PartNumber: p.number, Size: p.size}
+		if w.caps.alg != store.ChecksumNone {
+			receipts[i].Checksum = store.Checksum{Algorithm: w.caps.alg, Value: p.sum}
+		}
 		etags[p.number] = p.etag
 		completed[i] = store.CompletedPart{PartNumber: p.number, ETag: p.etag}
 		if crc != nil {
@@ -775,8 +779,13 @@ func (w *Writer) complete() error {
 			md5s = append(md5s, p.md5)
 		}
 	}
-	if _, err := verify.CheckLayout(receipts, etags, listed); err != nil {
-		return w.fail(w.integrity("ListParts", 0, err))
+	if bad, err := verify.CheckLayout(receipts, etags, listed); err != nil {
+		// A part the store lost or kept wrong is re-sent when the source can be re-read
+		// (ReaderAt); a streamed part's buffer is gone, so the write fails instead.
+		if w.section == nil || !w.resend(bad, parts) {
+			return w.fail(w.integrity("ListParts", 0, err))
+		}
+		return w.complete()
 	}
 
 	in := &store.CompleteMultipartUploadInput{
@@ -810,8 +819,10 @@ func (w *Writer) complete() error {
 	err = w.do("CompleteMultipartUpload", 0, func(ctx context.Context, attempt int) error {
 		o, err := w.st.CompleteMultipartUpload(ctx, in)
 		if err != nil {
-			if attempt > 1 && isNoSuchUpload(err) {
-				// A re-sent Complete after a lost answer: the first one may have landed.
+			// The upload is gone: an earlier Complete (whose answer was lost, or which the
+			// store reports oddly, as MinIO does) may have landed it. Versity answers a re-sent
+			// Complete for a finished upload with InvalidPart instead.
+			if isNoSuchUpload(err) || (attempt > 1 && hasCode(err, "InvalidPart")) {
 				return &lostResponse{err: err}
 			}
 			return err
@@ -834,6 +845,33 @@ func (w *Writer) complete() error {
 	w.mu.Unlock()
 	res.ETag, res.VersionID = out.ETag, out.VersionID
 	return w.verifyLanded(want, res)
+}
+
+// resend uploads the listed parts again from the ReaderAt source, once per write. It reports
+// whether every part went out again; complete then re-checks the layout from scratch.
+func (w *Writer) resend(bad []int32, parts []partDone) bool {
+	if w.resent || len(bad) == 0 {
+		return false
+	}
+	w.resent = true
+	sizes := make(map[int32]int64, len(parts))
+	for _, p := range parts {
+		sizes[p.number] = p.size
+	}
+	for _, n := range bad {
+		size, ok := sizes[n]
+		if !ok {
+			return false // a part we never sent: nothing to re-send
+		}
+		off := int64(n-1) * w.plan.PartSize
+		w.log.Warn("re-sending a part the store did not keep as sent", zap.Int32("part", n), zap.Int64("size", size),
+			zap.String("upload_id", w.currentUploadID()))
+		w.uploadPart(n, nil, io.NewSectionReader(w.section, w.sectionBase+off, size), size)
+		if w.firstErr() != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // lostResponse marks a Complete whose answer was lost: not retryable, check the key instead.
@@ -1161,15 +1199,17 @@ func isPrecondition(err error) bool {
 	return e != nil && e.Kind == sperrors.Precondition
 }
 
-func isNoSuchUpload(err error) bool {
+func isNoSuchUpload(err error) bool { return hasCode(err, "NoSuchUpload") }
+
+func hasCode(err error, code string) bool {
 	if err == nil {
 		return false
 	}
-	if e := asError(err); e != nil && e.Code == "NoSuchUpload" {
+	if e := asError(err); e != nil && e.Code == code {
 		return true
 	}
 	var re *store.ResponseError
-	return stderrors.As(err, &re) && re.Code == "NoSuchUpload"
+	return stderrors.As(err, &re) && re.Code == code
 }
 
 func classifyRule(op, bucket, key string, err error) error {
