@@ -28,10 +28,6 @@ type (
 	invalidInputer interface{ InvalidInput() bool }
 )
 
-// invalidInputText is the text of store.ErrInvalidInput, a plain errors.New this package cannot
-// import (store must not be a dependency of errors). See isInvalidInput.
-const invalidInputText = "invalid input"
-
 // Limits on what is copied from a store's answer into an *Error, to keep a log line a line.
 const (
 	maxCodeLen    = 128
@@ -131,12 +127,12 @@ func fromTemplate(t *Error, ctxAlive bool) *Error {
 	if c.Attempts == 0 {
 		c.Attempts = inner.Attempts
 	}
-	if _, ok := t.Err.(*Error); ok {
+	if _, ok := t.Err.(*Error); ok { //nolint:errorlint // only a direct *Error is flattened
 		// inner is t.Err or a copy of it. Flatten, so errors.Is(err, SomeKind) cannot match two
 		// kinds.
 		fillString(&c.Message, inner.Message)
 		c.Err = inner.Err
-	} else if inner.Err == t.Err {
+	} else if inner.Err == t.Err { //nolint:errorlint // identity: is inner a classification of exactly t.Err
 		// inner is a fresh classification of t.Err: take its store message, keep t's cause.
 		fillString(&c.Message, inner.Message)
 	}
@@ -227,47 +223,7 @@ func isContextErr(err error) bool {
 // say the same with an InvalidInput() bool method.
 func isInvalidInput(err error) bool {
 	var ii invalidInputer
-	if stderrors.As(err, &ii) && ii.InvalidInput() {
-		return true
-	}
-	found := false
-	walk(err, func(e error) bool {
-		switch e.(type) {
-		case interface{ Unwrap() error }, interface{ Unwrap() []error }:
-			return true
-		}
-		if e.Error() == invalidInputText {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
-// walk visits err's chain depth-first (both Unwrap forms) until visit returns false. Depth is
-// bounded so a pathological chain cannot hang the caller.
-func walk(err error, visit func(error) bool) {
-	var rec func(error, int) bool
-	rec = func(e error, depth int) bool {
-		if e == nil || depth > 100 {
-			return true
-		}
-		if !visit(e) {
-			return false
-		}
-		switch u := e.(type) {
-		case interface{ Unwrap() error }:
-			return rec(u.Unwrap(), depth+1)
-		case interface{ Unwrap() []error }:
-			for _, c := range u.Unwrap() {
-				if !rec(c, depth+1) {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	rec(err, 0)
+	return stderrors.As(err, &ii) && ii.InvalidInput()
 }
 
 // isTLSFailure: a certificate the client does not trust, or a server that does not speak TLS.

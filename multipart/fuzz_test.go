@@ -54,9 +54,9 @@ func FuzzParseSize(f *testing.F) {
 // FuzzPlan plans arbitrary requests under arbitrary rules: no panic, and every plan it returns
 // satisfies the rules.
 func FuzzPlan(f *testing.F) {
-	f.Add(int64(5*MiB), int64(5*GiB), 10000, int64(5*TB), int64(5*GB), uint8(0xff), int64(100*MiB), int64(0), 4, int64(0), int64(0), int64(0))
+	f.Add(5*MiB, 5*GiB, 10000, 5*TB, 5*GB, uint8(0xff), 100*MiB, int64(0), 4, int64(0), int64(0), int64(0))
 	f.Add(int64(0), Unlimited, 10000, Unlimited, Unlimited, uint8(0), Unlimited, int64(0), 1, int64(0), int64(0), int64(0))
-	f.Add(int64(5*MiB), int64(5*GiB-5*MiB), 10000, int64(5*TiB-5*GiB), int64(5*GiB-5*MiB), uint8(3), int64(-1), int64(8*MiB), 16, int64(0), int64(TiB), int64(GiB))
+	f.Add(5*MiB, 5*GiB-5*MiB, 10000, 5*TiB-5*GiB, 5*GiB-5*MiB, uint8(3), int64(-1), 8*MiB, 16, int64(0), TiB, GiB)
 	f.Add(int64(1), int64(1), 1, int64(1), int64(0), uint8(0xff), int64(1), int64(1), 1, int64(1), int64(0), int64(1))
 	f.Add(int64(-1), int64(-1), -1, int64(-1), int64(-1), uint8(0), int64(-5), int64(-1), -1, int64(-1), int64(-1), int64(-1))
 	f.Fuzz(func(t *testing.T, minPart, maxPart int64, maxParts int, maxObject, maxSingle int64, flags uint8,

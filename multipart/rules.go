@@ -206,7 +206,7 @@ func validName(name string) error {
 		return fmt.Errorf("name %q: want 1 to 64 characters", name)
 	}
 	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._+-", c)) {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && !strings.ContainsRune("._+-", c) {
 			return fmt.Errorf("name %q: only letters, digits and . _ + - are allowed", name)
 		}
 	}

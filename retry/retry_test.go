@@ -88,7 +88,7 @@ func seq(errs ...error) (func(context.Context, int) error, *[]int) {
 		if attempt > len(errs) {
 			return nil
 		}
-		if errs[attempt-1] == errPanicked {
+		if stderrors.Is(errs[attempt-1], errPanicked) {
 			panic("boom")
 		}
 		return errs[attempt-1]

@@ -54,8 +54,14 @@ type Store interface {
 	ListMultipartUploads(ctx context.Context, in *ListMultipartUploadsInput) (*ListMultipartUploadsOutput, error)
 }
 
-// ErrInvalidInput marks an input rejected before any request was sent.
-var ErrInvalidInput = errors.New("invalid input")
+// ErrInvalidInput marks an input rejected before any request was sent. Its InvalidInput method
+// lets packages that must not import store (errors) recognise it with errors.As.
+var ErrInvalidInput error = invalidInputError{}
+
+type invalidInputError struct{}
+
+func (invalidInputError) Error() string      { return "invalid input" }
+func (invalidInputError) InvalidInput() bool { return true }
 
 // ChecksumAlgorithm names an S3 additional-checksum algorithm, spelled as in the S3 API.
 type ChecksumAlgorithm string

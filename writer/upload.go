@@ -53,7 +53,7 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 	}
 	var lastErr error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		if attempt > 1 && isSeeker && !(isReaderAt && size >= 0) {
+		if attempt > 1 && isSeeker && (!isReaderAt || size < 0) {
 			// ReaderAt sources are read through fresh section readers; only a Seeker rewinds.
 			if _, err := seeker.Seek(start, io.SeekStart); err != nil {
 				break

@@ -485,7 +485,7 @@ func (w *Writer) uploadPart(n int32, data []byte, section *io.SectionReader, sec
 		return nil
 	})
 	if err != nil {
-		w.fail(err)
+		_ = w.fail(err)
 		return
 	}
 	w.mu.Lock()
@@ -1173,7 +1173,7 @@ func (w *Writer) recoverTo(op string, part int32) {
 		e := w.errorf(sperrors.Internal, op, nil, "recovered panic: %v", r)
 		e.PartNumber = part
 		w.log.Error("panic recovered", zap.String("op", op), zap.Int32("part", part), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-		w.fail(e)
+		_ = w.fail(e)
 	}
 }
 
