@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/multipart"
+)
+
+// Config is one harness run.
+type Config struct {
+	Server s3test.Server
+	Bucket string   // created by Run when it does not exist
+	Sizes  []int64  // object sizes
+	Kinds  []string // source kinds, SourceStream and/or SourceReaderAt
+	Impls  []string // implementation names; empty means all
+	Runs   int      // uploads per implementation per size and kind
+	Params Params
+	Dir    string // where the source files are generated
+	Exec   Executor
+	Log    io.Writer // progress lines; nil discards
+}
+
+// Record is one measured upload that read back identical to its source.
+type Record struct {
+	Impl string
+	Size int64
+	Kind string
+	Run  int
+	Sample
+}
+
+// Run uploads every size × kind × implementation Runs times, round-robin: each round runs every
+// implementation once, starting one later than the round before, so drift in the machine's load
+// falls on all of them alike. Every object is read back and compared with its source before its
+// figure counts; an upload error or a difference ends the run with an error.
+func Run(ctx context.Context, cfg Config) ([]Record, error) {
+	impls, err := cfg.impls()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Runs < 1 || len(cfg.Sizes) == 0 || len(cfg.Kinds) == 0 {
+		return nil, errors.New("bench: need at least one run, size and source kind")
+	}
+	logw := cfg.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	raw := cfg.Server.RawClient()
+	if err := ensureBucket(ctx, raw, cfg.Bucket); err != nil {
+		return nil, err
+	}
+	var recs []Record
+	for _, size := range cfg.Sizes {
+		data, err := Generate(cfg.Dir, size)
+		if err != nil {
+			return recs, fmt.Errorf("generate %s: %w", multipart.FormatSize(size), err)
+		}
+		recs, err = runSize(ctx, cfg, raw, impls, data, recs, logw)
+		_ = os.Remove(data.Path)
+		if err != nil {
+			return recs, err
+		}
+	}
+	return recs, nil
+}
+
+func runSize(ctx context.Context, cfg Config, raw *s3.Client, impls []string, data DataFile, recs []Record, logw io.Writer) ([]Record, error) {
+	for _, kind := range cfg.Kinds {
+		for run := range cfg.Runs {
+			for i := range impls {
+				name := impls[(i+run)%len(impls)]
+				key := fmt.Sprintf("bench/%s/%s/%d/run%d", name, kind, data.Size, run)
+				job := Job{Impl: name, Server: cfg.Server, Bucket: cfg.Bucket, Key: key, Path: data.Path, Size: data.Size, Kind: kind, Params: cfg.Params}
+				s, err := cfg.Exec.Exec(ctx, job)
+				if err != nil {
+					return recs, err
+				}
+				if err := CheckObject(ctx, raw, cfg.Bucket, key, data); err != nil {
+					return recs, fmt.Errorf("%s: %w", name, err)
+				}
+				// Keep the server's disk (often tmpfs) at one object.
+				if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String(key)}); err != nil {
+					return recs, fmt.Errorf("delete %s: %w", key, err)
+				}
+				recs = append(recs, Record{Impl: name, Size: data.Size, Kind: kind, Run: run, Sample: s})
+				fmt.Fprintf(logw, "%-8s %-8s run %d  %-16s %8.1f MiB/s  cpu %6.2f s  peak %6.1f MiB  read back ok  %s\n",
+					multipart.FormatSize(data.Size), kind, run+1, name, mibps(data.Size, s.Seconds), s.CPUSeconds, mib(s.PeakBytes), s.Note)
+			}
+		}
+	}
+	return recs, nil
+}
+
+func (cfg Config) impls() ([]string, error) {
+	if len(cfg.Impls) == 0 {
+		var all []string
+		for _, im := range Impls() {
+			all = append(all, im.Name)
+		}
+		return all, nil
+	}
+	for _, n := range cfg.Impls {
+		if _, err := ImplByName(n); err != nil {
+			return nil, err
+		}
+	}
+	return slices.Clone(cfg.Impls), nil
+}
+
+func ensureBucket(ctx context.Context, c *s3.Client, bucket string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err == nil {
+		return nil
+	}
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucket, err)
+	}
+	return nil
+}
+
+func mibps(size int64, seconds float64) float64 {
+	if seconds <= 0 {
+		return 0
+	}
+	return float64(size) / (1 << 20) / seconds
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }

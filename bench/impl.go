@@ -1,0 +1,269 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/minio/minio-go/v7"
+	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/awss3"
+	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/writer"
+)
+
+// Role says how an implementation's figures are used in the comparison.
+type Role string
+
+// Roles.
+const (
+	RoleSafeput Role = "safeput" // the subject
+	RolePeer    Role = "peer"    // what a user would otherwise pick
+	RoleCeiling Role = "ceiling" // one PUT of the whole body: the most this machine gives one object
+)
+
+// Signing says how peers sign request bodies.
+//
+// Unsigned (the default) sends UNSIGNED-PAYLOAD, as the SDKs do by default over TLS and as
+// safeput does whenever a checksum header covers the body. The test server speaks plain HTTP,
+// where both SDKs otherwise hash every body with SHA-256 for the signature: that cost would
+// exist only because of the benchmark's endpoint, so by default peers do not pay it.
+// SDKDefault keeps the SDKs' plain-HTTP behaviour, for anyone who wants that comparison.
+type Signing string
+
+// Signing modes.
+const (
+	SigningUnsigned   Signing = "unsigned"
+	SigningSDKDefault Signing = "sdk-default"
+)
+
+// Params are the settings every implementation gets alike.
+type Params struct {
+	PartSize    int64
+	Concurrency int
+	Signing     Signing
+}
+
+// Source is one upload's body. Kind is SourceStream (a struct{io.Reader}: no size, no Seek, no
+// ReadAt) or SourceReaderAt (an *io.SectionReader: Read, ReadAt, Seek and Size).
+type Source struct {
+	Kind   string
+	Reader io.Reader
+	Size   int64
+}
+
+// Source kinds.
+const (
+	SourceStream   = "stream"
+	SourceReaderAt = "readerat"
+)
+
+// Uploader uploads one object and returns a short note on what it did (parts, verification).
+type Uploader func(ctx context.Context, key string, src Source) (string, error)
+
+// Impl is one way of uploading, with the integrity settings it runs with, for the table.
+type Impl struct {
+	Name      string
+	Role      Role
+	Integrity func(Params) string
+	New       func(srv s3test.Server, bucket string, p Params) (Uploader, error)
+}
+
+// Impls returns every implementation in the order the report lists them.
+func Impls() []Impl {
+	return []Impl{
+		{Name: "safeput/aws", Role: RoleSafeput, Integrity: safeputIntegrity, New: newSafeputAWS},
+		{Name: "safeput/minio", Role: RoleSafeput, Integrity: safeputIntegrity, New: newSafeputMinio},
+		{Name: "transfermanager", Role: RolePeer, Integrity: tmIntegrity, New: newTransferManager},
+		{Name: "manager", Role: RolePeer, Integrity: managerIntegrity, New: newManager},
+		{Name: "minio-go", Role: RolePeer, Integrity: minioIntegrity, New: newMinioGo},
+		{Name: "raw-put", Role: RoleCeiling, Integrity: rawIntegrity, New: newRawPut},
+	}
+}
+
+// ImplByName finds an implementation.
+func ImplByName(name string) (Impl, error) {
+	for _, im := range Impls() {
+		if im.Name == name {
+			return im, nil
+		}
+	}
+	return Impl{}, fmt.Errorf("unknown implementation %q", name)
+}
+
+func safeputIntegrity(Params) string {
+	return "default: CRC64NVME per part and full-object (UNSIGNED-PAYLOAD, the CRC header covers the body), ListParts check, HEAD verification of length + checksum"
+}
+
+func tmIntegrity(p Params) string {
+	return "default CRC32 per part (RequestChecksumCalculation WhenSupported); " + signingNote(p)
+}
+
+func managerIntegrity(p Params) string {
+	return "default CRC32 per part (RequestChecksumCalculation WhenSupported); " + signingNote(p)
+}
+
+func minioIntegrity(p Params) string {
+	s := "defaults: no checksum, no Content-MD5 (TrailingHeaders off, SendContentMd5 false)"
+	if p.Signing == SigningUnsigned {
+		return s + "; DisableContentSha256 (UNSIGNED-PAYLOAD)"
+	}
+	return s + "; streaming SHA-256 signature (plain-HTTP default)"
+}
+
+func rawIntegrity(Params) string {
+	return "none: one PutObject, no checksum, UNSIGNED-PAYLOAD"
+}
+
+func signingNote(p Params) string {
+	if p.Signing == SigningUnsigned {
+		return "UNSIGNED-PAYLOAD; SDK retries at default"
+	}
+	return "SHA-256 payload signing (plain-HTTP default); SDK retries at default"
+}
+
+func safeputOptions(p Params) []writer.Option {
+	return []writer.Option{
+		writer.WithPartSize(p.PartSize),
+		writer.WithConcurrency(p.Concurrency),
+		writer.WithProfile("versitygw"),
+	}
+}
+
+func safeputUploader(st store.Store, bucket string, p Params) Uploader {
+	return func(ctx context.Context, key string, src Source) (string, error) {
+		res, err := writer.Upload(ctx, st, bucket, key, src.Reader, safeputOptions(p)...)
+		if err != nil {
+			return "", err
+		}
+		if res.Size != src.Size {
+			return "", fmt.Errorf("safeput reported %d bytes, source has %d", res.Size, src.Size)
+		}
+		return fmt.Sprintf("%d parts of %d MiB, verified %s", res.Parts, res.PartSize>>20, res.Verified), nil
+	}
+}
+
+func newSafeputAWS(srv s3test.Server, bucket string, p Params) (Uploader, error) {
+	st, err := awss3.New(awss3.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	if err != nil {
+		return nil, err
+	}
+	return safeputUploader(st, bucket, p), nil
+}
+
+func newSafeputMinio(srv s3test.Server, bucket string, p Params) (Uploader, error) {
+	st, err := miniogo.New(miniogo.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	if err != nil {
+		return nil, err
+	}
+	return safeputUploader(st, bucket, p), nil
+}
+
+// awsClient is an aws-sdk-go-v2 client as a peer's user would build it: SDK defaults for
+// retries (standard, 3 attempts), checksums (WhenSupported) and HTTP client, plus the signing
+// choice documented on Signing.
+func awsClient(srv s3test.Server, p Params) *s3.Client {
+	return s3.New(s3.Options{
+		Region:       srv.Region,
+		BaseEndpoint: aws.String(srv.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, ""),
+	}, func(o *s3.Options) {
+		if p.Signing == SigningUnsigned {
+			o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+		}
+	})
+}
+
+func newTransferManager(srv s3test.Server, bucket string, p Params) (Uploader, error) {
+	tm := transfermanager.New(awsClient(srv, p), func(o *transfermanager.Options) {
+		o.PartSizeBytes = p.PartSize
+		o.Concurrency = p.Concurrency
+		// Its default threshold is 16 MiB whatever the part size; every other implementation
+		// goes multipart above one part, so this one does too.
+		o.MultipartUploadThreshold = p.PartSize
+	})
+	return func(ctx context.Context, key string, src Source) (string, error) {
+		// A stream gets no ContentLength, like the other uploaders, which are not told the size
+		// of a stream either. The SectionReader's size is found through Seek.
+		_, err := tm.UploadObject(ctx, &transfermanager.UploadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: src.Reader})
+		return "", err
+	}, nil
+}
+
+func newManager(srv s3test.Server, bucket string, p Params) (Uploader, error) {
+	up := manager.NewUploader(awsClient(srv, p), func(u *manager.Uploader) {
+		u.PartSize = p.PartSize
+		u.Concurrency = p.Concurrency
+	})
+	return func(ctx context.Context, key string, src Source) (string, error) {
+		_, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: src.Reader})
+		return "", err
+	}, nil
+}
+
+func newMinioGo(srv s3test.Server, bucket string, p Params) (Uploader, error) {
+	u, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	c, err := minio.New(u.Host, &minio.Options{
+		Creds:        miniocreds.NewStaticV4(srv.AccessKey, srv.SecretKey, ""),
+		Secure:       u.Scheme == "https",
+		Region:       srv.Region,
+		BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, key string, src Source) (string, error) {
+		opts := minio.PutObjectOptions{
+			PartSize:             uint64(p.PartSize),
+			NumThreads:           uint(p.Concurrency),
+			DisableContentSha256: p.Signing == SigningUnsigned,
+		}
+		size := src.Size
+		if src.Kind == SourceStream {
+			// Unknown size, like for everyone else. Without ConcurrentStreamParts minio-go
+			// uploads a stream one part at a time, so it is set to get the same concurrency.
+			size = -1
+			opts.ConcurrentStreamParts = true
+		}
+		// A ReaderAt of known size takes minio-go's parallel SectionReader path (NumThreads
+		// workers, no part buffers).
+		info, err := c.PutObject(ctx, bucket, key, src.Reader, size, opts)
+		if err != nil {
+			return "", err
+		}
+		if info.Size != src.Size {
+			return "", fmt.Errorf("minio-go reported %d bytes, source has %d", info.Size, src.Size)
+		}
+		return "", nil
+	}, nil
+}
+
+func newRawPut(srv s3test.Server, bucket string, _ Params) (Uploader, error) {
+	c := awsClient(srv, Params{Signing: SigningUnsigned})
+	return func(ctx context.Context, key string, src Source) (string, error) {
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{
+			Bucket:        aws.String(bucket),
+			Key:           aws.String(key),
+			Body:          src.Reader,
+			ContentLength: aws.Int64(src.Size),
+		}, func(o *s3.Options) {
+			// The ceiling computes nothing over the body: no CRC, no SHA-256.
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		})
+		return "single PUT", err
+	}, nil
+}

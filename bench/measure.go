@@ -1,0 +1,227 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/safeput/safeput/internal/s3test"
+)
+
+// Job is one upload: which implementation, which bytes, where to.
+type Job struct {
+	Impl   string
+	Server s3test.Server
+	Bucket string
+	Key    string
+	Path   string // the generated data file
+	Size   int64
+	Kind   string // SourceStream or SourceReaderAt
+	Params Params
+}
+
+// Sample is what one upload cost.
+type Sample struct {
+	Seconds    float64 // wall time of the upload call alone
+	CPUSeconds float64 // user + system time of the whole process during the upload call
+	// PeakBytes is the peak memory during the upload, measured as MemMethod says; IdleBytes is
+	// the same measure just before the upload started (runtime, clients, no data).
+	PeakBytes int64
+	IdleBytes int64
+	MemMethod string
+	Note      string
+}
+
+// Memory measures.
+const (
+	MemRSS     = "peak RSS of a child process (ru_maxrss)"
+	MemHeapUse = "peak HeapInuse, sampled every 5 ms in-process"
+)
+
+// Executor runs one job and measures it.
+type Executor interface {
+	Exec(ctx context.Context, job Job) (Sample, error)
+}
+
+// RunJob runs job in this process: opens the source, builds the client, then times the upload
+// call alone with getrusage deltas around it. idle, when set, gives IdleBytes just before the
+// upload starts; sample, when set, is called every 5 ms during the upload and its maximum
+// becomes PeakBytes.
+func RunJob(ctx context.Context, job Job, idle, sample func() int64) (Sample, error) {
+	im, err := ImplByName(job.Impl)
+	if err != nil {
+		return Sample{}, err
+	}
+	up, err := im.New(job.Server, job.Bucket, job.Params)
+	if err != nil {
+		return Sample{}, fmt.Errorf("%s: %w", job.Impl, err)
+	}
+	src, closer, err := Open(job.Path, job.Size, job.Kind)
+	if err != nil {
+		return Sample{}, err
+	}
+	defer closer.Close()
+
+	var s Sample
+	if idle != nil {
+		s.IdleBytes = idle()
+	}
+	var stop func() int64
+	if sample != nil {
+		stop = poll(sample)
+	}
+	before, err := cpuTime()
+	if err != nil {
+		return Sample{}, err
+	}
+	start := time.Now()
+	note, upErr := up(ctx, job.Key, src)
+	s.Seconds = time.Since(start).Seconds()
+	after, err := cpuTime()
+	if stop != nil {
+		s.PeakBytes = stop()
+	}
+	if upErr != nil {
+		return Sample{}, fmt.Errorf("%s upload of %s: %w", job.Impl, job.Key, upErr)
+	}
+	if err != nil {
+		return Sample{}, err
+	}
+	s.CPUSeconds = (after - before).Seconds()
+	s.Note = note
+	return s, nil
+}
+
+// cpuTime is user + system time of this process, all threads.
+func cpuTime() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// MaxRSS is this process's peak resident set so far, in bytes (Linux reports KiB).
+func MaxRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss << 10
+}
+
+// HeapInuse reads the runtime's in-use heap spans without stopping the world.
+func HeapInuse() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	metrics.Read(s)
+	var n uint64
+	for _, v := range s {
+		if v.Value.Kind() == metrics.KindUint64 {
+			n += v.Value.Uint64()
+		}
+	}
+	return int64(n)
+}
+
+// poll calls f every 5 ms until the returned stop is called, which returns the maximum seen.
+func poll(f func() int64) (stop func() int64) {
+	var mu sync.Mutex
+	peak := f()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				v := f()
+				mu.Lock()
+				peak = max(peak, v)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-finished
+		v := f()
+		mu.Lock()
+		defer mu.Unlock()
+		return max(peak, v)
+	}
+}
+
+// InProcess runs each job in the calling process. Memory is peak HeapInuse (RSS would carry
+// the peak of every earlier job). Used by the tests and the go test benchmarks.
+type InProcess struct{}
+
+// Exec implements Executor.
+func (InProcess) Exec(ctx context.Context, job Job) (Sample, error) {
+	s, err := RunJob(ctx, job, HeapInuse, HeapInuse)
+	s.MemMethod = MemHeapUse
+	return s, err
+}
+
+// Child runs each job in a fresh process of Binary (started as `Binary -child JOB_JSON`, which
+// must call ChildMain), so that every upload starts from a cold process and its ru_maxrss is
+// its own: a GC'd heap in a long-lived process would hide or inherit peaks.
+type Child struct {
+	Binary string
+}
+
+// Exec implements Executor.
+func (c Child) Exec(ctx context.Context, job Job) (Sample, error) {
+	arg, err := json.Marshal(job)
+	if err != nil {
+		return Sample{}, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, c.Binary, "-child", string(arg))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// The child reads the server's address from the job, not from the environment.
+	cmd.Env = os.Environ()
+	if err := cmd.Run(); err != nil {
+		return Sample{}, fmt.Errorf("%s child: %w: %s", job.Impl, err, strings.TrimSpace(tail(stderr.String(), 2000)))
+	}
+	var s Sample
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		return Sample{}, fmt.Errorf("%s child: bad output %q: %w", job.Impl, tail(stdout.String(), 500), err)
+	}
+	return s, nil
+}
+
+// ChildMain is the child side of Child: it runs the job given as JSON and prints the Sample as
+// JSON on stdout. Peak and idle memory are ru_maxrss after and before the upload call.
+func ChildMain(ctx context.Context, jobJSON string) error {
+	var job Job
+	if err := json.Unmarshal([]byte(jobJSON), &job); err != nil {
+		return fmt.Errorf("bad job: %w", err)
+	}
+	// ru_maxrss only grows: read just before the upload it is the runtime, the client and the
+	// open file; read after, it is the peak the upload reached.
+	s, err := RunJob(ctx, job, MaxRSS, nil)
+	if err != nil {
+		return err
+	}
+	s.PeakBytes, s.MemMethod = MaxRSS(), MemRSS
+	return json.NewEncoder(os.Stdout).Encode(s)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The benchmark command (`make bench`): starts the real S3 server, uploads the same generated
+# bytes through safeput and its peers, checks every object by reading it back, and writes the
+# table to BENCHMARKS.md. Settings come from the environment (defaults shown) or from flags
+# passed through to the Go program (bench/cmd/bench -h):
+#   SIZES="256MiB 1GiB"  RUNS=5  PART=16MiB  CONC=4  SOURCES="stream readerat"
+#   IMPLS=""             all implementations; e.g. IMPLS="safeput/aws raw-put"
+#   PEER_SIGNING=unsigned  or sdk-default (the SDKs' plain-HTTP SHA-256 payload signing)
+#   OUT=BENCHMARKS.md    where the report goes ("-" prints only)
+#   BENCH_GO=1           also run the go test -bench suite (-count 6) and print benchstat
+#   BENCH_GO_SIZE=64MiB  object size for that suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+# shellcheck source=s3server.sh
+source scripts/s3server.sh
+
+SIZES=${SIZES:-256MiB 1GiB}
+RUNS=${RUNS:-5}
+PART=${PART:-16MiB}
+CONC=${CONC:-4}
+SOURCES=${SOURCES:-stream readerat}
+IMPLS=${IMPLS:-}
+PEER_SIGNING=${PEER_SIGNING:-unsigned}
+OUT=${OUT:-BENCHMARKS.md}
+
+# to_bytes 256MiB -> 268435456 (KiB/MiB/GiB or plain bytes).
+to_bytes() {
+	local s=$1
+	case $s in
+	*GiB) echo $((${s%GiB} << 30)) ;;
+	*MiB) echo $((${s%MiB} << 20)) ;;
+	*KiB) echo $((${s%KiB} << 10)) ;;
+	*) echo "$s" ;;
+	esac
+}
+
+# Room needed: one source file per size at a time, plus the server holding one object and,
+# during a multipart upload, its parts beside it (the posix backend assembles from them): about
+# 3 × the largest size, plus slack.
+max=0
+for s in $SIZES; do
+	b=$(to_bytes "$s")
+	((b > max)) && max=$b
+done
+need=$((4 * max + (512 << 20)))
+
+# tmpfs keeps the server's disk out of the figures; fall back to a temp dir when it lacks room.
+base=""
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+	avail=$(($(df -Pk /dev/shm | awk 'NR==2 {print $4}') << 10))
+	if ((avail >= need)); then
+		base=/dev/shm
+	else
+		echo "/dev/shm has $((avail >> 20)) MiB free, need $((need >> 20)) MiB: using a temp dir" >&2
+	fi
+fi
+work=$(mktemp -d "${base:-${TMPDIR:-/tmp}}/safeput-bench.XXXXXX")
+fstype=$(df -PT "$work" | awk 'NR==2 {print $2}')
+
+bin="$work/bench"
+cleanup() {
+	stop_s3_server
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+(cd bench && go build -o "$bin" ./cmd/bench)
+start_s3_server "$work/s3"
+
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ -n "$(git status --porcelain -- . ':!BENCHMARKS.md' 2>/dev/null)" ]]; then rev="$rev+dirty"; fi
+
+cmdline="SIZES=\"$SIZES\" RUNS=$RUNS PART=$PART CONC=$CONC SOURCES=\"$SOURCES\" PEER_SIGNING=$PEER_SIGNING bash scripts/bench.sh"
+[[ -n "$IMPLS" ]] && cmdline="IMPLS=\"$IMPLS\" $cmdline"
+[[ $# -gt 0 ]] && cmdline="$cmdline $*"
+
+outflag=(-out "$root/$OUT")
+[[ "$OUT" == "-" ]] && outflag=()
+
+"$bin" -sizes "$SIZES" -runs "$RUNS" -part "$PART" -conc "$CONC" -sources "$SOURCES" -impls "$IMPLS" \
+	-peer-signing "$PEER_SIGNING" -dir "$work" "${outflag[@]}" \
+	-command "$cmdline" -versitygw "$VERSITYGW_VERSION" -revision "$rev" "$@" \
+	-data-desc "$work ($fstype)"
+
+if [[ "${BENCH_GO:-}" == "1" ]]; then
+	install_tool benchstat golang.org/x/perf/cmd/benchstat v0.0.0-20260908200009-22c9c6c9d4da
+	echo "== go test -bench (count 6, ${BENCH_GO_SIZE:-64MiB}, $PART × $CONC)" >&2
+	(cd bench && SAFEPUT_BENCH_SIZE="${BENCH_GO_SIZE:-64MiB}" SAFEPUT_BENCH_PART="$PART" SAFEPUT_BENCH_CONC="$CONC" \
+		go test -run '^$' -bench 'Upload' -benchmem -count 6 -timeout 60m . | tee "$work/gobench.txt")
+	"$safeput_bin/benchstat" "$work/gobench.txt"
+fi
