@@ -1,0 +1,244 @@
+// Package metrics is a Prometheus collector fed by safeput's writer events (writer.WithObserver).
+//
+// It lives in the examples module so that Prometheus stays out of the library's go.mod: the
+// library only emits writer.Event values, and any metrics system can be fed from them.
+//
+//	col := metrics.New("safeput")
+//	reg.MustRegister(col)
+//	st = col.WrapStore(st) // optional: per-request failure counts, and retry kinds (see below)
+//	w, err := writer.New(ctx, st, bucket, key, col.Option())
+package metrics
+
+import (
+	"context"
+	stderrors "errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/writer"
+)
+
+// Collector turns writer events into Prometheus metrics. It is safe for concurrent use by any
+// number of writers. Register it with a prometheus.Registerer; it implements prometheus.Collector.
+type Collector struct {
+	bytes         prometheus.Counter
+	parts         prometheus.Counter
+	retries       *prometheus.CounterVec
+	verifications *prometheus.CounterVec
+	aborts        *prometheus.CounterVec
+	failures      *prometheus.CounterVec
+	requestFails  *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	all           []prometheus.Collector
+
+	// lastFail remembers the kind of the latest failed request per bucket/key/part, so a retry
+	// event that carries no Kind can still be labelled (see WrapStore).
+	mu       sync.Mutex
+	lastFail map[target]sperrors.Kind
+}
+
+type target struct {
+	bucket, key string
+	part        int32
+}
+
+// New returns a Collector whose metric names start with namespace ("safeput" when empty).
+func New(namespace string) *Collector {
+	if namespace == "" {
+		namespace = "safeput"
+	}
+	c := &Collector{
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "bytes_total",
+			Help: "Bytes of objects that landed and verified."}),
+		parts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "parts_total",
+			Help: "Multipart parts the store acknowledged."}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "retries_total",
+			Help: "Requests re-sent by safeput's retry policy, by the kind of the failure that caused the retry."}, []string{"kind"}),
+		verifications: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "verifications_total",
+			Help: "Post-commit verifications, by method and outcome (ok or mismatch)."}, []string{"method", "outcome"}),
+		aborts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "aborts_total",
+			Help: "Multipart uploads aborted, by outcome (ok, or failed: an incomplete upload was left behind)."}, []string{"outcome"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "failures_total",
+			Help: "Writes that failed, by error kind."}, []string{"kind"}),
+		requestFails: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "request_failures_total",
+			Help: "Store requests that failed, by operation and kind (only through WrapStore)."}, []string{"op", "kind"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "upload_duration_seconds",
+			Help:    "Time from writer creation to the end of Close, by outcome (done or failed).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10)}, []string{"outcome"}),
+		lastFail: map[target]sperrors.Kind{},
+	}
+	c.all = []prometheus.Collector{c.bytes, c.parts, c.retries, c.verifications, c.aborts, c.failures, c.requestFails, c.duration}
+	// Pre-create the label values a dashboard always wants, so they read 0 instead of absent.
+	for _, k := range sperrors.Kinds {
+		c.retries.WithLabelValues(k.String())
+		c.failures.WithLabelValues(k.String())
+	}
+	for _, o := range []string{"ok", "failed"} {
+		c.aborts.WithLabelValues(o)
+	}
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.all {
+		m.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range c.all {
+		m.Collect(ch)
+	}
+}
+
+// Option returns the writer option that feeds this collector.
+func (c *Collector) Option() writer.Option { return writer.WithObserver(c.Observe) }
+
+// Observe records one event. It never panics on odd input (the writer recovers observer
+// panics anyway, but a metrics bug should not even cost an event).
+func (c *Collector) Observe(ev writer.Event) {
+	switch ev.Type {
+	case writer.EventPartDone:
+		c.parts.Inc()
+	case writer.EventRetry:
+		c.retries.WithLabelValues(c.retryKind(ev).String()).Inc()
+	case writer.EventVerify:
+		outcome := "ok"
+		if ev.Err != nil {
+			outcome = "mismatch"
+		}
+		method := string(ev.Method)
+		if method == "" {
+			method = "none"
+		}
+		c.verifications.WithLabelValues(method, outcome).Inc()
+	case writer.EventAbort:
+		outcome := "ok"
+		if ev.Err != nil {
+			outcome = "failed"
+		}
+		c.aborts.WithLabelValues(outcome).Inc()
+	case writer.EventDone:
+		c.bytes.Add(float64(max(ev.Size, 0)))
+		c.duration.WithLabelValues("done").Observe(ev.Elapsed.Seconds())
+		c.forget(ev.Bucket, ev.Key)
+	case writer.EventFailed:
+		kind := ev.Kind
+		if kind == sperrors.Unknown && ev.Err != nil {
+			kind = sperrors.KindOf(ev.Err)
+		}
+		c.failures.WithLabelValues(kind.String()).Inc()
+		c.duration.WithLabelValues("failed").Observe(ev.Elapsed.Seconds())
+		c.forget(ev.Bucket, ev.Key)
+	}
+}
+
+// retryKind is the event's Kind when the library sets it. The writer's retry events currently
+// carry none (see README), so fall back to the last failure WrapStore saw for the same
+// bucket/key/part: the writer retries one request per bucket/key/part at a time, so that is the
+// failure being retried.
+func (c *Collector) retryKind(ev writer.Event) sperrors.Kind {
+	if ev.Kind != sperrors.Unknown {
+		return ev.Kind
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k, ok := c.lastFail[target{ev.Bucket, ev.Key, ev.PartNumber}]; ok {
+		return k
+	}
+	return sperrors.Unknown
+}
+
+func (c *Collector) forget(bucket, key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for t := range c.lastFail {
+		if t.bucket == bucket && t.key == key {
+			delete(c.lastFail, t)
+		}
+	}
+}
+
+func (c *Collector) failed(ctx context.Context, op, bucket, key string, part int32, err error) {
+	if err == nil {
+		return
+	}
+	// ClassifyCtx: a per-attempt timeout is Transient, only the caller's own end is Canceled.
+	k := sperrors.ClassifyCtx(ctx, err).Kind
+	c.requestFails.WithLabelValues(op, k.String()).Inc()
+	c.mu.Lock()
+	c.lastFail[target{bucket, key, part}] = k
+	c.mu.Unlock()
+}
+
+// WrapStore returns st with every failed request counted in request_failures_total{op,kind}.
+// It also lets retries_total be labelled by kind while the writer's retry events lack one.
+// Put it outermost (around any fault injector) so it sees what the writer sees.
+func (c *Collector) WrapStore(st store.Store) store.Store { return &observedStore{Store: st, c: c} }
+
+type observedStore struct {
+	store.Store
+	c *Collector
+}
+
+func (s *observedStore) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
+	out, err := s.Store.PutObject(ctx, in)
+	if in != nil {
+		s.c.failed(ctx, "PutObject", in.Bucket, in.Key, 0, err)
+	}
+	return out, err
+}
+
+func (s *observedStore) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
+	out, err := s.Store.CreateMultipartUpload(ctx, in)
+	if in != nil {
+		s.c.failed(ctx, "CreateMultipartUpload", in.Bucket, in.Key, 0, err)
+	}
+	return out, err
+}
+
+func (s *observedStore) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
+	out, err := s.Store.UploadPart(ctx, in)
+	if in != nil {
+		s.c.failed(ctx, "UploadPart", in.Bucket, in.Key, in.PartNumber, err)
+	}
+	return out, err
+}
+
+func (s *observedStore) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
+	out, err := s.Store.ListParts(ctx, in)
+	if in != nil {
+		s.c.failed(ctx, "ListParts", in.Bucket, in.Key, 0, err)
+	}
+	return out, err
+}
+
+func (s *observedStore) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
+	out, err := s.Store.CompleteMultipartUpload(ctx, in)
+	if in != nil {
+		s.c.failed(ctx, "CompleteMultipartUpload", in.Bucket, in.Key, 0, err)
+	}
+	return out, err
+}
+
+func (s *observedStore) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
+	err := s.Store.AbortMultipartUpload(ctx, in)
+	if in != nil {
+		s.c.failed(ctx, "AbortMultipartUpload", in.Bucket, in.Key, 0, err)
+	}
+	return err
+}
+
+func (s *observedStore) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
+	out, err := s.Store.HeadObject(ctx, in)
+	var re *store.ResponseError
+	if in != nil && !(stderrors.As(err, &re) && re.StatusCode == 404) { // 404: an expected "not there yet"
+		s.c.failed(ctx, "HeadObject", in.Bucket, in.Key, 0, err)
+	}
+	return out, err
+}
