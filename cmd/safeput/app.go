@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	stderrors "errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/awss3"
+	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/writer"
+)
+
+// globalOpts are the flags every command shares.
+type globalOpts struct {
+	endpoint     string
+	region       string
+	accessKey    string
+	secretKey    string
+	sessionToken string
+	pathStyle    bool
+	backend      string
+	provider     string
+	partSize     string
+	concurrency  int
+	checksum     string
+	json         bool
+	logLevel     string
+	insecure     bool
+	fault        string // hidden: tests inject faults through store/faulty
+}
+
+type app struct {
+	stdin          *os.File
+	stdout, stderr io.Writer
+	g              globalOpts
+	log            *zap.Logger
+}
+
+func newApp(stdin *os.File, stdout, stderr io.Writer) *app {
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, log: zap.NewNop()}
+}
+
+const envHelp = `Environment:
+  AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL   endpoint when --endpoint is not given (S3 one wins)
+  AWS_REGION, AWS_DEFAULT_REGION          region when --region is not given (default us-east-1)
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+                                          credentials when the flags are not given`
+
+func (a *app) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "safeput",
+		Short: "Write objects to S3-compatible storage: landed and verified, or a classified failure",
+		Long: `safeput writes objects to S3-compatible storage so that a write either lands exactly as sent,
+verified against the store after commit, or fails with a classified error and exit code; no
+multipart upload is left behind.
+
+Start with "safeput demo": no set-up, no network.
+
+` + exitCodesHelp + "\n\n" + envHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.setupLogger()
+		},
+	}
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	// Flag parse errors are usage errors: exit 2 with one line.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+
+	f := root.PersistentFlags()
+	f.StringVar(&a.g.endpoint, "endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:9000 (env AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)")
+	f.StringVar(&a.g.region, "region", "", "region to sign requests for (env AWS_REGION; default us-east-1)")
+	f.StringVar(&a.g.accessKey, "access-key", "", "access key id (env AWS_ACCESS_KEY_ID)")
+	f.StringVar(&a.g.secretKey, "secret-key", "", "secret access key (env AWS_SECRET_ACCESS_KEY)")
+	f.StringVar(&a.g.sessionToken, "session-token", "", "session token for temporary credentials (env AWS_SESSION_TOKEN)")
+	f.BoolVar(&a.g.pathStyle, "path-style", false, "address buckets as endpoint/bucket instead of bucket.endpoint")
+	f.StringVar(&a.g.backend, "backend", "aws", "S3 client library: aws (aws-sdk-go-v2) or minio (minio-go)")
+	f.StringVar(&a.g.provider, "provider", "strict", "provider profile ("+strings.Join(multipart.ProfileNames(), ", ")+") or a rules string such as min=5MiB,max=5GiB,parts=10000")
+	f.StringVar(&a.g.partSize, "part-size", "", "preferred part size, e.g. 16MiB (default 16 MiB; raised to fit the part-count limit)")
+	f.IntVar(&a.g.concurrency, "concurrency", writer.DefaultConcurrency, "parts in flight per upload")
+	f.StringVar(&a.g.checksum, "checksum", "crc64nvme", "checksum sent and verified: crc64nvme, crc32c, crc32 or none")
+	f.BoolVar(&a.g.json, "json", false, "print a machine-readable result on stdout")
+	f.StringVar(&a.g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn, error")
+	f.BoolVar(&a.g.insecure, "insecure-skip-verify", false, "do not verify the endpoint's TLS certificate (test endpoints only)")
+	f.StringVar(&a.g.fault, "fault", "", "inject faults (tests only)")
+	_ = f.MarkHidden("fault")
+
+	root.AddCommand(a.putCmd(), a.verifyCmd(), a.probeCmd(), a.sweepCmd(), a.demoCmd())
+	return root
+}
+
+// execute runs the command line and turns the outcome into an exit code and one line on stderr.
+func (a *app) execute(ctx context.Context, args []string) int {
+	root := a.root()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	if cmd != nil && isArgsOrCommandError(err) {
+		err = usageErr("%v (see %s --help)", err, cmd.CommandPath())
+	}
+	code := exitCodeFor(ctx, err)
+	var ee *exitError
+	quiet := stderrors.As(err, &ee) && ee.err == errQuiet
+	if !quiet {
+		fmt.Fprintf(a.stderr, "safeput: %s\n", oneLine(err))
+	}
+	return code
+}
+
+// errQuiet marks a failure the command has already reported in full.
+var errQuiet = stderrors.New("already reported")
+
+// isArgsOrCommandError recognises cobra's own errors (wrong argument count, unknown command),
+// which it returns as plain errors.
+func isArgsOrCommandError(err error) bool {
+	var ee *exitError
+	var se *sperrors.Error
+	if stderrors.As(err, &ee) || stderrors.As(err, &se) {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "accepts ") || strings.Contains(s, "unknown command") ||
+		strings.Contains(s, "requires ") || strings.Contains(s, "arg(s)")
+}
+
+func oneLine(err error) string {
+	s := err.Error()
+	s = strings.TrimPrefix(s, "safeput: ")
+	return strings.NewReplacer("\r\n", " ", "\n", " ").Replace(s)
+}
+
+func (a *app) setupLogger() error {
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(a.g.logLevel)); err != nil {
+		return usageErr("--log-level %q: want debug, info, warn or error", a.g.logLevel)
+	}
+	enc := zap.NewDevelopmentEncoderConfig()
+	enc.TimeKey = "" // a CLI's stderr lines need no timestamp
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(zapcore.AddSync(a.stderr)), lvl)
+	a.log = zap.New(core)
+	return nil
+}
+
+// firstEnv returns the first non-empty value among the named environment variables.
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// resolved is the connection configuration after flags and environment.
+type resolved struct {
+	endpoint, region, accessKey, secretKey, sessionToken string
+}
+
+func (a *app) resolve() (resolved, error) {
+	r := resolved{
+		endpoint:     a.g.endpoint,
+		region:       a.g.region,
+		accessKey:    a.g.accessKey,
+		secretKey:    a.g.secretKey,
+		sessionToken: a.g.sessionToken,
+	}
+	if r.endpoint == "" {
+		r.endpoint = firstEnv("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+	}
+	if r.region == "" {
+		r.region = firstEnv("AWS_REGION", "AWS_DEFAULT_REGION")
+	}
+	if r.region == "" {
+		r.region = "us-east-1"
+	}
+	// Flags and environment are taken as pairs: mixing a flag key with an environment secret
+	// would sign with credentials nobody meant together.
+	if r.accessKey == "" && r.secretKey == "" {
+		r.accessKey, r.secretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+		if r.sessionToken == "" {
+			r.sessionToken = os.Getenv("AWS_SESSION_TOKEN")
+		}
+	}
+	switch {
+	case r.accessKey == "" && r.secretKey == "":
+		return r, usageErr("missing credentials: set --access-key and --secret-key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	case r.accessKey == "":
+		return r, usageErr("missing credentials: a secret key without an access key id")
+	case r.secretKey == "":
+		return r, usageErr("missing credentials: an access key id without a secret key")
+	}
+	if r.endpoint != "" {
+		if !strings.HasPrefix(r.endpoint, "http://") && !strings.HasPrefix(r.endpoint, "https://") {
+			return r, usageErr("endpoint %q: want http://host[:port] or https://host[:port]", r.endpoint)
+		}
+	} else if a.g.backend == "minio" {
+		// minio-go needs a host; without one, use the AWS endpoint awss3 would pick.
+		r.endpoint = "https://s3." + r.region + ".amazonaws.com"
+	}
+	return r, nil
+}
+
+// newStore builds the store adapter the flags ask for, wrapped by the hidden fault injector.
+func (a *app) newStore() (store.Store, error) {
+	if a.g.backend != "aws" && a.g.backend != "minio" {
+		return nil, usageErr("--backend %q: want aws or minio", a.g.backend)
+	}
+	rules, err := parseFaults(a.g.fault)
+	if err != nil {
+		return nil, err
+	}
+	r, err := a.resolve()
+	if err != nil {
+		return nil, err
+	}
+	var st store.Store
+	if a.g.backend == "minio" {
+		st, err = miniogo.New(miniogo.Config{
+			Endpoint: r.endpoint, Region: r.region, AccessKey: r.accessKey, SecretKey: r.secretKey,
+			SessionToken: r.sessionToken, PathStyle: a.g.pathStyle, InsecureSkipVerify: a.g.insecure,
+		})
+	} else {
+		cfg := awss3.Config{
+			Endpoint: r.endpoint, Region: r.region, AccessKey: r.accessKey, SecretKey: r.secretKey,
+			SessionToken: r.sessionToken, PathStyle: a.g.pathStyle,
+		}
+		if a.g.insecure {
+			cfg.HTTPClient = insecureHTTPClient()
+		}
+		st, err = awss3.New(cfg)
+	}
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	if len(rules) > 0 {
+		st = wrapFaults(st, rules)
+	}
+	return st, nil
+}
+
+// insecureHTTPClient is awss3's default client with certificate verification off; only built
+// when --insecure-skip-verify asks for it.
+func insecureHTTPClient() *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   128,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // explicitly asked for by --insecure-skip-verify
+	}
+	return &http.Client{Transport: tr}
+}
+
+// uploadConfig is the validated writer configuration from the flags.
+type uploadConfig struct {
+	rules    multipart.Rules
+	partSize int64
+	checksum store.ChecksumAlgorithm
+	opts     []writer.Option
+}
+
+func parseChecksum(s string) (store.ChecksumAlgorithm, error) {
+	switch strings.ToLower(s) {
+	case "crc64nvme":
+		return store.ChecksumCRC64NVME, nil
+	case "crc32c":
+		return store.ChecksumCRC32C, nil
+	case "crc32":
+		return store.ChecksumCRC32, nil
+	case "none", "":
+		return store.ChecksumNone, nil
+	}
+	return "", usageErr("--checksum %q: want crc64nvme, crc32c, crc32 or none", s)
+}
+
+// uploadOptions validates --provider, --part-size, --concurrency and --checksum against a plan
+// for size (-1 unknown), so a bad configuration is exit 2 before any request.
+func (a *app) uploadOptions(size int64) (uploadConfig, error) {
+	var uc uploadConfig
+	rules, err := multipart.Parse(a.g.provider)
+	if err != nil {
+		return uc, usageErr("--provider: %v", err)
+	}
+	uc.rules = rules
+	uc.partSize = writer.DefaultPartSize
+	if a.g.partSize != "" {
+		n, err := multipart.ParseSize(a.g.partSize)
+		if err != nil {
+			return uc, usageErr("--part-size: %v", err)
+		}
+		if n <= 0 {
+			return uc, usageErr("--part-size %q: must be positive", a.g.partSize)
+		}
+		uc.partSize = n
+	}
+	if a.g.concurrency < 1 {
+		return uc, usageErr("--concurrency %d: must be at least 1", a.g.concurrency)
+	}
+	if uc.checksum, err = parseChecksum(a.g.checksum); err != nil {
+		return uc, err
+	}
+	if _, err := rules.Plan(multipart.PlanRequest{Size: size, PartSize: uc.partSize, Concurrency: a.g.concurrency}); err != nil {
+		return uc, usageErr("%v", err)
+	}
+	uc.opts = []writer.Option{
+		writer.WithRules(rules),
+		writer.WithPartSize(uc.partSize),
+		writer.WithConcurrency(a.g.concurrency),
+		writer.WithChecksum(uc.checksum),
+		writer.WithLogger(a.log),
+	}
+	return uc, nil
+}
+
+// printJSON writes v as one JSON document on stdout.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// jsonError is the machine form of a failure.
+type jsonError struct {
+	Status   string `json:"status"`
+	ExitCode int    `json:"exit_code"`
+	Kind     string `json:"kind,omitempty"`
+	Code     string `json:"code,omitempty"`
+	HTTP     int    `json:"http_status,omitempty"`
+	UploadID string `json:"upload_id,omitempty"`
+	// AbortFailed: the upload could not be aborted; sweep will find it.
+	AbortFailed bool   `json:"abort_failed,omitempty"`
+	Error       string `json:"error"`
+}
+
+func newJSONError(ctx context.Context, err error) jsonError {
+	je := jsonError{Status: "failed", ExitCode: exitCodeFor(ctx, err), Error: oneLine(err)}
+	var se *sperrors.Error
+	if stderrors.As(err, &se) {
+		je.Kind, je.Code, je.HTTP, je.UploadID, je.AbortFailed = se.Kind.String(), se.Code, se.StatusCode, se.UploadID, se.AbortFailed
+	}
+	if je.ExitCode == exitCanceled {
+		je.Kind = sperrors.Canceled.String()
+	}
+	return je
+}

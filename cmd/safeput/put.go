@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	stderrors "errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/writer"
+)
+
+type putOpts struct {
+	createOnly   bool
+	readBack     bool
+	contentType  string
+	expectedSize string
+	noProgress   bool
+}
+
+func (a *app) putCmd() *cobra.Command {
+	var o putOpts
+	cmd := &cobra.Command{
+		Use:   "put FILE|- s3://bucket/key",
+		Short: "Upload a file or stdin; exit 0 only when it landed and verified",
+		Long: `Upload FILE (or stdin with -) to s3://bucket/key. A file is sent part by part straight from
+disk (known size); stdin is streamed (unknown size: use --expected-size for streams above
+~150 GiB). After commit the object is checked against the store (HEAD: length and checksum;
+--read-back re-reads it in full). Ctrl-C aborts the upload cleanly and exits 8.
+
+` + exitCodesHelp,
+		Example: `  safeput put --endpoint http://127.0.0.1:9000 --path-style backup.tar s3://bucket/backups/backup.tar
+  pg_dump db | safeput put --provider r2 - s3://bucket/dumps/db.sql
+  safeput put --create-only --json report.parquet s3://bucket/reports/2025/report.parquet`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.runPut(cmd.Context(), o, args[0], args[1]) },
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.createOnly, "create-only", false, "fail with exit 7 if the key already exists (If-None-Match: *)")
+	f.BoolVar(&o.readBack, "read-back", false, "after commit, re-read the whole object and compare its checksum")
+	f.StringVar(&o.contentType, "content-type", "", "Content-Type of the object")
+	f.StringVar(&o.expectedSize, "expected-size", "", "for stdin: the largest size the stream may reach (sizes the parts)")
+	f.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar")
+	return cmd
+}
+
+// sourceError is a failure to read the local source (not the store's fault): exit 2.
+type sourceError struct{ err error }
+
+func (e *sourceError) Error() string { return "reading the source failed: " + e.err.Error() }
+func (e *sourceError) Unwrap() error { return e.err }
+
+func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
+	u, err := parseS3URL(dst, true)
+	if err != nil {
+		return err
+	}
+	// Open the source before contacting the store: bad input must send nothing.
+	var (
+		r    io.Reader
+		size int64 = -1
+		name       = src
+	)
+	if src == "-" {
+		name = "stdin"
+		fi, err := a.stdin.Stat()
+		if err != nil {
+			return usageErr("cannot read stdin: %v", err)
+		}
+		if fi.IsDir() {
+			return usageErr("cannot read stdin: it is a directory")
+		}
+		// Stdin is streamed as unknown length even when redirected from a file; a reader that
+		// watches ctx lets Ctrl-C interrupt a Read blocked on a slow pipe.
+		r = newCtxReader(ctx, a.stdin)
+	} else {
+		f, err := os.Open(src)
+		if err != nil {
+			return usageErr("cannot open %s: %v", src, unwrapPathErr(err))
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return usageErr("cannot stat %s: %v", src, err)
+		}
+		if fi.IsDir() {
+			return usageErr("%s is a directory, not a file", src)
+		}
+		if fi.Mode().IsRegular() {
+			r, size = f, fi.Size() // *os.File: a ReaderAt of known size, parts read straight from it
+		} else {
+			r = newCtxReader(ctx, f) // a FIFO or device: stream it
+		}
+	}
+	uc, err := a.uploadOptions(size)
+	if err != nil {
+		return err
+	}
+	opts := uc.opts
+	if o.expectedSize != "" {
+		n, err := multipart.ParseSize(o.expectedSize)
+		if err != nil {
+			return usageErr("--expected-size: %v", err)
+		}
+		opts = append(opts, writer.WithExpectedMaxSize(n))
+	}
+	if o.createOnly {
+		opts = append(opts, writer.WithCreateOnly())
+	}
+	if o.readBack {
+		opts = append(opts, writer.WithReadBack(true))
+	}
+	if o.contentType != "" {
+		opts = append(opts, writer.WithContentType(o.contentType))
+	}
+	st, err := a.newStore()
+	if err != nil {
+		return err
+	}
+	var bar *progress
+	if !o.noProgress && isTerminal(a.stderr) {
+		bar = newProgress(a.stderr, u.Key, size)
+		opts = append(opts, writer.WithObserver(bar.observe))
+	}
+	res, err := writer.Upload(ctx, st, u.Bucket, u.Key, r, opts...)
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
+		var se *sourceError
+		if stderrors.As(err, &se) && ctx.Err() == nil {
+			err = withCode(exitUsage, fmt.Errorf("cannot read %s: %v (nothing was uploaded)", name, se.err))
+		}
+		if ctx.Err() != nil {
+			err = withCode(exitCanceled, fmt.Errorf("cancelled: %w", err))
+		}
+		if a.g.json {
+			_ = a.printJSON(newJSONError(ctx, err))
+		}
+		return err
+	}
+	if a.g.json {
+		return a.printJSON(jsonResultOf(res))
+	}
+	printResult(a.stdout, res)
+	return nil
+}
+
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if stderrors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// jsonResult is writer.Result for machines.
+type jsonResult struct {
+	Status         string         `json:"status"`
+	Bucket         string         `json:"bucket"`
+	Key            string         `json:"key"`
+	Size           int64          `json:"size"`
+	ETag           string         `json:"etag"`
+	VersionID      string         `json:"version_id,omitempty"`
+	ChecksumAlg    string         `json:"checksum_algorithm,omitempty"`
+	Checksum       string         `json:"checksum,omitempty"`
+	Multipart      bool           `json:"multipart"`
+	Parts          int            `json:"parts"`
+	PartSize       int64          `json:"part_size"`
+	UploadID       string         `json:"upload_id,omitempty"`
+	BytesSent      int64          `json:"bytes_sent"`
+	Requests       int            `json:"requests"`
+	Failures       map[string]int `json:"failures"`
+	Verified       string         `json:"verified"`
+	VerifiedStrong bool           `json:"verified_strong"`
+	AlreadyExisted bool           `json:"already_existed"`
+	UploadAttempts int            `json:"upload_attempts"`
+	ElapsedMS      int64          `json:"elapsed_ms"`
+}
+
+func jsonResultOf(r *writer.Result) jsonResult {
+	j := jsonResult{
+		Status: "landed", Bucket: r.Bucket, Key: r.Key, Size: r.Size, ETag: r.ETag, VersionID: r.VersionID,
+		ChecksumAlg: string(r.Checksum.Algorithm), Checksum: r.Checksum.Value, Multipart: r.Multipart,
+		Parts: r.Parts, PartSize: r.PartSize, UploadID: r.UploadID, BytesSent: r.BytesSent, Requests: r.Requests,
+		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong,
+		AlreadyExisted: r.AlreadyExisted, UploadAttempts: r.UploadAttempts, ElapsedMS: r.Elapsed.Milliseconds(),
+	}
+	for k, n := range r.Failures {
+		j.Failures[k.String()] = n
+	}
+	return j
+}
+
+// failureSummary renders Result.Failures as "throttled=2 integrity=1", or "none".
+func failureSummary(m map[sperrors.Kind]int) string {
+	var parts []string
+	for k, n := range m {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k.String(), n))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func printResult(w io.Writer, r *writer.Result) {
+	fmt.Fprintf(w, "landed s3://%s/%s\n", r.Bucket, r.Key)
+	fmt.Fprintf(w, "  size       %s (%d bytes)\n", multipart.FormatSize(r.Size), r.Size)
+	strength := "strong"
+	if !r.VerifiedStrong {
+		strength = "WEAK: length only, a changed byte would not be seen"
+	}
+	fmt.Fprintf(w, "  verified   %s (%s)\n", r.Verified, strength)
+	if !r.Checksum.IsZero() {
+		fmt.Fprintf(w, "  checksum   %s %s\n", r.Checksum.Algorithm, r.Checksum.Value)
+	}
+	fmt.Fprintf(w, "  etag       %s\n", r.ETag)
+	if r.Multipart {
+		fmt.Fprintf(w, "  layout     multipart, %d parts of %s (upload %s)\n", r.Parts, multipart.FormatSize(r.PartSize), r.UploadID)
+	} else {
+		fmt.Fprintf(w, "  layout     single PUT\n")
+	}
+	fmt.Fprintf(w, "  sent       %s in %d requests; failed requests: %s; upload attempts: %d\n",
+		multipart.FormatSize(r.BytesSent), r.Requests, failureSummary(r.Failures), r.UploadAttempts)
+	if r.AlreadyExisted {
+		fmt.Fprintf(w, "  note       this exact object was already at the key (a retried create); nothing new was written\n")
+	}
+	fmt.Fprintf(w, "  elapsed    %s\n", r.Elapsed.Round(time.Millisecond))
+}
+
+// ctxReader reads r in a goroutine of its own so that Read returns as soon as ctx ends, even
+// while the underlying Read is blocked on a slow pipe. The goroutine reads into its own buffers,
+// never into the caller's, so an abandoned Read cannot write into a buffer the writer reuses.
+type ctxReader struct {
+	ctx context.Context
+	ch  chan chunk
+	cur []byte
+	err error
+}
+
+type chunk struct {
+	b   []byte
+	err error
+}
+
+func newCtxReader(ctx context.Context, r io.Reader) *ctxReader {
+	c := &ctxReader{ctx: ctx, ch: make(chan chunk, 1)}
+	go func() {
+		for {
+			buf := make([]byte, 256<<10)
+			n, err := r.Read(buf)
+			select {
+			case c.ch <- chunk{buf[:n], err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return c
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	for len(c.cur) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		select {
+		case <-c.ctx.Done():
+			return 0, c.ctx.Err()
+		case ch := <-c.ch:
+			c.cur = ch.b
+			switch {
+			case ch.err == io.EOF:
+				c.err = io.EOF
+			case ch.err != nil:
+				c.err = &sourceError{ch.err}
+			}
+		}
+	}
+	n := copy(p, c.cur)
+	c.cur = c.cur[n:]
+	return n, nil
+}
+
+// progress is the stderr progress bar, driven by the writer's events.
+type progress struct {
+	bar     *progressbar.ProgressBar
+	key     string
+	retries atomic.Int64
+}
+
+func newProgress(w io.Writer, key string, size int64) *progress {
+	p := &progress{key: key}
+	p.bar = progressbar.NewOptions64(size,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(key),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetWidth(30),
+	)
+	return p
+}
+
+// observe must be quick and safe for concurrent use (writer.WithObserver); the bar locks itself.
+func (p *progress) observe(e writer.Event) {
+	switch e.Type {
+	case writer.EventPartDone:
+		_ = p.bar.Set64(e.BytesDone)
+	case writer.EventRetry:
+		n := p.retries.Add(1)
+		p.bar.Describe(fmt.Sprintf("%s (retries: %d)", p.key, n))
+	case writer.EventDone:
+		_ = p.bar.Set64(e.Size)
+	}
+}
+
+func (p *progress) finish() { _ = p.bar.Finish() }

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/store"
+)
+
+type sweepOpts struct {
+	olderThan time.Duration
+	run       bool
+	all       bool
+}
+
+func (a *app) sweepCmd() *cobra.Command {
+	var o sweepOpts
+	cmd := &cobra.Command{
+		Use:   "sweep s3://bucket/prefix",
+		Short: "List (dry run) or abort incomplete multipart uploads under a prefix",
+		Long: `List the incomplete multipart uploads under s3://bucket/prefix with their parts and bytes
+(dry run, the default), or abort them with --run. When nothing matches it says so, names the
+prefix it used and counts the incomplete uploads elsewhere in the bucket, so a wrong prefix does
+not look like a clean bucket. An empty prefix (the whole bucket) needs --all. Running it again is
+harmless: an upload that is already gone counts as gone, not as a failure.
+
+` + exitCodesHelp,
+		Example: `  safeput sweep s3://bucket/ingest/                    # dry run
+  safeput sweep --older-than 24h --run s3://bucket/ingest/
+  safeput sweep --all --run s3://bucket`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.runSweep(cmd.Context(), o, args[0]) },
+	}
+	f := cmd.Flags()
+	f.DurationVar(&o.olderThan, "older-than", 0, "only uploads initiated longer ago than this (e.g. 24h)")
+	f.BoolVar(&o.run, "run", false, "abort the uploads (default: dry run, list only)")
+	f.BoolVar(&o.all, "all", false, "allow an empty prefix: sweep the whole bucket")
+	return cmd
+}
+
+type sweptUpload struct {
+	Key       string    `json:"key"`
+	UploadID  string    `json:"upload_id"`
+	Initiated time.Time `json:"initiated"`
+	Parts     int       `json:"parts"`
+	Bytes     int64     `json:"bytes"`
+	// State: found (dry run), aborted, gone (already gone), failed.
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+}
+
+type sweepReport struct {
+	Bucket    string        `json:"bucket"`
+	Prefix    string        `json:"prefix"`
+	OlderThan string        `json:"older_than,omitempty"`
+	DryRun    bool          `json:"dry_run"`
+	Found     int           `json:"found"`
+	Aborted   int           `json:"aborted"`
+	Gone      int           `json:"already_gone"`
+	Failed    int           `json:"failed"`
+	Bytes     int64         `json:"bytes"`
+	Freed     int64         `json:"bytes_freed"`
+	Elsewhere int           `json:"incomplete_elsewhere_in_bucket"`
+	Uploads   []sweptUpload `json:"uploads"`
+}
+
+func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
+	u, err := parseS3URL(target, false)
+	if err != nil {
+		return err
+	}
+	if u.Key == "" && !o.all {
+		return usageErr("refusing to sweep all of bucket %s without --all (give s3://%s/prefix to narrow it)", u.Bucket, u.Bucket)
+	}
+	if o.olderThan < 0 {
+		return usageErr("--older-than %s: must not be negative", o.olderThan)
+	}
+	st, err := a.newStore()
+	if err != nil {
+		return err
+	}
+	list, err := st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: u.Bucket, Prefix: u.Key})
+	if err != nil {
+		return classified("ListMultipartUploads", u, err)
+	}
+	rep := sweepReport{Bucket: u.Bucket, Prefix: u.Key, DryRun: !o.run, Uploads: []sweptUpload{}}
+	if o.olderThan > 0 {
+		rep.OlderThan = o.olderThan.String()
+	}
+	cutoff := time.Now().Add(-o.olderThan)
+	for _, up := range list.Uploads {
+		if o.olderThan > 0 && !up.Initiated.IsZero() && up.Initiated.After(cutoff) {
+			continue
+		}
+		su := sweptUpload{Key: up.Key, UploadID: up.UploadID, Initiated: up.Initiated, State: "found"}
+		parts, err := st.ListParts(ctx, &store.ListPartsInput{Bucket: u.Bucket, Key: up.Key, UploadID: up.UploadID})
+		switch {
+		case err == nil:
+			su.Parts = len(parts.Parts)
+			for _, p := range parts.Parts {
+				su.Bytes += p.Size
+			}
+		case isNoSuchUpload(err):
+			// Completed or aborted since the listing: nothing to do.
+			su.State = "gone"
+		default:
+			if ctx.Err() != nil {
+				return withCode(exitCanceled, ctx.Err())
+			}
+			su.Error = oneLine(sperrors.Classify(err))
+		}
+		rep.Found++
+		rep.Bytes += su.Bytes
+		if o.run && su.State != "gone" {
+			err := st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: u.Bucket, Key: up.Key, UploadID: up.UploadID})
+			switch {
+			case err == nil:
+				su.State = "aborted"
+				rep.Aborted++
+				rep.Freed += su.Bytes
+			case isNoSuchUpload(err):
+				su.State = "gone"
+			default:
+				if ctx.Err() != nil {
+					return withCode(exitCanceled, ctx.Err())
+				}
+				su.State, su.Error = "failed", oneLine(sperrors.Classify(err))
+				rep.Failed++
+			}
+		}
+		if su.State == "gone" {
+			rep.Gone++
+		}
+		rep.Uploads = append(rep.Uploads, su)
+	}
+	if rep.Found == 0 && u.Key != "" {
+		// A wrong prefix must not look like a clean bucket: count what is elsewhere.
+		all, err := st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: u.Bucket})
+		if err != nil {
+			return classified("ListMultipartUploads", u, err)
+		}
+		rep.Elsewhere = len(all.Uploads)
+	}
+	if a.g.json {
+		if err := a.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		printSweep(a.stdout, rep)
+	}
+	if rep.Failed > 0 {
+		return withCode(exitPermanent, fmt.Errorf("%d of %d uploads could not be aborted", rep.Failed, rep.Found))
+	}
+	return nil
+}
+
+func isNoSuchUpload(err error) bool {
+	e := sperrors.Classify(err)
+	return e.Code == "NoSuchUpload" || e.UploadGone
+}
+
+func printSweep(w io.Writer, r sweepReport) {
+	scope := fmt.Sprintf("s3://%s/%s", r.Bucket, r.Prefix)
+	if r.Prefix == "" {
+		scope = fmt.Sprintf("s3://%s (whole bucket)", r.Bucket)
+	}
+	age := ""
+	if r.OlderThan != "" {
+		age = " older than " + r.OlderThan
+	}
+	if r.Found == 0 {
+		fmt.Fprintf(w, "no incomplete multipart uploads%s under prefix %q in %s\n", age, r.Prefix, scope)
+		if r.Prefix != "" {
+			fmt.Fprintf(w, "incomplete uploads elsewhere in bucket %s (any prefix, any age): %d\n", r.Bucket, r.Elsewhere)
+		}
+		return
+	}
+	mode := "dry run (nothing aborted; add --run to abort)"
+	if !r.DryRun {
+		mode = "run"
+	}
+	fmt.Fprintf(w, "incomplete multipart uploads%s under %s: %s\n", age, scope, mode)
+	fmt.Fprintf(w, "  %-8s %-20s %5s %12s  %-40s %s\n", "STATE", "INITIATED", "PARTS", "BYTES", "KEY", "UPLOAD ID")
+	for _, up := range r.Uploads {
+		init := "-"
+		if !up.Initiated.IsZero() {
+			init = up.Initiated.UTC().Format(time.DateTime)
+		}
+		fmt.Fprintf(w, "  %-8s %-20s %5d %12d  %-40s %s\n", up.State, init, up.Parts, up.Bytes, up.Key, up.UploadID)
+		if up.Error != "" {
+			fmt.Fprintf(w, "           error: %s\n", up.Error)
+		}
+	}
+	fmt.Fprintf(w, "found %d, aborted %d, already gone %d, failed %d; %s in parts, %s freed\n",
+		r.Found, r.Aborted, r.Gone, r.Failed, multipart.FormatSize(r.Bytes), multipart.FormatSize(r.Freed))
+}
