@@ -96,7 +96,7 @@ Start with "safeput demo": no set-up, no network.
 	f.IntVar(&a.g.concurrency, "concurrency", writer.DefaultConcurrency, "parts in flight per upload")
 	f.StringVar(&a.g.checksum, "checksum", "crc64nvme", "checksum sent and verified: crc64nvme, crc32c, crc32 or none")
 	f.BoolVar(&a.g.json, "json", false, "print a machine-readable result on stdout")
-	f.StringVar(&a.g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn, error")
+	f.StringVar(&a.g.logLevel, "log-level", "error", "log level on stderr: debug, info, warn, error (the outcome line is printed at any level)")
 	f.BoolVar(&a.g.insecure, "insecure-skip-verify", false, "do not verify the endpoint's TLS certificate (test endpoints only)")
 	f.StringVar(&a.g.fault, "fault", "", "inject faults (tests only)")
 	_ = f.MarkHidden("fault")

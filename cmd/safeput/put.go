@@ -234,9 +234,11 @@ func printResult(w io.Writer, r *writer.Result) {
 		fmt.Fprintf(w, "  checksum   %s %s\n", r.Checksum.Algorithm, r.Checksum.Value)
 	}
 	fmt.Fprintf(w, "  etag       %s\n", r.ETag)
-	if r.Multipart {
+	switch {
+	case r.AlreadyExisted:
+	case r.Multipart:
 		fmt.Fprintf(w, "  layout     multipart, %d parts of %s (upload %s)\n", r.Parts, multipart.FormatSize(r.PartSize), r.UploadID)
-	} else {
+	default:
 		fmt.Fprintf(w, "  layout     single PUT\n")
 	}
 	fmt.Fprintf(w, "  sent       %s in %d requests; failed requests: %s; upload attempts: %d\n",

@@ -1,0 +1,491 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/safeput/safeput/internal/s3test"
+)
+
+// bin is the safeput binary, built once: the tests run it as a user would, so flags, exit codes,
+// stdout/stderr separation and signals are all exercised for real.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "safeput-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "safeput")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building safeput:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// cleanEnv is the environment without any AWS_* variable, so the developer's own settings
+// cannot leak into a test.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func serverEnv(s s3test.Server) []string {
+	return append(cleanEnv(), "AWS_ENDPOINT_URL="+s.Endpoint, "AWS_REGION="+s.Region,
+		"AWS_ACCESS_KEY_ID="+s.AccessKey, "AWS_SECRET_ACCESS_KEY="+s.SecretKey)
+}
+
+func runWith(t *testing.T, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	cmd.Stdin = stdin
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("running safeput %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// cli runs safeput against the test server (path-style, credentials from the environment).
+func cli(t *testing.T, s s3test.Server, stdin io.Reader, args ...string) result {
+	t.Helper()
+	return runWith(t, serverEnv(s), stdin, append([]string{"--path-style"}, args...)...)
+}
+
+func expectCode(t *testing.T, r result, want int, what string) {
+	t.Helper()
+	if r.code != want {
+		t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", what, r.code, want, r.stdout, r.stderr)
+	}
+}
+
+func writeFile(t *testing.T, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "data.bin")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDemo(t *testing.T) {
+	r := runWith(t, cleanEnv(), nil, "demo")
+	expectCode(t, r, 0, "demo")
+	for _, want := range []string{"in-memory", "checksum mismatch", "truncated", "EntityTooSmall", "SlowDown", "AccessDenied", "every promise held"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "BROKEN") {
+		t.Errorf("demo reports a broken promise:\n%s", r.stdout)
+	}
+}
+
+func TestHelpDocumentsExitCodesAndHidesFault(t *testing.T) {
+	r := runWith(t, cleanEnv(), nil, "--help")
+	expectCode(t, r, 0, "help")
+	for _, want := range []string{"Exit codes", "8  cancelled", "AWS_ENDPOINT_URL"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+	r = runWith(t, cleanEnv(), nil, "put", "--help")
+	if strings.Contains(r.stdout, "--fault") {
+		t.Error("put --help shows the hidden --fault flag")
+	}
+}
+
+func TestPutAndVerify(t *testing.T) {
+	s := s3test.Require(t)
+	bucket := s3test.NewBucket(t, s)
+	data := s3test.RandomBytes(12<<20 + 17)
+	file := writeFile(t, data)
+	for _, backend := range []string{"aws", "minio"} {
+		t.Run(backend, func(t *testing.T) {
+			common := []string{"--backend", backend, "--provider", "versitygw", "--part-size", "5MiB"}
+			key := backend + "/file.bin"
+			r := cli(t, s, nil, append(common, "put", file, "s3://"+bucket+"/"+key)...)
+			expectCode(t, r, 0, "put file")
+			if !strings.Contains(r.stdout, "landed") || !strings.Contains(r.stdout, "crc64nvme (strong)") {
+				t.Errorf("put output:\n%s", r.stdout)
+			}
+			if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+				t.Fatalf("stored object differs from the file (%d vs %d bytes)", len(got), len(data))
+			}
+			r = cli(t, s, nil, append(common, "verify", file, "s3://"+bucket+"/"+key)...)
+			expectCode(t, r, 0, "verify file")
+			if !strings.Contains(r.stdout, "EQUAL") || !strings.Contains(r.stdout, "CRC64NVME") {
+				t.Errorf("verify output:\n%s", r.stdout)
+			}
+
+			// Stdin: unknown length, streamed through part buffers.
+			skey := backend + "/stdin.bin"
+			r = cli(t, s, bytes.NewReader(data), append(common, "--json", "put", "-", "s3://"+bucket+"/"+skey)...)
+			expectCode(t, r, 0, "put stdin")
+			var res jsonResult
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+				t.Fatalf("--json output is not JSON: %v\n%q", err, r.stdout)
+			}
+			if res.Status != "landed" || res.Size != int64(len(data)) || !res.Multipart || !res.VerifiedStrong {
+				t.Errorf("json result: %+v", res)
+			}
+			if got := s3test.ReadAll(t, s, bucket, skey); !bytes.Equal(got, data) {
+				t.Fatal("stored stdin object differs")
+			}
+			r = cli(t, s, nil, append(common, "--json", "verify", "--read-back", file, "s3://"+bucket+"/"+skey)...)
+			expectCode(t, r, 0, "verify --read-back")
+			var vr verifyReport
+			if err := json.Unmarshal([]byte(r.stdout), &vr); err != nil {
+				t.Fatalf("verify --json: %v\n%s", err, r.stdout)
+			}
+			if vr.Status != "equal" || vr.Method != "read-back" || !vr.Strong {
+				t.Errorf("verify report: %+v", vr)
+			}
+		})
+	}
+
+	// A different local file: exit 5.
+	other := append([]byte(nil), data...)
+	other[len(other)/2] ^= 1
+	r := cli(t, s, nil, "verify", writeFile(t, other), "s3://"+bucket+"/aws/file.bin")
+	expectCode(t, r, 5, "verify of a different file")
+	if !strings.Contains(r.stdout, "DIFFERENT") {
+		t.Errorf("verify output:\n%s", r.stdout)
+	}
+}
+
+func TestJSONHasNoProgressNoise(t *testing.T) {
+	s := s3test.Require(t)
+	bucket := s3test.NewBucket(t, s)
+	r := cli(t, s, bytes.NewReader(s3test.RandomBytes(1<<20)), "--json", "put", "-", "s3://"+bucket+"/j")
+	expectCode(t, r, 0, "put --json")
+	if !json.Valid([]byte(r.stdout)) || strings.ContainsAny(r.stdout, "\r\x1b") {
+		t.Fatalf("stdout is not clean JSON: %q", r.stdout)
+	}
+	// stderr is not a terminal here, so no progress bar either.
+	if r.stderr != "" {
+		t.Errorf("stderr not empty: %q", r.stderr)
+	}
+}
+
+func TestBadInputIsUsageError(t *testing.T) {
+	s := s3test.Require(t)
+	bucket := s3test.NewBucket(t, s)
+	file := writeFile(t, []byte("hello"))
+	dst := "s3://" + bucket + "/k"
+	wo, err := os.OpenFile(filepath.Join(t.TempDir(), "wo"), os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wo.Close()
+	dir, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	cases := []struct {
+		name  string
+		env   []string
+		stdin io.Reader
+		args  []string
+	}{
+		{"malformed url", nil, nil, []string{"put", file, "s3:/" + bucket + "/k"}},
+		{"no key", nil, nil, []string{"put", file, "s3://" + bucket + "/"}},
+		{"not s3", nil, nil, []string{"put", file, "https://" + bucket + "/k"}},
+		{"missing file", nil, nil, []string{"put", filepath.Join(t.TempDir(), "nope"), dst}},
+		{"directory", nil, nil, []string{"put", t.TempDir(), dst}},
+		{"unreadable stdin", nil, wo, []string{"put", "-", dst}},
+		{"stdin is a directory", nil, dir, []string{"put", "-", dst}},
+		{"unknown profile", nil, nil, []string{"--provider", "nosuch", "put", file, dst}},
+		{"bad rules string", nil, nil, []string{"--provider", "min=5MiB,bogus=1", "put", file, dst}},
+		{"bad part size", nil, nil, []string{"--part-size", "5XiB", "put", file, dst}},
+		{"part size below profile", nil, nil, []string{"--provider", "aws", "--part-size", "1MiB", "put", file, dst}},
+		{"bad checksum", nil, nil, []string{"--checksum", "md4", "put", file, dst}},
+		{"missing credentials", append(cleanEnv(), "AWS_ENDPOINT_URL="+s.Endpoint), nil, []string{"put", file, dst}},
+		{"wrong arg count", nil, nil, []string{"put", file}},
+		{"unknown flag", nil, nil, []string{"put", "--nope", file, dst}},
+		{"sweep empty prefix", nil, nil, []string{"sweep", "s3://" + bucket}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := c.env
+			if env == nil {
+				env = serverEnv(s)
+			}
+			r := runWith(t, env, c.stdin, append([]string{"--path-style"}, c.args...)...)
+			expectCode(t, r, 2, c.name)
+			if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "safeput: ") {
+				t.Errorf("want one line on stderr, got %q", r.stderr)
+			}
+		})
+	}
+	if s3test.Exists(t, s, bucket, "k") {
+		t.Error("a bad invocation uploaded something")
+	}
+	if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 0 {
+		t.Errorf("uploads left: %v", ups)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	s := s3test.Require(t)
+	bucket := s3test.NewBucket(t, s)
+	small := writeFile(t, s3test.RandomBytes(64<<10))
+	big := writeFile(t, s3test.RandomBytes(3<<20))
+	dst := func(k string) string { return "s3://" + bucket + "/" + k }
+	cases := []struct {
+		name string
+		code int
+		args []string
+	}{
+		{"transient after retries (injected InternalError)", 3, []string{"--fault", "*:InternalError", "put", small, dst("t3")}},
+		{"throttled after retries (injected SlowDown)", 3, []string{"--fault", "PutObject:SlowDown", "put", small, dst("t3b")}},
+		{"permanent (injected AccessDenied)", 4, []string{"--fault", "PutObject:Forbidden", "put", small, dst("t4")}},
+		{"permanent (real NoSuchBucket)", 4, []string{"put", small, "s3://no-such-bucket-safeput/x"}},
+		{"integrity (injected checksum mismatch on every attempt)", 5, []string{"--fault", "PutObject:ChecksumMismatch", "put", small, dst("t5")}},
+		{"compatibility (real EntityTooSmall from 1 MiB parts)", 6, []string{"--provider", "profile=versitygw,min=1MiB", "--part-size", "1MiB", "put", big, dst("t6")}},
+		{"compatibility (injected EntityTooSmall)", 6, []string{"--provider", "versitygw", "--part-size", "5MiB", "--fault", "CompleteMultipartUpload:EntityTooSmall", "put", writeFile(t, s3test.RandomBytes(6<<20)), dst("t6b")}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := cli(t, s, nil, c.args...)
+			expectCode(t, r, c.code, c.name)
+		})
+	}
+	// Precondition: create-only onto a different existing object.
+	r := cli(t, s, nil, "put", small, dst("t7"))
+	expectCode(t, r, 0, "first put")
+	r = cli(t, s, nil, "--json", "put", "--create-only", big, dst("t7"))
+	expectCode(t, r, 7, "create-only onto an existing key")
+	var je jsonError
+	if err := json.Unmarshal([]byte(r.stdout), &je); err != nil || je.ExitCode != 7 || je.Kind != "precondition" {
+		t.Errorf("json error: %+v (%v) from %q", je, err, r.stdout)
+	}
+	for _, k := range []string{"t3", "t3b", "t4", "t5", "t6", "t6b"} {
+		if s3test.Exists(t, s, bucket, k) {
+			t.Errorf("failed put left an object at %s", k)
+		}
+	}
+	if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 0 {
+		t.Errorf("uploads left: %v", ups)
+	}
+}
+
+func TestInterruptAbortsUpload(t *testing.T) {
+	s := s3test.Require(t)
+	bucket := s3test.NewBucket(t, s)
+	cmd := exec.Command(bin, "--path-style", "--provider", "versitygw", "--part-size", "5MiB", "put", "-", "s3://"+bucket+"/slow")
+	cmd.Env = serverEnv(s)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// More than one part, so a multipart upload is open; then the stream stalls.
+	if _, err := stdin.Write(s3test.RandomBytes(6 << 20)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(s3test.IncompleteUploads(t, s, bucket, "")) == 0 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("no multipart upload was opened")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("safeput did not exit after SIGINT")
+	}
+	_ = stdin.Close()
+	if code := cmd.ProcessState.ExitCode(); code != 8 {
+		t.Fatalf("exit %d, want 8; stderr: %s", code, errb.String())
+	}
+	if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 0 {
+		t.Errorf("uploads left after SIGINT: %v", ups)
+	}
+	if s3test.Exists(t, s, bucket, "slow") {
+		t.Error("an object landed after SIGINT")
+	}
+}
+
+func TestProbe(t *testing.T) {
+	s := s3test.Require(t)
+	bucket := s3test.NewBucket(t, s)
+	r := cli(t, s, nil, "--json", "probe", "s3://"+bucket+"/scratch/")
+	expectCode(t, r, 0, "probe")
+	var rep probeReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("probe --json: %v\n%s", err, r.stdout)
+	}
+	rows := map[string]probeRow{}
+	for _, row := range rep.Rows {
+		rows[row.Rule] = row
+	}
+	// What versitygw really does.
+	want := []struct{ rule, result, evidence string }{
+		{"non-final part of 5 MiB", "accepted", "Complete 200"},
+		{"non-final part of 1 MiB", "rejected", "Complete 400 EntityTooSmall"},
+		{"effective minimum non-final part", "5 MiB", "EntityTooSmall"},
+		{"multipart CRC64NVME FULL_OBJECT", "accepted", "Complete 200"},
+		{"HEAD returns stored checksums", "yes", "HeadObject 200"},
+		{"wrong x-amz-checksum-crc64nvme rejected", "yes", "400 BadDigest"},
+		{"If-None-Match: * on PUT", "honoured", "412"},
+		{"If-None-Match: * on Complete", "honoured", "Complete 412"},
+	}
+	for _, w := range want {
+		row, ok := rows[w.rule]
+		if !ok {
+			t.Errorf("no row %q", w.rule)
+			continue
+		}
+		if row.Result != w.result || !strings.Contains(row.Evidence, w.evidence) {
+			t.Errorf("row %q = %q (%s), want %q with %q", w.rule, row.Result, row.Evidence, w.result, w.evidence)
+		}
+	}
+	if rep.Recommendation == "" || rep.Rules == "" {
+		t.Errorf("no recommendation: %+v", rep)
+	}
+	if len(rep.Leftovers) != 0 || rep.Removed.Objects != rep.Created.Objects {
+		t.Errorf("probe left things behind: created %+v removed %+v leftovers %v", rep.Created, rep.Removed, rep.Leftovers)
+	}
+	if !strings.HasPrefix(rep.ScratchPrefix, "scratch/safeput-probe-") {
+		t.Errorf("scratch prefix %q", rep.ScratchPrefix)
+	}
+	if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 0 {
+		t.Errorf("uploads left: %v", ups)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := s.RawClient().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Contents) != 0 {
+		t.Errorf("objects left: %d, first %s", len(out.Contents), aws.ToString(out.Contents[0].Key))
+	}
+}
+
+// openUpload creates an incomplete upload with one part of size n via the raw client.
+func openUpload(t *testing.T, s s3test.Server, bucket, key string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := s.RawClient()
+	cr, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: cr.UploadId,
+		PartNumber: aws.Int32(1), Body: bytes.NewReader(s3test.RandomBytes(n)), ContentLength: aws.Int64(int64(n))}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSweep(t *testing.T) {
+	s := s3test.Require(t)
+	bucket := s3test.NewBucket(t, s)
+	openUpload(t, s, bucket, "sw/a", 1000)
+	openUpload(t, s, bucket, "sw/b", 2000)
+	openUpload(t, s, bucket, "sw/c/d", 3000)
+	openUpload(t, s, bucket, "other/e", 10)
+
+	sweep := func(args ...string) sweepReport {
+		t.Helper()
+		r := cli(t, s, nil, append([]string{"--json", "sweep"}, args...)...)
+		expectCode(t, r, 0, "sweep "+strings.Join(args, " "))
+		var rep sweepReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("sweep --json: %v\n%s", err, r.stdout)
+		}
+		return rep
+	}
+	dst := "s3://" + bucket + "/sw/"
+
+	rep := sweep(dst)
+	if !rep.DryRun || rep.Found != 3 || rep.Aborted != 0 || rep.Bytes != 6000 {
+		t.Errorf("dry run: %+v", rep)
+	}
+	if n := len(s3test.IncompleteUploads(t, s, bucket, "")); n != 4 {
+		t.Fatalf("dry run changed something: %d uploads", n)
+	}
+	rep = sweep("--older-than", "1h", dst)
+	if rep.Found != 0 || rep.Elsewhere != 4 {
+		t.Errorf("--older-than 1h: %+v", rep)
+	}
+
+	rep = sweep("--run", dst)
+	if rep.Found != 3 || rep.Aborted != 3 || rep.Failed != 0 || rep.Freed != 6000 {
+		t.Errorf("run: %+v", rep)
+	}
+	if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 1 || !strings.HasPrefix(ups[0], "other/e@") {
+		t.Fatalf("after run: %v", ups)
+	}
+
+	// A re-run is harmless and says where the remaining upload is.
+	rep = sweep("--run", dst)
+	if rep.Found != 0 || rep.Aborted != 0 || rep.Failed != 0 || rep.Elsewhere != 1 || rep.Prefix != "sw/" {
+		t.Errorf("re-run: %+v", rep)
+	}
+	r := cli(t, s, nil, "sweep", "s3://"+bucket+"/wrong/")
+	expectCode(t, r, 0, "sweep of a wrong prefix")
+	if !strings.Contains(r.stdout, `under prefix "wrong/"`) || !strings.Contains(r.stdout, "elsewhere in bucket "+bucket+" (any prefix, any age): 1") {
+		t.Errorf("wrong-prefix output does not name the prefix and what is elsewhere:\n%s", r.stdout)
+	}
+	rep = sweep("--all", "--run", "s3://"+bucket)
+	if rep.Aborted != 1 {
+		t.Errorf("--all --run: %+v", rep)
+	}
+	if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 0 {
+		t.Errorf("after --all: %v", ups)
+	}
+}
