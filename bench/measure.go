@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,6 +27,8 @@ type Job struct {
 	Size   int64
 	Kind   string // SourceStream or SourceReaderAt
 	Params Params
+	// CPUProfile, when set, is where a CPU profile of the upload call is written (pprof format).
+	CPUProfile string
 }
 
 // Sample is what one upload cost.
@@ -42,7 +45,7 @@ type Sample struct {
 
 // Memory measures.
 const (
-	MemRSS     = "peak RSS of a child process (ru_maxrss)"
+	MemRSS     = "peak RSS of the child process that ran the upload (VmHWM)"
 	MemHeapUse = "peak HeapInuse, sampled every 5 ms in-process"
 )
 
@@ -78,14 +81,20 @@ func RunJob(ctx context.Context, job Job, idle, sample func() int64) (Sample, er
 	if sample != nil {
 		stop = poll(sample)
 	}
+	stopProfile, err := startProfile(job.CPUProfile)
+	if err != nil {
+		return Sample{}, err
+	}
 	before, err := cpuTime()
 	if err != nil {
+		stopProfile()
 		return Sample{}, err
 	}
 	start := time.Now()
 	note, upErr := up(ctx, job.Key, src)
 	s.Seconds = time.Since(start).Seconds()
 	after, err := cpuTime()
+	stopProfile()
 	if stop != nil {
 		s.PeakBytes = stop()
 	}
@@ -100,6 +109,25 @@ func RunJob(ctx context.Context, job Job, idle, sample func() int64) (Sample, er
 	return s, nil
 }
 
+// startProfile starts a CPU profile into path (nothing when path is empty) and returns its stop.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
+
 // cpuTime is user + system time of this process, all threads.
 func cpuTime() (time.Duration, error) {
 	var ru syscall.Rusage
@@ -109,13 +137,26 @@ func cpuTime() (time.Duration, error) {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
-// MaxRSS is this process's peak resident set so far, in bytes (Linux reports KiB).
-func MaxRSS() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+// PeakRSS is this process's peak resident set so far, in bytes: VmHWM from /proc/self/status.
+//
+// Not getrusage's ru_maxrss: Linux carries the parent's high-water mark into a child across
+// execve (and Go starts children with vfork, sharing the parent's memory until exec), so a
+// child's ru_maxrss is at least the harness's own peak. VmHWM belongs to the child's own address
+// space, which exec created afresh.
+func PeakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
 		return 0
 	}
-	return ru.Maxrss << 10
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // HeapInuse reads the runtime's in-use heap spans without stopping the world.
@@ -175,8 +216,8 @@ func (InProcess) Exec(ctx context.Context, job Job) (Sample, error) {
 }
 
 // Child runs each job in a fresh process of Binary (started as `Binary -child JOB_JSON`, which
-// must call ChildMain), so that every upload starts from a cold process and its ru_maxrss is
-// its own: a GC'd heap in a long-lived process would hide or inherit peaks.
+// must call ChildMain), so that every upload starts from a cold process and its peak RSS is its
+// own: in a long-lived process one upload's peak would hide the next one's.
 type Child struct {
 	Binary string
 }
@@ -203,19 +244,19 @@ func (c Child) Exec(ctx context.Context, job Job) (Sample, error) {
 }
 
 // ChildMain is the child side of Child: it runs the job given as JSON and prints the Sample as
-// JSON on stdout. Peak and idle memory are ru_maxrss after and before the upload call.
+// JSON on stdout. Peak and idle memory are VmHWM after and before the upload call.
 func ChildMain(ctx context.Context, jobJSON string) error {
 	var job Job
 	if err := json.Unmarshal([]byte(jobJSON), &job); err != nil {
 		return fmt.Errorf("bad job: %w", err)
 	}
-	// ru_maxrss only grows: read just before the upload it is the runtime, the client and the
-	// open file; read after, it is the peak the upload reached.
-	s, err := RunJob(ctx, job, MaxRSS, nil)
+	// The high-water mark only grows: read just before the upload it is the runtime, the client
+	// and the open file; read after, it is the peak the upload reached.
+	s, err := RunJob(ctx, job, PeakRSS, nil)
 	if err != nil {
 		return err
 	}
-	s.PeakBytes, s.MemMethod = MaxRSS(), MemRSS
+	s.PeakBytes, s.MemMethod = PeakRSS(), MemRSS
 	return json.NewEncoder(os.Stdout).Encode(s)
 }
 

@@ -9,6 +9,9 @@
 #   OUT=BENCHMARKS.md    where the report goes ("-" prints only)
 #   BENCH_GO=1           also run the go test -bench suite (-count 6) and print benchstat
 #   BENCH_GO_SIZE=64MiB  object size for that suite
+#   PROFILE_DIR=dir      also write a CPU profile of every upload there, with the binary
+#                        (go tool pprof -top dir/bench dir/safeput_aws-stream-...-run1.pprof);
+#                        profiling costs a little, so don't publish figures from such a run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -77,6 +80,11 @@ cmdline="SIZES=\"$SIZES\" RUNS=$RUNS PART=$PART CONC=$CONC SOURCES=\"$SOURCES\" 
 
 outflag=(-out "$root/$OUT")
 [[ "$OUT" == "-" ]] && outflag=()
+if [[ -n "${PROFILE_DIR:-}" ]]; then
+	mkdir -p "$PROFILE_DIR"
+	cp "$bin" "$PROFILE_DIR/bench"
+	outflag+=(-cpuprofile-dir "$(cd "$PROFILE_DIR" && pwd)")
+fi
 
 "$bin" -sizes "$SIZES" -runs "$RUNS" -part "$PART" -conc "$CONC" -sources "$SOURCES" -impls "$IMPLS" \
 	-peer-signing "$PEER_SIGNING" -dir "$work" "${outflag[@]}" \

@@ -33,8 +33,8 @@ func main() {
 }
 
 type options struct {
-	sizes, kinds, impls, part, signing, dir, dataDesc, out, command, versitygw, revision, isolation string
-	runs, conc                                                                                      int
+	sizes, kinds, impls, part, signing, dir, dataDesc, profileDir, out, command, versitygw, revision, isolation string
+	runs, conc                                                                                                  int
 }
 
 func run() error {
@@ -50,6 +50,7 @@ func run() error {
 	flag.StringVar(&o.isolation, "isolation", "child", "child (one process per upload: per-upload peak RSS) or inproc (peak HeapInuse)")
 	flag.StringVar(&o.dir, "dir", os.TempDir(), "directory for the generated source files")
 	flag.StringVar(&o.dataDesc, "data-desc", "", "how to describe the data directory in the report (default: -dir)")
+	flag.StringVar(&o.profileDir, "cpuprofile-dir", "", "write a CPU profile of every upload into this directory (go tool pprof -top BINARY FILE)")
 	flag.StringVar(&o.out, "out", "", "write the report here (e.g. BENCHMARKS.md); empty prints it")
 	flag.StringVar(&o.command, "command", "", "the command line to record in the report")
 	flag.StringVar(&o.versitygw, "versitygw", "", "server version to record in the report")
@@ -101,16 +102,17 @@ func runHarness(ctx context.Context, o options) error {
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
 	cfg := bench.Config{
-		Server: srv,
-		Bucket: "safeput-bench-" + hex.EncodeToString(suffix[:]),
-		Sizes:  sizes,
-		Kinds:  fields(o.kinds),
-		Impls:  fields(o.impls),
-		Runs:   o.runs,
-		Params: bench.Params{PartSize: part, Concurrency: o.conc, Signing: signing},
-		Dir:    o.dir,
-		Exec:   exec,
-		Log:    os.Stderr,
+		Server:     srv,
+		Bucket:     "safeput-bench-" + hex.EncodeToString(suffix[:]),
+		Sizes:      sizes,
+		Kinds:      fields(o.kinds),
+		Impls:      fields(o.impls),
+		Runs:       o.runs,
+		Params:     bench.Params{PartSize: part, Concurrency: o.conc, Signing: signing},
+		Dir:        o.dir,
+		Exec:       exec,
+		Log:        os.Stderr,
+		ProfileDir: o.profileDir,
 	}
 	env := bench.Env{
 		Command: o.command, Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Machine: machine(),
@@ -255,10 +257,11 @@ Run it on a quiet machine: client and server share the cores, so other work move
 - **Order**: round-robin; each round runs every implementation once, starting one later than
   the previous round, so drift in load hits all alike.
 - **One process per upload**: each upload runs in a fresh child process (the same binary), so
-  its peak RSS (ru_maxrss) belongs to that upload alone, and CPU is that process's user+system
-  time (getrusage) around the upload call only, excluding start-up. "idle" is ru_maxrss just
-  before the upload (runtime, SDK client, open file): the part of the peak that is not the
-  upload's. Throughput is the object's size over the upload call's wall time (for safeput that
+  its peak RSS belongs to that upload alone: VmHWM from /proc/self/status, not ru_maxrss, which
+  Linux carries over from the parent across exec. CPU is the child's user+system time
+  (getrusage, all threads) around the upload call only, excluding start-up. "idle" is VmHWM
+  just before the upload (runtime, SDK client, open file): the part of the peak that is not the
+  upload's. Go's GC runs at its defaults (GOGC=100), as in a user's program. Throughput is the object's size over the upload call's wall time (for safeput that
   includes its HEAD verification).
 - **Correctness first**: every object is read back with a plain client and its length and
   CRC64NVME compared with the source's before its figure counts; a difference fails the run.
