@@ -118,9 +118,9 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	}
 	code := exitCodeFor(ctx, err)
 	var ee *exitError
-	quiet := stderrors.As(err, &ee) && ee.err == errQuiet
+	quiet := stderrors.As(err, &ee) && stderrors.Is(ee.err, errQuiet)
 	if !quiet {
-		fmt.Fprintf(a.stderr, "safeput: %s\n", oneLine(err))
+		_, _ = fmt.Fprintf(a.stderr, "safeput: %s\n", oneLine(err))
 	}
 	return code
 }

@@ -99,7 +99,7 @@ type streamOnly struct{ io.Reader }
 func (a *app) runDemo(ctx context.Context) error {
 	rep := demoReport{Store: "store/memstore: an in-memory store with S3 semantics (no network), wrapped by store/faulty for fault injection"}
 	if !a.g.json {
-		fmt.Fprintf(a.stdout, "safeput demo\nstore: %s\n", rep.Store)
+		_, _ = fmt.Fprintf(a.stdout, "safeput demo\nstore: %s\n", rep.Store)
 	}
 	scenarios := []func(context.Context) scenarioReport{
 		a.demoChecksumMismatch, a.demoTruncation, a.demoSmallParts, a.demoThrottling, a.demoPermanent,
@@ -124,7 +124,7 @@ func (a *app) runDemo(ctx context.Context) error {
 			return err
 		}
 	} else if rep.AllHeld {
-		fmt.Fprintf(a.stdout, "\nevery promise held: each write landed verified, or failed with a classified error and nothing left behind\n")
+		_, _ = fmt.Fprintf(a.stdout, "\nevery promise held: each write landed verified, or failed with a classified error and nothing left behind\n")
 	}
 	if !rep.AllHeld {
 		return withCode(exitInternal, fmt.Errorf("demo: promises broken: %s", strings.Join(broken, "; ")))
@@ -144,17 +144,17 @@ func safeScenario(ctx context.Context, run func(context.Context) scenarioReport)
 }
 
 func printScenario(w io.Writer, n int, s scenarioReport) {
-	fmt.Fprintf(w, "\n[%d] %s\n", n, s.Title)
-	fmt.Fprintf(w, "    injected: %s\n", s.Injected)
+	_, _ = fmt.Fprintf(w, "\n[%d] %s\n", n, s.Title)
+	_, _ = fmt.Fprintf(w, "    injected: %s\n", s.Injected)
 	for _, o := range s.Observed {
-		fmt.Fprintf(w, "    %s\n", o)
+		_, _ = fmt.Fprintf(w, "    %s\n", o)
 	}
 	for _, c := range s.Checks {
 		mark := "ok    "
 		if !c.Held {
 			mark = "BROKEN"
 		}
-		fmt.Fprintf(w, "    [%s] %s\n", mark, c.Promise)
+		_, _ = fmt.Fprintf(w, "    [%s] %s\n", mark, c.Promise)
 	}
 }
 

@@ -22,7 +22,7 @@ func main() {
 func run(args []string, stdin *os.File, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(stderr, "safeput: internal error: %v\n", r)
+			_, _ = fmt.Fprintf(stderr, "safeput: internal error: %v\n", r)
 			code = exitInternal
 		}
 	}()

@@ -113,7 +113,7 @@ func (a *app) runProbe(ctx context.Context, target string) error {
 	p.cleanup()
 	if runErr != nil {
 		if len(p.rep.Leftovers) > 0 {
-			fmt.Fprintf(a.stderr, "safeput: probe left behind: %s\n", strings.Join(p.rep.Leftovers, ", "))
+			_, _ = fmt.Fprintf(a.stderr, "safeput: probe left behind: %s\n", strings.Join(p.rep.Leftovers, ", "))
 		}
 		return runErr
 	}
@@ -319,12 +319,11 @@ func (p *prober) run() error {
 			firstReject = o.evidence()
 		}
 	}
-	switch {
-	case smallest == 0:
+	if smallest == 0 {
 		p.row("effective minimum non-final part", "above 5 MiB", "5 MiB rejected: "+firstReject)
 		p.rep.Warnings = append(p.rep.Warnings, "the store rejects 5 MiB non-final parts; its minimum is unknown: set min= in a rules string")
 		obs.rules.MinPartSize = 5 * mib
-	default:
+	} else {
 		ev := "smallest accepted size tried"
 		if firstReject != "" {
 			ev += "; below it: " + firstReject
@@ -651,37 +650,37 @@ func (p *prober) cleanup() {
 }
 
 func printProbe(w io.Writer, r probeReport) {
-	fmt.Fprintf(w, "probe of s3://%s in scratch prefix %s\n\n", r.Bucket, r.ScratchPrefix)
+	_, _ = fmt.Fprintf(w, "probe of s3://%s in scratch prefix %s\n\n", r.Bucket, r.ScratchPrefix)
 	width := len("RULE")
 	for _, row := range r.Rows {
 		width = max(width, len(row.Rule))
 	}
-	fmt.Fprintf(w, "%-*s  %-15s  %s\n", width, "RULE", "RESULT", "EVIDENCE")
+	_, _ = fmt.Fprintf(w, "%-*s  %-15s  %s\n", width, "RULE", "RESULT", "EVIDENCE")
 	for _, row := range r.Rows {
-		fmt.Fprintf(w, "%-*s  %-15s  %s\n", width, row.Rule, row.Result, row.Evidence)
+		_, _ = fmt.Fprintf(w, "%-*s  %-15s  %s\n", width, row.Rule, row.Result, row.Evidence)
 	}
-	fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w)
 	for _, warn := range r.Warnings {
-		fmt.Fprintf(w, "WARNING: %s\n", warn)
+		_, _ = fmt.Fprintf(w, "WARNING: %s\n", warn)
 	}
 	if r.MatchedProfile != "" {
-		fmt.Fprintf(w, "recommended: --provider %s (matches every probed rule)\n", r.MatchedProfile)
+		_, _ = fmt.Fprintf(w, "recommended: --provider %s (matches every probed rule)\n", r.MatchedProfile)
 	} else {
-		fmt.Fprintf(w, "recommended: --provider '%s'\n", r.Recommendation)
+		_, _ = fmt.Fprintf(w, "recommended: --provider '%s'\n", r.Recommendation)
 		if r.ClosestProfile != "" {
-			fmt.Fprintf(w, "closest safe known profile: %s (differs in: %s)\n", r.ClosestProfile, strings.Join(r.Differences, "; "))
+			_, _ = fmt.Fprintf(w, "closest safe known profile: %s (differs in: %s)\n", r.ClosestProfile, strings.Join(r.Differences, "; "))
 		} else {
-			fmt.Fprintln(w, "no known profile is safe on this store")
+			_, _ = fmt.Fprintln(w, "no known profile is safe on this store")
 		}
 	}
-	fmt.Fprintf(w, "created %d objects and %d uploads; removed %d objects and aborted %d uploads\n",
+	_, _ = fmt.Fprintf(w, "created %d objects and %d uploads; removed %d objects and aborted %d uploads\n",
 		r.Created.Objects, r.Created.Uploads, r.Removed.Objects, r.Removed.Uploads)
 	if len(r.Leftovers) == 0 {
-		fmt.Fprintln(w, "nothing left behind")
+		_, _ = fmt.Fprintln(w, "nothing left behind")
 	} else {
-		fmt.Fprintln(w, "could NOT remove:")
+		_, _ = fmt.Fprintln(w, "could NOT remove:")
 		for _, l := range r.Leftovers {
-			fmt.Fprintf(w, "  %s\n", l)
+			_, _ = fmt.Fprintf(w, "  %s\n", l)
 		}
 	}
 }

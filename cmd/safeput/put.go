@@ -139,7 +139,7 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	if err != nil {
 		var se *sourceError
 		if stderrors.As(err, &se) && ctx.Err() == nil {
-			err = withCode(exitUsage, fmt.Errorf("cannot read %s: %v (nothing was uploaded)", name, se.err))
+			err = withCode(exitUsage, fmt.Errorf("cannot read %s: %w (nothing was uploaded)", name, se.err))
 		}
 		if ctx.Err() != nil {
 			err = withCode(exitCanceled, fmt.Errorf("cancelled: %w", err))
@@ -223,30 +223,30 @@ func failureSummary(m map[sperrors.Kind]int) string {
 }
 
 func printResult(w io.Writer, r *writer.Result) {
-	fmt.Fprintf(w, "landed s3://%s/%s\n", r.Bucket, r.Key)
-	fmt.Fprintf(w, "  size       %s (%d bytes)\n", multipart.FormatSize(r.Size), r.Size)
+	_, _ = fmt.Fprintf(w, "landed s3://%s/%s\n", r.Bucket, r.Key)
+	_, _ = fmt.Fprintf(w, "  size       %s (%d bytes)\n", multipart.FormatSize(r.Size), r.Size)
 	strength := "strong"
 	if !r.VerifiedStrong {
 		strength = "WEAK: length only, a changed byte would not be seen"
 	}
-	fmt.Fprintf(w, "  verified   %s (%s)\n", r.Verified, strength)
+	_, _ = fmt.Fprintf(w, "  verified   %s (%s)\n", r.Verified, strength)
 	if !r.Checksum.IsZero() {
-		fmt.Fprintf(w, "  checksum   %s %s\n", r.Checksum.Algorithm, r.Checksum.Value)
+		_, _ = fmt.Fprintf(w, "  checksum   %s %s\n", r.Checksum.Algorithm, r.Checksum.Value)
 	}
-	fmt.Fprintf(w, "  etag       %s\n", r.ETag)
+	_, _ = fmt.Fprintf(w, "  etag       %s\n", r.ETag)
 	switch {
 	case r.AlreadyExisted:
 	case r.Multipart:
-		fmt.Fprintf(w, "  layout     multipart, %d parts of %s (upload %s)\n", r.Parts, multipart.FormatSize(r.PartSize), r.UploadID)
+		_, _ = fmt.Fprintf(w, "  layout     multipart, %d parts of %s (upload %s)\n", r.Parts, multipart.FormatSize(r.PartSize), r.UploadID)
 	default:
-		fmt.Fprintf(w, "  layout     single PUT\n")
+		_, _ = fmt.Fprintf(w, "  layout     single PUT\n")
 	}
-	fmt.Fprintf(w, "  sent       %s in %d requests; failed requests: %s; upload attempts: %d\n",
+	_, _ = fmt.Fprintf(w, "  sent       %s in %d requests; failed requests: %s; upload attempts: %d\n",
 		multipart.FormatSize(r.BytesSent), r.Requests, failureSummary(r.Failures), r.UploadAttempts)
 	if r.AlreadyExisted {
-		fmt.Fprintf(w, "  note       this exact object was already at the key (a retried create); nothing new was written\n")
+		_, _ = fmt.Fprintf(w, "  note       this exact object was already at the key (a retried create); nothing new was written\n")
 	}
-	fmt.Fprintf(w, "  elapsed    %s\n", r.Elapsed.Round(time.Millisecond))
+	_, _ = fmt.Fprintf(w, "  elapsed    %s\n", r.Elapsed.Round(time.Millisecond))
 }
 
 // ctxReader reads r in a goroutine of its own so that Read returns as soon as ctx ends, even
@@ -294,7 +294,7 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 		case ch := <-c.ch:
 			c.cur = ch.b
 			switch {
-			case ch.err == io.EOF:
+			case stderrors.Is(ch.err, io.EOF):
 				c.err = io.EOF
 			case ch.err != nil:
 				c.err = &sourceError{ch.err}

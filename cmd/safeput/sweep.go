@@ -175,9 +175,9 @@ func printSweep(w io.Writer, r sweepReport) {
 		age = " older than " + r.OlderThan
 	}
 	if r.Found == 0 {
-		fmt.Fprintf(w, "no incomplete multipart uploads%s under prefix %q in %s\n", age, r.Prefix, scope)
+		_, _ = fmt.Fprintf(w, "no incomplete multipart uploads%s under prefix %q in %s\n", age, r.Prefix, scope)
 		if r.Prefix != "" {
-			fmt.Fprintf(w, "incomplete uploads elsewhere in bucket %s (any prefix, any age): %d\n", r.Bucket, r.Elsewhere)
+			_, _ = fmt.Fprintf(w, "incomplete uploads elsewhere in bucket %s (any prefix, any age): %d\n", r.Bucket, r.Elsewhere)
 		}
 		return
 	}
@@ -185,18 +185,18 @@ func printSweep(w io.Writer, r sweepReport) {
 	if !r.DryRun {
 		mode = "run"
 	}
-	fmt.Fprintf(w, "incomplete multipart uploads%s under %s: %s\n", age, scope, mode)
-	fmt.Fprintf(w, "  %-8s %-20s %5s %12s  %-40s %s\n", "STATE", "INITIATED", "PARTS", "BYTES", "KEY", "UPLOAD ID")
+	_, _ = fmt.Fprintf(w, "incomplete multipart uploads%s under %s: %s\n", age, scope, mode)
+	_, _ = fmt.Fprintf(w, "  %-8s %-20s %5s %12s  %-40s %s\n", "STATE", "INITIATED", "PARTS", "BYTES", "KEY", "UPLOAD ID")
 	for _, up := range r.Uploads {
 		init := "-"
 		if !up.Initiated.IsZero() {
 			init = up.Initiated.UTC().Format(time.DateTime)
 		}
-		fmt.Fprintf(w, "  %-8s %-20s %5d %12d  %-40s %s\n", up.State, init, up.Parts, up.Bytes, up.Key, up.UploadID)
+		_, _ = fmt.Fprintf(w, "  %-8s %-20s %5d %12d  %-40s %s\n", up.State, init, up.Parts, up.Bytes, up.Key, up.UploadID)
 		if up.Error != "" {
-			fmt.Fprintf(w, "           error: %s\n", up.Error)
+			_, _ = fmt.Fprintf(w, "           error: %s\n", up.Error)
 		}
 	}
-	fmt.Fprintf(w, "found %d, aborted %d, already gone %d, failed %d; %s in parts, %s freed\n",
+	_, _ = fmt.Fprintf(w, "found %d, aborted %d, already gone %d, failed %d; %s in parts, %s freed\n",
 		r.Found, r.Aborted, r.Gone, r.Failed, multipart.FormatSize(r.Bytes), multipart.FormatSize(r.Freed))
 }

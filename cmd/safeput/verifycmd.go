@@ -155,21 +155,21 @@ func (a *app) runVerify(ctx context.Context, file, dst string, readBack bool) er
 }
 
 func printVerify(w io.Writer, r verifyReport) {
-	fmt.Fprintf(w, "%s: s3://%s/%s vs %s (%s)\n", strings.ToUpper(r.Status), r.Bucket, r.Key, r.File, multipart.FormatSize(r.Size))
+	_, _ = fmt.Fprintf(w, "%s: s3://%s/%s vs %s (%s)\n", strings.ToUpper(r.Status), r.Bucket, r.Key, r.File, multipart.FormatSize(r.Size))
 	for _, c := range r.Comparisons {
 		mark := "equal"
 		if !c.Equal {
 			mark = "DIFFERENT"
 		}
-		fmt.Fprintf(w, "  %-20s %-9s local %s, store %s\n", c.What, mark, c.Local, c.Store)
+		_, _ = fmt.Fprintf(w, "  %-20s %-9s local %s, store %s\n", c.What, mark, c.Local, c.Store)
 	}
 	strength := "strong"
 	if !r.Strong {
 		strength = "weak"
 	}
-	fmt.Fprintf(w, "  method               %s (%s)\n", r.Method, strength)
+	_, _ = fmt.Fprintf(w, "  method               %s (%s)\n", r.Method, strength)
 	if r.Note != "" {
-		fmt.Fprintf(w, "  note                 %s\n", r.Note)
+		_, _ = fmt.Fprintf(w, "  note                 %s\n", r.Note)
 	}
 }
 
