@@ -30,6 +30,10 @@ type Config struct {
 	Dir    string // where the source files are generated
 	Exec   Executor
 	Log    io.Writer // progress lines; nil discards
+	// ServerPID, when set, is the S3 server's process id: its CPU time (from /proc) around each
+	// upload is recorded, as the work an implementation causes on the server (checksums it asks
+	// the server to verify, part assembly).
+	ServerPID int
 	// ProfileDir, when set, gets a CPU profile of every upload, named IMPL-KIND-SIZE-runN.pprof
 	// ("/" in IMPL becomes "_"). Profiling costs a few percent; leave it off for the figures.
 	ProfileDir string
@@ -42,6 +46,39 @@ type Record struct {
 	Kind string
 	Run  int
 	Sample
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat times: 100 on every Linux architecture Go
+// supports.
+const clockTicks = 100
+
+// procCPU returns user + system seconds of process pid from /proc/PID/stat, or -1.
+func procCPU(pid int) float64 {
+	if pid <= 0 {
+		return -1
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	// The command name (field 2) may hold spaces; the fields after its closing parenthesis are
+	// state, ppid, ... with utime and stime 12th and 13th.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return -1
+	}
+	var ut, st int64
+	if _, err := fmt.Sscan(f[11], &ut); err != nil {
+		return -1
+	}
+	if _, err := fmt.Sscan(f[12], &st); err != nil {
+		return -1
+	}
+	return float64(ut+st) / clockTicks
 }
 
 // Run uploads every size × kind × implementation Runs times, round-robin: each round runs every
@@ -89,9 +126,15 @@ func runSize(ctx context.Context, cfg Config, raw *s3.Client, impls []string, da
 				if cfg.ProfileDir != "" {
 					job.CPUProfile = filepath.Join(cfg.ProfileDir, fmt.Sprintf("%s-%s-%d-run%d.pprof", strings.ReplaceAll(name, "/", "_"), kind, data.Size, run+1))
 				}
+				srvBefore := procCPU(cfg.ServerPID)
 				s, err := cfg.Exec.Exec(ctx, job)
 				if err != nil {
 					return recs, err
+				}
+				if srvBefore >= 0 {
+					if after := procCPU(cfg.ServerPID); after >= 0 {
+						s.ServerCPUSeconds = after - srvBefore
+					}
 				}
 				if err := CheckObject(ctx, raw, cfg.Bucket, key, data); err != nil {
 					return recs, fmt.Errorf("%s: %w", name, err)

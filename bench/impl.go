@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
@@ -142,14 +144,32 @@ func safeputOptions(p Params) []writer.Option {
 
 func safeputUploader(st store.Store, bucket string, p Params) Uploader {
 	return func(ctx context.Context, key string, src Source) (string, error) {
-		res, err := writer.Upload(ctx, st, bucket, key, src.Reader, safeputOptions(p)...)
+		// The observer notes when the last part was acknowledged, so the note can say how long
+		// the commit (ListParts, Complete, HEAD verification) took after the data was sent.
+		var mu sync.Mutex
+		var lastPart time.Time
+		observe := writer.WithObserver(func(e writer.Event) {
+			if e.Type == writer.EventPartDone {
+				mu.Lock()
+				lastPart = time.Now()
+				mu.Unlock()
+			}
+		})
+		res, err := writer.Upload(ctx, st, bucket, key, src.Reader, append(safeputOptions(p), observe)...)
+		end := time.Now()
 		if err != nil {
 			return "", err
 		}
 		if res.Size != src.Size {
 			return "", fmt.Errorf("safeput reported %d bytes, source has %d", res.Size, src.Size)
 		}
-		return fmt.Sprintf("%d parts of %d MiB, verified %s", res.Parts, res.PartSize>>20, res.Verified), nil
+		mu.Lock()
+		defer mu.Unlock()
+		note := fmt.Sprintf("%d parts of %d MiB, verified %s", res.Parts, res.PartSize>>20, res.Verified)
+		if !lastPart.IsZero() {
+			note += fmt.Sprintf("; commit+verify %d ms", end.Sub(lastPart).Milliseconds())
+		}
+		return note, nil
 	}
 }
 

@@ -41,6 +41,8 @@ type Sample struct {
 	IdleBytes int64
 	MemMethod string
 	Note      string
+	// ServerCPUSeconds is the S3 server's user + system time during the job (0 when unknown).
+	ServerCPUSeconds float64
 }
 
 // Memory measures.

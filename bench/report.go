@@ -20,10 +20,13 @@ type Row struct {
 	MinMiBps  float64
 	MaxMiBps  float64
 	CPUPerGiB float64 // median of user+sys seconds per GiB uploaded
-	PeakBytes int64   // highest over the runs
-	IdleBytes int64   // median
-	MemMethod string
-	Note      string
+	// ServerCPUPerGiB is the median server CPU seconds per GiB (0 when the server was not
+	// watched).
+	ServerCPUPerGiB float64
+	PeakBytes       int64 // highest over the runs
+	IdleBytes       int64 // median
+	MemMethod       string
+	Note            string
 }
 
 // Summarize turns records into rows, in size, kind and Impls() order.
@@ -53,18 +56,19 @@ func Summarize(recs []Record) []Row {
 	var rows []Row
 	for _, key := range keys {
 		g := groups[key]
-		var speeds, cpus, idles []float64
+		var speeds, cpus, idles, srvs []float64
 		var peak int64
 		for _, r := range g {
 			speeds = append(speeds, mibps(r.Size, r.Seconds))
 			cpus = append(cpus, r.CPUSeconds/(float64(r.Size)/(1<<30)))
 			idles = append(idles, float64(r.IdleBytes))
+			srvs = append(srvs, r.ServerCPUSeconds/(float64(r.Size)/(1<<30)))
 			peak = max(peak, r.PeakBytes)
 		}
 		rows = append(rows, Row{
 			Impl: key.impl, Role: roles[key.impl], Size: key.size, Kind: key.kind, Runs: len(g),
 			MiBps: median(speeds), MinMiBps: slices.Min(speeds), MaxMiBps: slices.Max(speeds),
-			CPUPerGiB: median(cpus), PeakBytes: peak, IdleBytes: int64(median(idles)),
+			CPUPerGiB: median(cpus), ServerCPUPerGiB: median(srvs), PeakBytes: peak, IdleBytes: int64(median(idles)),
 			MemMethod: g[0].MemMethod, Note: g[len(g)-1].Note,
 		})
 	}
@@ -208,15 +212,15 @@ func Markdown(env Env, rows []Row, verdicts []Verdict) string {
 	}
 	for _, g := range groups {
 		w("### %s, %s source\n\n", multipart.FormatSize(g.size), g.kind)
-		w("| implementation | MiB/s (median) | min–max | CPU s/GiB | peak memory MiB | idle MiB | vs best peer | vs raw PUT | note |\n")
-		w("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		w("| implementation | MiB/s (median) | min–max | CPU s/GiB | server CPU s/GiB | peak memory MiB | idle MiB | vs best peer | vs raw PUT | note |\n")
+		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, r := range rows {
 			if r.Size != g.size || r.Kind != g.kind {
 				continue
 			}
 			peer, ceiling, _ := Ratios(rows, r)
-			w("| %s | %.1f | %.1f–%.1f | %.2f | %.1f | %.1f | %s | %s | %s |\n", r.Impl, r.MiBps, r.MinMiBps, r.MaxMiBps, r.CPUPerGiB,
-				mib(r.PeakBytes), mib(r.IdleBytes), ratio(peer), pct(ceiling), r.Note)
+			w("| %s | %.1f | %.1f–%.1f | %.2f | %s | %.1f | %.1f | %s | %s | %s |\n", r.Impl, r.MiBps, r.MinMiBps, r.MaxMiBps, r.CPUPerGiB,
+				serverCPU(r.ServerCPUPerGiB), mib(r.PeakBytes), mib(r.IdleBytes), ratio(peer), pct(ceiling), r.Note)
 		}
 		w("\n")
 	}
@@ -263,6 +267,13 @@ func markWord(v Verdict) string {
 		return "MET"
 	}
 	return "MISS"
+}
+
+func serverCPU(f float64) string {
+	if f <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", f)
 }
 
 func ratio(f float64) string {

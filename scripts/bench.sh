@@ -88,7 +88,7 @@ fi
 
 "$bin" -sizes "$SIZES" -runs "$RUNS" -part "$PART" -conc "$CONC" -sources "$SOURCES" -impls "$IMPLS" \
 	-peer-signing "$PEER_SIGNING" -dir "$work" "${outflag[@]}" \
-	-command "$cmdline" -versitygw "$VERSITYGW_VERSION" -revision "$rev" "$@" \
+	-command "$cmdline" -versitygw "$VERSITYGW_VERSION" -revision "$rev" -server-pid "${safeput_s3_pid:-0}" "$@" \
 	-data-desc "$work ($fstype)"
 
 if [[ "${BENCH_GO:-}" == "1" ]]; then

@@ -34,7 +34,7 @@ func main() {
 
 type options struct {
 	sizes, kinds, impls, part, signing, dir, dataDesc, profileDir, out, command, versitygw, revision, isolation string
-	runs, conc                                                                                                  int
+	runs, conc, serverPID                                                                                       int
 }
 
 func run() error {
@@ -46,6 +46,7 @@ func run() error {
 	flag.IntVar(&o.runs, "runs", 5, "uploads per implementation, size and source")
 	flag.StringVar(&o.part, "part", "16MiB", "part size for every implementation")
 	flag.IntVar(&o.conc, "conc", 4, "parts in flight for every implementation")
+	flag.IntVar(&o.serverPID, "server-pid", 0, "the S3 server's pid, to record its CPU time per upload")
 	flag.StringVar(&o.signing, "peer-signing", string(bench.SigningUnsigned), "peers' payload signing: unsigned or sdk-default")
 	flag.StringVar(&o.isolation, "isolation", "child", "child (one process per upload: per-upload peak RSS) or inproc (peak HeapInuse)")
 	flag.StringVar(&o.dir, "dir", os.TempDir(), "directory for the generated source files")
@@ -113,6 +114,7 @@ func runHarness(ctx context.Context, o options) error {
 		Exec:       exec,
 		Log:        os.Stderr,
 		ProfileDir: o.profileDir,
+		ServerPID:  o.serverPID,
 	}
 	env := bench.Env{
 		Command: o.command, Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Machine: machine(),
@@ -261,7 +263,10 @@ Run it on a quiet machine: client and server share the cores, so other work move
   Linux carries over from the parent across exec. CPU is the child's user+system time
   (getrusage, all threads) around the upload call only, excluding start-up. "idle" is VmHWM
   just before the upload (runtime, SDK client, open file): the part of the peak that is not the
-  upload's. Go's GC runs at its defaults (GOGC=100), as in a user's program. Throughput is the object's size over the upload call's wall time (for safeput that
+  upload's. Go's GC runs at its defaults (GOGC=100), as in a user's program.
+- **Server CPU**: the server's user+system time (/proc/PID/stat) around each upload, per GiB:
+  the work an implementation makes the server do (checksums to verify, parts to assemble).
+  Client and server share the machine's cores, so this work slows every upload that causes it. Throughput is the object's size over the upload call's wall time (for safeput that
   includes its HEAD verification).
 - **Correctness first**: every object is read back with a plain client and its length and
   CRC64NVME compared with the source's before its figure counts; a difference fails the run.
