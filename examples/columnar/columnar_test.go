@@ -258,4 +258,3 @@ func TestFirstWriteCannotFail(t *testing.T) {
 		}
 	})
 }
-

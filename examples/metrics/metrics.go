@@ -237,7 +237,8 @@ func (s *observedStore) AbortMultipartUpload(ctx context.Context, in *store.Abor
 func (s *observedStore) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
 	out, err := s.Store.HeadObject(ctx, in)
 	var re *store.ResponseError
-	if in != nil && !(stderrors.As(err, &re) && re.StatusCode == 404) { // 404: an expected "not there yet"
+	notFound := stderrors.As(err, &re) && re.StatusCode == 404 // an expected "not there yet"
+	if in != nil && !notFound {
 		s.c.failed(ctx, "HeadObject", in.Bucket, in.Key, 0, err)
 	}
 	return out, err
