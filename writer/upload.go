@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 )
 
@@ -52,6 +53,8 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 		maxAttempts = 1 + cfg.policyIntegrityRetries()
 	}
 	var lastErr error
+	var total retry.Stats
+	var sent int64
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if attempt > 1 && isSeeker && (!isReaderAt || size < 0) {
 			// ReaderAt sources are read through fresh section readers; only a Seeker rewinds.
@@ -59,10 +62,22 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 				break
 			}
 		}
-		res, err := uploadOnce(ctx, st, bucket, key, r, ra, start, isReaderAt && size >= 0, cfg)
+		res, spent, err := uploadOnce(ctx, st, bucket, key, r, ra, start, isReaderAt && size >= 0, cfg)
+		// The Result tells what every attempt cost, not just the last one.
+		total.Add(spent.stats)
+		sent += spent.bytesSent
 		if err == nil {
 			res.UploadAttempts = attempt
+			res.Requests, res.BytesSent = total.Attempts, sent
+			res.Failures = make(map[sperrors.Kind]int, len(total.ByKind))
+			for k, v := range total.ByKind {
+				res.Failures[k] = v
+			}
 			return res, nil
+		}
+		if stderrors.Is(err, sperrors.Integrity) {
+			// The failed attempt's verification is a failure of its own, whatever its requests did.
+			total.Add(retry.Stats{ByKind: map[sperrors.Kind]int{sperrors.Integrity: 1}})
 		}
 		lastErr = err
 		if !stderrors.Is(err, sperrors.Integrity) || ctx.Err() != nil {
@@ -72,11 +87,24 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 	return nil, lastErr
 }
 
-func uploadOnce(ctx context.Context, st store.Store, bucket, key string, r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool, cfg config) (*Result, error) {
+// spent is what one upload attempt cost, for the Result of the whole Upload.
+type spent struct {
+	stats     retry.Stats
+	bytesSent int64
+}
+
+func uploadOnce(ctx context.Context, st store.Store, bucket, key string, r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool, cfg config) (*Result, spent, error) {
 	w, err := newWriter(ctx, st, bucket, key, cfg)
 	if err != nil {
-		return nil, err
+		return nil, spent{}, err
 	}
+	res, err := w.uploadFrom(r, ra, base, useReaderAt)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return res, spent{stats: w.stats, bytesSent: w.bytesSent.Load()}, err
+}
+
+func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool) (*Result, error) {
 	if useReaderAt && w.cfg.sizeHint > w.plan.Threshold {
 		w.section, w.sectionBase = ra, base
 		if err := w.sendSections(); err != nil {

@@ -68,16 +68,21 @@ type Writer struct {
 
 	wg sync.WaitGroup
 
-	mu        sync.Mutex
-	err       error // sticky first error
-	closed    bool
-	closeErr  error
-	result    *Result
-	uploadID  string
-	parts     map[int32]partDone
-	stats     retry.Stats
-	bytesSent atomic.Int64
-	bytesDone atomic.Int64
+	mu       sync.Mutex
+	err      error // sticky first error
+	closed   bool
+	closeErr error
+	result   *Result
+	uploadID string
+	parts    map[int32]partDone
+	// createAmbiguous: a CreateMultipartUpload attempt got no answer between createStart and
+	// createEnd, so the store may hold an upload we never heard of (see sweepLostCreates).
+	createAmbiguous        bool
+	createStart, createEnd time.Time
+	uploadIDs              map[string]bool // every upload id this writer was given
+	stats                  retry.Stats
+	bytesSent              atomic.Int64
+	bytesDone              atomic.Int64
 }
 
 type partDone struct {
@@ -92,7 +97,8 @@ type partDone struct {
 
 // checksumCaps is what this write sends, given the algorithm asked for and the store's rules.
 type checksumCaps struct {
-	alg        store.ChecksumAlgorithm // "" when the store takes none we can use
+	alg        store.ChecksumAlgorithm // sent as x-amz-checksum-*; "" when the store takes none we can use
+	local      store.ChecksumAlgorithm // computed locally (and compared with whatever the store reports) even when not sent
 	fullObject bool                    // multipart upload carries a FULL_OBJECT checksum
 	md5        bool                    // compute MD5 (Content-MD5 or ETag check)
 	etagIsMD5  bool                    // single-PUT and part ETags are the body's MD5
@@ -170,31 +176,32 @@ func newWriter(ctx context.Context, st store.Store, bucket, key string, cfg conf
 	plan.Threshold = min(plan.Threshold, plan.PartSize)
 	wctx, cancel := context.WithCancel(ctx)
 	w := &Writer{
-		ctx:    wctx,
-		cancel: cancel,
-		st:     st,
-		bucket: bucket,
-		key:    key,
-		cfg:    cfg,
-		plan:   plan,
-		caps:   chooseChecksum(cfg),
-		start:  time.Now(),
-		policy: cfg.policy,
-		slots:  make(chan struct{}, cfg.concurrency),
-		parts:  map[int32]partDone{},
-		stats:  retry.Stats{ByKind: map[sperrors.Kind]int{}},
+		ctx:       wctx,
+		cancel:    cancel,
+		st:        st,
+		bucket:    bucket,
+		key:       key,
+		cfg:       cfg,
+		plan:      plan,
+		caps:      chooseChecksum(cfg),
+		start:     time.Now(),
+		policy:    cfg.policy,
+		slots:     make(chan struct{}, cfg.concurrency),
+		parts:     map[int32]partDone{},
+		uploadIDs: map[string]bool{},
+		stats:     retry.Stats{ByKind: map[sperrors.Kind]int{}},
 	}
 	w.log = cfg.logger.With(zap.String("bucket", bucket), zap.String("key", key))
 	return w, nil
 }
 
 func chooseChecksum(cfg config) checksumCaps {
-	c := checksumCaps{etagIsMD5: cfg.rules.SinglePutETagMD5, mpETagMD5: cfg.rules.MultipartETagMD5, md5: cfg.contentMD5}
+	c := checksumCaps{etagIsMD5: cfg.rules.SinglePutETagMD5, mpETagMD5: cfg.rules.MultipartETagMD5, md5: cfg.contentMD5, local: cfg.checksum}
 	if types := cfg.rules.Checksums.Types(cfg.checksum); cfg.checksum != store.ChecksumNone && types != 0 {
 		c.alg = cfg.checksum
 		c.fullObject = types.Has(multipart.FullObject)
 	}
-	if c.alg == store.ChecksumNone && c.etagIsMD5 {
+	if c.alg == store.ChecksumNone && (c.etagIsMD5 || c.mpETagMD5) {
 		// No checksum the store takes: MD5 ETags are the next best proof.
 		c.md5 = true
 	}
@@ -268,7 +275,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 				}
 			}
 			if perr != nil && perr != io.EOF {
-				return total, w.fail(&sperrors.Error{Kind: sperrors.Permanent, Op: "ReadFrom", Message: "reading the source failed", Err: perr})
+				return total, w.fail(w.sourceError("ReadFrom", 0, perr))
 			}
 			continue
 		}
@@ -279,7 +286,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			return total, nil
 		}
 		if err != nil {
-			return total, w.fail(&sperrors.Error{Kind: sperrors.Permanent, Op: "ReadFrom", Message: "reading the source failed", Err: err})
+			return total, w.fail(w.sourceError("ReadFrom", 0, err))
 		}
 		if err := w.ctx.Err(); err != nil {
 			return total, w.fail(w.canceled("ReadFrom", err))
@@ -420,19 +427,31 @@ func (w *Writer) ensureUpload() error {
 		}
 	}
 	var id string
+	w.createStart = time.Now()
 	err := w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
 		out, err := w.st.CreateMultipartUpload(ctx, in)
 		if err != nil {
+			var re *store.ResponseError
+			if !stderrors.As(err, &re) {
+				// No answer: the store may have created an upload we will never hear of.
+				w.mu.Lock()
+				w.createAmbiguous = true
+				w.mu.Unlock()
+			}
 			return err
 		}
 		id = out.UploadID
 		return nil
 	})
+	w.mu.Lock()
+	w.createEnd = time.Now()
+	w.mu.Unlock()
 	if err != nil {
 		return w.fail(err)
 	}
 	w.mu.Lock()
 	w.uploadID = id
+	w.uploadIDs[id] = true
 	w.mu.Unlock()
 	w.log.Debug("multipart upload created", zap.String("upload_id", id), zap.Int64("part_size", w.plan.PartSize))
 	return nil
@@ -506,7 +525,7 @@ func (w *Writer) prepareBody(n int32, data []byte, section *io.SectionReader, si
 	if _, err := section.Seek(0, io.SeekStart); err != nil {
 		return nil, rec, err
 	}
-	crc := verify.ChecksumOf(w.caps.alg, nil)
+	crc := verify.ChecksumOf(w.caps.local, nil)
 	var md5h md5Hasher
 	if w.caps.md5 {
 		md5h = newMD5()
@@ -516,8 +535,8 @@ func (w *Writer) prepareBody(n int32, data []byte, section *io.SectionReader, si
 	for read < size {
 		m, err := section.Read(chunk)
 		if m > 0 {
-			if w.caps.alg != store.ChecksumNone {
-				crc = verify.Update(w.caps.alg, crc, chunk[:m])
+			if w.caps.local != store.ChecksumNone {
+				crc = verify.Update(w.caps.local, crc, chunk[:m])
 			}
 			if md5h != nil {
 				_, _ = md5h.Write(chunk[:m])
@@ -528,14 +547,14 @@ func (w *Writer) prepareBody(n int32, data []byte, section *io.SectionReader, si
 			break
 		}
 		if err != nil {
-			return nil, rec, &sperrors.Error{Kind: sperrors.Permanent, Op: "UploadPart", PartNumber: n, Message: "reading the source failed", Err: err}
+			return nil, rec, w.sourceError("UploadPart", n, err)
 		}
 	}
 	if read != size {
 		return nil, rec, w.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size", read, n, size)
 	}
-	if w.caps.alg != store.ChecksumNone {
-		rec.crc, rec.sum = crc, verify.EncodeCRCValue(w.caps.alg, crc)
+	if w.caps.local != store.ChecksumNone {
+		rec.crc, rec.sum = crc, verify.EncodeCRCValue(w.caps.local, crc)
 	}
 	if md5h != nil {
 		copy(rec.md5[:], md5h.Sum(nil))
@@ -548,9 +567,9 @@ func (w *Writer) prepareBody(n int32, data []byte, section *io.SectionReader, si
 }
 
 func (w *Writer) checksum(rec *partDone, data []byte) {
-	if w.caps.alg != store.ChecksumNone {
-		rec.crc = verify.ChecksumOf(w.caps.alg, data)
-		rec.sum = verify.EncodeCRCValue(w.caps.alg, rec.crc)
+	if w.caps.local != store.ChecksumNone {
+		rec.crc = verify.ChecksumOf(w.caps.local, data)
+		rec.sum = verify.EncodeCRCValue(w.caps.local, rec.crc)
 	}
 	if w.caps.md5 {
 		_, rec.md5 = verify.MD5Base64(data)
@@ -571,6 +590,7 @@ func (w *Writer) Close() error {
 	w.mu.Unlock()
 
 	err := w.commit()
+	defer w.sweepLostCreates()
 	if err != nil {
 		err = w.cleanup(err)
 		w.emit(Event{Type: EventFailed, UploadID: w.currentUploadID(), Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.start)})
@@ -693,11 +713,14 @@ func (w *Writer) putSingle() error {
 	if w.cfg.contentMD5 {
 		in.ContentMD5 = md5Header(rec.md5)
 	}
-	want := verify.Expected{Size: int64(len(data)), Checksum: in.Checksum}
+	want := verify.Expected{Size: int64(len(data))}
+	if w.caps.local != store.ChecksumNone {
+		want.Checksum = store.Checksum{Algorithm: w.caps.local, Value: rec.sum}
+	}
 	if rec.hasMD5 && w.caps.etagIsMD5 {
 		want.ETag = fmt.Sprintf("%x", rec.md5)
 	}
-	res := &Result{Bucket: w.bucket, Key: w.key, Size: int64(len(data)), Checksum: in.Checksum}
+	res := &Result{Bucket: w.bucket, Key: w.key, Size: int64(len(data)), Checksum: want.Checksum}
 	if w.cfg.createOnly && !in.IfNoneMatch {
 		if done, err := w.precheckCreateOnly(want, res); done {
 			return err
@@ -759,19 +782,20 @@ func (w *Writer) complete() error {
 	etags := make(map[int32]string, len(parts))
 	completed := make([]store.CompletedPart, len(parts))
 	var crc *verify.CRC
-	if w.caps.alg != store.ChecksumNone {
-		crc, _ = verify.NewCRC(w.caps.alg)
+	if w.caps.local != store.ChecksumNone {
+		crc, _ = verify.NewCRC(w.caps.local)
 	}
 	md5s := make([][16]byte, 0, len(parts))
 	for i, p := range parts {
 		receipts[i] = verify.Receipt{PartNumber: p.number, Size: p.size}
-		if w.caps.alg != store.ChecksumNone {
-			receipts[i].Checksum = store.Checksum{Algorithm: w.caps.alg, Value: p.sum}
+		if crc != nil {
+			// Compared with ListParts whenever the store reports that algorithm, sent or not.
+			receipts[i].Checksum = store.Checksum{Algorithm: w.caps.local, Value: p.sum}
+			crc.Append(p.crc, p.size)
 		}
 		etags[p.number] = p.etag
 		completed[i] = store.CompletedPart{PartNumber: p.number, ETag: p.etag}
-		if crc != nil {
-			crc.Append(p.crc, p.size)
+		if w.caps.alg != store.ChecksumNone {
 			// Sent for FULL_OBJECT too: some stores (Versity) require every part's checksum.
 			completed[i].Checksum = store.Checksum{Algorithm: w.caps.alg, Value: p.sum}
 		}
@@ -794,13 +818,14 @@ func (w *Writer) complete() error {
 	}
 	want := verify.Expected{Size: w.size}
 	if crc != nil {
-		want.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: crc.String()}
+		// The full-object value, combined from the parts' CRCs: no second pass over the data.
+		want.Checksum = store.Checksum{Algorithm: w.caps.local, Value: crc.String()}
+	}
+	if w.caps.alg != store.ChecksumNone {
+		in.ChecksumType = store.ChecksumTypeComposite
 		if w.caps.fullObject {
 			in.FullObjectChecksum = want.Checksum
 			in.ChecksumType = store.ChecksumTypeFullObject
-		} else {
-			in.ChecksumType = store.ChecksumTypeComposite
-			want.Checksum = store.Checksum{}
 		}
 	}
 	if len(md5s) == len(parts) && w.caps.mpETagMD5 {
@@ -854,6 +879,10 @@ func (w *Writer) resend(bad []int32, parts []partDone) bool {
 		return false
 	}
 	w.resent = true
+	// The layout check found the store keeping something other than what was sent: count it.
+	w.mu.Lock()
+	w.stats.ByKind[sperrors.Integrity] += len(bad)
+	w.mu.Unlock()
 	sizes := make(map[int32]int64, len(parts))
 	for _, p := range parts {
 		sizes[p.number] = p.size
@@ -1053,7 +1082,10 @@ func (w *Writer) releaseHeld() {
 }
 
 // abortUpload aborts the open upload, if any, on a context detached from the caller's (whose
-// cancellation is often why we are here) with its own deadline and retries.
+// cancellation is often why we are here) with its own deadline and retries. A part request still
+// in flight at the store when the abort lands can re-create the upload (S3 documents this: "it
+// might be necessary to abort a given multipart upload multiple times"), so the abort is
+// confirmed with ListParts and repeated until the upload is gone.
 func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	id := w.currentUploadID()
 	if id == "" {
@@ -1061,14 +1093,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), w.cfg.abortTimeout)
 	defer cancel()
-	_, err := w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: id},
-		func(ctx context.Context, _ int) error {
-			err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: id})
-			if isNoSuchUpload(err) {
-				return nil // already gone
-			}
-			return err
-		})
+	err := w.abortConfirmed(ctx, id)
 	w.emit(Event{Type: EventAbort, UploadID: id, Err: err})
 	if err != nil {
 		w.log.Error("abort failed: incomplete upload left behind", zap.String("upload_id", id), zap.Error(err))
@@ -1084,6 +1109,81 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	w.uploadID = ""
 	w.mu.Unlock()
 	return nil
+}
+
+// abortRounds bounds how often an upload that keeps reappearing is aborted again.
+const abortRounds = 5
+
+func (w *Writer) abortConfirmed(ctx context.Context, id string) error {
+	var err error
+	for round := 1; round <= abortRounds; round++ {
+		_, err = w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: id},
+			func(ctx context.Context, _ int) error {
+				err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: id})
+				if isNoSuchUpload(err) {
+					return nil // already gone
+				}
+				return err
+			})
+		if err != nil {
+			return err
+		}
+		// Give a part request the store is still finishing time to land, then look.
+		select {
+		case <-time.After(time.Duration(round) * 20 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		_, lerr := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})
+		var re *store.ResponseError
+		if lerr != nil && stderrors.As(lerr, &re) && re.StatusCode == 404 {
+			return nil // gone
+		}
+		if lerr != nil {
+			// The store cannot say: the abort itself was accepted, so trust it.
+			return nil
+		}
+		w.log.Warn("upload still listed after abort: aborting again", zap.String("upload_id", id), zap.Int("round", round))
+	}
+	return &sperrors.Error{Kind: sperrors.Transient, Op: "AbortMultipartUpload", Message: fmt.Sprintf("upload still present after %d aborts", abortRounds)}
+}
+
+// sweepLostCreates aborts uploads a CreateMultipartUpload left behind when its answer was lost
+// (the store created an upload we never heard of, and the retry created another). Only uploads
+// for exactly this key, started during our create attempts, with no parts, and not ours are
+// touched: a concurrent writer's upload of the same key would have parts or another start time.
+func (w *Writer) sweepLostCreates() {
+	w.mu.Lock()
+	ambiguous, from, to, ours := w.createAmbiguous, w.createStart, w.createEnd, w.uploadIDs
+	w.mu.Unlock()
+	if !ambiguous {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), w.cfg.abortTimeout)
+	defer cancel()
+	out, err := w.st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: w.bucket, Prefix: w.key})
+	if err != nil {
+		w.log.Warn("could not look for uploads a lost CreateMultipartUpload answer left", zap.Error(err))
+		return
+	}
+	const skew = time.Minute // clocks of client and store differ
+	for _, u := range out.Uploads {
+		if u.Key != w.key || ours[u.UploadID] {
+			continue
+		}
+		if !u.Initiated.IsZero() && (u.Initiated.Before(from.Add(-skew)) || u.Initiated.After(to.Add(skew))) {
+			continue
+		}
+		parts, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: u.UploadID})
+		if err != nil || len(parts.Parts) > 0 {
+			continue
+		}
+		if err := w.abortConfirmed(ctx, u.UploadID); err != nil {
+			w.log.Warn("could not abort an upload a lost CreateMultipartUpload answer left", zap.String("upload_id", u.UploadID), zap.Error(err))
+			continue
+		}
+		w.log.Info("aborted an upload a lost CreateMultipartUpload answer left", zap.String("upload_id", u.UploadID))
+	}
 }
 
 func (w *Writer) deleteObject() error {
@@ -1159,6 +1259,19 @@ func (w *Writer) errorf(k sperrors.Kind, op string, cause error, format string, 
 
 func (w *Writer) integrity(op string, part int32, cause error) *sperrors.Error {
 	e := w.errorf(sperrors.Integrity, op, cause, "%v", cause)
+	e.PartNumber = part
+	return e
+}
+
+// sourceError classifies a failure to read the caller's source: Canceled when it is the
+// context ending (a reader that honours ctx), else Permanent (retrying the store cannot help).
+func (w *Writer) sourceError(op string, part int32, err error) *sperrors.Error {
+	if w.ctx.Err() != nil || stderrors.Is(err, context.Canceled) || stderrors.Is(err, context.DeadlineExceeded) {
+		e := w.canceled(op, err)
+		e.PartNumber = part
+		return e
+	}
+	e := w.errorf(sperrors.Permanent, op, err, "reading the source failed")
 	e.PartNumber = part
 	return e
 }

@@ -369,3 +369,26 @@ func TestObserverAndResult(t *testing.T) {
 		}
 	})
 }
+
+// With no options at all (the strict profile, which sends no checksum header because not every
+// store accepts one) the writer still computes CRC64NVME locally and compares it with the
+// checksum the store computed itself, so verification is strong where the store reports one.
+func TestDefaultsVerifyAgainstStoreChecksum(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		for _, size := range []int{1000, 20 << 20} {
+			data := s3test.RandomBytes(size)
+			key := fmt.Sprintf("defaults/%d", size)
+			res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, data) {
+				t.Fatal("read back differs")
+			}
+			sum, _ := verify.Sum(store.ChecksumCRC64NVME, data)
+			if res.Checksum.Value != sum || res.Verified != verify.MethodCRC64NVME {
+				t.Fatalf("size %d: checksum %s (want %s), verified %s", size, res.Checksum.Value, sum, res.Verified)
+			}
+		}
+	})
+}
