@@ -96,5 +96,5 @@ if [[ "${BENCH_GO:-}" == "1" ]]; then
 	echo "== go test -bench (count 6, ${BENCH_GO_SIZE:-64MiB}, $PART × $CONC)" >&2
 	(cd bench && SAFEPUT_BENCH_SIZE="${BENCH_GO_SIZE:-64MiB}" SAFEPUT_BENCH_PART="$PART" SAFEPUT_BENCH_CONC="$CONC" \
 		go test -run '^$' -bench 'Upload' -benchmem -count 6 -timeout 60m . | tee "$work/gobench.txt")
-	"$safeput_bin/benchstat" "$work/gobench.txt"
+	(cd "$work" && "$safeput_bin/benchstat" gobench.txt)
 fi
