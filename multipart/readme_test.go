@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// profileTable renders the profile table of README-section.md from the profile data, so the
+// profileTable renders the profile table of README.md from the profile data, so the
 // document cannot drift from the code.
 func profileTable() string {
 	yes := func(b bool) string {
@@ -46,11 +46,11 @@ func profileTable() string {
 }
 
 func TestReadmeTable(t *testing.T) {
-	doc, err := os.ReadFile("README-section.md")
+	doc, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := profileTable(); !strings.Contains(string(doc), want) {
-		t.Errorf("README-section.md does not contain the current profile table; replace it with:\n%s", want)
+		t.Errorf("README.md does not contain the current profile table; replace it with:\n%s", want)
 	}
 }
