@@ -1,0 +1,60 @@
+package writer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/internal/testkit"
+	"github.com/safeput/safeput/writer"
+)
+
+// Real failures from the real server, through both adapters, come back classified: a wrong
+// secret is Permanent after exactly one attempt, a missing bucket is Permanent, and a layout the
+// server rejects (a 1 MiB non-final part) is Compatibility naming EntityTooSmall, with nothing
+// left behind.
+func TestRealServerClassification(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		ctx := context.Background()
+		data := s3test.RandomBytes(3 << 20)
+
+		bad := env.Srv
+		bad.SecretKey += "x"
+		var adapter testkit.Adapter
+		for _, a := range testkit.Adapters {
+			if a.Name == env.Adapter {
+				adapter = a
+			}
+		}
+		wrong, err := adapter.New(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = writer.Upload(ctx, wrong, env.Bucket, "wrong-secret", bytes.NewReader(data), testOpts()...)
+		var se *sperrors.Error
+		if !errors.As(err, &se) || se.Kind != sperrors.Permanent || se.Attempts != 1 || se.StatusCode != 403 {
+			t.Fatalf("wrong secret: want Permanent, 1 attempt, 403; got %v", err)
+		}
+
+		_, err = writer.Upload(ctx, env.Store, "no-such-bucket-"+env.Adapter, "k", bytes.NewReader(data), testOpts()...)
+		if !errors.As(err, &se) || se.Kind != sperrors.Permanent || se.Code != "NoSuchBucket" {
+			t.Fatalf("missing bucket: want Permanent NoSuchBucket, got %v", err)
+		}
+
+		// A profile that wrongly allows 1 MiB parts: the server refuses the layout at Complete.
+		_, err = writer.Upload(ctx, env.Store, env.Bucket, "too-small", bytes.NewReader(data),
+			writer.WithProfile("profile=versitygw,min=1MiB"), writer.WithPartSize(1<<20))
+		if !errors.As(err, &se) || se.Kind != sperrors.Compatibility || se.Code != "EntityTooSmall" {
+			t.Fatalf("1 MiB parts: want Compatibility EntityTooSmall, got %v", err)
+		}
+		if ids := s3test.IncompleteUploads(t, env.Srv, env.Bucket, ""); len(ids) != 0 {
+			t.Fatalf("incomplete uploads left: %v", ids)
+		}
+		if s3test.Exists(t, env.Srv, env.Bucket, "too-small") {
+			t.Fatal("a refused layout is visible")
+		}
+	})
+}
