@@ -28,6 +28,8 @@ import (
 type Op struct {
 	Name, Bucket, Key, UploadID string
 	PartNumber                  int32
+	// Size is the request body's length (the part or object), 0 when there is none.
+	Size int64
 }
 
 // Stats reports what Do spent.
@@ -364,6 +366,7 @@ func (p *Policy) fields(op Op, attempt int, e *errors.Error) []zap.Field {
 		zap.String("key", op.Key),
 		zap.Int32("part", op.PartNumber),
 		zap.String("upload_id", op.UploadID),
+		zap.Int64("size", op.Size),
 		zap.Int("attempt", attempt),
 	}
 	if e != nil {

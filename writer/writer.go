@@ -469,7 +469,7 @@ func (w *Writer) uploadPart(n int32, data []byte, section *io.SectionReader, sec
 	w.emit(Event{Type: EventPartStarted, UploadID: uploadID, PartNumber: n, Size: size})
 	var done partDone
 	first := true
-	err := w.do("UploadPart", n, func(ctx context.Context, attempt int) error {
+	err := w.doSized("UploadPart", n, size, func(ctx context.Context, attempt int) error {
 		body, rec, err := w.prepareBody(n, data, section, size)
 		if err != nil {
 			return err
@@ -727,7 +727,7 @@ func (w *Writer) putSingle() error {
 		}
 	}
 	var out *store.PutObjectOutput
-	err := w.do("PutObject", 0, func(ctx context.Context, _ int) error {
+	err := w.doSized("PutObject", 0, int64(len(data)), func(ctx context.Context, _ int) error {
 		in.Body = bytes.NewReader(data)
 		w.bytesSent.Add(int64(len(data)))
 		o, err := w.st.PutObject(ctx, in)
@@ -841,7 +841,7 @@ func (w *Writer) complete() error {
 		}
 	}
 	var out *store.CompleteMultipartUploadOutput
-	err = w.do("CompleteMultipartUpload", 0, func(ctx context.Context, attempt int) error {
+	err = w.doSized("CompleteMultipartUpload", 0, w.size, func(ctx context.Context, attempt int) error {
 		o, err := w.st.CompleteMultipartUpload(ctx, in)
 		if err != nil {
 			// The upload is gone: an earlier Complete (whose answer was lost, or which the
@@ -1197,8 +1197,13 @@ func (w *Writer) deleteObject() error {
 
 // do runs one store operation under the retry policy and folds its stats into the writer's.
 func (w *Writer) do(op string, part int32, fn func(ctx context.Context, attempt int) error) error {
+	return w.doSized(op, part, 0, fn)
+}
+
+// doSized is do for a request with a body of size bytes (logged with every retry).
+func (w *Writer) doSized(op string, part int32, size int64, fn func(ctx context.Context, attempt int) error) error {
 	uploadID := w.currentUploadID()
-	stats, err := w.policy.Do(w.ctx, retry.Op{Name: op, Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part},
+	stats, err := w.policy.Do(w.ctx, retry.Op{Name: op, Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part, Size: size},
 		func(ctx context.Context, attempt int) error {
 			if attempt > 1 {
 				w.emit(Event{Type: EventRetry, UploadID: uploadID, PartNumber: part, Attempt: attempt})
@@ -1220,8 +1225,8 @@ func (w *Writer) do(op string, part int32, fn func(ctx context.Context, attempt 
 				e.PartNumber = part
 			}
 		}
-		w.log.Debug("operation failed", zap.String("op", op), zap.Int32("part", part), zap.String("upload_id", uploadID),
-			zap.Int("attempt", stats.Attempts), zap.Error(err))
+		w.log.Debug("operation failed", zap.String("op", op), zap.Int32("part", part), zap.Int64("size", size),
+			zap.String("upload_id", uploadID), zap.Int("attempt", stats.Attempts), zap.Error(err))
 	}
 	return err
 }
