@@ -1134,18 +1134,19 @@ func (w *Writer) abortConfirmed(ctx context.Context, id string) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		_, lerr := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})
-		var re *store.ResponseError
-		if lerr != nil && stderrors.As(lerr, &re) && re.StatusCode == 404 {
-			return nil // gone
-		}
-		if lerr != nil {
-			// The store cannot say: the abort itself was accepted, so trust it.
+		if !w.uploadStillListed(ctx, id) {
 			return nil
 		}
 		w.log.Warn("upload still listed after abort: aborting again", zap.String("upload_id", id), zap.Int("round", round))
 	}
 	return &sperrors.Error{Kind: sperrors.Transient, Op: "AbortMultipartUpload", Message: fmt.Sprintf("upload still present after %d aborts", abortRounds)}
+}
+
+// uploadStillListed reports whether ListParts still finds the upload after an abort. Any error
+// (404 NoSuchUpload, or a store that cannot say) counts as gone: the abort itself was accepted.
+func (w *Writer) uploadStillListed(ctx context.Context, id string) bool {
+	_, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})
+	return err == nil
 }
 
 // sweepLostCreates aborts uploads a CreateMultipartUpload left behind when its answer was lost
