@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime/metrics"
@@ -217,8 +218,8 @@ func (InProcess) Exec(ctx context.Context, job Job) (Sample, error) {
 	return s, err
 }
 
-// Child runs each job in a fresh process of Binary (started as `Binary -child JOB_JSON`, which
-// must call ChildMain), so that every upload starts from a cold process and its peak RSS is its
+// Child runs each job in a fresh process of Binary (started as `Binary -child` with the job as
+// JSON on stdin; it must call ChildMain), so that every upload starts from a cold process and its peak RSS is its
 // own: in a long-lived process one upload's peak would hide the next one's.
 type Child struct {
 	Binary string
@@ -231,10 +232,10 @@ func (c Child) Exec(ctx context.Context, job Job) (Sample, error) {
 		return Sample{}, err
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, c.Binary, "-child", string(arg))
+	cmd := exec.CommandContext(ctx, c.Binary, "-child")
+	// The job (with the server's credentials) goes through stdin, not argv, which ps shows.
+	cmd.Stdin = bytes.NewReader(arg)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// The child reads the server's address from the job, not from the environment.
-	cmd.Env = os.Environ()
 	if err := cmd.Run(); err != nil {
 		return Sample{}, fmt.Errorf("%s child: %w: %s", job.Impl, err, strings.TrimSpace(tail(stderr.String(), 2000)))
 	}
@@ -245,11 +246,11 @@ func (c Child) Exec(ctx context.Context, job Job) (Sample, error) {
 	return s, nil
 }
 
-// ChildMain is the child side of Child: it runs the job given as JSON and prints the Sample as
-// JSON on stdout. Peak and idle memory are VmHWM after and before the upload call.
-func ChildMain(ctx context.Context, jobJSON string) error {
+// ChildMain is the child side of Child: it runs the job read as JSON from in and prints the
+// Sample as JSON on stdout. Peak and idle memory are VmHWM after and before the upload call.
+func ChildMain(ctx context.Context, in io.Reader) error {
 	var job Job
-	if err := json.Unmarshal([]byte(jobJSON), &job); err != nil {
+	if err := json.NewDecoder(in).Decode(&job); err != nil {
 		return fmt.Errorf("bad job: %w", err)
 	}
 	// The high-water mark only grows: read just before the upload it is the runtime, the client
