@@ -144,8 +144,8 @@ func runSize(ctx context.Context, cfg Config, raw *s3.Client, impls []string, da
 					return recs, fmt.Errorf("delete %s: %w", key, err)
 				}
 				recs = append(recs, Record{Impl: name, Size: data.Size, Kind: kind, Run: run, Sample: s})
-				_, _ = fmt.Fprintf(logw, "%-8s %-8s run %d  %-16s %8.1f MiB/s  cpu %6.2f s  peak %6.1f MiB  read back ok  %s\n",
-					multipart.FormatSize(data.Size), kind, run+1, name, mibps(data.Size, s.Seconds), s.CPUSeconds, mib(s.PeakBytes), s.Note)
+				_, _ = fmt.Fprintf(logw, "%-8s %-8s run %d  %-16s %8.1f MiB/s  cpu %6.2f s  peak %6.1f MiB (heap %5.1f)  read back ok  %s\n",
+					multipart.FormatSize(data.Size), kind, run+1, name, mibps(data.Size, s.Seconds), s.CPUSeconds, mib(s.PeakBytes), mib(s.PeakHeapBytes), s.Note)
 			}
 		}
 	}

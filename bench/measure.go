@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
@@ -42,6 +43,8 @@ type Sample struct {
 	IdleBytes int64
 	MemMethod string
 	Note      string
+	// PeakHeapBytes is the peak HeapInuse in a child (a diagnostic beside its peak RSS).
+	PeakHeapBytes int64
 	// ServerCPUSeconds is the S3 server's user + system time during the job (0 when unknown).
 	ServerCPUSeconds float64
 }
@@ -112,7 +115,8 @@ func RunJob(ctx context.Context, job Job, idle, sample func() int64) (Sample, er
 	return s, nil
 }
 
-// startProfile starts a CPU profile into path (nothing when path is empty) and returns its stop.
+// startProfile starts a CPU profile into path (nothing when path is empty) and returns its stop,
+// which also writes the allocation profile to path with .heap.pprof for .pprof.
 func startProfile(path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
@@ -128,6 +132,13 @@ func startProfile(path string) (stop func(), err error) {
 	return func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
+		// Beside it, the heap profile (alloc_space shows what the upload allocated, by site).
+		// The profile is as of the last GC, so one is forced (after the measured window).
+		runtime.GC()
+		if h, err := os.Create(strings.TrimSuffix(path, ".pprof") + ".heap.pprof"); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(h, 0)
+			_ = h.Close()
+		}
 	}, nil
 }
 
@@ -255,10 +266,12 @@ func ChildMain(ctx context.Context, in io.Reader) error {
 	}
 	// The high-water mark only grows: read just before the upload it is the runtime, the client
 	// and the open file; read after, it is the peak the upload reached.
-	s, err := RunJob(ctx, job, PeakRSS, nil)
+	// Peak HeapInuse is sampled too: it tells the Go heap apart from the rest of the RSS.
+	s, err := RunJob(ctx, job, PeakRSS, HeapInuse)
 	if err != nil {
 		return err
 	}
+	s.PeakHeapBytes = s.PeakBytes
 	s.PeakBytes, s.MemMethod = PeakRSS(), MemRSS
 	return json.NewEncoder(os.Stdout).Encode(s)
 }

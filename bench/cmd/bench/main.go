@@ -275,7 +275,11 @@ Run it on a quiet machine: client and server share the cores, so other work move
   Linux carries over from the parent across exec. CPU is the child's user+system time
   (getrusage, all threads) around the upload call only, excluding start-up. "idle" is VmHWM
   just before the upload (runtime, SDK client, open file): the part of the peak that is not the
-  upload's. Go's GC runs at its defaults (GOGC=100), as in a user's program.
+  upload's. Go's GC runs at its defaults (GOGC=100), as in a user's program. With buffered
+  parts, those live buffers put the GC goal near twice their size, so the small per-request
+  garbage is not collected during an upload and the peak creeps up with the object's size
+  (the progress log shows peak HeapInuse beside the RSS). PROFILE_DIR also writes each
+  upload's allocation profile.
 - **Server CPU**: the server's user+system time (/proc/PID/stat) around each upload, per GiB:
   the work an implementation makes the server do (checksums to verify, parts to assemble).
   Client and server share the machine's cores, so this work slows every upload that causes it. Throughput is the object's size over the upload call's wall time (for safeput that
