@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -288,4 +289,40 @@ func injectedFor(fs *faulty.Store, key string) []string {
 		}
 	}
 	return out
+}
+
+// Observers see why each retry happened, and a failed multipart write's event names the upload
+// it aborted: what a metrics collector or a progress bar builds on.
+func TestEventsCarryKindAndUpload(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		var mu sync.Mutex
+		retries := map[sperrors.Kind]int{}
+		var failed writer.Event
+		observe := writer.WithObserver(func(e writer.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch e.Type {
+			case writer.EventRetry:
+				retries[e.Kind]++
+			case writer.EventFailed:
+				failed = e
+			}
+		})
+		fs := faulty.New(env.Store, faulty.First(faulty.OpPutObject, 2, faulty.SlowDown), faulty.First(faulty.OpUploadPart, 1, faulty.Forbidden))
+		if _, err := writer.Upload(context.Background(), fs, env.Bucket, "events-put", bytes.NewReader(s3test.RandomBytes(1000)),
+			testOpts(writer.WithRetry(fastPolicy()), observe)...); err != nil {
+			t.Fatal(err)
+		}
+		if retries[sperrors.Throttled] != 2 {
+			t.Fatalf("retry events by kind %v, want 2 throttled", retries)
+		}
+		_, err := writer.Upload(context.Background(), fs, env.Bucket, "events-mp", bytes.NewReader(s3test.RandomBytes(2*part+1)),
+			testOpts(writer.WithRetry(fastPolicy()), observe)...)
+		if !errors.Is(err, sperrors.Permanent) {
+			t.Fatalf("want Permanent, got %v", err)
+		}
+		if failed.UploadID == "" || failed.Kind != sperrors.Permanent {
+			t.Fatalf("failed event %+v: want the aborted upload id and kind permanent", failed)
+		}
+	})
 }

@@ -592,9 +592,10 @@ func (w *Writer) Close() error {
 	err := w.commit()
 	defer w.sweepLostCreates()
 	if err != nil {
+		uploadID := w.currentUploadID() // before cleanup aborts it and forgets the id
 		err = w.cleanup(err)
-		w.emit(Event{Type: EventFailed, UploadID: w.currentUploadID(), Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.start)})
-		w.log.Warn("write failed", zap.Int64("size", w.size), zap.String("upload_id", w.currentUploadID()), zap.Error(err))
+		w.emit(Event{Type: EventFailed, UploadID: uploadID, Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.start)})
+		w.log.Warn("write failed", zap.Int64("size", w.size), zap.String("upload_id", uploadID), zap.Error(err))
 	}
 	w.cancel()
 	w.mu.Lock()
@@ -1204,12 +1205,16 @@ func (w *Writer) do(op string, part int32, fn func(ctx context.Context, attempt 
 // doSized is do for a request with a body of size bytes (logged with every retry).
 func (w *Writer) doSized(op string, part int32, size int64, fn func(ctx context.Context, attempt int) error) error {
 	uploadID := w.currentUploadID()
+	var last error
 	stats, err := w.policy.Do(w.ctx, retry.Op{Name: op, Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part, Size: size},
 		func(ctx context.Context, attempt int) error {
 			if attempt > 1 {
-				w.emit(Event{Type: EventRetry, UploadID: uploadID, PartNumber: part, Attempt: attempt})
+				// The event says why this attempt is a retry: the previous attempt's failure.
+				w.emit(Event{Type: EventRetry, UploadID: uploadID, PartNumber: part, Size: size, Attempt: attempt,
+					Kind: sperrors.ClassifyCtx(w.ctx, last).Kind, Err: last})
 			}
-			return fn(ctx, attempt)
+			last = fn(ctx, attempt)
+			return last
 		})
 	w.mu.Lock()
 	w.stats.Add(stats)
