@@ -12,7 +12,6 @@ package metrics
 import (
 	"context"
 	stderrors "errors"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -33,16 +32,6 @@ type Collector struct {
 	requestFails  *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
 	all           []prometheus.Collector
-
-	// lastFail remembers the kind of the latest failed request per bucket/key/part, so a retry
-	// event that carries no Kind can still be labelled (see WrapStore).
-	mu       sync.Mutex
-	lastFail map[target]sperrors.Kind
-}
-
-type target struct {
-	bucket, key string
-	part        int32
 }
 
 // New returns a Collector whose metric names start with namespace ("safeput" when empty).
@@ -68,7 +57,6 @@ func New(namespace string) *Collector {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "upload_duration_seconds",
 			Help:    "Time from writer creation to the end of Close, by outcome (done or failed).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10)}, []string{"outcome"}),
-		lastFail: map[target]sperrors.Kind{},
 	}
 	c.all = []prometheus.Collector{c.bytes, c.parts, c.retries, c.verifications, c.aborts, c.failures, c.requestFails, c.duration}
 	// Pre-create the label values a dashboard always wants, so they read 0 instead of absent.
@@ -106,7 +94,7 @@ func (c *Collector) Observe(ev writer.Event) {
 	case writer.EventPartDone:
 		c.parts.Inc()
 	case writer.EventRetry:
-		c.retries.WithLabelValues(c.retryKind(ev).String()).Inc()
+		c.retries.WithLabelValues(ev.Kind.String()).Inc()
 	case writer.EventVerify:
 		outcome := "ok"
 		if ev.Err != nil {
@@ -126,7 +114,6 @@ func (c *Collector) Observe(ev writer.Event) {
 	case writer.EventDone:
 		c.bytes.Add(float64(max(ev.Size, 0)))
 		c.duration.WithLabelValues("done").Observe(ev.Elapsed.Seconds())
-		c.forget(ev.Bucket, ev.Key)
 	case writer.EventFailed:
 		kind := ev.Kind
 		if kind == sperrors.Unknown && ev.Err != nil {
@@ -134,50 +121,19 @@ func (c *Collector) Observe(ev writer.Event) {
 		}
 		c.failures.WithLabelValues(kind.String()).Inc()
 		c.duration.WithLabelValues("failed").Observe(ev.Elapsed.Seconds())
-		c.forget(ev.Bucket, ev.Key)
 	}
 }
 
-// retryKind is the event's Kind when the library sets it. The writer's retry events currently
-// carry none (see README), so fall back to the last failure WrapStore saw for the same
-// bucket/key/part: the writer retries one request per bucket/key/part at a time, so that is the
-// failure being retried.
-func (c *Collector) retryKind(ev writer.Event) sperrors.Kind {
-	if ev.Kind != sperrors.Unknown {
-		return ev.Kind
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if k, ok := c.lastFail[target{ev.Bucket, ev.Key, ev.PartNumber}]; ok {
-		return k
-	}
-	return sperrors.Unknown
-}
-
-func (c *Collector) forget(bucket, key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for t := range c.lastFail {
-		if t.bucket == bucket && t.key == key {
-			delete(c.lastFail, t)
-		}
-	}
-}
-
-func (c *Collector) failed(ctx context.Context, op, bucket, key string, part int32, err error) {
+func (c *Collector) failed(ctx context.Context, op string, err error) {
 	if err == nil {
 		return
 	}
 	// ClassifyCtx: a per-attempt timeout is Transient, only the caller's own end is Canceled.
 	k := sperrors.ClassifyCtx(ctx, err).Kind
 	c.requestFails.WithLabelValues(op, k.String()).Inc()
-	c.mu.Lock()
-	c.lastFail[target{bucket, key, part}] = k
-	c.mu.Unlock()
 }
 
 // WrapStore returns st with every failed request counted in request_failures_total{op,kind}.
-// It also lets retries_total be labelled by kind while the writer's retry events lack one.
 // Put it outermost (around any fault injector) so it sees what the writer sees.
 func (c *Collector) WrapStore(st store.Store) store.Store { return &observedStore{Store: st, c: c} }
 
@@ -188,49 +144,37 @@ type observedStore struct {
 
 func (s *observedStore) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
 	out, err := s.Store.PutObject(ctx, in)
-	if in != nil {
-		s.c.failed(ctx, "PutObject", in.Bucket, in.Key, 0, err)
-	}
+	s.c.failed(ctx, "PutObject", err)
 	return out, err
 }
 
 func (s *observedStore) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
 	out, err := s.Store.CreateMultipartUpload(ctx, in)
-	if in != nil {
-		s.c.failed(ctx, "CreateMultipartUpload", in.Bucket, in.Key, 0, err)
-	}
+	s.c.failed(ctx, "CreateMultipartUpload", err)
 	return out, err
 }
 
 func (s *observedStore) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
 	out, err := s.Store.UploadPart(ctx, in)
-	if in != nil {
-		s.c.failed(ctx, "UploadPart", in.Bucket, in.Key, in.PartNumber, err)
-	}
+	s.c.failed(ctx, "UploadPart", err)
 	return out, err
 }
 
 func (s *observedStore) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
 	out, err := s.Store.ListParts(ctx, in)
-	if in != nil {
-		s.c.failed(ctx, "ListParts", in.Bucket, in.Key, 0, err)
-	}
+	s.c.failed(ctx, "ListParts", err)
 	return out, err
 }
 
 func (s *observedStore) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
 	out, err := s.Store.CompleteMultipartUpload(ctx, in)
-	if in != nil {
-		s.c.failed(ctx, "CompleteMultipartUpload", in.Bucket, in.Key, 0, err)
-	}
+	s.c.failed(ctx, "CompleteMultipartUpload", err)
 	return out, err
 }
 
 func (s *observedStore) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
 	err := s.Store.AbortMultipartUpload(ctx, in)
-	if in != nil {
-		s.c.failed(ctx, "AbortMultipartUpload", in.Bucket, in.Key, 0, err)
-	}
+	s.c.failed(ctx, "AbortMultipartUpload", err)
 	return err
 }
 
@@ -239,7 +183,7 @@ func (s *observedStore) HeadObject(ctx context.Context, in *store.HeadObjectInpu
 	var re *store.ResponseError
 	notFound := stderrors.As(err, &re) && re.StatusCode == 404 // an expected "not there yet"
 	if in != nil && !notFound {
-		s.c.failed(ctx, "HeadObject", in.Bucket, in.Key, 0, err)
+		s.c.failed(ctx, "HeadObject", err)
 	}
 	return out, err
 }
