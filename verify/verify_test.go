@@ -208,3 +208,25 @@ func BenchmarkCombineCRC64NVME(b *testing.B) {
 		Combine(store.ChecksumCRC64NVME, 0x1234, 0x5678, 16<<20)
 	}
 }
+
+// Receipts and HEAD answers come from the store: whatever they hold, checking them never panics
+// and never calls a mismatch a match.
+func FuzzCheckReceipt(f *testing.F) {
+	f.Add(`"5d41402abc4b2a76b9719d911017c592"`, "EwyJ4+GIoEM=", "EwyJ4+GIoEM=", true, int64(5))
+	f.Add(``, ``, `x`, false, int64(-1))
+	f.Add(`W/"zz-3"`, "AAAA", "", true, int64(1<<40))
+	f.Fuzz(func(t *testing.T, etag, sent, echoed string, etagIsMD5 bool, size int64) {
+		r := Receipt{PartNumber: 1, Size: size, Checksum: store.Checksum{Algorithm: store.ChecksumCRC64NVME, Value: sent}}
+		var got store.Checksums
+		got.Set(store.ChecksumCRC64NVME, echoed)
+		m, err := CheckReceipt(r, etag, got, etagIsMD5)
+		if err == nil && echoed != "" && sent != "" && echoed != sent {
+			t.Fatalf("mismatch %q vs %q accepted as %s", sent, echoed, m)
+		}
+		head := &store.HeadObjectOutput{Size: size, ETag: etag, Checksums: got}
+		m, err = CheckHead(Expected{Size: size, Checksum: r.Checksum, ETag: etag}, head)
+		if err == nil && m == MethodCRC64NVME && echoed != sent {
+			t.Fatalf("HEAD checksum %q vs %q accepted", echoed, sent)
+		}
+	})
+}
