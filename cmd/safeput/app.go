@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	stderrors "errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -238,14 +234,10 @@ func (a *app) newStore() (store.Store, error) {
 			SessionToken: r.sessionToken, PathStyle: a.g.pathStyle, InsecureSkipVerify: a.g.insecure,
 		})
 	} else {
-		cfg := awss3.Config{
+		st, err = awss3.New(awss3.Config{
 			Endpoint: r.endpoint, Region: r.region, AccessKey: r.accessKey, SecretKey: r.secretKey,
-			SessionToken: r.sessionToken, PathStyle: a.g.pathStyle,
-		}
-		if a.g.insecure {
-			cfg.HTTPClient = insecureHTTPClient()
-		}
-		st, err = awss3.New(cfg)
+			SessionToken: r.sessionToken, PathStyle: a.g.pathStyle, InsecureSkipVerify: a.g.insecure,
+		})
 	}
 	if err != nil {
 		return nil, usageErr("%v", err)
@@ -256,23 +248,6 @@ func (a *app) newStore() (store.Store, error) {
 	return st, nil
 }
 
-// insecureHTTPClient is awss3's default client with certificate verification off; only built
-// when --insecure-skip-verify asks for it.
-func insecureHTTPClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   128,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		TLSClientConfig:       &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // explicitly asked for by --insecure-skip-verify
-	}
-	return &http.Client{Transport: tr}
-}
 
 // uploadConfig is the validated writer configuration from the flags.
 type uploadConfig struct {

@@ -13,6 +13,7 @@ package awss3
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -52,6 +53,9 @@ type Config struct {
 	// covers them. By default such requests are signed with UNSIGNED-PAYLOAD, so the body is
 	// hashed once (the CRC) instead of twice.
 	SignedPayload bool
+	// InsecureSkipVerify disables TLS certificate verification on the client New builds. Only for
+	// test endpoints with self-signed certificates; it cannot be combined with HTTPClient.
+	InsecureSkipVerify bool
 }
 
 // Option adjusts a Store built by NewFromClient.
@@ -92,9 +96,12 @@ func New(cfg Config) (*Store, error) {
 	if cfg.AccessKey != "" {
 		creds = credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)
 	}
+	if cfg.InsecureSkipVerify && cfg.HTTPClient != nil {
+		return nil, errors.New("awss3: InsecureSkipVerify applies to the client New builds; configure your HTTPClient's TLS instead")
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = newHTTPClient()
+		hc = newHTTPClient(cfg.InsecureSkipVerify)
 	}
 	o := s3.Options{
 		Region:                     region,
@@ -131,7 +138,7 @@ func NewFromClient(c *s3.Client, opts ...Option) (*Store, error) {
 // newHTTPClient keeps enough idle connections per host for a flush node's 64 concurrent
 // uploads; without it net/http keeps 2 and reopens connections under load. No overall timeout:
 // the caller's context bounds each request.
-func newHTTPClient() *http.Client {
+func newHTTPClient(insecureSkipVerify bool) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
@@ -142,6 +149,9 @@ func newHTTPClient() *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: 1 * time.Second,
+	}
+	if insecureSkipVerify {
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // explicitly asked for
 	}
 	return &http.Client{Transport: tr}
 }

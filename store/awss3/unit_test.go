@@ -609,7 +609,7 @@ func TestConstructors(t *testing.T) {
 	if _, err := New(Config{Endpoint: "https://s3.example.com", AccessKey: "a", SecretKey: "b"}); err != nil {
 		t.Errorf("New with a valid config: %v", err)
 	}
-	tr, ok := newHTTPClient().Transport.(*http.Transport)
+	tr, ok := newHTTPClient(false).Transport.(*http.Transport)
 	if !ok || tr.MaxIdleConnsPerHost < 64 || tr.DisableKeepAlives {
 		t.Errorf("default transport %+v, want keep-alive and >= 64 idle connections per host", tr)
 	}
@@ -638,5 +638,18 @@ func TestListMultipartUploadsFollowsPages(t *testing.T) {
 	reqs := f.requests()
 	if len(reqs) != 2 || !strings.Contains(reqs[0].Query, "max-uploads=1") || !strings.Contains(reqs[0].Query, "prefix=p%2F") {
 		t.Fatalf("requests %+v", reqs)
+	}
+}
+
+func TestInsecureSkipVerifyOnlyOnOwnClient(t *testing.T) {
+	tr, _ := newHTTPClient(true).Transport.(*http.Transport)
+	if tr == nil || tr.TLSClientConfig == nil || !tr.TLSClientConfig.InsecureSkipVerify {
+		t.Fatal("InsecureSkipVerify not applied to the built client")
+	}
+	if tr, _ := newHTTPClient(false).Transport.(*http.Transport); tr.TLSClientConfig != nil {
+		t.Fatal("verification must stay on by default")
+	}
+	if _, err := New(Config{InsecureSkipVerify: true, HTTPClient: &http.Client{}}); err == nil {
+		t.Fatal("InsecureSkipVerify with a caller's HTTPClient must be refused")
 	}
 }
