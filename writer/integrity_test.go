@@ -218,6 +218,10 @@ func TestCampaign(t *testing.T) {
 				t.Errorf("upload %d (seed %d) took %v: a hang", i, seed, time.Since(start))
 			}
 			if err == nil {
+				for _, id := range res.LeftBehind {
+					reported[key+"@"+id] = true
+					outcomes["landed, left-behind upload reported"]++
+				}
 				got := s3test.ReadAll(t, env.Srv, env.Bucket, key)
 				if !bytes.Equal(got, data) {
 					t.Fatalf("SILENT CORRUPTION: upload %d (seed %d, size %d, %s): read back %d bytes", i, seed, size, src, len(got))

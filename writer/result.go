@@ -33,6 +33,9 @@ type Result struct {
 	// AlreadyExisted is true when a create-only write found this exact object already at the key
 	// (a retry after a lost response): nothing new was written, and that is success.
 	AlreadyExisted bool
+	// LeftBehind lists incomplete uploads of this key that safeput knows it caused but could not
+	// abort (a lost CreateMultipartUpload answer, then a failed abort): a sweep must remove them.
+	LeftBehind []string
 	// UploadAttempts counts whole-upload attempts (above 1 after an integrity retry of a
 	// replayable source).
 	UploadAttempts int

@@ -590,12 +590,25 @@ func (w *Writer) Close() error {
 	w.mu.Unlock()
 
 	err := w.commit()
-	defer w.sweepLostCreates()
 	if err != nil {
 		uploadID := w.currentUploadID() // before cleanup aborts it and forgets the id
 		err = w.cleanup(err)
 		w.emit(Event{Type: EventFailed, UploadID: uploadID, Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.start)})
 		w.log.Warn("write failed", zap.Int64("size", w.size), zap.String("upload_id", uploadID), zap.Error(err))
+	}
+	if left := w.sweepLostCreates(); len(left) > 0 {
+		// Say so, in the Result or the error, so a sweep can find them.
+		if err == nil {
+			w.mu.Lock()
+			w.result.LeftBehind = left
+			w.mu.Unlock()
+		} else if e := asError(err); e != nil {
+			e.AbortFailed = true
+			if e.UploadID == "" {
+				e.UploadID = left[0]
+			}
+			e.Message += fmt.Sprintf("; uploads left behind by a lost CreateMultipartUpload answer: %v", left)
+		}
 	}
 	w.cancel()
 	w.mu.Lock()
@@ -1154,19 +1167,19 @@ func (w *Writer) uploadStillListed(ctx context.Context, id string) bool {
 // (the store created an upload we never heard of, and the retry created another). Only uploads
 // for exactly this key, started during our create attempts, with no parts, and not ours are
 // touched: a concurrent writer's upload of the same key would have parts or another start time.
-func (w *Writer) sweepLostCreates() {
+func (w *Writer) sweepLostCreates() (leftBehind []string) {
 	w.mu.Lock()
 	ambiguous, from, to, ours := w.createAmbiguous, w.createStart, w.createEnd, w.uploadIDs
 	w.mu.Unlock()
 	if !ambiguous {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), w.cfg.abortTimeout)
 	defer cancel()
 	out, err := w.st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: w.bucket, Prefix: w.key})
 	if err != nil {
 		w.log.Warn("could not look for uploads a lost CreateMultipartUpload answer left", zap.Error(err))
-		return
+		return nil
 	}
 	const skew = time.Minute // clocks of client and store differ
 	for _, u := range out.Uploads {
@@ -1182,10 +1195,12 @@ func (w *Writer) sweepLostCreates() {
 		}
 		if err := w.abortConfirmed(ctx, u.UploadID); err != nil {
 			w.log.Warn("could not abort an upload a lost CreateMultipartUpload answer left", zap.String("upload_id", u.UploadID), zap.Error(err))
+			leftBehind = append(leftBehind, u.UploadID)
 			continue
 		}
 		w.log.Info("aborted an upload a lost CreateMultipartUpload answer left", zap.String("upload_id", u.UploadID))
 	}
+	return leftBehind
 }
 
 func (w *Writer) deleteObject() error {
