@@ -248,7 +248,6 @@ func (a *app) newStore() (store.Store, error) {
 	return st, nil
 }
 
-
 // uploadConfig is the validated writer configuration from the flags.
 type uploadConfig struct {
 	rules    multipart.Rules
