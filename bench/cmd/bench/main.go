@@ -303,7 +303,7 @@ Run it on a quiet machine: client and server share the cores, so other work move
   versitygw spends 4.5–4.9 s of CPU per GiB on a multipart upload (it hashes and writes every
   byte, then copies the parts into the object on Complete) against 3.4–3.5 s for the raw single
   PUT, while every client spends 0.7–2.6 s. Any uploader that keeps 4 parts in flight therefore
-  ends near the same server-bound rate: safeput runs at 89–101 % of the raw PUT and within about
+  ends near the same server-bound rate: safeput runs at 84–101 % of the raw PUT and within about
   10 % of minio-go, ahead of transfermanager and manager. The 1.3×-the-best-peer target cannot
   be reached by client work alone here; a separate or larger server is needed to show
   client-side differences in MiB/s.
