@@ -314,7 +314,7 @@ Run it on a quiet machine: client and server share the cores, so other work move
   the checksum pass in writer.(*Writer).prepareBody and the send; minio-go reads once, 0.24 s).
   The ReaderAt path reads twice on purpose: the checksum header must precede the body, and
   copying parts into buffers would cost the part-buffer memory that path avoids. Against the
-  AWS SDK uploaders safeput uses 40–55 % less CPU per GiB.
+  AWS SDK uploaders safeput uses 35–55 % less CPU per GiB.
 - **Memory.** With an io.ReaderAt source safeput holds no part buffers (17–18 MiB RSS). With a
   stream it holds at most concurrency × part size of buffers (peak Go heap 65–69 MiB for 256 MiB
   and 1 GiB in BenchmarkUploadPeakHeap); RSS adds the process's 11 MiB baseline and the
