@@ -41,7 +41,9 @@ var ErrClosed = stderrors.New("writer is closed")
 // the caller's; if even that fails the error says so and carries the upload id.
 //
 // Write, ReadFrom and Close must be called from one goroutine at a time (as with any io.Writer);
-// Abort may be called from any goroutine.
+// Abort may be called from any goroutine: it cancels the write at once, then waits for an
+// in-progress Write or ReadFrom to return (a ReadFrom blocked reading its source holds it until
+// that read returns). Abort after Close has begun does nothing: Close decides the outcome.
 type Writer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -67,6 +69,9 @@ type Writer struct {
 	resent      bool          // parts were re-sent once after a failed layout check
 
 	wg sync.WaitGroup
+	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from
+	// another goroutine.
+	op sync.Mutex
 
 	mu       sync.Mutex
 	err      error // sticky first error
@@ -211,6 +216,12 @@ func chooseChecksum(cfg config) checksumCaps {
 // Write copies p into part buffers. It sends nothing until a part is full and more data
 // follows, so small writes (a Parquet writer's 4-byte magic) cannot fail on the network.
 func (w *Writer) Write(p []byte) (int, error) {
+	w.op.Lock()
+	defer w.op.Unlock()
+	return w.write(p)
+}
+
+func (w *Writer) write(p []byte) (int, error) {
 	if err := w.checkWritable(); err != nil {
 		return 0, err
 	}
@@ -237,6 +248,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 
 // ReadFrom reads r to EOF straight into part buffers (no intermediate copy).
 func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
+	w.op.Lock()
+	defer w.op.Unlock()
 	if err := w.checkWritable(); err != nil {
 		return 0, err
 	}
@@ -270,7 +283,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			}
 			if m == 1 {
 				total++
-				if _, werr := w.Write(probe[:]); werr != nil {
+				if _, werr := w.write(probe[:]); werr != nil {
 					return total, werr
 				}
 			}
@@ -298,11 +311,11 @@ func (w *Writer) checkWritable() error {
 	w.mu.Lock()
 	closed, err := w.closed, w.err
 	w.mu.Unlock()
+	if err != nil {
+		return err // sticky: the first failure, or the caller's Abort
+	}
 	if closed {
 		return w.errorf(sperrors.Permanent, "Write", ErrClosed, "write after Close")
-	}
-	if err != nil {
-		return err
 	}
 	if err := w.ctx.Err(); err != nil {
 		return w.fail(w.canceled("Write", err))
@@ -580,6 +593,8 @@ func (w *Writer) checksum(rec *partDone, data []byte) {
 // Close commits the object and verifies it. It returns nil only when the object landed and
 // verified; Result then reports how. A second Close returns the first Close's error (or nil).
 func (w *Writer) Close() error {
+	w.op.Lock()
+	defer w.op.Unlock()
 	w.mu.Lock()
 	if w.closed {
 		err := w.closeErr
@@ -643,7 +658,11 @@ func (w *Writer) Abort(ctx context.Context) error {
 	}
 	w.closeErr = w.err
 	w.mu.Unlock()
+	// Cancel first: a Write blocked on a part slot or on the memory budget returns at once and
+	// gives up the buffers it owns.
 	w.cancel()
+	w.op.Lock()
+	defer w.op.Unlock()
 	w.wg.Wait()
 	w.releaseHeld()
 	if abortErr := w.abortUpload(ctx); abortErr != nil {

@@ -392,3 +392,41 @@ func TestDefaultsVerifyAgainstStoreChecksum(t *testing.T) {
 		}
 	})
 }
+
+// Abort from another goroutine while a producer is writing: no race (run with -race), the
+// producer's Write fails, nothing is left, and the budget gets every buffer back.
+func TestAbortWhileWriting(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		budget, _ := writer.NewBudget(4 * part)
+		w, err := writer.New(context.Background(), env.Store, env.Bucket, "abort-concurrent", testOpts(writer.WithBudget(budget))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := s3test.RandomBytes(256 << 10)
+		started := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			close(started)
+			for {
+				if _, err := w.Write(chunk); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+		<-started
+		time.Sleep(50 * time.Millisecond) // let a part or two go out
+		if err := w.Abort(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if werr := <-done; !errors.Is(werr, sperrors.Canceled) {
+			t.Fatalf("producer's Write after Abort: want Canceled, got %v", werr)
+		}
+		if ids := s3test.IncompleteUploads(t, env.Srv, env.Bucket, ""); len(ids) != 0 {
+			t.Fatalf("incomplete uploads left: %v", ids)
+		}
+		if n := budget.InUse(); n != 0 {
+			t.Fatalf("%d bytes of buffers never returned to the budget", n)
+		}
+	})
+}
