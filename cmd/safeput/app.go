@@ -8,7 +8,10 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -28,6 +31,7 @@ type globalOpts struct {
 	accessKey    string
 	secretKey    string
 	sessionToken string
+	profile      string
 	pathStyle    bool
 	backend      string
 	provider     string
@@ -85,6 +89,7 @@ Start with "safeput demo": no set-up, no network.
 	f.StringVar(&a.g.accessKey, "access-key", "", "access key id (env AWS_ACCESS_KEY_ID)")
 	f.StringVar(&a.g.secretKey, "secret-key", "", "secret access key (env AWS_SECRET_ACCESS_KEY)")
 	f.StringVar(&a.g.sessionToken, "session-token", "", "session token for temporary credentials (env AWS_SESSION_TOKEN)")
+	f.StringVar(&a.g.profile, "profile", "", "shared config/credentials profile, used when no keys are given by flag or environment (env AWS_PROFILE)")
 	f.BoolVar(&a.g.pathStyle, "path-style", false, "address buckets as endpoint/bucket instead of bucket.endpoint")
 	f.StringVar(&a.g.backend, "backend", "aws", "S3 client library: aws (aws-sdk-go-v2) or minio (minio-go)")
 	f.StringVar(&a.g.provider, "provider", "strict", "provider profile ("+strings.Join(multipart.ProfileNames(), ", ")+") or a rules string such as min=5MiB,max=5GiB,parts=10000")
@@ -195,9 +200,14 @@ func (a *app) resolve() (resolved, error) {
 			r.sessionToken = os.Getenv("AWS_SESSION_TOKEN")
 		}
 	}
+	if r.accessKey == "" && r.secretKey == "" {
+		if err := a.fromSharedConfig(&r); err != nil {
+			return r, err
+		}
+	}
 	switch {
 	case r.accessKey == "" && r.secretKey == "":
-		return r, usageErr("missing credentials: set --access-key and --secret-key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+		return r, usageErr("missing credentials: set --access-key and --secret-key, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a --profile (AWS_PROFILE) in the shared config files")
 	case r.accessKey == "":
 		return r, usageErr("missing credentials: a secret key without an access key id")
 	case r.secretKey == "":
@@ -212,6 +222,45 @@ func (a *app) resolve() (resolved, error) {
 		r.endpoint = "https://s3." + r.region + ".amazonaws.com"
 	}
 	return r, nil
+}
+
+// fromSharedConfig fills what flags and environment left empty from the shared config and
+// credentials files (~/.aws/config, ~/.aws/credentials, or AWS_CONFIG_FILE and
+// AWS_SHARED_CREDENTIALS_FILE), for --profile or AWS_PROFILE (else "default"). The instance
+// metadata service is not asked: a CLI run off EC2 would wait on it for nothing.
+func (a *app) fromSharedConfig(r *resolved) error {
+	profile := a.g.profile
+	if profile == "" {
+		profile = os.Getenv("AWS_PROFILE")
+	}
+	opts := []func(*config.LoadOptions) error{config.WithEC2IMDSClientEnableState(imds.ClientDisabled)}
+	if profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(profile))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		if profile != "" {
+			return usageErr("profile %q: %v", profile, err)
+		}
+		return nil // no shared config: the caller reports the missing credentials
+	}
+	creds, err := cfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		if profile != "" {
+			return usageErr("profile %q: no credentials: %v", profile, err)
+		}
+		return nil
+	}
+	r.accessKey, r.secretKey, r.sessionToken = creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken
+	if a.g.region == "" && firstEnv("AWS_REGION", "AWS_DEFAULT_REGION") == "" && cfg.Region != "" {
+		r.region = cfg.Region
+	}
+	if r.endpoint == "" && cfg.BaseEndpoint != nil {
+		r.endpoint = *cfg.BaseEndpoint
+	}
+	return nil
 }
 
 // newStore builds the store adapter the flags ask for, wrapped by the hidden fault injector.

@@ -47,8 +47,8 @@ type result struct {
 	code           int
 }
 
-// cleanEnv is the environment without any AWS_* variable, so the developer's own settings
-// cannot leak into a test.
+// cleanEnv is the environment without any AWS_* variable and with the shared config files
+// pointed nowhere, so the developer's own settings (~/.aws) cannot leak into a test.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -56,7 +56,7 @@ func cleanEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return env
+	return append(env, "AWS_CONFIG_FILE=/nonexistent/safeput-test-config", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent/safeput-test-credentials")
 }
 
 func serverEnv(s s3test.Server) []string {
@@ -489,4 +489,32 @@ func TestSweep(t *testing.T) {
 	if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 0 {
 		t.Errorf("after --all: %v", ups)
 	}
+}
+
+// Credentials, region and endpoint from the shared config files for --profile (or AWS_PROFILE),
+// when no keys are given by flag or environment.
+func TestSharedConfigProfile(t *testing.T) {
+	s := s3test.Require(t)
+	bucket := s3test.NewBucket(t, s)
+	dir := t.TempDir()
+	creds := dir + "/credentials"
+	conf := dir + "/config"
+	if err := os.WriteFile(creds, []byte("[safeput-test]\naws_access_key_id = "+s.AccessKey+"\naws_secret_access_key = "+s.SecretKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte("[profile safeput-test]\nregion = "+s.Region+"\nendpoint_url = "+s.Endpoint+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(cleanEnv(), "AWS_SHARED_CREDENTIALS_FILE="+creds, "AWS_CONFIG_FILE="+conf)
+	data := s3test.RandomBytes(1000)
+	file := writeFile(t, data)
+	r := runWith(t, env, nil, "--path-style", "--profile", "safeput-test", "put", file, "s3://"+bucket+"/profiled")
+	expectCode(t, r, 0, "put with --profile")
+	if got := s3test.ReadAll(t, s, bucket, "profiled"); !bytes.Equal(got, data) {
+		t.Fatal("read back differs")
+	}
+	r = runWith(t, append(env, "AWS_PROFILE=safeput-test"), nil, "--path-style", "verify", file, "s3://"+bucket+"/profiled")
+	expectCode(t, r, 0, "verify with AWS_PROFILE")
+	r = runWith(t, env, nil, "--path-style", "--profile", "nope", "put", file, "s3://"+bucket+"/nope")
+	expectCode(t, r, 2, "unknown profile")
 }
