@@ -304,7 +304,7 @@ func IsTimeout(err error) bool {
 }
 
 func isTimeoutCode(code string) bool {
-	return code == "RequestTimeout" || code == "RequestTimeoutException"
+	return code == "RequestTimeout" || code == "RequestTimeoutException" || code == CodeStalled
 }
 
 // clip cuts s to at most n bytes on a rune boundary.

@@ -41,6 +41,7 @@
 //	OperationAborted                        409     transient                          a conflicting operation is in progress
 //	DisconnectError                         410     transient                          Wasabi
 //	RequestTimeTooSkewed                    403     transient                          the SDK corrects its clock offset from the answer
+//	Stalled                                 0       transient                          client-side: no progress for the stall window; sent again
 //	NoSuchUpload                            404     transient; Complete: precondition  Complete: check whether it landed; elsewhere UploadGone: restart the upload
 //	SlowDown                                503     throttled
 //	SlowDownRead                            503     throttled                          MinIO

@@ -31,6 +31,7 @@ var codeTable = []CodeRule{
 	{"OperationAborted", 409, Transient, Unknown, false, "a conflicting operation is in progress"},
 	{"DisconnectError", 410, Transient, Unknown, false, "Wasabi"},
 	{"RequestTimeTooSkewed", 403, Transient, Unknown, false, "the SDK corrects its clock offset from the answer"},
+	{"Stalled", 0, Transient, Unknown, false, "client-side: no progress for the stall window; sent again"},
 	{"NoSuchUpload", 404, Transient, Precondition, true, "Complete: check whether it landed; elsewhere UploadGone: restart the upload"},
 	// Throttled: the store asked us to slow down.
 	{"SlowDown", 503, Throttled, Unknown, false, ""},

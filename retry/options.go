@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/safeput/safeput/errors"
+
 	"github.com/cenkalti/backoff/v4"
 	"go.uber.org/zap"
 )
@@ -11,15 +13,27 @@ import (
 // Defaults. The bases follow the AWS SDKs' 2026 retry behaviour: 50 ms for transient failures,
 // 1 s for throttling, doubling, capped at 20 s, full jitter; 3 attempts (the SDK default: the
 // caller, e.g. a sync manager, re-drives on top of this). The budget is the SDK standard mode's.
+//
+// Throttling gets more patience than a generic failure: a throttled request is tried up to
+// DefaultThrottleMaxAttempts times while the retries fit in DefaultThrottleMaxElapsed, so a
+// storm in which a third of all requests are throttled does not fail an upload on one unlucky
+// request, while a store that throttles everything fails the request within about that
+// allowance. The shared retry budget still bounds the extra load of an outage.
+//
+// A request that makes no progress for DefaultStallTimeout (no request-body byte taken by the
+// connection and no response byte received) is cut and retried as Transient, code "Stalled".
 const (
-	DefaultMaxAttempts      = 3
-	DefaultInitialInterval  = 50 * time.Millisecond
-	DefaultThrottleInterval = time.Second
-	DefaultMaxInterval      = 20 * time.Second
-	DefaultMultiplier       = 2.0
-	DefaultIntegrityRetries = 2
-	DefaultRetryAfterCap    = 20 * time.Second
-	DefaultBudget           = 500
+	DefaultMaxAttempts         = 3
+	DefaultThrottleMaxAttempts = 10
+	DefaultThrottleMaxElapsed  = 45 * time.Second
+	DefaultStallTimeout        = 20 * time.Second
+	DefaultInitialInterval     = 50 * time.Millisecond
+	DefaultThrottleInterval    = time.Second
+	DefaultMaxInterval         = 20 * time.Second
+	DefaultMultiplier          = 2.0
+	DefaultIntegrityRetries    = 2
+	DefaultRetryAfterCap       = 20 * time.Second
+	DefaultBudget              = 500
 	// RetryCost is what one retry takes from the budget; TimeoutCost is for a retry after a
 	// timeout, which held a connection for the whole timeout. A success after a retry refunds
 	// that retry's cost; a success at the first attempt adds NoRetryIncrement.
@@ -32,19 +46,22 @@ const (
 type Option func(*Policy)
 
 type config struct {
-	maxAttempts      int
-	maxElapsed       time.Duration
-	initial          time.Duration
-	throttleInitial  time.Duration
-	maxInterval      time.Duration
-	multiplier       float64
-	attemptTimeout   time.Duration
-	integrityRetries int
-	retryAfterCap    time.Duration
-	budgetCap        int
-	transientBackOff func() backoff.BackOff
-	throttleBackOff  func() backoff.BackOff
-	logger           *zap.Logger
+	maxAttempts        int
+	throttleAttempts   int
+	throttleMaxElapsed time.Duration
+	stallTimeout       time.Duration
+	maxElapsed         time.Duration
+	initial            time.Duration
+	throttleInitial    time.Duration
+	maxInterval        time.Duration
+	multiplier         float64
+	attemptTimeout     time.Duration
+	integrityRetries   int
+	retryAfterCap      time.Duration
+	budgetCap          int
+	transientBackOff   func() backoff.BackOff
+	throttleBackOff    func() backoff.BackOff
+	logger             *zap.Logger
 
 	// Injected for deterministic tests.
 	now   func() time.Time
@@ -56,22 +73,54 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		maxAttempts:      DefaultMaxAttempts,
-		initial:          DefaultInitialInterval,
-		throttleInitial:  DefaultThrottleInterval,
-		maxInterval:      DefaultMaxInterval,
-		multiplier:       DefaultMultiplier,
-		integrityRetries: DefaultIntegrityRetries,
-		retryAfterCap:    DefaultRetryAfterCap,
-		budgetCap:        DefaultBudget,
-		now:              time.Now,
-		sleep:            sleepCtx,
-		set:              true,
+		maxAttempts:        DefaultMaxAttempts,
+		throttleAttempts:   DefaultThrottleMaxAttempts,
+		throttleMaxElapsed: DefaultThrottleMaxElapsed,
+		stallTimeout:       DefaultStallTimeout,
+		initial:            DefaultInitialInterval,
+		throttleInitial:    DefaultThrottleInterval,
+		maxInterval:        DefaultMaxInterval,
+		multiplier:         DefaultMultiplier,
+		integrityRetries:   DefaultIntegrityRetries,
+		retryAfterCap:      DefaultRetryAfterCap,
+		budgetCap:          DefaultBudget,
+		now:                time.Now,
+		sleep:              sleepCtx,
+		set:                true,
 	}
 }
 
 // WithMaxAttempts bounds the attempts, the first included (minimum 1).
 func WithMaxAttempts(n int) Option { return func(p *Policy) { p.cfg.maxAttempts = max(n, 1) } }
+
+// attemptsFor is the attempt limit for a failure of kind k.
+func (c *config) attemptsFor(k errors.Kind) int {
+	if k == errors.Throttled {
+		return max(c.maxAttempts, c.throttleAttempts)
+	}
+	return c.maxAttempts
+}
+
+// WithThrottleMaxAttempts bounds the attempts when the latest failure was Throttled (default 10;
+// never fewer than WithMaxAttempts).
+func WithThrottleMaxAttempts(n int) Option {
+	return func(p *Policy) { p.cfg.throttleAttempts = max(n, 1) }
+}
+
+// WithThrottleMaxElapsed stops retrying a throttled request when the next sleep would end more
+// than d after Do began (default 45 s; 0: only the attempts and WithMaxElapsedTime bound it).
+func WithThrottleMaxElapsed(d time.Duration) Option {
+	return func(p *Policy) { p.cfg.throttleMaxElapsed = max(d, 0) }
+}
+
+// WithStallTimeout sets the stall window (default 20 s; 0 turns stall detection off): an attempt
+// whose request takes no body byte and receives no response byte for d is cancelled and fails
+// Transient with Code "Stalled" (errors.CodeStalled), then is retried like any transient
+// failure. Progress is what the adapters report through store.ReportProgress; a store that
+// reports none is cut d after the attempt began, as by a per-attempt timeout.
+func WithStallTimeout(d time.Duration) Option {
+	return func(p *Policy) { p.cfg.stallTimeout = max(d, 0) }
+}
 
 // WithMaxElapsedTime stops retrying when the next sleep would end more than d after Do began
 // (0: no limit, the default; attempts and the budget bound Do anyway).

@@ -201,7 +201,7 @@ func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, att
 		if e.Kind == errors.Throttled && p.limiter != nil {
 			p.limiter.throttled()
 		}
-		if !e.Retryable() || attempt >= c.maxAttempts {
+		if !e.Retryable() || attempt >= c.attemptsFor(e.Kind) {
 			return stats, e
 		}
 		if e.Kind == errors.Integrity {
@@ -216,6 +216,9 @@ func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, att
 		}
 		if c.maxElapsed > 0 && c.now().Sub(start)+delay > c.maxElapsed {
 			return stats, note(e, fmt.Sprintf("max elapsed time %v reached", c.maxElapsed))
+		}
+		if e.Kind == errors.Throttled && c.throttleMaxElapsed > 0 && c.now().Sub(start)+delay > c.throttleMaxElapsed {
+			return stats, note(e, fmt.Sprintf("throttled for the whole allowance of %v", c.throttleMaxElapsed))
 		}
 		if ctx.Err() != nil {
 			// The caller gave up while the attempt failed: spend no budget on a retry that
@@ -247,13 +250,22 @@ func (p *Policy) attempt(ctx context.Context, op Op, attempt int, fn func(contex
 		actx, cancel = context.WithTimeout(ctx, p.cfg.attemptTimeout)
 		defer cancel()
 	}
+	var wd *watchdog
+	if p.cfg.stallTimeout > 0 {
+		actx, wd = startWatchdog(actx, p.cfg.stallTimeout)
+		defer wd.stop()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			p.log.Error("panic in retried function", append(p.fields(op, attempt, nil), zap.Any("panic", r), zap.StackSkip("stack", 1))...)
 			err = errors.FromPanic(op.Name, r)
 		}
 	}()
-	return fn(actx, attempt)
+	err = fn(actx, attempt)
+	if wd != nil {
+		err = wd.stalled(err)
+	}
+	return err
 }
 
 // classify returns a fresh *Error (Classify copies a template), so setting Attempts is safe.

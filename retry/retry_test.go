@@ -122,7 +122,14 @@ func TestSequences(t *testing.T) {
 		{"upload gone", nil, []error{eNoUpload}, nil, 1, errors.Transient, map[errors.Kind]int{errors.Transient: 1}},
 		{"panic is internal", nil, []error{errPanicked}, nil, 1, errors.Internal, map[errors.Kind]int{errors.Internal: 1}},
 		{"already classified internal", nil, []error{errors.New(errors.Internal, "Verify", "invariant")}, nil, 1, errors.Internal, map[errors.Kind]int{errors.Internal: 1}},
-		{"max interval caps", []Option{WithMaxAttempts(8)}, []error{eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown},
+		{"throttle allowance ends a storm", nil, []error{eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown},
+			// 1+2+4+8+16 = 31 s; the next 20 s sleep would end past the 45 s allowance.
+			[]time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}, 6, errors.Throttled, map[errors.Kind]int{errors.Throttled: 6}},
+		{"throttled gets more attempts than transient", nil, []error{eSlowDown, eSlowDown, eSlowDown, eSlowDown},
+			[]time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}, 5, errors.Unknown, map[errors.Kind]int{errors.Throttled: 4}},
+		{"throttle attempts cap", []Option{WithThrottleMaxElapsed(0)}, []error{eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown},
+			[]time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 20 * time.Second, 20 * time.Second, 20 * time.Second, 20 * time.Second}, 10, errors.Throttled, map[errors.Kind]int{errors.Throttled: 10}},
+		{"max interval caps", []Option{WithMaxAttempts(8), WithThrottleMaxElapsed(0)}, []error{eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown},
 			[]time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 20 * time.Second, 20 * time.Second}, 8, errors.Unknown, map[errors.Kind]int{errors.Throttled: 7}},
 		{"custom intervals", []Option{WithInitialInterval(10 * ms), WithMultiplier(3), WithMaxAttempts(4)}, []error{e503, e503, e503},
 			[]time.Duration{10 * ms, 30 * ms, 90 * ms}, 4, errors.Unknown, map[errors.Kind]int{errors.Transient: 3}},
@@ -171,7 +178,7 @@ func TestSequences(t *testing.T) {
 }
 
 func TestReturnedErrorKeepsCause(t *testing.T) {
-	p, _ := testPolicy()
+	p, _ := testPolicy(WithThrottleMaxAttempts(3))
 	fn, _ := seq(e503, e503, eSlowDown)
 	_, err := p.Do(context.Background(), testOp, fn)
 	var re *store.ResponseError

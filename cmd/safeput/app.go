@@ -18,6 +18,7 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
@@ -40,6 +41,7 @@ type globalOpts struct {
 	checksum     string
 	json         bool
 	logLevel     string
+	stallTimeout time.Duration
 	insecure     bool
 	fault        string // hidden: tests inject faults through store/faulty
 }
@@ -49,6 +51,7 @@ type app struct {
 	stdout, stderr io.Writer
 	g              globalOpts
 	log            *zap.Logger
+	pol            *retry.Policy // built once from the flags by policy()
 }
 
 func newApp(stdin *os.File, stdout, stderr io.Writer) *app {
@@ -75,7 +78,11 @@ Start with "safeput demo": no set-up, no network.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return a.setupLogger()
+			if err := a.setupLogger(); err != nil {
+				return err
+			}
+			_, err := a.policy() // validates --stall-timeout before any command starts
+			return err
 		},
 	}
 	root.SetOut(a.stdout)
@@ -98,6 +105,8 @@ Start with "safeput demo": no set-up, no network.
 	f.StringVar(&a.g.checksum, "checksum", "crc64nvme", "checksum sent and verified: crc64nvme, crc32c, crc32 or none")
 	f.BoolVar(&a.g.json, "json", false, "print a machine-readable result on stdout")
 	f.StringVar(&a.g.logLevel, "log-level", "error", "log level on stderr: debug, info, warn, error (the outcome line is printed at any level)")
+	f.DurationVar(&a.g.stallTimeout, "stall-timeout", retry.DefaultStallTimeout,
+		"cut and retry a request that moves no byte for this long (0 disables; at most "+maxStallTimeout.String()+")")
 	f.BoolVar(&a.g.insecure, "insecure-skip-verify", false, "do not verify the endpoint's TLS certificate (test endpoints only)")
 	f.StringVar(&a.g.fault, "fault", "", "inject faults (tests only)")
 	_ = f.MarkHidden("fault")
@@ -297,6 +306,45 @@ func (a *app) newStore() (store.Store, error) {
 	return st, nil
 }
 
+// maxStallTimeout: a longer window is no longer a stall detector, and is almost surely a typo.
+const maxStallTimeout = time.Hour
+
+// policy is the retry policy for every store request of this run, with the stall window of
+// --stall-timeout. One per process, so its retry budget bounds the whole run.
+func (a *app) policy() (*retry.Policy, error) {
+	if a.pol != nil {
+		return a.pol, nil
+	}
+	d := a.g.stallTimeout
+	if d < 0 || d > maxStallTimeout {
+		return nil, usageErr("--stall-timeout %s: must be 0 (off) or between 1ns and %s", d, maxStallTimeout)
+	}
+	a.pol = retry.New(retry.WithStallTimeout(d), retry.WithLogger(a.log))
+	return a.pol, nil
+}
+
+// do runs one store request under the run's policy: retried when retryable, cut when stalled.
+// A NoSuchUpload answer is returned at once (the caller decides what a vanished upload means).
+func (a *app) do(ctx context.Context, op string, u s3URL, fn func(ctx context.Context) error) error {
+	p, err := a.policy()
+	if err != nil {
+		return err
+	}
+	var gone error
+	_, err = p.Do(ctx, retry.Op{Name: op, Bucket: u.Bucket, Key: u.Key}, func(ctx context.Context, _ int) error {
+		err := fn(ctx)
+		if isNoSuchUpload(err) {
+			gone = err
+			return nil
+		}
+		return err
+	})
+	if err == nil && gone != nil {
+		return gone
+	}
+	return err
+}
+
 // uploadConfig is the validated writer configuration from the flags.
 type uploadConfig struct {
 	rules    multipart.Rules
@@ -348,7 +396,12 @@ func (a *app) uploadOptions(size int64) (uploadConfig, error) {
 	if _, err := rules.Plan(multipart.PlanRequest{Size: size, PartSize: uc.partSize, Concurrency: a.g.concurrency}); err != nil {
 		return uc, usageErr("%v", err)
 	}
+	pol, err := a.policy()
+	if err != nil {
+		return uc, err
+	}
 	uc.opts = []writer.Option{
+		writer.WithRetry(pol),
 		writer.WithRules(rules),
 		writer.WithPartSize(uc.partSize),
 		writer.WithConcurrency(a.g.concurrency),

@@ -244,6 +244,9 @@ func TestBadInputIsUsageError(t *testing.T) {
 		{"wrong arg count", nil, nil, []string{"put", file}},
 		{"unknown flag", nil, nil, []string{"put", "--nope", file, dst}},
 		{"sweep empty prefix", nil, nil, []string{"sweep", "s3://" + bucket}},
+		{"negative stall timeout", nil, nil, []string{"--stall-timeout", "-1s", "put", file, dst}},
+		{"absurd stall timeout", nil, nil, []string{"--stall-timeout", "48h", "put", file, dst}},
+		{"malformed stall timeout", nil, nil, []string{"--stall-timeout", "soon", "put", file, dst}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -253,6 +256,9 @@ func TestBadInputIsUsageError(t *testing.T) {
 			}
 			r := runWith(t, env, c.stdin, append([]string{"--path-style"}, c.args...)...)
 			expectCode(t, r, 2, c.name)
+			if strings.Contains(c.name, "stall") && !strings.Contains(r.stderr, "--stall-timeout") {
+				t.Errorf("the error does not name the flag: %q", r.stderr)
+			}
 			if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "safeput: ") {
 				t.Errorf("want one line on stderr, got %q", r.stderr)
 			}

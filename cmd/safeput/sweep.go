@@ -85,7 +85,11 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 	if err != nil {
 		return err
 	}
-	list, err := st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: u.Bucket, Prefix: u.Key})
+	var list *store.ListMultipartUploadsOutput
+	err = a.do(ctx, "ListMultipartUploads", u, func(ctx context.Context) (err error) {
+		list, err = st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: u.Bucket, Prefix: u.Key})
+		return err
+	})
 	if err != nil {
 		return classified("ListMultipartUploads", u, err)
 	}
@@ -99,7 +103,11 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 			continue
 		}
 		su := sweptUpload{Key: up.Key, UploadID: up.UploadID, Initiated: up.Initiated, State: "found"}
-		parts, err := st.ListParts(ctx, &store.ListPartsInput{Bucket: u.Bucket, Key: up.Key, UploadID: up.UploadID})
+		var parts *store.ListPartsOutput
+		err := a.do(ctx, "ListParts", s3URL{Bucket: u.Bucket, Key: up.Key}, func(ctx context.Context) (err error) {
+			parts, err = st.ListParts(ctx, &store.ListPartsInput{Bucket: u.Bucket, Key: up.Key, UploadID: up.UploadID})
+			return err
+		})
 		switch {
 		case err == nil:
 			su.Parts = len(parts.Parts)
@@ -118,7 +126,9 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 		rep.Found++
 		rep.Bytes += su.Bytes
 		if o.run && su.State != "gone" {
-			err := st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: u.Bucket, Key: up.Key, UploadID: up.UploadID})
+			err := a.do(ctx, "AbortMultipartUpload", s3URL{Bucket: u.Bucket, Key: up.Key}, func(ctx context.Context) error {
+				return st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: u.Bucket, Key: up.Key, UploadID: up.UploadID})
+			})
 			switch {
 			case err == nil:
 				su.State = "aborted"
@@ -141,7 +151,11 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 	}
 	if rep.Found == 0 && u.Key != "" {
 		// A wrong prefix must not look like a clean bucket: count what is elsewhere.
-		all, err := st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: u.Bucket})
+		var all *store.ListMultipartUploadsOutput
+		err := a.do(ctx, "ListMultipartUploads", u, func(ctx context.Context) (err error) {
+			all, err = st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: u.Bucket})
+			return err
+		})
 		if err != nil {
 			return classified("ListMultipartUploads", u, err)
 		}
@@ -161,6 +175,9 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 }
 
 func isNoSuchUpload(err error) bool {
+	if err == nil {
+		return false
+	}
 	e := sperrors.Classify(err)
 	return e.Code == "NoSuchUpload" || e.UploadGone
 }

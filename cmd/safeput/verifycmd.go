@@ -80,7 +80,11 @@ func (a *app) runVerify(ctx context.Context, file, dst string, readBack bool) er
 	if err != nil {
 		return err
 	}
-	head, err := st.HeadObject(ctx, &store.HeadObjectInput{Bucket: u.Bucket, Key: u.Key, ChecksumMode: true})
+	var head *store.HeadObjectOutput
+	err = a.do(ctx, "HeadObject", u, func(ctx context.Context) (err error) {
+		head, err = st.HeadObject(ctx, &store.HeadObjectInput{Bucket: u.Bucket, Key: u.Key, ChecksumMode: true})
+		return err
+	})
 	if err != nil {
 		return classified("HeadObject", u, err)
 	}
@@ -216,16 +220,24 @@ func hashReader(ctx context.Context, r io.Reader, algs []store.ChecksumAlgorithm
 }
 
 func (a *app) readBackCRC(ctx context.Context, st store.Store, u s3URL) (string, error) {
-	out, err := st.GetObject(ctx, &store.GetObjectInput{Bucket: u.Bucket, Key: u.Key})
+	var sum string
+	err := a.do(ctx, "GetObject", u, func(ctx context.Context) error {
+		out, err := st.GetObject(ctx, &store.GetObjectInput{Bucket: u.Bucket, Key: u.Key})
+		if err != nil {
+			return err
+		}
+		defer out.Body.Close()
+		sums, err := hashReader(ctx, out.Body, []store.ChecksumAlgorithm{store.ChecksumCRC64NVME})
+		if err != nil {
+			return err
+		}
+		sum = sums[store.ChecksumCRC64NVME]
+		return nil
+	})
 	if err != nil {
 		return "", classified("GetObject", u, err)
 	}
-	defer out.Body.Close()
-	sums, err := hashReader(ctx, out.Body, []store.ChecksumAlgorithm{store.ChecksumCRC64NVME})
-	if err != nil {
-		return "", classified("GetObject", u, err)
-	}
-	return sums[store.ChecksumCRC64NVME], nil
+	return sum, nil
 }
 
 // classified turns a raw store error into a classified *errors.Error naming the object.

@@ -135,6 +135,18 @@ func NewFromClient(c *s3.Client, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
+// progressClient reports every request's progress for stall detection (store.ProgressTransport),
+// whichever HTTP client does the work.
+type progressClient struct{ next s3.HTTPClient }
+
+func (c progressClient) Do(req *http.Request) (*http.Response, error) {
+	return store.ProgressTransport(roundTripFunc(c.next.Do)).RoundTrip(req)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
 // newHTTPClient keeps enough idle connections per host for a flush node's 64 concurrent
 // uploads; without it net/http keeps 2 and reopens connections under load. No overall timeout:
 // the caller's context bounds each request.
@@ -185,6 +197,9 @@ func (c *call) opts(p payloadMode) func(*s3.Options) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true
+		if _, ok := o.HTTPClient.(progressClient); !ok && o.HTTPClient != nil {
+			o.HTTPClient = progressClient{next: o.HTTPClient}
+		}
 		o.APIOptions = append(o.APIOptions, c.addCapture)
 		switch p {
 		case payloadUnsigned:

@@ -121,7 +121,7 @@ func New(cfg Config) (*Store, error) {
 		Creds:  credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken),
 		Secure: secure,
 		Transport: &recordingTransport{
-			base: base, accessKey: cfg.AccessKey, secretKey: cfg.SecretKey, token: cfg.SessionToken, region: region,
+			base: store.ProgressTransport(base), accessKey: cfg.AccessKey, secretKey: cfg.SecretKey, token: cfg.SessionToken, region: region,
 		},
 		Region:       region,
 		BucketLookup: lookup,
@@ -157,7 +157,7 @@ func newTransport(secure, insecure bool) *http.Transport {
 	tr := &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{
-			Timeout:   30 * time.Second,
+			Timeout:   10 * time.Second,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
 		MaxIdleConns:          maxIdleConns,

@@ -1,0 +1,76 @@
+package retry
+
+import (
+	"context"
+	stderrors "errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/store"
+)
+
+// errStallCut is the cause of an attempt context cut by its watchdog.
+var errStallCut = stderrors.New("stall window passed without progress")
+
+// watchdog cancels an attempt's context when its request makes no progress for window. Progress
+// is reported through store.ReportProgress on the attempt's context (the adapters' transports
+// call it as request-body bytes are taken and response bytes arrive), so a slow transfer that
+// keeps moving is never cut, and a store that keeps a long Complete alive by streaming
+// whitespace is progressing.
+type watchdog struct {
+	window time.Duration
+	start  time.Time
+	last   atomic.Int64 // nanoseconds after start of the latest progress
+	fired  atomic.Bool
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+func startWatchdog(parent context.Context, window time.Duration) (context.Context, *watchdog) {
+	ctx, cancel := context.WithCancelCause(parent)
+	w := &watchdog{window: window, start: time.Now(), cancel: cancel, done: make(chan struct{})}
+	go w.run()
+	return store.WithProgress(ctx, w.progress), w
+}
+
+func (w *watchdog) progress() { w.last.Store(int64(time.Since(w.start))) }
+
+func (w *watchdog) run() {
+	t := time.NewTimer(w.window)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-t.C:
+			idle := time.Since(w.start) - time.Duration(w.last.Load())
+			if idle >= w.window {
+				w.fired.Store(true)
+				w.cancel(errStallCut)
+				return
+			}
+			t.Reset(w.window - idle)
+		}
+	}
+}
+
+// stop ends the watchdog and releases the attempt context.
+func (w *watchdog) stop() {
+	w.once.Do(func() {
+		close(w.done)
+		w.cancel(context.Canceled)
+	})
+}
+
+// stalled turns the error of an attempt the watchdog cut into a *errors.StallError, which
+// classifies as Transient with Code "Stalled" (the cut surfaces inside the SDK as a context
+// cancellation, which would otherwise read as the caller's).
+func (w *watchdog) stalled(err error) error {
+	if err == nil || !w.fired.Load() {
+		return err
+	}
+	return &errors.StallError{Window: w.window, Detail: errors.Redact(err.Error())}
+}

@@ -1,0 +1,82 @@
+package writer_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/internal/testkit"
+	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/writer"
+)
+
+// One hung request at any step costs one stall window and the write still lands verified; a
+// hung abort is cut too, so a failed write still leaves no upload. The hang is injected at the
+// Store seam here (it never reports progress); the wire-level version runs through a proxy.
+func TestStallAtEveryStep(t *testing.T) {
+	const window = 300 * time.Millisecond
+	type tc struct {
+		op       string
+		multi    bool
+		readBack bool
+		// then: a second rule that makes the write fail, so the abort runs (and hangs once).
+		then *faulty.Rule
+		want sperrors.Kind
+	}
+	forbidPart := faulty.First(faulty.OpUploadPart, 1, faulty.Forbidden)
+	cases := []tc{
+		{op: faulty.OpPutObject},
+		{op: faulty.OpHeadObject},
+		{op: faulty.OpGetObject, readBack: true},
+		{op: faulty.OpCreateMultipartUpload, multi: true},
+		{op: faulty.OpUploadPart, multi: true},
+		{op: faulty.OpListParts, multi: true},
+		{op: faulty.OpCompleteMultipart, multi: true},
+		{op: faulty.OpHeadObject, multi: true},
+		{op: faulty.OpAbortMultipart, multi: true, then: &forbidPart, want: sperrors.Permanent},
+	}
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		for _, c := range cases {
+			name := c.op
+			if c.multi {
+				name = "multipart-" + name
+			}
+			t.Run(name, func(t *testing.T) {
+				size := 100 << 10
+				if c.multi {
+					size = 2*part + 1
+				}
+				data := s3test.RandomBytes(size)
+				rules := []faulty.Rule{faulty.First(c.op, 1, faulty.Hang)}
+				if c.then != nil {
+					rules = append(rules, *c.then)
+				}
+				fs := faulty.New(env.Store, rules...)
+				key := "stall/" + name
+				opts := testOpts(writer.WithRetry(fastPolicy(retry.WithAttemptTimeout(0), retry.WithStallTimeout(window))),
+					writer.WithReadBack(c.readBack))
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				start := time.Now()
+				res, err := writer.Upload(ctx, fs, env.Bucket, key, replayable.reader(data), opts...)
+				took := time.Since(start)
+				if len(fs.Injected()) == 0 {
+					t.Fatalf("the hang was never injected")
+				}
+				checkOutcome(t, env, key, data, res, err, c.want)
+				var se *sperrors.StallError
+				if c.want == sperrors.Unknown && res.Failures[sperrors.Transient] == 0 {
+					t.Errorf("Result.Failures %v does not show the stalled attempt", res.Failures)
+				}
+				if c.want != sperrors.Unknown && errors.As(err, &se) {
+					t.Errorf("the write failed with the stall, not the injected %s failure: %v", c.want, err)
+				}
+				t.Logf("%s: one hung %s cost %v in all (window %v)", env.Adapter, c.op, took, window)
+			})
+		}
+	})
+}
