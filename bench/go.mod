@@ -2,7 +2,6 @@ module github.com/safeput/safeput/bench
 
 go 1.26.0
 
-replace github.com/safeput/safeput => ..
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
@@ -12,7 +11,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/minio/crc64nvme v1.1.1
 	github.com/minio/minio-go/v7 v7.4.1
-	github.com/safeput/safeput v0.0.0-00010101000000-000000000000
+	github.com/safeput/safeput v0.1.0
 )
 
 require (

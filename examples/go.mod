@@ -2,12 +2,11 @@ module github.com/safeput/safeput/examples
 
 go 1.26.0
 
-replace github.com/safeput/safeput => ..
 
 require (
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/prometheus/client_golang v1.25.0
-	github.com/safeput/safeput v0.0.0-00010101000000-000000000000
+	github.com/safeput/safeput v0.1.0
 )
 
 require (

@@ -6,6 +6,19 @@ cd "$(dirname "$0")/.."
 source scripts/s3server.sh
 install_tool golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_LINT_VERSION"
 
+# Build outputs never enter git: no tracked file over 1 MiB, no tracked executable (ELF) or
+# cgo-built library.
+if git rev-parse --git-dir >/dev/null 2>&1; then
+	bad=$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$1 > 1048576 {print $2}')
+	for f in $(git ls-files); do
+		[[ -f "$f" ]] && [[ "$(head -c 4 "$f" 2>/dev/null | od -An -c | tr -d ' ')" == '177ELF' ]] && bad+=" $f"
+	done
+	if [[ -n "${bad// /}" ]]; then
+		echo "tracked build outputs or files over 1 MiB (git rm --cached them and extend .gitignore):$bad" >&2
+		exit 1
+	fi
+fi
+
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))
 if [[ -n "$unformatted" ]]; then
 	echo "gofmt would change:" >&2
