@@ -23,11 +23,19 @@
 //     compare) notices.
 //
 // The Store kinds rewrite the body, so the request's own integrity checks would make the server
-// refuse it: the payload hash in the SigV4 signature (the minio adapter signs the body's
-// SHA-256), Content-MD5 and the x-amz-checksum-* headers. The proxy therefore strips those
+// refuse it: the payload hash in the SigV4 signature (both adapters sign the body's SHA-256 when
+// no checksum covers it), Content-MD5 and the x-amz-checksum-* headers. The proxy therefore strips those
 // headers and signs the altered request again with the SDK's v4 signer and UNSIGNED-PAYLOAD,
 // which needs the server's credentials (Config). Every other request is forwarded byte for byte
-// with its original signature and Host header. Requests with aws-chunked bodies are not altered.
+// with its original signature and Host header. An aws-chunked body is not altered: the proxy
+// answers 501 FaultProxyUnsupported (the adapters never send one).
+// On parts of an upload created with a checksum algorithm, set Fault.Rechecksum: the server
+// refuses such a part without its checksum, so the altered body would never be stored.
+//
+// net/http's Transport sends a GET or HEAD again by itself when a reused connection closes
+// before any answer byte: DropResponse (an orderly close) on those operations is then invisible
+// to the caller unless the rule fires on the retry too (Stats counts both requests).
+// ResetAfterBytes (a reset) is not retried that way.
 //
 // Only HTTP/1.1 over plain TCP and path-style URLs (/bucket/key) are supported.
 package faultproxy
