@@ -1,0 +1,326 @@
+// Package faultproxy is an HTTP proxy for integration tests that sits between an S3 adapter and a
+// real S3 server and injects faults on real TCP sockets, where the store-seam fakes
+// (store/faulty) cannot reach: what the SDK's transport, the kernel and the server do when a
+// connection breaks at a given byte.
+//
+// Point an adapter's endpoint at Proxy.URL (path-style addressing), choose faults with SetRules,
+// and check the outcome on the upstream server directly. Each Kind simulates a production
+// failure:
+//
+//   - ResetAfterBytes: a load balancer or server that drops the connection mid-upload (RST after
+//     k body bytes). Nothing reaches the store.
+//   - DropResponse: the store committed the write but the answer was lost (idle timeout on a
+//     middlebox, a crash after commit). The caller sees an error for a write that landed.
+//   - Hold: a server that takes the request and answers late, or never (Hold 0): the hung
+//     server that only a stall detector or a deadline ends.
+//   - StopReading: a server that stops taking request-body bytes halfway (full buffers, a wedged
+//     backend): the client's writes block on a live connection.
+//   - CutResponse: a response that stops halfway (connection closed with Content-Length unmet).
+//   - Status: throttling and server errors (503 SlowDown, 500 InternalError, 429) with an S3 XML
+//     body and an optional Retry-After.
+//   - StoreTruncated, StoreFlipped: silent corruption. The store keeps bytes other than the ones
+//     sent and still answers 200 with an ETag; only an end-to-end check (read back, checksum
+//     compare) notices.
+//
+// The Store kinds rewrite the body, so the request's own integrity checks would make the server
+// refuse it: the payload hash in the SigV4 signature (both adapters sign the body's SHA-256 when
+// no checksum covers it), Content-MD5 and the x-amz-checksum-* headers. The proxy therefore strips those
+// headers and signs the altered request again with the SDK's v4 signer and UNSIGNED-PAYLOAD,
+// which needs the server's credentials (Config). Every other request is forwarded byte for byte
+// with its original signature and Host header. An aws-chunked body is not altered: the proxy
+// answers 501 FaultProxyUnsupported (the adapters never send one).
+// On parts of an upload created with a checksum algorithm, set Fault.Rechecksum: the server
+// refuses such a part without its checksum, so the altered body would never be stored.
+//
+// net/http's Transport sends a GET or HEAD again by itself when a reused connection closes
+// before any answer byte: DropResponse (an orderly close) on those operations is then invisible
+// to the caller unless the rule fires on the retry too (Stats counts both requests).
+// ResetAfterBytes (a reset) is not retried that way.
+//
+// Only HTTP/1.1 over plain TCP and path-style URLs (/bucket/key) are supported.
+package faultproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+)
+
+// Config says where to forward and how to re-sign altered requests.
+type Config struct {
+	Upstream                     string // base URL of the S3 server, e.g. http://127.0.0.1:PORT
+	AccessKey, SecretKey, Region string // to re-sign altered requests; Region "" is us-east-1
+	Seed                         int64  // seeds the RNG of probability rules; print it in tests
+	Logf                         func(format string, args ...any)
+}
+
+// Kind is a fault's kind; see the package doc for what each simulates.
+type Kind string
+
+// The fault kinds. Field use is documented on Fault.
+const (
+	// ResetAfterBytes reads Fault.Bytes request-body bytes, then closes the client connection
+	// with RST (SO_LINGER 0). Nothing is forwarded.
+	ResetAfterBytes Kind = "ResetAfterBytes"
+	// DropResponse forwards the whole request (the store commits), then closes the client
+	// connection without answering.
+	DropResponse Kind = "DropResponse"
+	// Hold takes the whole request, holds it for Fault.Hold, then forwards it. Hold 0 never
+	// answers: the request ends when the client gives up or the proxy closes.
+	Hold Kind = "Hold"
+	// StopReading reads Fault.Bytes of the body (0: half), then stops reading and keeps the
+	// connection open until the proxy closes.
+	StopReading Kind = "StopReading"
+	// CutResponse forwards, then sends the upstream status, headers (Content-Length kept) and
+	// half the body before closing; with no body, half the header block.
+	CutResponse Kind = "CutResponse"
+	// Status answers Fault.Status with an S3 XML error body, without forwarding.
+	Status Kind = "Status"
+	// StoreTruncated forwards half the body (at least one byte removed), re-signed, and passes
+	// the store's answer back unchanged.
+	StoreTruncated Kind = "StoreTruncated"
+	// StoreFlipped forwards the body with its middle byte inverted, re-signed, and passes the
+	// store's answer back unchanged.
+	StoreFlipped Kind = "StoreFlipped"
+)
+
+// Fault is what happens to a request a rule fires on.
+type Fault struct {
+	Kind       Kind
+	Bytes      int64         // ResetAfterBytes: body bytes read before the RST; StopReading: before stopping (0 = half)
+	Hold       time.Duration // Hold: how long; 0 = forever
+	Status     int           // Status: HTTP status; 0 = 503
+	Code       string        // Status: S3 error code in the body, e.g. SlowDown; "" = no <Code>
+	RetryAfter string        // Status: Retry-After header value; "" = none
+	// Rechecksum (StoreTruncated, StoreFlipped) sends Content-MD5 and x-amz-checksum-<alg>
+	// recomputed over the altered body instead of dropping them. Needed on parts of uploads
+	// created with a checksum algorithm: Versity S3 Gateway refuses a COMPOSITE part without its
+	// checksum (400 InvalidRequest), so a dropped header is caught before anything is stored.
+	Rechecksum bool
+}
+
+// Rule selects requests and the fault to inject. Among the rules of SetRules the first that
+// fires wins; every matching rule counts the request for its Nth.
+type Rule struct {
+	Op         Op      // OpAny matches every operation
+	PartNumber int32   // 0 = any
+	Nth        int     // fire on the nth matching request only (1-based); 0 = every one
+	Times      int     // fire at most this many times; 0 = unlimited
+	Prob       float64 // 0 = always; else fire with this probability (seeded RNG)
+	Fault      Fault
+}
+
+// Stats counts requests per operation and injected faults per kind.
+type Stats struct {
+	Requests map[Op]int
+	Injected map[Kind]int
+}
+
+// Injection records one injected fault.
+type Injection struct {
+	Op         Op
+	Kind       Kind
+	Bucket     string
+	Key        string
+	PartNumber int32
+	UploadID   string
+	Time       time.Time
+}
+
+// closeBound is how long Close waits for in-flight requests after cutting their connections.
+const closeBound = 10 * time.Second
+
+// Proxy is a running fault proxy. Its methods are safe for concurrent use.
+type Proxy struct {
+	cfg       Config
+	upstream  *url.URL
+	ln        net.Listener
+	srv       *http.Server
+	transport *http.Transport
+	signer    *v4.Signer
+	serveDone chan struct{}
+
+	// ctx is every request's base context; Close cancels it to release held requests.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	closed   bool
+	inFlight sync.WaitGroup // handlers; Add only under mu while !closed
+	rules    []ruleState
+	rng      *rand.Rand
+	stats    Stats
+	injected []Injection
+	requests int                   // numbers request ids in Status answers
+	hijacked map[net.Conn]struct{} // client connections the server no longer tracks
+}
+
+type ruleState struct {
+	Rule
+	matched, fired int
+}
+
+// Start listens on 127.0.0.1:0 and serves until Close.
+func Start(cfg Config) (*Proxy, error) {
+	u, err := url.Parse(cfg.Upstream)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("faultproxy: upstream %q: want http://host:port", cfg.Upstream)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("faultproxy: listen: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{
+		cfg:      cfg,
+		upstream: u,
+		ln:       ln,
+		transport: &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			DisableCompression:    true, // bodies pass through as the store sent them
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       30 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		signer:    v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }),
+		serveDone: make(chan struct{}),
+		ctx:       ctx,
+		cancel:    cancel,
+		rng:       rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5afe_f00d)), //nolint:gosec // reproducible test faults, not security
+		stats:     Stats{Requests: map[Op]int{}, Injected: map[Kind]int{}},
+		hijacked:  map[net.Conn]struct{}{},
+	}
+	p.srv = &http.Server{
+		Handler:           http.HandlerFunc(p.serveHTTP),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ReadHeaderTimeout: 30 * time.Second,
+		// Its complaints about the connections we break on purpose are noise, and t.Logf must
+		// not be called once a test has ended.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	go func() {
+		defer close(p.serveDone)
+		_ = p.srv.Serve(ln)
+	}()
+	return p, nil
+}
+
+// URL is the proxy's base URL, to use as the adapter's endpoint.
+func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
+
+// Close stops the proxy: held and stalled requests are released, every client connection is
+// closed, and in-flight requests are waited for (at most closeBound).
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+
+	p.cancel()
+	err := p.srv.Close() // listener and every connection not hijacked
+	<-p.serveDone
+	p.mu.Lock()
+	for conn := range p.hijacked {
+		_ = conn.Close()
+	}
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		p.inFlight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeBound):
+		err = errors.Join(err, fmt.Errorf("faultproxy: requests still running %v after Close", closeBound))
+	}
+	p.transport.CloseIdleConnections()
+	return err
+}
+
+// SetRules replaces the rules (and their counters).
+func (p *Proxy) SetRules(rules ...Rule) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rules = make([]ruleState, len(rules))
+	for i, r := range rules {
+		p.rules[i] = ruleState{Rule: r}
+	}
+}
+
+// Stats returns a copy of the counters.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := Stats{Requests: make(map[Op]int, len(p.stats.Requests)), Injected: make(map[Kind]int, len(p.stats.Injected))}
+	for k, v := range p.stats.Requests {
+		s.Requests[k] = v
+	}
+	for k, v := range p.stats.Injected {
+		s.Injected[k] = v
+	}
+	return s
+}
+
+// Injected returns a copy of the log of injected faults, oldest first.
+func (p *Proxy) Injected() []Injection {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Injection(nil), p.injected...)
+}
+
+// decide counts the request and returns the fault of the first rule that fires, if any.
+func (p *Proxy) decide(op Op, t target) (Fault, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats.Requests[op]++
+	var (
+		fault Fault
+		fired bool
+	)
+	for i := range p.rules {
+		r := &p.rules[i]
+		if (r.Op != OpAny && r.Op != op) || (r.PartNumber != 0 && r.PartNumber != t.PartNumber) {
+			continue
+		}
+		r.matched++
+		if fired || (r.Nth != 0 && r.matched != r.Nth) || (r.Times != 0 && r.fired >= r.Times) {
+			continue
+		}
+		if r.Prob > 0 && p.rng.Float64() >= r.Prob {
+			continue
+		}
+		r.fired++
+		fault, fired = r.Fault, true
+	}
+	if fired {
+		p.stats.Injected[fault.Kind]++
+		p.injected = append(p.injected, Injection{
+			Op: op, Kind: fault.Kind, Bucket: t.Bucket, Key: t.Key,
+			PartNumber: t.PartNumber, UploadID: t.UploadID, Time: time.Now(),
+		})
+	}
+	return fault, fired
+}
+
+func (p *Proxy) logf(format string, args ...any) {
+	if p.cfg.Logf != nil {
+		p.cfg.Logf("faultproxy: "+format, args...)
+	}
+}
