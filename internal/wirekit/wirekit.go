@@ -1,0 +1,39 @@
+// Package wirekit runs integration tests through a fault proxy (internal/faultproxy) in front of
+// the real test server. It is apart from testkit because faultproxy's own tests use testkit.
+package wirekit
+
+import (
+	"testing"
+
+	"github.com/safeput/safeput/internal/faultproxy"
+	"github.com/safeput/safeput/internal/testkit"
+	"github.com/safeput/safeput/store"
+)
+
+// Proxied starts a fault proxy in front of env's server and returns it with a store of env's
+// adapter that talks through it. Checks of what landed go to env.Srv directly, never through
+// the proxy. The proxy closes when the test ends.
+func Proxied(t testing.TB, env testkit.Env, seed int64) (*faultproxy.Proxy, store.Store) {
+	t.Helper()
+	p, err := faultproxy.Start(faultproxy.Config{
+		Upstream: env.Srv.Endpoint, AccessKey: env.Srv.AccessKey, SecretKey: env.Srv.SecretKey,
+		Region: env.Srv.Region, Seed: seed,
+	})
+	if err != nil {
+		t.Fatalf("fault proxy: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	via := env.Srv
+	via.Endpoint = p.URL()
+	for _, a := range testkit.Adapters {
+		if a.Name == env.Adapter {
+			st, err := a.New(via)
+			if err != nil {
+				t.Fatalf("%s adapter through the proxy: %v", a.Name, err)
+			}
+			return p, st
+		}
+	}
+	t.Fatalf("no adapter named %q", env.Adapter)
+	return nil, nil
+}

@@ -1,0 +1,371 @@
+package writer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/faultproxy"
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/internal/testkit"
+	"github.com/safeput/safeput/internal/wirekit"
+	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/writer"
+)
+
+// Faults at the wire: a real HTTP proxy between the adapter and the real server breaks
+// connections, holds requests, cuts answers and stores altered bodies, and the writer must still
+// end every write verified or with a classified error, within its bound, leaving nothing behind.
+
+// wireWindow is the stall window of the wire tests: short, so a hung request costs little.
+const wireWindow = 500 * time.Millisecond
+
+func wirePolicy(extra ...retry.Option) *retry.Policy {
+	return fastPolicy(append([]retry.Option{retry.WithAttemptTimeout(0), retry.WithStallTimeout(wireWindow)}, extra...)...)
+}
+
+// One request held forever at any step costs one stall window; the write lands verified. The
+// hold is on the wire: the proxy has taken the whole request and never answers.
+func TestWireStallAtEveryStep(t *testing.T) {
+	type tc struct {
+		op       faultproxy.Op
+		multi    bool
+		readBack bool
+		fail     bool // make the write fail (a 403 on part 1) so the abort runs and hangs once
+	}
+	cases := []tc{
+		{op: faultproxy.PutObject},
+		{op: faultproxy.HeadObject},
+		{op: faultproxy.GetObject, readBack: true},
+		{op: faultproxy.CreateMultipartUpload, multi: true},
+		{op: faultproxy.UploadPart, multi: true},
+		{op: faultproxy.ListParts, multi: true},
+		{op: faultproxy.CompleteMultipartUpload, multi: true},
+		{op: faultproxy.HeadObject, multi: true},
+		{op: faultproxy.AbortMultipartUpload, multi: true, fail: true},
+	}
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		proxy, st := wirekit.Proxied(t, env, 1)
+		for _, c := range cases {
+			name := string(c.op)
+			if c.multi {
+				name = "multipart-" + name
+			}
+			t.Run(name, func(t *testing.T) {
+				size := 100 << 10
+				if c.multi {
+					size = 2*part + 1
+				}
+				data := s3test.RandomBytes(size)
+				rules := []faultproxy.Rule{{Op: c.op, Nth: 1, Fault: faultproxy.Fault{Kind: faultproxy.Hold}}}
+				want := sperrors.Unknown
+				if c.fail {
+					rules = append(rules, faultproxy.Rule{Op: faultproxy.UploadPart, PartNumber: 1,
+						Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 403, Code: "AccessDenied"}})
+					want = sperrors.Permanent
+				}
+				proxy.SetRules(rules...)
+				defer proxy.SetRules()
+				key := "wire-stall/" + name
+				start := time.Now()
+				res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
+					testOpts(writer.WithRetry(wirePolicy()), writer.WithReadBack(c.readBack))...)
+				took := time.Since(start)
+				if proxy.Stats().Injected[faultproxy.Hold] == 0 {
+					t.Fatal("the hold was never injected")
+				}
+				checkOutcome(t, env, key, data, res, err, want)
+				if want == sperrors.Unknown && res.Failures[sperrors.Transient] == 0 {
+					t.Errorf("Result.Failures %v does not show the stalled attempt", res.Failures)
+				}
+				t.Logf("%s: one %s held forever at the wire cost %v in all (window %v)", env.Adapter, c.op, took, wireWindow)
+			})
+		}
+	})
+}
+
+// A server that takes every request and never answers, or stops reading every body: the write
+// fails Transient (code Stalled) within attempts × window + the clean-up bound, nothing left.
+func TestWireHungServer(t *testing.T) {
+	const abortTimeout = 3 * time.Second
+	cases := []struct {
+		name  string
+		size  int
+		fault faultproxy.Fault
+	}{
+		{"hold-single", 100 << 10, faultproxy.Fault{Kind: faultproxy.Hold}},
+		{"hold-multipart", 2*part + 1, faultproxy.Fault{Kind: faultproxy.Hold}},
+		{"stop-reading-single", part, faultproxy.Fault{Kind: faultproxy.StopReading, Bytes: 64 << 10}},
+	}
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		proxy, st := wirekit.Proxied(t, env, 2)
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				proxy.SetRules(faultproxy.Rule{Op: faultproxy.OpAny, Fault: c.fault})
+				defer proxy.SetRules()
+				data := s3test.RandomBytes(c.size)
+				key := "wire-hung/" + c.name
+				policy := wirePolicy(retry.WithMaxAttempts(3))
+				start := time.Now()
+				res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
+					testOpts(writer.WithRetry(policy), writer.WithAbortTimeout(abortTimeout), writer.WithThreshold(part))...)
+				took := time.Since(start)
+				// 3 attempts of one window each, backoff of at most 3 × 20 ms, the clean-up bound,
+				// and slack for a loaded machine.
+				bound := 3*wireWindow + abortTimeout + 5*time.Second
+				t.Logf("%s: %s failed after %v (bound %v): %v", env.Adapter, c.name, took, bound, err)
+				if took > bound {
+					t.Errorf("returned after %v, bound %v", took, bound)
+				}
+				var se *sperrors.Error
+				if !errors.As(err, &se) || se.Kind != sperrors.Transient || se.Code != sperrors.CodeStalled {
+					t.Fatalf("got %v (result %+v), want Transient with code %s", err, res, sperrors.CodeStalled)
+				}
+				proxy.SetRules()
+				checkOutcome(t, env, key, data, res, err, sperrors.Transient)
+			})
+		}
+	})
+}
+
+// A throttling storm at the wire: 30 % of all requests answered 503 SlowDown (some with
+// Retry-After) by the proxy. Every 23 MiB upload (5 MiB parts, 4 in flight) lands identical.
+func TestWireThrottleStorm(t *testing.T) {
+	uploads := envInt("SAFEPUT_WIRE_STORM_UPLOADS", 6)
+	seed := int64(envInt("SAFEPUT_WIRE_SEED", 20261130))
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		proxy, st := wirekit.Proxied(t, env, seed)
+		proxy.SetRules(
+			faultproxy.Rule{Op: faultproxy.OpAny, Prob: 0.05, Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 503, Code: "SlowDown", RetryAfter: "1"}},
+			faultproxy.Rule{Op: faultproxy.OpAny, Prob: 0.25 / 0.95, Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 503, Code: "SlowDown"}},
+		)
+		data := s3test.RandomBytes(23 << 20)
+		for i := range uploads {
+			key := fmt.Sprintf("wire-storm/%d", i)
+			res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
+				testOpts(writer.WithRetry(quickIntervals()), writer.WithConcurrency(4))...)
+			if err != nil {
+				t.Errorf("upload %d through a 30%% storm: %v", i, err)
+				continue
+			}
+			if res.Failures[sperrors.Throttled] == 0 && i == 0 {
+				t.Logf("upload %d saw no throttle", i)
+			}
+			if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, data) {
+				t.Fatalf("upload %d: read back differs", i)
+			}
+		}
+		st2 := proxy.Stats()
+		t.Logf("seed %d: %d uploads, %d requests, %d answered 503", seed, uploads, total(st2.Requests), st2.Injected[faultproxy.Status])
+		if ids := s3test.IncompleteUploads(t, env.Srv, env.Bucket, "wire-storm/"); len(ids) != 0 {
+			t.Errorf("incomplete uploads left: %v", ids)
+		}
+	})
+}
+
+func total(m map[faultproxy.Op]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// wireFault is one fault class of the wire campaign, with the ops it applies to and the kinds a
+// write may fail with when it is injected (a write that lands is always acceptable).
+type wireFault struct {
+	name    string
+	fault   faultproxy.Fault
+	ops     []faultproxy.Op // nil: any op of the upload's path
+	failsAs []sperrors.Kind
+	// streamFailsAs: extra kinds for a one-pass stream source, which cannot re-send altered bytes.
+	streamFailsAs []sperrors.Kind
+	// mustFail: the fault cannot be retried away; landing would be a bug.
+	mustFail bool
+}
+
+var (
+	bodyOps    = []faultproxy.Op{faultproxy.PutObject, faultproxy.UploadPart}
+	singleOps  = []faultproxy.Op{faultproxy.PutObject, faultproxy.HeadObject}
+	multiOps   = []faultproxy.Op{faultproxy.CreateMultipartUpload, faultproxy.UploadPart, faultproxy.ListParts, faultproxy.CompleteMultipartUpload, faultproxy.HeadObject}
+	transient  = []sperrors.Kind{sperrors.Transient}
+	wireFaults = []wireFault{
+		{name: "reset-after-4KiB", fault: faultproxy.Fault{Kind: faultproxy.ResetAfterBytes, Bytes: 4 << 10}, failsAs: transient},
+		{name: "response-lost", fault: faultproxy.Fault{Kind: faultproxy.DropResponse}, failsAs: transient},
+		{name: "hold-forever", fault: faultproxy.Fault{Kind: faultproxy.Hold}, failsAs: transient},
+		{name: "hold-300ms", fault: faultproxy.Fault{Kind: faultproxy.Hold, Hold: 300 * time.Millisecond}},
+		{name: "stop-reading", fault: faultproxy.Fault{Kind: faultproxy.StopReading}, ops: bodyOps, failsAs: transient},
+		{name: "response-cut", fault: faultproxy.Fault{Kind: faultproxy.CutResponse}, failsAs: transient},
+		{name: "503-slowdown-retry-after", fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 503, Code: "SlowDown", RetryAfter: "1"}, failsAs: []sperrors.Kind{sperrors.Throttled}},
+		{name: "500", fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 500, Code: "InternalError"}, failsAs: transient},
+		{name: "429", fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 429}, failsAs: []sperrors.Kind{sperrors.Throttled}},
+		{name: "stored-truncated", fault: faultproxy.Fault{Kind: faultproxy.StoreTruncated}, ops: bodyOps, failsAs: []sperrors.Kind{sperrors.Integrity}, streamFailsAs: []sperrors.Kind{sperrors.Integrity}},
+		{name: "stored-flipped", fault: faultproxy.Fault{Kind: faultproxy.StoreFlipped}, ops: bodyOps, failsAs: []sperrors.Kind{sperrors.Integrity}, streamFailsAs: []sperrors.Kind{sperrors.Integrity}},
+		{name: "403", fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 403, Code: "AccessDenied"}, ops: bodyOps, failsAs: []sperrors.Kind{sperrors.Permanent}, mustFail: true},
+	}
+)
+
+// The campaign at the wire: every upload gets one fault of a class chosen in turn (so every
+// class is injected), on a random request of its path, plus background throttling; single PUT
+// and multipart, replayable and stream sources, both adapters. It prints its seed and counts
+// and fails on any silent corruption, any upload that does not return within its bound, any
+// failure of a kind its faults do not explain, and any unreported leftover upload.
+func TestWireCampaign(t *testing.T) {
+	seed := int64(envInt("SAFEPUT_WIRE_SEED", 20261130))
+	uploads := envInt("SAFEPUT_WIRE_UPLOADS", 4*len(wireFaults))
+	const bound = 60 * time.Second // per upload: many times the worst case of one fault plus background throttles
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		rng := rand.New(rand.NewSource(seed))
+		proxy, st := wirekit.Proxied(t, env, seed)
+		counts := map[string]int{}
+		for i := range uploads {
+			wf := wireFaults[i%len(wireFaults)]
+			multi := rng.Intn(2) == 0
+			src := source(rng.Intn(2))
+			size := 64<<10 + rng.Intn(part-64<<10)
+			ops := singleOps
+			if multi {
+				size = 2*part + 1 + rng.Intn(part)
+				ops = multiOps
+			}
+			if wf.ops != nil {
+				ops = intersect(ops, wf.ops)
+			}
+			op := ops[rng.Intn(len(ops))]
+			fault := wf.fault
+			fault.Rechecksum = op == faultproxy.UploadPart // a COMPOSITE part without its checksum is refused before it is stored
+			proxy.SetRules(
+				faultproxy.Rule{Op: op, Nth: 1, Fault: fault},
+				faultproxy.Rule{Op: faultproxy.OpAny, Prob: 0.03, Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 503, Code: "SlowDown"}},
+			)
+			key := fmt.Sprintf("wire-campaign/%03d-%s-%s-%s", i, wf.name, op, src)
+			data := s3test.RandomBytes(size)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*bound)
+			start := time.Now()
+			res, err := writer.Upload(ctx, st, env.Bucket, key, src.reader(data),
+				testOpts(writer.WithRetry(wirePolicy()), writer.WithAbortTimeout(10*time.Second))...)
+			took := time.Since(start)
+			cancel()
+			injected := injectedKinds(proxy, key)
+			if took > bound {
+				t.Errorf("%s: HANG: returned after %v, bound %v (err %v)", key, took, bound, err)
+			}
+			outcome := checkWireOutcome(t, env, key, data, res, err, wf, src, injected)
+			counts[outcome]++
+			for _, k := range injected {
+				if k == wf.fault.Kind {
+					counts["injected "+wf.name]++
+				} else {
+					counts["injected background "+string(k)]++
+				}
+			}
+		}
+		proxy.SetRules()
+		t.Logf("seed %d, %s: %d uploads; %s", seed, env.Adapter, uploads, formatCounts(counts))
+		for _, wf := range wireFaults {
+			if counts["injected "+wf.name] == 0 {
+				t.Errorf("fault class %s was never injected", wf.name)
+			}
+		}
+	})
+}
+
+func intersect(a, b []faultproxy.Op) []faultproxy.Op {
+	var out []faultproxy.Op
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+func injectedKinds(p *faultproxy.Proxy, key string) []faultproxy.Kind {
+	var out []faultproxy.Kind
+	for _, in := range p.Injected() {
+		if in.Key == key {
+			out = append(out, in.Kind)
+		}
+	}
+	return out
+}
+
+// checkWireOutcome asserts the promise for one campaign upload and names its outcome.
+func checkWireOutcome(t *testing.T, env testkit.Env, key string, data []byte, res *writer.Result, err error,
+	wf wireFault, src source, injected []faultproxy.Kind) string {
+	t.Helper()
+	leftover := s3test.IncompleteUploads(t, env.Srv, env.Bucket, key)
+	if err == nil {
+		if wf.mustFail {
+			t.Errorf("%s: landed through a fault that cannot be retried away (%v)", key, injected)
+		}
+		if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, data) {
+			t.Errorf("%s: SILENT CORRUPTION: landed %d bytes, wrote %d, not identical (faults %v)", key, len(got), len(data), injected)
+		}
+		if !res.VerifiedStrong {
+			t.Errorf("%s: landed verified only by %s", key, res.Verified)
+		}
+		reported := map[string]bool{}
+		for _, id := range res.LeftBehind {
+			reported[id] = true
+		}
+		for _, id := range leftover {
+			if !reported[id] {
+				t.Errorf("%s: unreported incomplete upload %s", key, id)
+			}
+		}
+		if res.UploadAttempts > 1 || len(injected) > 0 {
+			return "landed after faults"
+		}
+		return "landed clean"
+	}
+	var se *sperrors.Error
+	if !errors.As(err, &se) {
+		t.Errorf("%s: unclassified error %v", key, err)
+		return "unclassified"
+	}
+	allowed := append([]sperrors.Kind{sperrors.Throttled}, wf.failsAs...) // background throttling
+	if src == stream {
+		allowed = append(allowed, wf.streamFailsAs...)
+	}
+	ok := false
+	for _, k := range allowed {
+		ok = ok || se.Kind == k
+	}
+	if !ok {
+		t.Errorf("%s: failed %s, which its faults (%v) do not explain: %v", key, se.Kind, injected, err)
+	}
+	if s3test.Exists(t, env.Srv, env.Bucket, key) {
+		if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, data) {
+			t.Errorf("%s: a failed write left a wrong object visible (%d bytes)", key, len(got))
+		}
+	}
+	for _, id := range leftover {
+		if !se.AbortFailed || se.UploadID != id {
+			t.Errorf("%s: unreported incomplete upload %s (err %v)", key, id, err)
+		}
+	}
+	return "failed " + se.Kind.String()
+}
+
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
