@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -18,6 +16,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
 )
 
@@ -131,26 +130,8 @@ func requestID(md middleware.Metadata) string {
 	return id
 }
 
-// retryAfter reads the store's hint: x-amz-retry-after in milliseconds, else Retry-After in
-// seconds or as an HTTP date. 0 when absent or unparsable.
+// retryAfter reads the store's hint with the errors package's parser: x-amz-retry-after
+// (milliseconds) first, else Retry-After (seconds or an HTTP date); 0 when absent or unparsable.
 func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := strings.TrimSpace(h.Get("x-amz-retry-after")); v != "" {
-		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
-			return time.Duration(ms) * time.Millisecond
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs > 0 {
-			return time.Duration(secs) * time.Second
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
+	return sperrors.ParseRetryAfter(h.Get("Retry-After"), h.Get("x-amz-retry-after"), now)
 }

@@ -3,7 +3,6 @@ package miniogo
 import (
 	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/signer"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
 )
 
@@ -182,14 +181,6 @@ func (ex *exchange) nonCompliant(op string, cause error) error {
 // when an error body has no <Code>.
 var statusText = regexp.MustCompile(`^[0-9]{3}( |$)`)
 
-// errorDoc is an S3 <Error> document.
-type errorDoc struct {
-	XMLName   xml.Name `xml:"Error"`
-	Code      string   `xml:"Code"`
-	Message   string   `xml:"Message"`
-	RequestID string   `xml:"RequestId"`
-}
-
 // fail turns an error from a Core call into the store contract's error.
 func (s *Store) fail(op string, ex *exchange, err error) error {
 	st := ex.snapshot()
@@ -241,8 +232,7 @@ func (s *Store) fail(op string, ex *exchange, err error) error {
 	}
 	if s.recording && status >= 300 {
 		// The raw body is the authority: "" when it had no code (a HEAD never has a body).
-		var doc errorDoc
-		if xml.Unmarshal(st.errBody, &doc) == nil {
+		if doc, ok := sperrors.ParseErrorBody(bytes.NewReader(st.errBody)); ok {
 			re.Code, re.Message = doc.Code, doc.Message
 			if doc.RequestID != "" {
 				re.RequestID = doc.RequestID
@@ -286,20 +276,8 @@ func restoreTransportError(err, rtErr error) error {
 	return err
 }
 
-// retryAfter reads Retry-After (seconds or an HTTP date) or x-amz-retry-after (milliseconds).
+// retryAfter reads the store's hint with the errors package's parser, as the aws adapter does:
+// x-amz-retry-after (milliseconds) first, else Retry-After (seconds or an HTTP date).
 func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs > 0 {
-			return time.Duration(secs) * time.Second
-		}
-		if t, err := http.ParseTime(v); err == nil && t.After(now) {
-			return t.Sub(now)
-		}
-	}
-	if v := strings.TrimSpace(h.Get("x-amz-retry-after")); v != "" {
-		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
-			return time.Duration(ms) * time.Millisecond
-		}
-	}
-	return 0
+	return sperrors.ParseRetryAfter(h.Get("Retry-After"), h.Get("x-amz-retry-after"), now)
 }

@@ -33,7 +33,8 @@ func TestRetryAfter(t *testing.T) {
 		{http.Header{"Retry-After": {now.Add(90 * time.Second).Format(http.TimeFormat)}}, 90 * time.Second},
 		{http.Header{"Retry-After": {"soon"}}, 0},
 		{http.Header{"X-Amz-Retry-After": {"250"}}, 250 * time.Millisecond},
-		{http.Header{"Retry-After": {"2"}, "X-Amz-Retry-After": {"250"}}, 2 * time.Second},
+		// Same precedence as the aws adapter: the millisecond hint is the more precise.
+		{http.Header{"Retry-After": {"2"}, "X-Amz-Retry-After": {"250"}}, 250 * time.Millisecond},
 		{http.Header{"Retry-After": {"-3"}}, 0},
 	} {
 		if got := retryAfter(c.h, now); got != c.want {
