@@ -617,12 +617,14 @@ func (w *Writer) Close() error {
 			w.mu.Lock()
 			w.result.LeftBehind = left
 			w.mu.Unlock()
-		} else if e := asError(err); e != nil {
-			e.AbortFailed = true
-			if e.UploadID == "" {
-				e.UploadID = left[0]
-			}
-			e.Message += fmt.Sprintf("; uploads left behind by a lost CreateMultipartUpload answer: %v", left)
+		} else {
+			err = annotated(err, func(e *sperrors.Error) {
+				e.AbortFailed = true
+				if e.UploadID == "" {
+					e.UploadID = left[0]
+				}
+				e.Message += fmt.Sprintf("; uploads left behind by a lost CreateMultipartUpload answer: %v", left)
+			})
 		}
 	}
 	w.cancel()
@@ -1094,13 +1096,24 @@ func (w *Writer) cleanup(err error) error {
 	w.wg.Wait()
 	w.releaseHeld()
 	if aerr := w.abortUpload(w.ctx); aerr != nil {
-		var e *sperrors.Error
-		if stderrors.As(err, &e) {
+		err = annotated(err, func(e *sperrors.Error) {
 			e.AbortFailed = true
 			e.UploadID = aerr.UploadID
-		}
+		})
 	}
 	return err
+}
+
+// annotated returns a copy of err's *Error changed by fn. Errors are values: err may be the sticky
+// error an earlier Write already returned to the caller, which must not change under them.
+func annotated(err error, fn func(*sperrors.Error)) error {
+	e := asError(err)
+	if e == nil {
+		return err
+	}
+	c := *e
+	fn(&c)
+	return &c
 }
 
 func (w *Writer) releaseHeld() {

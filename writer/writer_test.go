@@ -16,6 +16,8 @@ import (
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/memstore"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
@@ -429,4 +431,35 @@ func TestAbortWhileWriting(t *testing.T) {
 			t.Fatalf("%d bytes of buffers never returned to the budget", n)
 		}
 	})
+}
+
+// Errors are values: the error a Write returned is not changed by what Close learns later (the
+// abort failing); Close returns its own copy that says so.
+func TestReturnedErrorIsNotMutated(t *testing.T) {
+	mem := memstore.New(memstore.WithBuckets("b"))
+	fs := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.Forbidden), faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden))
+	w, err := writer.New(context.Background(), fs, "b", "k", writer.WithProfile("minio"), writer.WithPartSize(5<<20),
+		writer.WithConcurrency(1), writer.WithAbortTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writeErr error
+	for range 8 { // until the failed part surfaces through Write
+		if _, writeErr = w.Write(make([]byte, 5<<20)); writeErr != nil {
+			break
+		}
+	}
+	var we *sperrors.Error
+	if !errors.As(writeErr, &we) || we.Kind != sperrors.Permanent {
+		t.Fatalf("Write: %v, want the part's Permanent error", writeErr)
+	}
+	before := *we
+	closeErr := w.Close()
+	var ce *sperrors.Error
+	if !errors.As(closeErr, &ce) || !ce.AbortFailed || ce.UploadID == "" {
+		t.Fatalf("Close: %v, want AbortFailed with the upload id", closeErr)
+	}
+	if *we != before {
+		t.Errorf("the error Write returned changed after Close: %+v, was %+v", *we, before)
+	}
 }
