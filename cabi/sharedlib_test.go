@@ -29,9 +29,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// build makes libsafeput.so with the given tags (always safeput_faults: the tests inject
-// faults) and the reference C program linked against it with the extra C flags, in a directory
-// of its own, once per name.
+// build makes libsafeput.so with the extra tags (always safeput_faults: the tests inject
+// faults), once per tags, and the reference C program linked against it with the extra C flags,
+// once per name, all under buildDir.
 //
 // The library is built without -race even when the tests run under it: the race detector's
 // runtime, loaded from a shared library into a C process it did not start, cannot map its
@@ -39,19 +39,21 @@ func TestMain(m *testing.M) {
 // C program under -race.
 func build(t *testing.T, name, tags string, cflags ...string) string {
 	t.Helper()
-	dir := filepath.Join(buildDir, name)
-	prog := filepath.Join(dir, "abi_prog")
+	lib := filepath.Join(buildDir, "lib"+strings.ReplaceAll(tags, ",", "-"))
+	if _, err := os.Stat(filepath.Join(lib, "libsafeput.so")); err != nil {
+		run(t, exec.Command("go", "build", "-buildmode=c-shared", "-tags", "safeput_faults"+tags,
+			"-o", filepath.Join(lib, "libsafeput.so"), "./lib"))
+	}
+	prog := filepath.Join(buildDir, name, "abi_prog")
 	if _, err := os.Stat(prog); err == nil {
 		return prog
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(prog), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	run(t, exec.Command("go", "build", "-buildmode=c-shared", "-tags", "safeput_faults"+tags,
-		"-o", filepath.Join(dir, "libsafeput.so"), "./lib"))
 	args := append([]string{"-std=c11", "-D_POSIX_C_SOURCE=200809L", "-g", "-O1", "-Wall", "-Wextra", "-Werror"}, cflags...)
 	args = append(args, "-I", ".", "-o", prog, "internal/ctest/abi_prog.c", "testdata/main.c",
-		"-L", dir, "-lsafeput", "-lpthread", "-Wl,-rpath,"+dir)
+		"-L", lib, "-lsafeput", "-lpthread", "-Wl,-rpath,"+lib)
 	run(t, exec.Command("gcc", args...))
 	return prog
 }
@@ -119,7 +121,7 @@ func TestSharedLibraryValgrind(t *testing.T) {
 		t.Skip("valgrind is not installed")
 	}
 	prog := build(t, "valgrind", ",valgrind")
-	supp := filepath.Join(filepath.Dir(prog), "go-heap.supp")
+	supp := filepath.Join(buildDir, "go-heap.supp")
 	var rules strings.Builder
 	for _, kind := range []string{"Cond", "Value1", "Value2", "Value4", "Value8", "Value16"} {
 		fmt.Fprintf(&rules, "{\n  go-heap-%s\n  Memcheck:%s\n  obj:*/libsafeput.so\n}\n", kind, kind)
