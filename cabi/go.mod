@@ -2,10 +2,7 @@ module github.com/safeput/safeput/cabi
 
 go 1.26.0
 
-require (
-	github.com/safeput/safeput v0.0.0-00010101000000-000000000000
-	go.uber.org/zap v1.28.0
-)
+require go.uber.org/zap v1.28.0
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0 // indirect

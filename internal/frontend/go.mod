@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.9
-	github.com/safeput/safeput v0.0.0-00010101000000-000000000000
 )
 
 require (
