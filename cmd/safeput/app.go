@@ -8,20 +8,16 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/awss3"
-	"github.com/safeput/safeput/store/miniogo"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -151,11 +147,7 @@ func isArgsOrCommandError(err error) bool {
 		strings.Contains(s, "requires ") || strings.Contains(s, "arg(s)")
 }
 
-func oneLine(err error) string {
-	s := err.Error()
-	s = strings.TrimPrefix(s, "safeput: ")
-	return strings.NewReplacer("\r\n", " ", "\n", " ").Replace(s)
-}
+func oneLine(err error) string { return frontend.OneLine(err) }
 
 func (a *app) setupLogger() error {
 	var lvl zapcore.Level
@@ -169,109 +161,6 @@ func (a *app) setupLogger() error {
 	return nil
 }
 
-// firstEnv returns the first non-empty value among the named environment variables.
-func firstEnv(names ...string) string {
-	for _, n := range names {
-		if v := os.Getenv(n); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-// resolved is the connection configuration after flags and environment.
-type resolved struct {
-	endpoint, region, accessKey, secretKey, sessionToken string
-}
-
-func (a *app) resolve() (resolved, error) {
-	r := resolved{
-		endpoint:     a.g.endpoint,
-		region:       a.g.region,
-		accessKey:    a.g.accessKey,
-		secretKey:    a.g.secretKey,
-		sessionToken: a.g.sessionToken,
-	}
-	if r.endpoint == "" {
-		r.endpoint = firstEnv("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
-	}
-	if r.region == "" {
-		r.region = firstEnv("AWS_REGION", "AWS_DEFAULT_REGION")
-	}
-	if r.region == "" {
-		r.region = "us-east-1"
-	}
-	// Flags and environment are taken as pairs: mixing a flag key with an environment secret
-	// would sign with credentials nobody meant together.
-	if r.accessKey == "" && r.secretKey == "" {
-		r.accessKey, r.secretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
-		if r.sessionToken == "" {
-			r.sessionToken = os.Getenv("AWS_SESSION_TOKEN")
-		}
-	}
-	if r.accessKey == "" && r.secretKey == "" {
-		if err := a.fromSharedConfig(&r); err != nil {
-			return r, err
-		}
-	}
-	switch {
-	case r.accessKey == "" && r.secretKey == "":
-		return r, usageErr("missing credentials: set --access-key and --secret-key, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a --profile (AWS_PROFILE) in the shared config files")
-	case r.accessKey == "":
-		return r, usageErr("missing credentials: a secret key without an access key id")
-	case r.secretKey == "":
-		return r, usageErr("missing credentials: an access key id without a secret key")
-	}
-	if r.endpoint != "" {
-		if !strings.HasPrefix(r.endpoint, "http://") && !strings.HasPrefix(r.endpoint, "https://") {
-			return r, usageErr("endpoint %q: want http://host[:port] or https://host[:port]", r.endpoint)
-		}
-	} else if a.g.backend == "minio" {
-		// minio-go needs a host; without one, use the AWS endpoint awss3 would pick.
-		r.endpoint = "https://s3." + r.region + ".amazonaws.com"
-	}
-	return r, nil
-}
-
-// fromSharedConfig fills what flags and environment left empty from the shared config and
-// credentials files (~/.aws/config, ~/.aws/credentials, or AWS_CONFIG_FILE and
-// AWS_SHARED_CREDENTIALS_FILE), for --profile or AWS_PROFILE (else "default"). The instance
-// metadata service is not asked: a CLI run off EC2 would wait on it for nothing.
-func (a *app) fromSharedConfig(r *resolved) error {
-	profile := a.g.profile
-	if profile == "" {
-		profile = os.Getenv("AWS_PROFILE")
-	}
-	opts := []func(*config.LoadOptions) error{config.WithEC2IMDSClientEnableState(imds.ClientDisabled)}
-	if profile != "" {
-		opts = append(opts, config.WithSharedConfigProfile(profile))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		if profile != "" {
-			return usageErr("profile %q: %v", profile, err)
-		}
-		return nil // no shared config: the caller reports the missing credentials
-	}
-	creds, err := cfg.Credentials.Retrieve(ctx)
-	if err != nil {
-		if profile != "" {
-			return usageErr("profile %q: no credentials: %v", profile, err)
-		}
-		return nil
-	}
-	r.accessKey, r.secretKey, r.sessionToken = creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken
-	if a.g.region == "" && firstEnv("AWS_REGION", "AWS_DEFAULT_REGION") == "" && cfg.Region != "" {
-		r.region = cfg.Region
-	}
-	if r.endpoint == "" && cfg.BaseEndpoint != nil {
-		r.endpoint = *cfg.BaseEndpoint
-	}
-	return nil
-}
-
 // newStore builds the store adapter the flags ask for, wrapped by the hidden fault injector.
 func (a *app) newStore() (store.Store, error) {
 	if a.g.backend != "aws" && a.g.backend != "minio" {
@@ -281,27 +170,13 @@ func (a *app) newStore() (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := a.resolve()
-	if err != nil {
-		return nil, err
-	}
-	var st store.Store
-	if a.g.backend == "minio" {
-		st, err = miniogo.New(miniogo.Config{
-			Endpoint: r.endpoint, Region: r.region, AccessKey: r.accessKey, SecretKey: r.secretKey,
-			SessionToken: r.sessionToken, PathStyle: a.g.pathStyle, InsecureSkipVerify: a.g.insecure,
-		})
-	} else {
-		st, err = awss3.New(awss3.Config{
-			Endpoint: r.endpoint, Region: r.region, AccessKey: r.accessKey, SecretKey: r.secretKey,
-			SessionToken: r.sessionToken, PathStyle: a.g.pathStyle, InsecureSkipVerify: a.g.insecure,
-		})
-	}
+	st, err := frontend.NewStore(frontend.Conn{
+		Endpoint: a.g.endpoint, Region: a.g.region, AccessKey: a.g.accessKey, SecretKey: a.g.secretKey,
+		SessionToken: a.g.sessionToken, Profile: a.g.profile, PathStyle: a.g.pathStyle, Backend: a.g.backend,
+		InsecureSkipVerify: a.g.insecure, KeysHint: "--access-key and --secret-key",
+	}, rules)
 	if err != nil {
 		return nil, usageErr("%v", err)
-	}
-	if len(rules) > 0 {
-		st = wrapFaults(st, rules)
 	}
 	return st, nil
 }
@@ -354,17 +229,11 @@ type uploadConfig struct {
 }
 
 func parseChecksum(s string) (store.ChecksumAlgorithm, error) {
-	switch strings.ToLower(s) {
-	case "crc64nvme":
-		return store.ChecksumCRC64NVME, nil
-	case "crc32c":
-		return store.ChecksumCRC32C, nil
-	case "crc32":
-		return store.ChecksumCRC32, nil
-	case "none", "":
-		return store.ChecksumNone, nil
+	alg, err := frontend.ParseChecksum(s)
+	if err != nil {
+		return "", usageErr("--checksum %v", err)
 	}
-	return "", usageErr("--checksum %q: want crc64nvme, crc32c, crc32 or none", s)
+	return alg, nil
 }
 
 // uploadOptions validates --provider, --part-size, --concurrency and --checksum against a plan
@@ -419,26 +288,8 @@ func (a *app) printJSON(v any) error {
 }
 
 // jsonError is the machine form of a failure.
-type jsonError struct {
-	Status   string `json:"status"`
-	ExitCode int    `json:"exit_code"`
-	Kind     string `json:"kind,omitempty"`
-	Code     string `json:"code,omitempty"`
-	HTTP     int    `json:"http_status,omitempty"`
-	UploadID string `json:"upload_id,omitempty"`
-	// AbortFailed: the upload could not be aborted; sweep will find it.
-	AbortFailed bool   `json:"abort_failed,omitempty"`
-	Error       string `json:"error"`
-}
+type jsonError = frontend.JSONError
 
 func newJSONError(ctx context.Context, err error) jsonError {
-	je := jsonError{Status: "failed", ExitCode: exitCodeFor(ctx, err), Error: oneLine(err)}
-	var se *sperrors.Error
-	if stderrors.As(err, &se) {
-		je.Kind, je.Code, je.HTTP, je.UploadID, je.AbortFailed = se.Kind.String(), se.Code, se.StatusCode, se.UploadID, se.AbortFailed
-	}
-	if je.ExitCode == exitCanceled {
-		je.Kind = sperrors.Canceled.String()
-	}
-	return je
+	return frontend.ErrorJSON(exitCodeFor(ctx, err), err)
 }

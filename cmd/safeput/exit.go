@@ -6,19 +6,21 @@ import (
 	"fmt"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/frontend"
 )
 
 // Exit codes. They are part of the CLI's contract: scripts branch on them.
+// They are shared with the C ABI (internal/frontend), whose status codes are the same.
 const (
-	exitOK            = 0
-	exitInternal      = 1
-	exitUsage         = 2
-	exitTransient     = 3
-	exitPermanent     = 4
-	exitIntegrity     = 5
-	exitCompatibility = 6
-	exitPrecondition  = 7
-	exitCanceled      = 8
+	exitOK            = frontend.ExitOK
+	exitInternal      = frontend.ExitInternal
+	exitUsage         = frontend.ExitUsage
+	exitTransient     = frontend.ExitTransient
+	exitPermanent     = frontend.ExitPermanent
+	exitIntegrity     = frontend.ExitIntegrity
+	exitCompatibility = frontend.ExitCompatibility
+	exitPrecondition  = frontend.ExitPrecondition
+	exitCanceled      = frontend.ExitCanceled
 )
 
 const exitCodesHelp = `Exit codes:
@@ -73,20 +75,4 @@ func exitCodeFor(ctx context.Context, err error) int {
 	return kindExit(sperrors.KindOf(err))
 }
 
-func kindExit(k sperrors.Kind) int {
-	switch k {
-	case sperrors.Transient, sperrors.Throttled:
-		return exitTransient
-	case sperrors.Permanent:
-		return exitPermanent
-	case sperrors.Integrity:
-		return exitIntegrity
-	case sperrors.Compatibility:
-		return exitCompatibility
-	case sperrors.Precondition:
-		return exitPrecondition
-	case sperrors.Canceled:
-		return exitCanceled
-	}
-	return exitInternal
-}
+func kindExit(k sperrors.Kind) int { return frontend.KindExit(k) }

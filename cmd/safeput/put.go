@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/writer"
 )
@@ -170,42 +171,9 @@ func isTerminal(w io.Writer) bool {
 }
 
 // jsonResult is writer.Result for machines.
-type jsonResult struct {
-	Status         string         `json:"status"`
-	Bucket         string         `json:"bucket"`
-	Key            string         `json:"key"`
-	Size           int64          `json:"size"`
-	ETag           string         `json:"etag"`
-	VersionID      string         `json:"version_id,omitempty"`
-	ChecksumAlg    string         `json:"checksum_algorithm,omitempty"`
-	Checksum       string         `json:"checksum,omitempty"`
-	Multipart      bool           `json:"multipart"`
-	Parts          int            `json:"parts"`
-	PartSize       int64          `json:"part_size"`
-	UploadID       string         `json:"upload_id,omitempty"`
-	BytesSent      int64          `json:"bytes_sent"`
-	Requests       int            `json:"requests"`
-	Failures       map[string]int `json:"failures"`
-	Verified       string         `json:"verified"`
-	VerifiedStrong bool           `json:"verified_strong"`
-	AlreadyExisted bool           `json:"already_existed"`
-	UploadAttempts int            `json:"upload_attempts"`
-	ElapsedMS      int64          `json:"elapsed_ms"`
-}
+type jsonResult = frontend.JSONResult
 
-func jsonResultOf(r *writer.Result) jsonResult {
-	j := jsonResult{
-		Status: "landed", Bucket: r.Bucket, Key: r.Key, Size: r.Size, ETag: r.ETag, VersionID: r.VersionID,
-		ChecksumAlg: string(r.Checksum.Algorithm), Checksum: r.Checksum.Value, Multipart: r.Multipart,
-		Parts: r.Parts, PartSize: r.PartSize, UploadID: r.UploadID, BytesSent: r.BytesSent, Requests: r.Requests,
-		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong,
-		AlreadyExisted: r.AlreadyExisted, UploadAttempts: r.UploadAttempts, ElapsedMS: r.Elapsed.Milliseconds(),
-	}
-	for k, n := range r.Failures {
-		j.Failures[k.String()] = n
-	}
-	return j
-}
+func jsonResultOf(r *writer.Result) jsonResult { return frontend.ResultJSON(r) }
 
 // failureSummary renders Result.Failures as "throttled=2 integrity=1", or "none".
 func failureSummary(m map[sperrors.Kind]int) string {

@@ -1,0 +1,200 @@
+package cabi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/frontend"
+	"github.com/safeput/safeput/writer"
+)
+
+// Version is the ABI's version: the major number changes only with an incompatible change to
+// the functions in safeput.h or the meaning of a status code.
+const Version = "1.0.0"
+
+// Status codes: the CLI's exit codes.
+const (
+	StatusOK            = frontend.ExitOK
+	StatusInternal      = frontend.ExitInternal
+	StatusBadInput      = frontend.ExitUsage
+	StatusTransient     = frontend.ExitTransient
+	StatusPermanent     = frontend.ExitPermanent
+	StatusIntegrity     = frontend.ExitIntegrity
+	StatusCompatibility = frontend.ExitCompatibility
+	StatusPrecondition  = frontend.ExitPrecondition
+	StatusCanceled      = frontend.ExitCanceled
+)
+
+// Handle states. A handle moves open → closing → done (close) or open → done (abort), never
+// back; only open accepts writes.
+const (
+	stateOpen int32 = iota
+	stateClosing
+	stateDone
+)
+
+type entry struct {
+	w      *writer.Writer
+	cancel context.CancelFunc
+	// mu serialises Write and Close on this handle, as writer.Writer requires; Abort does not
+	// take it, so it can stop a Write blocked on the network.
+	mu    sync.Mutex
+	state atomic.Int32
+}
+
+var (
+	handles    sync.Map // int64 → *entry
+	lastHandle atomic.Int64
+)
+
+// Handles are never reused: a stale handle from a finished writer can only be unknown.
+func register(e *entry) int64 {
+	h := lastHandle.Add(1)
+	handles.Store(h, e)
+	return h
+}
+
+func lookup(h int64) (*entry, bool) {
+	v, ok := handles.Load(h)
+	if !ok {
+		return nil, false
+	}
+	return v.(*entry), true
+}
+
+// outcome is a status with the JSON for the caller (empty: none).
+type outcome struct {
+	status int
+	json   string
+}
+
+func badInput(format string, args ...any) outcome {
+	err := fmt.Errorf(format, args...)
+	return outcome{StatusBadInput, marshal(frontend.ErrorJSON(StatusBadInput, err))}
+}
+
+func failed(err error) outcome {
+	code := frontend.KindExit(sperrors.KindOf(err))
+	return outcome{code, marshal(frontend.ErrorJSON(code, err))}
+}
+
+func marshal(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return `{"status":"failed","exit_code":1,"kind":"internal","error":"cannot encode the JSON answer"}`
+	}
+	return string(b)
+}
+
+// guard turns a panic into StatusInternal, so no Go panic ever unwinds into C.
+func guard(op string, out *outcome) {
+	if r := recover(); r != nil {
+		err := fmt.Errorf("internal error in %s: %v\n%s", op, r, debug.Stack())
+		je := frontend.ErrorJSON(StatusInternal, err)
+		je.Kind = sperrors.Internal.String()
+		*out = outcome{StatusInternal, marshal(je)}
+	}
+}
+
+// Open parses the config, builds the store and a writer, and returns its handle. Nothing is
+// sent to the store.
+func Open(configJSON string) (h int64, out outcome) {
+	defer guard("safeput_open", &out)
+	cfg, err := parseConfig(configJSON)
+	if err != nil {
+		return 0, badInput("%v", err)
+	}
+	faults, err := testFaults(cfg.TestFaults)
+	if err != nil {
+		return 0, badInput("%v", err)
+	}
+	opts, err := cfg.writerOptions()
+	if err != nil {
+		return 0, badInput("%v", err)
+	}
+	st, err := frontend.NewStore(cfg.conn(), faults)
+	if err != nil {
+		return 0, badInput("%v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := writer.New(ctx, st, cfg.Bucket, cfg.Key, opts...)
+	if err != nil {
+		cancel()
+		// New sends nothing: whatever it rejects is the configuration.
+		return 0, badInput("%v", frontend.OneLine(err))
+	}
+	return register(&entry{w: w, cancel: cancel}), outcome{StatusOK, ""}
+}
+
+// Write hands p to the writer, which copies it (p is not kept).
+func Write(h int64, p []byte) (out outcome) {
+	defer guard("safeput_write", &out)
+	e, ok := lookup(h)
+	if !ok {
+		return badInput("write: unknown handle %d (never opened, or already closed or aborted)", h)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state.Load() != stateOpen {
+		return badInput("write: handle %d is closed or aborted", h)
+	}
+	if _, err := e.w.Write(p); err != nil {
+		return failed(err)
+	}
+	return outcome{StatusOK, ""}
+}
+
+// Close commits and verifies, then forgets the handle.
+func Close(h int64) (out outcome) {
+	defer guard("safeput_close", &out)
+	e, ok := lookup(h)
+	if !ok || !e.state.CompareAndSwap(stateOpen, stateClosing) {
+		return badInput("close: unknown handle %d (never opened, or already closed or aborted)", h)
+	}
+	defer func() {
+		handles.Delete(h)
+		e.state.Store(stateDone)
+		e.cancel()
+	}()
+	e.mu.Lock() // waits for a Write in progress on another thread
+	defer e.mu.Unlock()
+	if err := e.w.Close(); err != nil {
+		return failed(err)
+	}
+	res := e.w.Result()
+	if res == nil {
+		return outcome{StatusInternal, marshal(frontend.ErrorJSON(StatusInternal, errors.New("close succeeded without a result")))}
+	}
+	return outcome{StatusOK, marshal(frontend.ResultJSON(res))}
+}
+
+// Abort discards the write. Called while a Close is running on another thread, it cancels that
+// Close (which then reports the outcome) and returns at once.
+func Abort(h int64) (out outcome) {
+	defer guard("safeput_abort", &out)
+	e, ok := lookup(h)
+	if !ok {
+		return badInput("abort: unknown handle %d (never opened, or already closed or aborted)", h)
+	}
+	for !e.state.CompareAndSwap(stateOpen, stateDone) {
+		switch e.state.Load() {
+		case stateClosing:
+			e.cancel()
+			return outcome{StatusOK, `{"status":"cancelling","note":"close is running on another thread; it reports the outcome"}`}
+		case stateDone:
+			return badInput("abort: handle %d is already closed or aborted", h)
+		}
+	}
+	handles.Delete(h)
+	defer e.cancel()
+	if err := e.w.Abort(context.Background()); err != nil {
+		return failed(err)
+	}
+	return outcome{StatusOK, `{"status":"aborted"}`}
+}

@@ -1,0 +1,188 @@
+package frontend
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/awss3"
+	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/miniogo"
+)
+
+// Conn is how to reach the store, as the user gave it; empty fields are filled from the
+// environment and the shared config files by Resolve.
+type Conn struct {
+	Endpoint     string
+	Region       string
+	AccessKey    string
+	SecretKey    string
+	SessionToken string
+	// Profile names the shared config/credentials profile (else AWS_PROFILE, else "default").
+	Profile            string
+	PathStyle          bool
+	Backend            string // "aws" (aws-sdk-go-v2) or "minio" (minio-go)
+	InsecureSkipVerify bool
+	// KeysHint names where the caller can give keys directly, for the missing-credentials
+	// message ("--access-key and --secret-key" for the CLI).
+	KeysHint string
+}
+
+// Resolved is the connection after flags, environment and shared config.
+type Resolved struct {
+	Endpoint, Region, AccessKey, SecretKey, SessionToken string
+}
+
+// Every error Resolve and NewStore return is a configuration error: nothing was sent.
+
+// Resolve fills what c leaves empty: the endpoint from AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL,
+// the region from AWS_REGION or AWS_DEFAULT_REGION (default us-east-1), the keys from
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, and failing those from the
+// shared config files.
+func (c Conn) Resolve() (Resolved, error) {
+	r := Resolved{Endpoint: c.Endpoint, Region: c.Region, AccessKey: c.AccessKey, SecretKey: c.SecretKey, SessionToken: c.SessionToken}
+	if r.Endpoint == "" {
+		r.Endpoint = firstEnv("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+	}
+	if r.Region == "" {
+		r.Region = firstEnv("AWS_REGION", "AWS_DEFAULT_REGION")
+	}
+	if r.Region == "" {
+		r.Region = "us-east-1"
+	}
+	// Given keys and environment keys are taken as pairs: mixing a given key with an environment
+	// secret would sign with credentials nobody meant together.
+	if r.AccessKey == "" && r.SecretKey == "" {
+		r.AccessKey, r.SecretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+		if r.SessionToken == "" {
+			r.SessionToken = os.Getenv("AWS_SESSION_TOKEN")
+		}
+	}
+	if r.AccessKey == "" && r.SecretKey == "" {
+		if err := c.fromSharedConfig(&r); err != nil {
+			return r, err
+		}
+	}
+	hint := c.KeysHint
+	if hint == "" {
+		hint = "an access key and a secret key"
+	}
+	switch {
+	case r.AccessKey == "" && r.SecretKey == "":
+		return r, fmt.Errorf("missing credentials: set %s, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a --profile (AWS_PROFILE) in the shared config files", hint)
+	case r.AccessKey == "":
+		return r, fmt.Errorf("missing credentials: a secret key without an access key id")
+	case r.SecretKey == "":
+		return r, fmt.Errorf("missing credentials: an access key id without a secret key")
+	}
+	if r.Endpoint != "" {
+		if !strings.HasPrefix(r.Endpoint, "http://") && !strings.HasPrefix(r.Endpoint, "https://") {
+			return r, fmt.Errorf("endpoint %q: want http://host[:port] or https://host[:port]", r.Endpoint)
+		}
+	} else if c.Backend == "minio" {
+		// minio-go needs a host; without one, use the AWS endpoint awss3 would pick.
+		r.Endpoint = "https://s3." + r.Region + ".amazonaws.com"
+	}
+	return r, nil
+}
+
+// fromSharedConfig fills what c and the environment left empty from the shared config and
+// credentials files (~/.aws/config, ~/.aws/credentials, or AWS_CONFIG_FILE and
+// AWS_SHARED_CREDENTIALS_FILE), for c.Profile or AWS_PROFILE (else "default"). The instance
+// metadata service is not asked: a process off EC2 would wait on it for nothing.
+func (c Conn) fromSharedConfig(r *Resolved) error {
+	profile := c.Profile
+	if profile == "" {
+		profile = os.Getenv("AWS_PROFILE")
+	}
+	opts := []func(*config.LoadOptions) error{config.WithEC2IMDSClientEnableState(imds.ClientDisabled)}
+	if profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(profile))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		if profile != "" {
+			return fmt.Errorf("profile %q: %w", profile, err)
+		}
+		return nil // no shared config: the caller reports the missing credentials
+	}
+	creds, err := cfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		if profile != "" {
+			return fmt.Errorf("profile %q: no credentials: %w", profile, err)
+		}
+		return nil
+	}
+	r.AccessKey, r.SecretKey, r.SessionToken = creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken
+	if c.Region == "" && firstEnv("AWS_REGION", "AWS_DEFAULT_REGION") == "" && cfg.Region != "" {
+		r.Region = cfg.Region
+	}
+	if r.Endpoint == "" && cfg.BaseEndpoint != nil {
+		r.Endpoint = *cfg.BaseEndpoint
+	}
+	return nil
+}
+
+// NewStore resolves c and builds the adapter it names, wrapped by faults when there are any
+// (tests only: see ParseFaults).
+func NewStore(c Conn, faults []faulty.Rule) (store.Store, error) {
+	if c.Backend != "aws" && c.Backend != "minio" {
+		return nil, fmt.Errorf("backend %q: want aws or minio", c.Backend)
+	}
+	r, err := c.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	var st store.Store
+	if c.Backend == "minio" {
+		st, err = miniogo.New(miniogo.Config{
+			Endpoint: r.Endpoint, Region: r.Region, AccessKey: r.AccessKey, SecretKey: r.SecretKey,
+			SessionToken: r.SessionToken, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify,
+		})
+	} else {
+		st, err = awss3.New(awss3.Config{
+			Endpoint: r.Endpoint, Region: r.Region, AccessKey: r.AccessKey, SecretKey: r.SecretKey,
+			SessionToken: r.SessionToken, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify,
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(faults) > 0 {
+		st = faulty.New(st, faults...)
+	}
+	return st, nil
+}
+
+// firstEnv returns the first non-empty value among the named environment variables.
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// ParseChecksum reads a checksum name: crc64nvme, crc32c, crc32, or none ("" is none).
+func ParseChecksum(s string) (store.ChecksumAlgorithm, error) {
+	switch strings.ToLower(s) {
+	case "crc64nvme":
+		return store.ChecksumCRC64NVME, nil
+	case "crc32c":
+		return store.ChecksumCRC32C, nil
+	case "crc32":
+		return store.ChecksumCRC32, nil
+	case "none", "":
+		return store.ChecksumNone, nil
+	}
+	return "", fmt.Errorf("%q: want crc64nvme, crc32c, crc32 or none", s)
+}

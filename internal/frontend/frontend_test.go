@@ -1,0 +1,59 @@
+package frontend
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	sperrors "github.com/safeput/safeput/errors"
+)
+
+func isolate(t *testing.T) {
+	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION",
+		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent/safeput-test-config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/safeput-test-credentials")
+}
+
+func TestResolveSources(t *testing.T) {
+	isolate(t)
+	t.Setenv("AWS_ENDPOINT_URL", "http://generic:1")
+	t.Setenv("AWS_ENDPOINT_URL_S3", "http://s3:1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "envkey")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "envsecret")
+	r, err := Conn{}.Resolve()
+	if err != nil || r.Endpoint != "http://s3:1" || r.Region != "us-east-1" || r.AccessKey != "envkey" {
+		t.Fatalf("Resolve = %+v, %v; want the S3 endpoint, us-east-1 and the environment's keys", r, err)
+	}
+	// Given keys are a pair: a given access key never meets the environment's secret.
+	if _, err := (Conn{AccessKey: "given"}).Resolve(); err == nil || !strings.Contains(err.Error(), "without a secret key") {
+		t.Fatalf("half a given pair: %v; want the missing secret reported", err)
+	}
+	if _, err := (Conn{Endpoint: "ftp://x"}).Resolve(); err == nil {
+		t.Fatal("ftp endpoint accepted")
+	}
+}
+
+func TestMissingCredentialsNamesTheCallersFields(t *testing.T) {
+	isolate(t)
+	_, err := Conn{KeysHint: "access_key and secret_key"}.Resolve()
+	if err == nil || !strings.Contains(err.Error(), "access_key and secret_key") {
+		t.Fatalf("err %v; want it to name the caller's fields", err)
+	}
+	if _, err := NewStore(Conn{Backend: "gcs", AccessKey: "a", SecretKey: "s"}, nil); err == nil {
+		t.Fatal("backend gcs accepted")
+	}
+}
+
+func TestErrorJSON(t *testing.T) {
+	se := &sperrors.Error{Kind: sperrors.Integrity, Op: "UploadPart", Code: "BadDigest", StatusCode: 400, UploadID: "u1"}
+	je := ErrorJSON(KindExit(se.Kind), errors.Join(se))
+	if je.ExitCode != ExitIntegrity || je.Kind != "integrity" || je.Code != "BadDigest" || je.HTTP != 400 || je.UploadID != "u1" {
+		t.Fatalf("%+v; want the classified fields", je)
+	}
+	if strings.Contains(ErrorJSON(ExitUsage, errors.New("a\nb")).Error, "\n") {
+		t.Fatal("error text spans lines")
+	}
+}

@@ -1,0 +1,86 @@
+package frontend
+
+import (
+	stderrors "errors"
+	"strings"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/writer"
+)
+
+// JSONResult is writer.Result for machines: the CLI's `put --json` output and the C ABI's
+// close result.
+type JSONResult struct {
+	Status         string         `json:"status"`
+	Bucket         string         `json:"bucket"`
+	Key            string         `json:"key"`
+	Size           int64          `json:"size"`
+	ETag           string         `json:"etag"`
+	VersionID      string         `json:"version_id,omitempty"`
+	ChecksumAlg    string         `json:"checksum_algorithm,omitempty"`
+	Checksum       string         `json:"checksum,omitempty"`
+	Multipart      bool           `json:"multipart"`
+	Parts          int            `json:"parts"`
+	PartSize       int64          `json:"part_size"`
+	UploadID       string         `json:"upload_id,omitempty"`
+	BytesSent      int64          `json:"bytes_sent"`
+	Requests       int            `json:"requests"`
+	Failures       map[string]int `json:"failures"`
+	Verified       string         `json:"verified"`
+	VerifiedStrong bool           `json:"verified_strong"`
+	AlreadyExisted bool           `json:"already_existed"`
+	// LeftBehind: incomplete uploads safeput caused but could not abort; a sweep removes them.
+	LeftBehind     []string `json:"left_behind,omitempty"`
+	UploadAttempts int      `json:"upload_attempts"`
+	ElapsedMS      int64    `json:"elapsed_ms"`
+}
+
+// ResultJSON converts a Result.
+func ResultJSON(r *writer.Result) JSONResult {
+	j := JSONResult{
+		Status: "landed", Bucket: r.Bucket, Key: r.Key, Size: r.Size, ETag: r.ETag, VersionID: r.VersionID,
+		ChecksumAlg: string(r.Checksum.Algorithm), Checksum: r.Checksum.Value, Multipart: r.Multipart,
+		Parts: r.Parts, PartSize: r.PartSize, UploadID: r.UploadID, BytesSent: r.BytesSent, Requests: r.Requests,
+		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong,
+		AlreadyExisted: r.AlreadyExisted, LeftBehind: r.LeftBehind, UploadAttempts: r.UploadAttempts,
+		ElapsedMS: r.Elapsed.Milliseconds(),
+	}
+	for k, n := range r.Failures {
+		j.Failures[k.String()] = n
+	}
+	return j
+}
+
+// JSONError is the machine form of a failure.
+type JSONError struct {
+	Status   string `json:"status"`
+	ExitCode int    `json:"exit_code"`
+	Kind     string `json:"kind,omitempty"`
+	Code     string `json:"code,omitempty"`
+	HTTP     int    `json:"http_status,omitempty"`
+	UploadID string `json:"upload_id,omitempty"`
+	// AbortFailed: the upload could not be aborted; sweep will find it.
+	AbortFailed bool   `json:"abort_failed,omitempty"`
+	Error       string `json:"error"`
+}
+
+// ErrorJSON describes err, which the front end has mapped to exit code; the classified fields
+// come from the *errors.Error inside it, if any.
+func ErrorJSON(code int, err error) JSONError {
+	je := JSONError{Status: "failed", ExitCode: code, Error: OneLine(err)}
+	var se *sperrors.Error
+	if stderrors.As(err, &se) {
+		je.Kind, je.Code, je.HTTP, je.UploadID, je.AbortFailed = se.Kind.String(), se.Code, se.StatusCode, se.UploadID, se.AbortFailed
+	}
+	if code == ExitCanceled {
+		je.Kind = sperrors.Canceled.String()
+	}
+	return je
+}
+
+// OneLine renders err on one line, without the library's "safeput: " prefix.
+func OneLine(err error) string {
+	s := err.Error()
+	s = strings.TrimPrefix(s, "safeput: ")
+	return strings.NewReplacer("\r\n", " ", "\n", " ").Replace(s)
+}
