@@ -5,6 +5,8 @@ go 1.26.0
 require go.uber.org/zap v1.28.0
 
 require (
+	github.com/safeput/safeput/internal/frontend v0.1.0
+	github.com/safeput/safeput v0.1.0
 	github.com/aws/aws-sdk-go-v2 v1.48.0 // indirect
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.27 // indirect
 	github.com/aws/aws-sdk-go-v2/config v1.33.18 // indirect

@@ -4,6 +4,7 @@ go 1.26.0
 
 
 require (
+	github.com/safeput/safeput/internal/frontend v0.1.0
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/safeput/safeput v0.1.0

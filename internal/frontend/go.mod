@@ -3,6 +3,7 @@ module github.com/safeput/safeput/internal/frontend
 go 1.26.0
 
 require (
+	github.com/safeput/safeput v0.1.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.9
 )
