@@ -31,6 +31,21 @@ func TestTestFaultsRefusedOutsideTests(t *testing.T) {
 	}
 }
 
+// A stall window that is negative, absurd or not a duration is bad input naming the field.
+func TestConfigStallTimeout(t *testing.T) {
+	for _, v := range []string{"-1s", "48h", "soon"} {
+		h, o := Open(strings.Replace(offline, `"bucket"`, `"stall_timeout":"`+v+`","bucket"`, 1))
+		if h != 0 || o.status != StatusBadInput || !strings.Contains(errorJSON(t, o)["error"].(string), "stall_timeout") {
+			t.Errorf("stall_timeout %q: handle %d, %+v; want bad input naming stall_timeout", v, h, o)
+		}
+	}
+	h, o := Open(strings.Replace(offline, `"bucket"`, `"stall_timeout":"5s","bucket"`, 1))
+	if o.status != StatusOK {
+		t.Fatalf("stall_timeout 5s refused: %+v", o)
+	}
+	Abort(h)
+}
+
 func TestConfigSizes(t *testing.T) {
 	for _, c := range []struct {
 		json string

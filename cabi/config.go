@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/writer"
 )
@@ -44,6 +46,9 @@ type Config struct {
 	Size         *int64   `json:"size"`          // exact size, when known
 	ExpectedSize sizeJSON `json:"expected_size"` // largest size an unknown-size stream may reach
 	ReadBack     bool     `json:"read_back"`     // re-read the whole object after commit
+	// StallTimeout cuts and retries a request that moves no byte for this long ("20s" default,
+	// "0s" off); every handle shares the library's default retry budget.
+	StallTimeout string `json:"stall_timeout"`
 
 	// LogLevel logs to stderr at debug, info, warn or error; empty: no logging.
 	LogLevel string `json:"log_level"`
@@ -169,6 +174,13 @@ func (c Config) writerOptions() ([]writer.Option, error) {
 	}
 	if c.ReadBack {
 		opts = append(opts, writer.WithReadBack(true))
+	}
+	if c.StallTimeout != "" {
+		d, err := time.ParseDuration(c.StallTimeout)
+		if err != nil || d < 0 || d > time.Hour {
+			return nil, fmt.Errorf("stall_timeout %q: want a duration from 0s (off) to 1h", c.StallTimeout)
+		}
+		opts = append(opts, writer.WithRetry(retry.Default().With(retry.WithStallTimeout(d))))
 	}
 	return opts, nil
 }

@@ -78,6 +78,8 @@ extern "C" {
  *   "size"                     the exact size, when known (a different total fails)
  *   "expected_size"            largest size an unknown-size stream may reach (sizes the parts)
  *   "read_back"                after commit, re-read the whole object and compare
+ *   "stall_timeout"            cut and retry a request that moves no byte for this long
+ *                              ("20s" default, "0s" off, at most "1h")
  *   "log_level"                "debug", "info", "warn", "error": JSON lines on stderr; default none
  *   "test_faults"              tests only: honoured by a library built with the safeput_faults
  *                              tag, SAFEPUT_BAD_INPUT in every other build
