@@ -24,7 +24,7 @@ import (
 //  2. the ETag against the body's MD5 (single PUT) or MD5-of-part-MD5s-N (multipart), computed
 //     as the bytes pass, part MD5s in the part goroutines;
 //  3. reading the object back, for replayable sources or objects up to the read-back limit.
-// What an endpoint showed is kept process-wide, so later writes skip what cannot help.
+// What an endpoint (and bucket) showed is kept process-wide, so later writes skip what cannot help.
 
 // tri is an unknown / yes / no fact about an endpoint.
 type tri uint8
@@ -57,22 +57,28 @@ func (f *endpointFacts) update(fn func(*endpointFacts)) {
 }
 
 // Endpointer is implemented by stores that can name the endpoint they talk to (the adapters
-// return their base URL). Writes to the same endpoint share what they learned about its
-// checksum and ETag behaviour; a store without it is known by its own value.
+// return their base URL). Writes to the same endpoint and bucket share what they learned about
+// its checksum and ETag behaviour; a store without it is known by its own value.
 type Endpointer interface {
 	Endpoint() string
 }
 
-var facts sync.Map // endpoint key → *endpointFacts
+var facts sync.Map // factsKey → *endpointFacts
 
-// factsFor returns the shared facts of st's endpoint, or fresh ones when st cannot be a map
-// key (a non-pointer value): nothing is then remembered between writes.
-func factsFor(st store.Store) *endpointFacts {
-	var key any
+// factsKey is per bucket as well as per endpoint: ETags are MD5s or not per bucket (SSE-KMS).
+type factsKey struct {
+	store  any // the endpoint's name, or the Store value itself
+	bucket string
+}
+
+// factsFor returns the shared facts of st's endpoint and bucket, or fresh ones when st cannot
+// be a map key (a non-pointer value): nothing is then remembered between writes.
+func factsFor(st store.Store, bucket string) *endpointFacts {
+	key := factsKey{bucket: bucket}
 	if e, ok := st.(Endpointer); ok && e.Endpoint() != "" {
-		key = fmt.Sprintf("%T %s", st, e.Endpoint())
+		key.store = fmt.Sprintf("%T %s", st, e.Endpoint())
 	} else if v := reflect.ValueOf(st); v.Kind() == reflect.Pointer {
-		key = st
+		key.store = st
 	} else {
 		return &endpointFacts{}
 	}

@@ -328,3 +328,32 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		}
 	})
 }
+
+// TestLearnedMD5ETagsCatchCorruption: once a write on an endpoint matched its MD5 ETag, a part
+// or PUT whose ETag differs from its MD5 is caught at the receipt and re-sent from the clean
+// bytes, with no checksum and no read-back to help.
+func TestLearnedMD5ETagsCatchCorruption(t *testing.T) {
+	for _, c := range []struct {
+		op    string
+		size  int
+		calls int // the op's calls in the first write
+	}{{faulty.OpPutObject, smallSize, 1}, {faulty.OpUploadPart, largeSize, 3}} {
+		t.Run(c.op, func(t *testing.T) {
+			mem := newMem(memstore.Rules{IgnoreChecksumHeaders: true}) // MD5 ETags in every answer
+			// One store value throughout (the endpoint's facts are keyed by it); the fault hits
+			// the first body of the second write.
+			st := faulty.New(mem, faulty.Nth(c.op, c.calls+1, faulty.FlipByte))
+			first := randomBytes(t, c.size)
+			res, err := write(t, st, "first", first, writer.WithReadBackLimit(0))
+			mustLand(t, mem, "first", first, res, err, verify.MethodETagMD5)
+
+			data := randomBytes(t, c.size)
+			res, err = write(t, st, "second", data, writer.WithReadBackLimit(0))
+			mustLand(t, mem, "second", data, res, err, verify.MethodETagMD5)
+			if st.Count(faulty.FlipByte) != 1 || res.Failures[sperrors.Integrity] < 1 {
+				t.Fatalf("flips %d, integrity failures %d: the corrupt body was not caught at the receipt",
+					st.Count(faulty.FlipByte), res.Failures[sperrors.Integrity])
+			}
+		})
+	}
+}
