@@ -19,19 +19,7 @@ import (
 // only the store's own evidence can verify it.
 func streamTo(t *testing.T, st store.Store, bucket, key string, data []byte, opts ...writer.Option) (*writer.Result, error) {
 	t.Helper()
-	opts = append([]writer.Option{writer.WithPartSize(5 * mib), writer.WithThreshold(5 * mib), writer.WithReadBackLimit(0)}, opts...)
-	w, err := writer.New(context.Background(), st, bucket, key, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data); err != nil {
-		_ = w.Close()
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return w.Result(), nil
+	return writeTo(t, st, bucket, key, data, append([]writer.Option{writer.WithReadBackLimit(0)}, opts...)...)
 }
 
 func landedOnServer(t *testing.T, env testkit.Env, key string, data []byte, res *writer.Result, err error) {

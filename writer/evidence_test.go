@@ -45,8 +45,13 @@ func randomBytes(t testing.TB, n int) []byte {
 // write streams data through a Writer (a non-replayable source) with 5 MiB parts.
 func write(t *testing.T, st store.Store, key string, data []byte, opts ...writer.Option) (*writer.Result, error) {
 	t.Helper()
+	return writeTo(t, st, unitBucket, key, data, opts...)
+}
+
+func writeTo(t *testing.T, st store.Store, bucket, key string, data []byte, opts ...writer.Option) (*writer.Result, error) {
+	t.Helper()
 	opts = append([]writer.Option{writer.WithPartSize(5 * mib), writer.WithThreshold(5 * mib)}, opts...)
-	w, err := writer.New(context.Background(), st, unitBucket, key, opts...)
+	w, err := writer.New(context.Background(), st, bucket, key, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -356,12 +356,13 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checksumHeaders(op, rid, in.Checksum.Algorithm); err != nil {
+	sent, err := s.checksumHeader(op, rid, in.Checksum)
+	if err != nil {
 		return nil, err
 	}
-	if s.rules.IgnoreChecksumHeaders {
+	if sent != in.Checksum {
 		c := *in
-		c.Checksum = store.Checksum{}
+		c.Checksum = sent
 		in = &c
 	}
 	if err := s.checkBucket(op, rid, in.Bucket); err != nil {
@@ -455,12 +456,13 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checksumHeaders(op, rid, in.Checksum.Algorithm); err != nil {
+	sent, err := s.checksumHeader(op, rid, in.Checksum)
+	if err != nil {
 		return nil, err
 	}
-	if s.rules.IgnoreChecksumHeaders {
+	if sent != in.Checksum {
 		c := *in
-		c.Checksum = store.Checksum{}
+		c.Checksum = sent
 		in = &c
 	}
 	// Look the upload up before reading the body, as S3 answers NoSuchUpload without it.

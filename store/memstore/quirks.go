@@ -17,6 +17,18 @@ func (s *Store) checksumHeaders(op, rid string, alg store.ChecksumAlgorithm) err
 	return nil
 }
 
+// checksumHeader applies the checksum quirks to a body's checksum header: refused, or dropped
+// as if never sent (IgnoreChecksumHeaders).
+func (s *Store) checksumHeader(op, rid string, c store.Checksum) (store.Checksum, error) {
+	if err := s.checksumHeaders(op, rid, c.Algorithm); err != nil {
+		return c, err
+	}
+	if s.rules.IgnoreChecksumHeaders {
+		return store.Checksum{}, nil
+	}
+	return c, nil
+}
+
 // defaultChecksum is what the store keeps for an object that was sent no checksum: a
 // CRC64NVME as AWS computes one, or nothing (MinIO, Ceph RGW).
 func (s *Store) defaultChecksum(data []byte) store.Checksums {
