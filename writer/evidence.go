@@ -276,3 +276,18 @@ func isUnverifiable(err error) bool {
 	e := asError(err)
 	return e != nil && e.Code == sperrors.CodeUnverifiable
 }
+
+// nothingLanded is the outcome of a lost answer whose HEAD failed: with a 404 the write did not
+// land (the upload vanished, or the object was removed since), else the HEAD's own error; never a
+// claim that another object is at the key.
+func (w *Writer) nothingLanded(cause, headErr error) error {
+	var re *store.ResponseError
+	if stderrors.As(headErr, &re) && re.StatusCode == 404 {
+		e := w.errorf(sperrors.Transient, "Complete", cause, "the answer was lost and no object is at the key: the write did not land")
+		if ce := asError(cause); ce != nil {
+			e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
+		}
+		return e
+	}
+	return headErr
+}

@@ -318,6 +318,17 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 			t.Fatal("a create-only write deleted an object it could not prove was its own")
 		}
 	})
+	t.Run("nothing landed", func(t *testing.T) {
+		// The store says the upload is gone though it never committed: not a Precondition.
+		mem := newMem(minioLike)
+		gone := faulty.Response(404, "NoSuchUpload", "The specified upload does not exist.")
+		_, err := write(t, faulty.New(mem, faulty.First(faulty.OpCompleteMultipart, 1, gone)), "k", data)
+		var e *sperrors.Error
+		if !errors.As(err, &e) || e.Kind == sperrors.Precondition || !strings.Contains(e.Message, "did not land") {
+			t.Fatalf("err %v, want a failure saying the write did not land", err)
+		}
+		mustBeAbsent(t, mem, "k")
+	})
 	t.Run("a different object", func(t *testing.T) {
 		mem := newMem(minioLike)
 		other := randomBytes(t, largeSize)

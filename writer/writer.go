@@ -1001,6 +1001,9 @@ func (w *Writer) landedAlready(cause error, want verify.Expected, res *Result) e
 			return w.finish(res)
 		}
 	}
+	if herr != nil {
+		return w.fail(w.nothingLanded(cause, herr))
+	}
 	e := w.errorf(sperrors.Precondition, "Complete", cause, "an object already exists at the key and is not the one written; it was left untouched")
 	if ce := asError(cause); ce != nil {
 		e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
