@@ -66,6 +66,7 @@
 //	XAmzContentChecksumMismatch             400     integrity                          MinIO
 //	XAmzContentSHA256Mismatch               400     integrity                          SigV4 payload hash mismatch
 //	IncompleteBody                          400     integrity                          fewer bytes than Content-Length arrived
+//	Unverifiable                            0       integrity                          safeput's own, never a store's: no evidence could prove the object (message says what was missing); not retried
 //	EntityTooSmall                          400     compatibility                      part below the store's minimum
 //	EntityTooLarge                          400     compatibility
 //	InvalidPart                             400     compatibility                      missing part, ETag mismatch, R2 unequal parts

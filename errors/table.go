@@ -20,6 +20,11 @@ type CodeRule struct {
 	Note       string
 }
 
+// CodeUnverifiable is the Code of the Integrity error a write ends with when it landed but
+// nothing could prove its content (no checksum from the store, no MD5 ETag, no read-back) and
+// length-only verification was not allowed. Status 0: no store sends it.
+const CodeUnverifiable = "Unverifiable"
+
 // codeTable is ordered by kind, then code, for the documentation.
 var codeTable = []CodeRule{
 	// Transient: the store failed this request; the same request may succeed later.
@@ -58,6 +63,7 @@ var codeTable = []CodeRule{
 	{"XAmzContentChecksumMismatch", 400, Integrity, Unknown, false, "MinIO"},
 	{"XAmzContentSHA256Mismatch", 400, Integrity, Unknown, false, "SigV4 payload hash mismatch"},
 	{"IncompleteBody", 400, Integrity, Unknown, false, "fewer bytes than Content-Length arrived"},
+	{CodeUnverifiable, 0, Integrity, Unknown, false, "safeput's own, never a store's: no evidence could prove the object (message says what was missing); not retried"},
 	// Compatibility: this store rejects this layout or header.
 	{"EntityTooSmall", 400, Compatibility, Unknown, false, "part below the store's minimum"},
 	{"EntityTooLarge", 400, Compatibility, Unknown, false, ""},

@@ -13,7 +13,9 @@
 //     is true, carrying the HTTP status, S3 error code, message and request id. A failure with no
 //     response (dial, reset, timeout, cancelled context) returns the underlying error unchanged
 //     (wrapped), so errors.Is(err, context.Canceled) and errors.As(err, *net.OpError) work.
-//   - A non-compliant answer (no ETag, no UploadId, malformed XML) is an error, never a nil result.
+//   - A non-compliant answer (no UploadId, no part ETag, malformed XML) is an error, never a nil
+//     result. PutObject and CompleteMultipartUpload answers may carry an empty ETag (Ceph RGW
+//     sends <ETag></ETag>): that is passed on, and the writer's HEAD decides what landed.
 //   - Only the checksums the input asks for are sent, as plain x-amz-checksum-* headers: no SDK
 //     default CRC trailers and no aws-chunked encoding.
 //   - Every ETag an output carries is the store's entity tag with its surrounding double quotes

@@ -33,6 +33,11 @@ type config struct {
 	expectedMax  int64
 	readBack     bool
 	abortTimeout time.Duration
+	// Evidence (evidence.go): accept length-only; read back objects up to this size when
+	// nothing else proves them; replayable is set by Upload for a source it can re-read.
+	allowWeak     bool
+	readBackLimit int64
+	replayable    bool
 }
 
 // Defaults: 16 MiB parts (above every provider's documented floor), 4 parts in flight.
@@ -40,19 +45,23 @@ const (
 	DefaultPartSize     = 16 << 20
 	DefaultConcurrency  = 4
 	DefaultAbortTimeout = 30 * time.Second
+	// DefaultReadBackLimit is the largest object read back when neither the store's checksum
+	// nor its ETag proves it (Upload of a replayable source reads back any size).
+	DefaultReadBackLimit = 64 << 20
 )
 
 func defaultConfig() config {
 	rules, err := multipart.Profile("strict")
 	return config{
-		rules:        rules,
-		rulesErr:     err,
-		partSize:     DefaultPartSize,
-		concurrency:  DefaultConcurrency,
-		checksum:     store.ChecksumCRC64NVME,
-		sizeHint:     -1,
-		abortTimeout: DefaultAbortTimeout,
-		logger:       zap.NewNop(),
+		rules:         rules,
+		rulesErr:      err,
+		partSize:      DefaultPartSize,
+		concurrency:   DefaultConcurrency,
+		checksum:      store.ChecksumCRC64NVME,
+		sizeHint:      -1,
+		abortTimeout:  DefaultAbortTimeout,
+		readBackLimit: DefaultReadBackLimit,
+		logger:        zap.NewNop(),
 	}
 }
 
@@ -135,6 +144,18 @@ func WithExpectedMaxSize(n int64) Option { return func(c *config) { c.expectedMa
 // WithReadBack re-reads the whole object after commit and compares its checksum: the strongest
 // and most expensive verification.
 func WithReadBack(on bool) Option { return func(c *config) { c.readBack = on } }
+
+// WithAllowWeakVerification accepts a write whose content nothing could prove (the store
+// reported no checksum of it, its ETag is not an MD5 of it, and it was not read back) on its
+// length alone. Result.Verified is then "length-only", Result.Unproven says what was missing,
+// and a warning is logged. Without it such a write fails with an Integrity error coded
+// Unverifiable, and the object it committed is deleted.
+func WithAllowWeakVerification() Option { return func(c *config) { c.allowWeak = true } }
+
+// WithReadBackLimit sets the largest object read back as the last resort when neither the
+// store's checksum nor its ETag proves it (default DefaultReadBackLimit; 0 never reads back,
+// except for Upload of a replayable source). WithReadBack(true) reads back every object.
+func WithReadBackLimit(n int64) Option { return func(c *config) { c.readBackLimit = n } }
 
 // WithAbortTimeout bounds the clean-up (abort, delete) that runs after a failure on a context
 // detached from the caller's.

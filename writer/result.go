@@ -30,6 +30,12 @@ type Result struct {
 	// Verified names what was compared after commit; VerifiedStrong is false for length-only.
 	Verified       verify.Method
 	VerifiedStrong bool
+	// Unproven lists what evidence was missing when a write was accepted on length alone
+	// (WithAllowWeakVerification); empty otherwise.
+	Unproven []string
+	// Notes lists what the store did that the caller may want to know: a Complete or PutObject
+	// answer without an ETag, a checksum header it refused.
+	Notes []string
 	// AlreadyExisted is true when a create-only write found this exact object already at the key
 	// (a retry after a lost response): nothing new was written, and that is success.
 	AlreadyExisted bool

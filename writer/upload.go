@@ -48,6 +48,7 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 		}
 	}
 	replayable := (isReaderAt && size >= 0) || isSeeker
+	cfg.replayable = replayable
 	maxAttempts := 1
 	if replayable {
 		maxAttempts = 1 + cfg.policyIntegrityRetries()
@@ -80,7 +81,7 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 			total.Add(retry.Stats{ByKind: map[sperrors.Kind]int{sperrors.Integrity: 1}})
 		}
 		lastErr = err
-		if !stderrors.Is(err, sperrors.Integrity) || ctx.Err() != nil {
+		if !stderrors.Is(err, sperrors.Integrity) || isUnverifiable(err) || ctx.Err() != nil {
 			break
 		}
 	}

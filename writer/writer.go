@@ -53,6 +53,7 @@ type Writer struct {
 	cfg    config
 	plan   multipart.Plan
 	caps   checksumCaps
+	facts  *endpointFacts // what writes learned about this store's endpoint (evidence.go)
 	log    *zap.Logger
 	start  time.Time
 	policy *retry.Policy
@@ -85,6 +86,7 @@ type Writer struct {
 	createAmbiguous        bool
 	createStart, createEnd time.Time
 	uploadIDs              map[string]bool // every upload id this writer was given
+	notes                  []string        // Result.Notes
 	stats                  retry.Stats
 	bytesSent              atomic.Int64
 	bytesDone              atomic.Int64
@@ -108,6 +110,7 @@ type checksumCaps struct {
 	md5        bool                    // compute MD5 (Content-MD5 or ETag check)
 	etagIsMD5  bool                    // single-PUT and part ETags are the body's MD5
 	mpETagMD5  bool                    // multipart ETags are md5-of-md5s-N
+	probing    bool                    // alg is offered though the profile does not list it
 }
 
 // New returns a Writer for bucket/key. Nothing is sent until a part fills or Close.
@@ -188,7 +191,7 @@ func newWriter(ctx context.Context, st store.Store, bucket, key string, cfg conf
 		key:       key,
 		cfg:       cfg,
 		plan:      plan,
-		caps:      chooseChecksum(cfg),
+		facts:     factsFor(st, bucket),
 		start:     time.Now(),
 		policy:    cfg.policy,
 		slots:     make(chan struct{}, cfg.concurrency),
@@ -196,21 +199,9 @@ func newWriter(ctx context.Context, st store.Store, bucket, key string, cfg conf
 		uploadIDs: map[string]bool{},
 		stats:     retry.Stats{ByKind: map[sperrors.Kind]int{}},
 	}
+	w.caps = chooseChecksum(cfg, w.facts)
 	w.log = cfg.logger.With(zap.String("bucket", bucket), zap.String("key", key))
 	return w, nil
-}
-
-func chooseChecksum(cfg config) checksumCaps {
-	c := checksumCaps{etagIsMD5: cfg.rules.SinglePutETagMD5, mpETagMD5: cfg.rules.MultipartETagMD5, md5: cfg.contentMD5, local: cfg.checksum}
-	if types := cfg.rules.Checksums.Types(cfg.checksum); cfg.checksum != store.ChecksumNone && types != 0 {
-		c.alg = cfg.checksum
-		c.fullObject = types.Has(multipart.FullObject)
-	}
-	if c.alg == store.ChecksumNone && (c.etagIsMD5 || c.mpETagMD5) {
-		// No checksum the store takes: MD5 ETags are the next best proof.
-		c.md5 = true
-	}
-	return c
 }
 
 // Write copies p into part buffers. It sends nothing until a part is full and more data
@@ -443,6 +434,11 @@ func (w *Writer) ensureUpload() error {
 	w.createStart = time.Now()
 	err := w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
 		out, err := w.st.CreateMultipartUpload(ctx, in)
+		if err != nil && w.caps.probing && headerRefused(err) {
+			w.dropOfferedChecksum("CreateMultipartUpload", err)
+			in.ChecksumAlgorithm, in.ChecksumType = store.ChecksumNone, store.ChecksumTypeNone
+			out, err = w.st.CreateMultipartUpload(ctx, in)
+		}
 		if err != nil {
 			var re *store.ResponseError
 			if !stderrors.As(err, &re) {
@@ -510,7 +506,8 @@ func (w *Writer) uploadPart(n int32, data []byte, section *io.SectionReader, sec
 			return err
 		}
 		receipt := verify.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
-		if _, err := verify.CheckReceipt(receipt, out.ETag, out.Checksums, w.caps.etagIsMD5); err != nil {
+		// A store whose multipart ETags are MD5-of-part-MD5s makes part ETags that are MD5s.
+		if _, err := verify.CheckReceipt(receipt, out.ETag, out.Checksums, w.etagTrusted(false) || w.etagTrusted(true)); err != nil {
 			return w.integrity("UploadPart", n, err)
 		}
 		done.etag = out.ETag
@@ -752,7 +749,7 @@ func (w *Writer) putSingle() error {
 	if w.caps.local != store.ChecksumNone {
 		want.Checksum = store.Checksum{Algorithm: w.caps.local, Value: rec.sum}
 	}
-	if rec.hasMD5 && w.caps.etagIsMD5 {
+	if rec.hasMD5 {
 		want.ETag = fmt.Sprintf("%x", rec.md5)
 	}
 	res := &Result{Bucket: w.bucket, Key: w.key, Size: int64(len(data)), Checksum: want.Checksum}
@@ -766,11 +763,18 @@ func (w *Writer) putSingle() error {
 		in.Body = bytes.NewReader(data)
 		w.bytesSent.Add(int64(len(data)))
 		o, err := w.st.PutObject(ctx, in)
+		if err != nil && w.caps.probing && headerRefused(err) {
+			w.dropOfferedChecksum("PutObject", err)
+			in.Checksum = store.Checksum{}
+			in.Body = bytes.NewReader(data)
+			w.bytesSent.Add(int64(len(data)))
+			o, err = w.st.PutObject(ctx, in)
+		}
 		if err != nil {
 			return err
 		}
 		receipt := verify.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
-		if _, err := verify.CheckReceipt(receipt, o.ETag, o.Checksums, w.caps.etagIsMD5); err != nil {
+		if _, err := verify.CheckReceipt(receipt, o.ETag, o.Checksums, w.etagTrusted(false)); err != nil {
 			return w.integrity("PutObject", 0, err)
 		}
 		out = o
@@ -783,6 +787,9 @@ func (w *Writer) putSingle() error {
 		return w.fail(err)
 	}
 	res.ETag, res.VersionID = out.ETag, out.VersionID
+	if out.ETag == "" {
+		w.note("the store's PutObject answer carried no ETag; the HEAD decided")
+	}
 	return w.verifyLanded(want, res)
 }
 
@@ -863,7 +870,7 @@ func (w *Writer) complete() error {
 			in.ChecksumType = store.ChecksumTypeFullObject
 		}
 	}
-	if len(md5s) == len(parts) && w.caps.mpETagMD5 {
+	if len(md5s) == len(parts) {
 		want.ETag = verify.MultipartETag(md5s)
 	}
 	res := &Result{
@@ -904,6 +911,9 @@ func (w *Writer) complete() error {
 	w.uploadID = "" // committed: nothing to abort any more
 	w.mu.Unlock()
 	res.ETag, res.VersionID = out.ETag, out.VersionID
+	if out.ETag == "" {
+		w.note("the store's CompleteMultipartUpload answer carried no ETag; the HEAD decided")
+	}
 	return w.verifyLanded(want, res)
 }
 
@@ -966,26 +976,35 @@ func (w *Writer) precheckCreateOnly(want verify.Expected, res *Result) (done boo
 // the object at the key is exactly ours, the write landed (idempotent success); else it is a
 // Precondition error and the existing object is left untouched.
 func (w *Writer) landedAlready(cause error, want verify.Expected, res *Result) error {
-	var head *store.HeadObjectOutput
-	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true})
-		head = h
-		return err
-	})
+	head, herr := w.headWithChecksum()
 	if herr == nil {
-		method, verr := verify.CheckHead(want, head)
-		if verr == nil && method.Strong() {
+		j := w.judge(want, head, res.Multipart)
+		if j.mismatch == nil {
 			res.AlreadyExisted = true
 			res.ETag, res.VersionID = head.ETag, head.VersionID
-			res.Verified, res.VerifiedStrong = method, true
 			if w.currentUploadID() != "" {
 				// Our own upload did not commit (the object was already there): discard it.
 				if aerr := w.abortUpload(w.ctx); aerr != nil {
 					return aerr
 				}
 			}
+			if j.method.Strong() {
+				res.Verified, res.VerifiedStrong = j.method, true
+				w.takeNotes(res)
+				return w.finish(res)
+			}
+			// Landed, perhaps ours, but unproven. Without create-only the caller asked to
+			// write the key, so what is there is (most likely) ours to remove; with it, it
+			// may be another writer's.
+			if err := w.unverified(j, res, !w.cfg.createOnly); err != nil {
+				return err
+			}
+			w.takeNotes(res)
 			return w.finish(res)
 		}
+	}
+	if herr != nil {
+		return w.fail(w.nothingLanded(cause, herr))
 	}
 	e := w.errorf(sperrors.Precondition, "Complete", cause, "an object already exists at the key and is not the one written; it was left untouched")
 	if ce := asError(cause); ce != nil {
@@ -997,20 +1016,23 @@ func (w *Writer) landedAlready(cause error, want verify.Expected, res *Result) e
 // verifyLanded compares the committed object with what was written. A mismatch is an Integrity
 // error, and the bad object is deleted (it is ours, and must not be read as good data).
 func (w *Writer) verifyLanded(want verify.Expected, res *Result) error {
-	var head *store.HeadObjectOutput
-	err := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true})
-		head = h
-		return err
-	})
+	head, err := w.headWithChecksum()
 	if err != nil {
 		return w.fail(err)
 	}
-	method, verr := verify.CheckHead(want, head)
-	if verr == nil && w.cfg.readBack {
-		method, verr = w.readBack(want)
-	}
+	j := w.judge(want, head, res.Multipart)
+	method, verr := j.method, j.mismatch
 	w.emit(Event{Type: EventVerify, Size: want.Size, Method: method, Err: verr})
+	if verr == nil && !method.Strong() {
+		if err := w.unverified(j, res, true); err != nil {
+			return err
+		}
+		if res.ETag == "" {
+			res.ETag = head.ETag
+		}
+		w.takeNotes(res)
+		return w.finish(res)
+	}
 	if verr != nil {
 		e := w.integrity("Verify", 0, verr)
 		if derr := w.deleteObject(); derr != nil {
@@ -1024,6 +1046,7 @@ func (w *Writer) verifyLanded(want verify.Expected, res *Result) error {
 	if res.ETag == "" {
 		res.ETag = head.ETag
 	}
+	w.takeNotes(res)
 	return w.finish(res)
 }
 

@@ -22,11 +22,12 @@ import (
 )
 
 type putOpts struct {
-	createOnly   bool
-	readBack     bool
-	contentType  string
-	expectedSize string
-	noProgress   bool
+	createOnly      bool
+	readBack        bool
+	allowLengthOnly bool
+	contentType     string
+	expectedSize    string
+	noProgress      bool
 }
 
 func (a *app) putCmd() *cobra.Command {
@@ -49,6 +50,7 @@ disk (known size); stdin is streamed (unknown size: use --expected-size for stre
 	f := cmd.Flags()
 	f.BoolVar(&o.createOnly, "create-only", false, "fail with exit 7 if the key already exists (If-None-Match: *)")
 	f.BoolVar(&o.readBack, "read-back", false, "after commit, re-read the whole object and compare its checksum")
+	f.BoolVar(&o.allowLengthOnly, "allow-length-only", false, "accept an object nothing could prove (no stored checksum, no MD5 ETag, too large to read back) on its length alone; without it that write fails with exit 5 (Unverifiable) and the object is deleted")
 	f.StringVar(&o.contentType, "content-type", "", "Content-Type of the object")
 	f.StringVar(&o.expectedSize, "expected-size", "", "for stdin: the largest size the stream may reach (sizes the parts)")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar")
@@ -120,6 +122,9 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	}
 	if o.readBack {
 		opts = append(opts, writer.WithReadBack(true))
+	}
+	if o.allowLengthOnly {
+		opts = append(opts, writer.WithAllowWeakVerification())
 	}
 	if o.contentType != "" {
 		opts = append(opts, writer.WithContentType(o.contentType))
@@ -198,6 +203,12 @@ func printResult(w io.Writer, r *writer.Result) {
 		strength = "WEAK: length only, a changed byte would not be seen"
 	}
 	_, _ = fmt.Fprintf(w, "  verified   %s (%s)\n", r.Verified, strength)
+	for _, m := range r.Unproven {
+		_, _ = fmt.Fprintf(w, "  unproven   %s (accepted by --allow-length-only)\n", m)
+	}
+	for _, n := range r.Notes {
+		_, _ = fmt.Fprintf(w, "  note       %s\n", n)
+	}
 	if !r.Checksum.IsZero() {
 		_, _ = fmt.Fprintf(w, "  checksum   %s %s\n", r.Checksum.Algorithm, r.Checksum.Value)
 	}

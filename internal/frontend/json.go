@@ -28,7 +28,12 @@ type JSONResult struct {
 	Failures       map[string]int `json:"failures"`
 	Verified       string         `json:"verified"`
 	VerifiedStrong bool           `json:"verified_strong"`
-	AlreadyExisted bool           `json:"already_existed"`
+	// AllowLengthOnly: the caller accepted weak evidence; Unproven says what was missing.
+	AllowLengthOnly bool     `json:"allow_length_only,omitempty"`
+	Unproven        []string `json:"unproven,omitempty"`
+	// Notes: facts about the store's answers, e.g. an empty ETag in a 200 Complete.
+	Notes          []string `json:"notes,omitempty"`
+	AlreadyExisted bool     `json:"already_existed"`
 	// LeftBehind: incomplete uploads safeput caused but could not abort; a sweep removes them.
 	LeftBehind     []string `json:"left_behind,omitempty"`
 	UploadAttempts int      `json:"upload_attempts"`
@@ -43,7 +48,7 @@ func ResultJSON(r *writer.Result) JSONResult {
 		Parts: r.Parts, PartSize: r.PartSize, UploadID: r.UploadID, BytesSent: r.BytesSent, Requests: r.Requests,
 		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong,
 		AlreadyExisted: r.AlreadyExisted, LeftBehind: r.LeftBehind, UploadAttempts: r.UploadAttempts,
-		ElapsedMS: r.Elapsed.Milliseconds(),
+		ElapsedMS: r.Elapsed.Milliseconds(), AllowLengthOnly: len(r.Unproven) > 0, Unproven: r.Unproven, Notes: r.Notes,
 	}
 	for k, n := range r.Failures {
 		j.Failures[k.String()] = n

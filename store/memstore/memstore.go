@@ -54,6 +54,16 @@ type Rules struct {
 	// ReplayComplete answers a re-sent Complete of an upload that already completed with the
 	// first answer, as AWS does. Without it the answer is 404 NoSuchUpload, as on MinIO.
 	ReplayComplete bool
+	// The checksum and ETag quirks of self-hosted stores, so every verification path can be
+	// tested (see quirks.go): MinIO keeps no checksum it was not sent (NoDefaultChecksum), Ceph
+	// RGW ignores x-amz-checksum-* (IgnoreChecksumHeaders) and answers Complete with an empty
+	// ETag (EmptyCommitETag); some stores refuse the headers (RejectChecksumHeaders) or give
+	// ETags that are not MD5s (OpaqueETags, as AWS does with SSE-KMS).
+	NoDefaultChecksum     bool
+	IgnoreChecksumHeaders bool
+	RejectChecksumHeaders bool
+	EmptyCommitETag       bool
+	OpaqueETags           bool
 }
 
 func (r Rules) minPartSize() int64 {
@@ -346,6 +356,15 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 	if err != nil {
 		return nil, err
 	}
+	sent, err := s.checksumHeader(op, rid, in.Checksum)
+	if err != nil {
+		return nil, err
+	}
+	if sent != in.Checksum {
+		c := *in
+		c.Checksum = sent
+		in = &c
+	}
 	if err := s.checkBucket(op, rid, in.Bucket); err != nil {
 		return nil, err
 	}
@@ -357,10 +376,11 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 	if err := checkIntegrity(op, rid, in.ContentMD5, in.Checksum, data, sum); err != nil {
 		return nil, err
 	}
-	sums := checksumsOf(store.ChecksumCRC64NVME, b64(digest(store.ChecksumCRC64NVME, data)), store.ChecksumTypeFullObject)
+	sums := s.defaultChecksum(data)
 	if !in.Checksum.IsZero() {
 		sums = checksumsOf(in.Checksum.Algorithm, in.Checksum.Value, store.ChecksumTypeFullObject)
 	}
+	etag = s.objectETag(etag)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -375,7 +395,7 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 		data: data, etag: etag, contentType: in.ContentType, metadata: maps.Clone(in.Metadata),
 		modified: s.now().UTC(), checksums: sums,
 	}
-	return &store.PutObjectOutput{ETag: etag, Checksums: sums, RequestID: rid}, nil
+	return &store.PutObjectOutput{ETag: s.answerETag(etag), Checksums: sums, RequestID: rid}, nil
 }
 
 // CreateMultipartUpload implements store.Store. An algorithm without a type gets S3's default
@@ -390,7 +410,13 @@ func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMulti
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checksumHeaders(op, rid, in.ChecksumAlgorithm); err != nil {
+		return nil, err
+	}
 	alg, typ := in.ChecksumAlgorithm, in.ChecksumType
+	if s.rules.IgnoreChecksumHeaders {
+		alg, typ = store.ChecksumNone, store.ChecksumTypeNone
+	}
 	if alg != store.ChecksumNone && typ == store.ChecksumTypeNone {
 		typ = store.ChecksumTypeComposite
 		if alg == store.ChecksumCRC64NVME {
@@ -429,6 +455,15 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 	rid, err := s.start(ctx, op, in.Bucket, in.Key)
 	if err != nil {
 		return nil, err
+	}
+	sent, err := s.checksumHeader(op, rid, in.Checksum)
+	if err != nil {
+		return nil, err
+	}
+	if sent != in.Checksum {
+		c := *in
+		c.Checksum = sent
+		in = &c
 	}
 	// Look the upload up before reading the body, as S3 answers NoSuchUpload without it.
 	s.mu.Lock()
@@ -508,6 +543,18 @@ func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteM
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checksumHeaders(op, rid, in.FullObjectChecksum.Algorithm); err != nil {
+		return nil, err
+	}
+	if s.rules.IgnoreChecksumHeaders {
+		c := *in
+		c.FullObjectChecksum, c.ChecksumType = store.Checksum{}, store.ChecksumTypeNone
+		c.Parts = slices.Clone(in.Parts)
+		for i := range c.Parts {
+			c.Parts[i].Checksum = store.Checksum{}
+		}
+		in = &c
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, err := s.bucketLocked(op, rid, in.Bucket)
@@ -585,13 +632,16 @@ func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteM
 	if err != nil {
 		return nil, err
 	}
-	etag := multipartETag(md5s)
+	if sums.Type == store.ChecksumTypeFullObject && u.alg == store.ChecksumNone && in.FullObjectChecksum.IsZero() {
+		sums = s.defaultChecksum(data) // nothing was sent: the store's own choice
+	}
+	etag := s.objectETag(multipartETag(md5s))
 	b[in.Key] = &object{
 		data: data, etag: etag, contentType: u.contentType, metadata: u.metadata,
 		modified: s.now().UTC(), checksums: sums,
 	}
 	delete(s.uploads, u.id)
-	out := store.CompleteMultipartUploadOutput{ETag: etag, Checksums: sums, RequestID: rid}
+	out := store.CompleteMultipartUploadOutput{ETag: s.answerETag(etag), Checksums: sums, RequestID: rid}
 	if s.rules.ReplayComplete {
 		s.completed[u.id] = &completion{bucket: in.Bucket, key: in.Key, out: out}
 	}

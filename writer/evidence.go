@@ -1,0 +1,293 @@
+package writer
+
+import (
+	"context"
+	stderrors "errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
+)
+
+// Evidence on stores the profile does not know. A write must end strongly verified (or, with
+// WithAllowWeakVerification, say it did not). Cheapest first:
+//  1. a checksum header: when the profile sends none, the write offers the CRC anyway and learns
+//     from the answer whether the store takes it (a refusal costs one retry, then is remembered
+//     for the endpoint), then whether HEAD reports it;
+//  2. the ETag against the body's MD5 (single PUT) or MD5-of-part-MD5s-N (multipart), computed
+//     as the bytes pass, part MD5s in the part goroutines;
+//  3. reading the object back, for replayable sources or objects up to the read-back limit.
+// What an endpoint (and bucket) showed is kept process-wide, so later writes skip what cannot help.
+
+// tri is an unknown / yes / no fact about an endpoint.
+type tri uint8
+
+const (
+	unknown tri = iota
+	yes
+	no
+)
+
+// endpointFacts is what writes learned about one store endpoint.
+type endpointFacts struct {
+	mu             sync.Mutex
+	headerRejected bool // the store refused an x-amz-checksum-* header we offered
+	headChecksum   tri  // HEAD reported the full-object checksum we sent
+	etagMD5        tri  // a single-PUT ETag is the body's MD5
+	mpETagMD5      tri  // a multipart ETag is MD5-of-part-MD5s-N
+}
+
+func (f *endpointFacts) get() (headerRejected bool, headChecksum, etagMD5, mpETagMD5 tri) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.headerRejected, f.headChecksum, f.etagMD5, f.mpETagMD5
+}
+
+func (f *endpointFacts) update(fn func(*endpointFacts)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+// Endpointer is implemented by stores that can name the endpoint they talk to (the adapters
+// return their base URL). Writes to the same endpoint and bucket share what they learned about
+// its checksum and ETag behaviour; a store without it is known by its own value.
+type Endpointer interface {
+	Endpoint() string
+}
+
+var facts sync.Map // factsKey → *endpointFacts
+
+// factsKey is per bucket as well as per endpoint: ETags are MD5s or not per bucket (SSE-KMS).
+type factsKey struct {
+	store  any // the endpoint's name, or the Store value itself
+	bucket string
+}
+
+// factsFor returns the shared facts of st's endpoint and bucket, or fresh ones when st cannot
+// be a map key (a non-pointer value): nothing is then remembered between writes.
+func factsFor(st store.Store, bucket string) *endpointFacts {
+	key := factsKey{bucket: bucket}
+	if e, ok := st.(Endpointer); ok && e.Endpoint() != "" {
+		key.store = fmt.Sprintf("%T %s", st, e.Endpoint())
+	} else if v := reflect.ValueOf(st); v.Kind() == reflect.Pointer {
+		key.store = st
+	} else {
+		return &endpointFacts{}
+	}
+	f, _ := facts.LoadOrStore(key, &endpointFacts{})
+	return f.(*endpointFacts)
+}
+
+// chooseChecksum decides what this write sends and computes, from the algorithm asked for, the
+// store's rules and what its endpoint showed before.
+func chooseChecksum(cfg config, f *endpointFacts) checksumCaps {
+	c := checksumCaps{etagIsMD5: cfg.rules.SinglePutETagMD5, mpETagMD5: cfg.rules.MultipartETagMD5, md5: cfg.contentMD5, local: cfg.checksum}
+	rejected, headChecksum, etagMD5, mpETagMD5 := f.get()
+	c.etagIsMD5 = c.etagIsMD5 || etagMD5 == yes
+	c.mpETagMD5 = c.mpETagMD5 || mpETagMD5 == yes
+	headKnown := false
+	if types := cfg.rules.Checksums.Types(cfg.checksum); cfg.checksum != store.ChecksumNone && types != 0 {
+		c.alg = cfg.checksum
+		c.fullObject = types.Has(multipart.FullObject)
+		headKnown = cfg.rules.HeadChecksums
+	} else if verify.IsCRC(cfg.checksum) && !rejected {
+		// The profile does not say the store takes it: offer it; a refusal is retried without.
+		c.alg, c.fullObject, c.probing = cfg.checksum, true, true
+	}
+	if c.alg != store.ChecksumNone && headChecksum == yes {
+		headKnown = true
+	}
+	if !headKnown {
+		// The stored checksum may not come back: MD5 ETags are the next proof.
+		c.md5 = true
+	}
+	return c
+}
+
+// headerRefused reports whether err is a store's refusal of a request that carried a checksum
+// header we only offered: a 400 or 501 that is neither a digest mismatch nor an auth problem.
+func headerRefused(err error) bool {
+	var re *store.ResponseError
+	if !stderrors.As(err, &re) || (re.StatusCode != 400 && re.StatusCode != 501) {
+		return false
+	}
+	switch sperrors.Classify(err).Kind {
+	case sperrors.Compatibility, sperrors.Permanent:
+		return true
+	}
+	return false
+}
+
+// dropOfferedChecksum is called when the store refused the checksum header this write offered:
+// the endpoint is remembered as refusing it and the write goes on without one.
+func (w *Writer) dropOfferedChecksum(op string, err error) {
+	w.facts.update(func(f *endpointFacts) { f.headerRejected = true })
+	w.caps.alg, w.caps.fullObject, w.caps.probing = store.ChecksumNone, false, false
+	w.caps.md5 = true
+	w.note(fmt.Sprintf("the store refused the %s checksum header on %s; sent without it", w.cfg.checksum, op))
+	w.log.Info("store refused the offered checksum header: retrying without it", zap.String("op", op),
+		zap.String("checksum", string(w.cfg.checksum)), zap.Error(err))
+}
+
+// note records something the store did that the caller should know (Result.Notes).
+func (w *Writer) note(s string) {
+	w.mu.Lock()
+	w.notes = append(w.notes, s)
+	w.mu.Unlock()
+}
+
+func (w *Writer) takeNotes(res *Result) {
+	w.mu.Lock()
+	res.Notes = append(res.Notes, w.notes...)
+	w.mu.Unlock()
+}
+
+// etagTrusted reports whether a differing ETag proves a different object on this store.
+func (w *Writer) etagTrusted(multipart bool) bool {
+	if multipart {
+		return w.caps.mpETagMD5
+	}
+	return w.caps.etagIsMD5
+}
+
+// judgement is the outcome of gathering evidence about the object at the key.
+type judgement struct {
+	method   verify.Method
+	mismatch error    // proves a different object
+	missing  []string // why nothing strong could be said
+}
+
+// judge gathers evidence after a HEAD: the HEAD's own, then a read-back when allowed. It also
+// teaches the endpoint's facts what this HEAD showed.
+func (w *Writer) judge(want verify.Expected, head *store.HeadObjectOutput, multipart bool) judgement {
+	ev := verify.Assess(want, head, w.etagTrusted(multipart))
+	w.learn(ev, want, multipart)
+	if ev.Mismatch != nil {
+		return judgement{mismatch: ev.Mismatch}
+	}
+	if ev.Strong() && !w.cfg.readBack {
+		return judgement{method: ev.Method}
+	}
+	if !ev.Strong() && !w.readBackAllowed(want.Size) {
+		missing := append(ev.Missing, fmt.Sprintf("read-back not attempted (the object is over the %d-byte read-back limit and the source cannot be replayed)", w.cfg.readBackLimit))
+		return judgement{method: ev.Method, missing: missing}
+	}
+	method, err := w.readBack(want)
+	if err != nil {
+		var mm *verify.Mismatch
+		if stderrors.As(err, &mm) {
+			return judgement{mismatch: err}
+		}
+		return judgement{method: ev.Method, missing: append(ev.Missing, "read-back failed: "+err.Error())}
+	}
+	if !method.Strong() {
+		return judgement{method: ev.Method, missing: append(ev.Missing, "read-back had no checksum to compare")}
+	}
+	return judgement{method: method}
+}
+
+// learn records what a HEAD showed about the endpoint: whether it reports the checksum we
+// sent, and whether its ETags are MD5s.
+func (w *Writer) learn(ev verify.Evidence, want verify.Expected, multipart bool) {
+	if ev.Mismatch != nil {
+		return
+	}
+	sent := w.caps.alg != store.ChecksumNone
+	w.facts.update(func(f *endpointFacts) {
+		if sent && ev.ChecksumReported {
+			f.headChecksum = yes
+		} else if sent && f.headChecksum == unknown {
+			f.headChecksum = no
+		}
+		etag := &f.etagMD5
+		if multipart {
+			etag = &f.mpETagMD5
+		}
+		switch {
+		case ev.ETagMatched:
+			*etag = yes
+		case ev.ETagDiffered && ev.Method.Strong() && ev.Method != verify.MethodETagMD5:
+			// The checksum proved the object; the ETag is something other than an MD5.
+			*etag = no
+		}
+	})
+	if ev.ETagMatched {
+		if multipart {
+			w.caps.mpETagMD5 = true
+		} else {
+			w.caps.etagIsMD5 = true
+		}
+	}
+}
+
+func (w *Writer) readBackAllowed(size int64) bool {
+	return w.cfg.readBack || w.cfg.replayable || (w.cfg.readBackLimit > 0 && size <= w.cfg.readBackLimit)
+}
+
+// unverified handles a landed object nothing could prove: with WithAllowWeakVerification it is a
+// length-only success (said in the Result and the log); otherwise an Integrity error coded
+// Unverifiable, after deleting the object when it is ours (ours is false when a create-only
+// write found an object it cannot tell from another writer's: that one is left, and the error
+// says so).
+func (w *Writer) unverified(j judgement, res *Result, ours bool) error {
+	what := strings.Join(j.missing, "; ")
+	if w.cfg.allowWeak {
+		res.Verified, res.VerifiedStrong = verify.MethodLengthOnly, false
+		res.Unproven = j.missing
+		w.log.Warn("accepted on length only (WithAllowWeakVerification): the content was not proven",
+			zap.Int64("size", res.Size), zap.String("upload_id", res.UploadID), zap.String("missing", what))
+		return nil
+	}
+	e := w.errorf(sperrors.Integrity, "Verify", nil, "the object landed but its content could not be proven: %s", what)
+	e.Code = sperrors.CodeUnverifiable
+	if !ours {
+		e.Message += "; the object at the key was left in place: it may be another writer's"
+		return w.fail(e)
+	}
+	if derr := w.deleteObject(); derr != nil {
+		e.Message += "; the unproven object could not be deleted: " + derr.Error()
+	} else {
+		e.Message += "; the unproven object was deleted"
+	}
+	return w.fail(e)
+}
+
+// headWithChecksum reads the object's metadata with its stored checksums.
+func (w *Writer) headWithChecksum() (*store.HeadObjectOutput, error) {
+	var head *store.HeadObjectOutput
+	err := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true})
+		head = h
+		return err
+	})
+	return head, err
+}
+
+// isUnverifiable reports the error of a write nothing could prove: retrying cannot help.
+func isUnverifiable(err error) bool {
+	e := asError(err)
+	return e != nil && e.Code == sperrors.CodeUnverifiable
+}
+
+// nothingLanded is the outcome of a lost answer whose HEAD failed: with a 404 the write did not
+// land (the upload vanished, or the object was removed since), else the HEAD's own error; never a
+// claim that another object is at the key.
+func (w *Writer) nothingLanded(cause, headErr error) error {
+	var re *store.ResponseError
+	if stderrors.As(headErr, &re) && re.StatusCode == 404 {
+		e := w.errorf(sperrors.Transient, "Complete", cause, "the answer was lost and no object is at the key: the write did not land")
+		if ce := asError(cause); ce != nil {
+			e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
+		}
+		return e
+	}
+	return headErr
+}

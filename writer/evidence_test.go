@@ -1,0 +1,375 @@
+package writer_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/verify"
+	"github.com/safeput/safeput/writer"
+)
+
+// Store personalities for the evidence paths, as the real servers behave at defaults.
+var (
+	minioLike = memstore.Rules{NoDefaultChecksum: true}                            // keeps only checksums it is sent
+	cephLike  = memstore.Rules{IgnoreChecksumHeaders: true, EmptyCommitETag: true} // MD5 ETags, headers ignored
+	refusing  = memstore.Rules{RejectChecksumHeaders: true}                        // 400 on any checksum header
+	opaque    = memstore.Rules{IgnoreChecksumHeaders: true, OpaqueETags: true}     // nothing but length
+)
+
+const (
+	mib        = 1 << 20
+	smallSize  = 3 * mib  // one PutObject
+	largeSize  = 12 * mib // three 5 MiB parts
+	unitBucket = "b"
+)
+
+func randomBytes(t testing.TB, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// write streams data through a Writer (a non-replayable source) with 5 MiB parts.
+func write(t *testing.T, st store.Store, key string, data []byte, opts ...writer.Option) (*writer.Result, error) {
+	t.Helper()
+	return writeTo(t, st, unitBucket, key, data, opts...)
+}
+
+func writeTo(t *testing.T, st store.Store, bucket, key string, data []byte, opts ...writer.Option) (*writer.Result, error) {
+	t.Helper()
+	opts = append([]writer.Option{writer.WithPartSize(5 * mib), writer.WithThreshold(5 * mib)}, opts...)
+	w, err := writer.New(context.Background(), st, bucket, key, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return w.Result(), nil
+}
+
+func newMem(r memstore.Rules) *memstore.Store {
+	return memstore.New(memstore.WithBuckets(unitBucket), memstore.WithRules(r))
+}
+
+func mustLand(t *testing.T, mem *memstore.Store, key string, data []byte, res *writer.Result, err error, method verify.Method) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("write failed: %v", err)
+	}
+	if res.Verified != method || !res.VerifiedStrong {
+		t.Fatalf("verified %q (strong %v), want %q", res.Verified, res.VerifiedStrong, method)
+	}
+	got, ok := mem.Object(unitBucket, key)
+	if !ok || !bytes.Equal(got, data) {
+		t.Fatalf("object at the key is not the bytes written (present %v, %d bytes)", ok, len(got))
+	}
+}
+
+func mustBeAbsent(t *testing.T, mem *memstore.Store, key string) {
+	t.Helper()
+	if _, ok := mem.Object(unitBucket, key); ok {
+		t.Fatal("an object was left at the key after a failed write")
+	}
+	if ups := mem.Uploads(unitBucket); len(ups) != 0 {
+		t.Fatalf("incomplete uploads left: %v", ups)
+	}
+}
+
+func mustBeUnverifiable(t *testing.T, err error) *sperrors.Error {
+	t.Helper()
+	var e *sperrors.Error
+	if !errors.As(err, &e) || e.Kind != sperrors.Integrity || e.Code != sperrors.CodeUnverifiable {
+		t.Fatalf("err %v, want Integrity coded Unverifiable", err)
+	}
+	return e
+}
+
+// TestDefaultsStrongOnEveryStore: with default options, a single PUT and a multipart write end
+// strongly verified on each store personality, by the cheapest evidence it offers.
+func TestDefaultsStrongOnEveryStore(t *testing.T) {
+	cases := []struct {
+		name          string
+		rules         memstore.Rules
+		single, multi verify.Method
+	}{
+		{"aws-like", memstore.Rules{}, verify.MethodCRC64NVME, verify.MethodCRC64NVME},
+		{"minio-like", minioLike, verify.MethodCRC64NVME, verify.MethodCRC64NVME},
+		{"ceph-like", cephLike, verify.MethodETagMD5, verify.MethodETagMD5},
+		{"refusing", refusing, verify.MethodCRC64NVME, verify.MethodCRC64NVME}, // keeps its own CRC
+		{"refusing, no checksum kept", memstore.Rules{RejectChecksumHeaders: true, NoDefaultChecksum: true}, verify.MethodETagMD5, verify.MethodETagMD5},
+		{"opaque ETags, small enough to read back", opaque, verify.MethodReadBack, verify.MethodReadBack},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mem := newMem(c.rules)
+			small, large := randomBytes(t, smallSize), randomBytes(t, largeSize)
+			res, err := write(t, mem, "single", small)
+			mustLand(t, mem, "single", small, res, err, c.single)
+			res, err = write(t, mem, "multi", large)
+			mustLand(t, mem, "multi", large, res, err, c.multi)
+			if !res.Multipart || res.Parts != 3 {
+				t.Fatalf("multipart %v with %d parts, want 3 parts", res.Multipart, res.Parts)
+			}
+		})
+	}
+}
+
+// TestEmptyCommitETagNoted: a 200 PutObject or Complete answer without an ETag is judged by the
+// HEAD, and the Result says the store's answer was empty.
+func TestEmptyCommitETagNoted(t *testing.T) {
+	mem := newMem(memstore.Rules{EmptyCommitETag: true})
+	for _, size := range []int{smallSize, largeSize} {
+		data := randomBytes(t, size)
+		res, err := write(t, mem, "k", data)
+		mustLand(t, mem, "k", data, res, err, verify.MethodCRC64NVME)
+		if !strings.Contains(strings.Join(res.Notes, "\n"), "carried no ETag") {
+			t.Fatalf("notes %q do not mention the empty answer", res.Notes)
+		}
+		if res.ETag == "" {
+			t.Fatal("Result.ETag empty: the HEAD's ETag was not taken")
+		}
+	}
+}
+
+// headerCounter counts requests that carried a checksum header.
+type headerCounter struct {
+	store.Store
+	withHeader atomic.Int32
+}
+
+func (h *headerCounter) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
+	if !in.Checksum.IsZero() {
+		h.withHeader.Add(1)
+	}
+	return h.Store.PutObject(ctx, in)
+}
+
+func (h *headerCounter) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
+	if in.ChecksumAlgorithm != store.ChecksumNone {
+		h.withHeader.Add(1)
+	}
+	return h.Store.CreateMultipartUpload(ctx, in)
+}
+
+// TestRefusedHeaderLearned: a store that refuses the offered checksum header costs one retry,
+// once per endpoint; later writes do not offer it again.
+func TestRefusedHeaderLearned(t *testing.T) {
+	mem := newMem(memstore.Rules{RejectChecksumHeaders: true, NoDefaultChecksum: true})
+	st := &headerCounter{Store: mem}
+	data := randomBytes(t, smallSize)
+	res, err := write(t, st, "first", data)
+	mustLand(t, mem, "first", data, res, err, verify.MethodETagMD5)
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "refused") {
+		t.Fatalf("notes %q do not say the header was refused", res.Notes)
+	}
+	if n := st.withHeader.Load(); n != 1 {
+		t.Fatalf("%d requests offered the header on the first write, want 1", n)
+	}
+	large := randomBytes(t, largeSize)
+	res, err = write(t, st, "second", large)
+	mustLand(t, mem, "second", large, res, err, verify.MethodETagMD5)
+	if n := st.withHeader.Load(); n != 1 {
+		t.Fatalf("the refused header was offered again (%d requests)", n)
+	}
+
+	// A multipart write is the first on another endpoint: refused at Create, created without.
+	mem2 := newMem(memstore.Rules{RejectChecksumHeaders: true, NoDefaultChecksum: true})
+	st2 := &headerCounter{Store: mem2}
+	res, err = write(t, st2, "multi", large)
+	mustLand(t, mem2, "multi", large, res, err, verify.MethodETagMD5)
+	if n := st2.withHeader.Load(); n != 1 {
+		t.Fatalf("%d Creates offered the header, want 1", n)
+	}
+}
+
+// TestNothingProvesIt: on a store that keeps no checksum and makes opaque ETags, an object too
+// large to read back fails Unverifiable and is deleted; WithAllowWeakVerification accepts it on
+// length and says what was missing.
+func TestNothingProvesIt(t *testing.T) {
+	for _, size := range []int{smallSize, largeSize} {
+		mem := newMem(opaque)
+		data := randomBytes(t, size)
+		_, err := write(t, mem, "k", data, writer.WithReadBackLimit(0))
+		e := mustBeUnverifiable(t, err)
+		if !strings.Contains(e.Message, "HEAD reported no full-object CRC64NVME") || !strings.Contains(e.Message, "was deleted") {
+			t.Fatalf("message does not say what was missing and what was done: %s", e.Message)
+		}
+		mustBeAbsent(t, mem, "k")
+
+		res, err := write(t, mem, "k", data, writer.WithReadBackLimit(0), writer.WithAllowWeakVerification())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verified != verify.MethodLengthOnly || res.VerifiedStrong || len(res.Unproven) == 0 {
+			t.Fatalf("weak acceptance not reported: verified %q strong %v unproven %q", res.Verified, res.VerifiedStrong, res.Unproven)
+		}
+		if got, _ := mem.Object(unitBucket, "k"); !bytes.Equal(got, data) {
+			t.Fatal("object differs")
+		}
+	}
+}
+
+// TestReplayableReadsBackAnySize: Upload of a replayable source reads back past the limit.
+func TestReplayableReadsBackAnySize(t *testing.T) {
+	mem := newMem(opaque)
+	data := randomBytes(t, largeSize)
+	res, err := writer.Upload(context.Background(), mem, unitBucket, "k", bytes.NewReader(data),
+		writer.WithPartSize(5*mib), writer.WithReadBackLimit(0))
+	mustLand(t, mem, "k", data, res, err, verify.MethodReadBack)
+}
+
+// TestCorruptBodyCaughtAtDefaults: a body changed in flight whose store answers 200 (its
+// checksum recomputed over the bad bytes, as a middlebox that strips it would leave it) is never
+// a success with a wrong object, on any store personality.
+func TestCorruptBodyCaughtAtDefaults(t *testing.T) {
+	for _, rules := range []struct {
+		name string
+		r    memstore.Rules
+	}{{"aws-like", memstore.Rules{}}, {"minio-like", minioLike}, {"ceph-like", cephLike}, {"refusing", memstore.Rules{RejectChecksumHeaders: true, NoDefaultChecksum: true}}} {
+		for _, fault := range []faulty.Fault{faulty.FlipByte, faulty.Truncate} {
+			for _, size := range []int{smallSize, largeSize} {
+				t.Run(rules.name+"/"+fault.String()+"/"+strconv.Itoa(size/mib)+"MiB", func(t *testing.T) {
+					mem := newMem(rules.r)
+					op := faulty.OpPutObject
+					if size > 5*mib {
+						op = faulty.OpUploadPart
+					}
+					st := faulty.New(mem, faulty.Always(op, fault))
+					data := randomBytes(t, size)
+					_, err := write(t, st, "k", data)
+					if !errors.Is(err, sperrors.Integrity) {
+						t.Fatalf("err %v, want Integrity", err)
+					}
+					mustBeAbsent(t, mem, "k")
+
+					// A replayable source, corrupted once: lands clean on a later attempt.
+					st = faulty.New(mem, faulty.First(op, 1, fault))
+					res, err := writer.Upload(context.Background(), st, unitBucket, "k", bytes.NewReader(data), writer.WithPartSize(5*mib))
+					if err != nil {
+						var e *sperrors.Error
+						if !errors.As(err, &e) || e.Kind != sperrors.Integrity {
+							t.Fatalf("replayable upload: %v, want success or Integrity", err)
+						}
+						mustBeAbsent(t, mem, "k")
+						return
+					}
+					mustLand(t, mem, "k", data, res, nil, res.Verified)
+				})
+			}
+		}
+	}
+}
+
+// TestLostCompleteJudgedOnEvidence: a Complete whose answer was lost (the retry finds the upload
+// gone) ends as an idempotent success when the HEAD proves the object, by checksum or by the
+// MD5-of-part-MD5s ETag; when nothing proves it, Unverifiable (deleted without create-only,
+// left in place with it, since it may be another writer's).
+func TestLostCompleteJudgedOnEvidence(t *testing.T) {
+	lost := faulty.First(faulty.OpCompleteMultipart, 1, faulty.DropResponse)
+	data := randomBytes(t, largeSize)
+	for _, c := range []struct {
+		name   string
+		r      memstore.Rules
+		method verify.Method
+	}{{"minio-like", minioLike, verify.MethodCRC64NVME}, {"ceph-like", cephLike, verify.MethodETagMD5}} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := newMem(c.r)
+			res, err := write(t, faulty.New(mem, lost), "k", data)
+			mustLand(t, mem, "k", data, res, err, c.method)
+			if !res.AlreadyExisted {
+				t.Fatal("a landed lost answer is not reported as already existing")
+			}
+			mem2 := newMem(c.r)
+			res, err = write(t, faulty.New(mem2, lost), "k", data, writer.WithCreateOnly())
+			mustLand(t, mem2, "k", data, res, err, c.method)
+		})
+	}
+	t.Run("nothing proves it", func(t *testing.T) {
+		mem := newMem(opaque)
+		_, err := write(t, faulty.New(mem, lost), "k", data, writer.WithReadBackLimit(0))
+		if e := mustBeUnverifiable(t, err); !strings.Contains(e.Message, "deleted") {
+			t.Fatalf("message does not say the object was deleted: %s", e.Message)
+		}
+		mustBeAbsent(t, mem, "k")
+
+		_, err = write(t, faulty.New(mem, lost), "k", data, writer.WithReadBackLimit(0), writer.WithCreateOnly())
+		if e := mustBeUnverifiable(t, err); !strings.Contains(e.Message, "left in place") {
+			t.Fatalf("message does not say the object was left: %s", e.Message)
+		}
+		if _, ok := mem.Object(unitBucket, "k"); !ok {
+			t.Fatal("a create-only write deleted an object it could not prove was its own")
+		}
+	})
+	t.Run("nothing landed", func(t *testing.T) {
+		// The store says the upload is gone though it never committed: not a Precondition.
+		mem := newMem(minioLike)
+		gone := faulty.Response(404, "NoSuchUpload", "The specified upload does not exist.")
+		_, err := write(t, faulty.New(mem, faulty.First(faulty.OpCompleteMultipart, 1, gone)), "k", data)
+		var e *sperrors.Error
+		if !errors.As(err, &e) || e.Kind == sperrors.Precondition || !strings.Contains(e.Message, "did not land") {
+			t.Fatalf("err %v, want a failure saying the write did not land", err)
+		}
+		mustBeAbsent(t, mem, "k")
+	})
+	t.Run("a different object", func(t *testing.T) {
+		mem := newMem(minioLike)
+		other := randomBytes(t, largeSize)
+		if _, err := write(t, mem, "k", other); err != nil {
+			t.Fatal(err)
+		}
+		_, err := write(t, mem, "k", data, writer.WithCreateOnly())
+		if !errors.Is(err, sperrors.Precondition) {
+			t.Fatalf("err %v, want Precondition", err)
+		}
+		if got, _ := mem.Object(unitBucket, "k"); !bytes.Equal(got, other) {
+			t.Fatal("the other writer's object was touched")
+		}
+	})
+}
+
+// TestLearnedMD5ETagsCatchCorruption: once a write on an endpoint matched its MD5 ETag, a part
+// or PUT whose ETag differs from its MD5 is caught at the receipt and re-sent from the clean
+// bytes, with no checksum and no read-back to help.
+func TestLearnedMD5ETagsCatchCorruption(t *testing.T) {
+	for _, c := range []struct {
+		op    string
+		size  int
+		calls int // the op's calls in the first write
+	}{{faulty.OpPutObject, smallSize, 1}, {faulty.OpUploadPart, largeSize, 3}} {
+		t.Run(c.op, func(t *testing.T) {
+			mem := newMem(memstore.Rules{IgnoreChecksumHeaders: true}) // MD5 ETags in every answer
+			// One store value throughout (the endpoint's facts are keyed by it); the fault hits
+			// the first body of the second write.
+			st := faulty.New(mem, faulty.Nth(c.op, c.calls+1, faulty.FlipByte))
+			first := randomBytes(t, c.size)
+			res, err := write(t, st, "first", first, writer.WithReadBackLimit(0))
+			mustLand(t, mem, "first", first, res, err, verify.MethodETagMD5)
+
+			data := randomBytes(t, c.size)
+			res, err = write(t, st, "second", data, writer.WithReadBackLimit(0))
+			mustLand(t, mem, "second", data, res, err, verify.MethodETagMD5)
+			if st.Count(faulty.FlipByte) != 1 || res.Failures[sperrors.Integrity] < 1 {
+				t.Fatalf("flips %d, integrity failures %d: the corrupt body was not caught at the receipt",
+					st.Count(faulty.FlipByte), res.Failures[sperrors.Integrity])
+			}
+		})
+	}
+}
