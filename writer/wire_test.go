@@ -369,3 +369,49 @@ func formatCounts(m map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Default settings, a body altered at the wire with its checksum headers stripped (a store or
+// middlebox that ignores checksums and answers 200): the write lands identical after a retry or
+// fails Integrity, never succeeds with a wrong object.
+func TestWireAlteredBodyDefaults(t *testing.T) {
+	cases := []struct {
+		name string
+		rule faultproxy.Rule
+		size int
+		src  source
+	}{
+		{"put-flipped", faultproxy.Rule{Op: faultproxy.PutObject, Nth: 1, Fault: faultproxy.Fault{Kind: faultproxy.StoreFlipped}}, 3 << 20, replayable},
+		{"put-flipped-stream", faultproxy.Rule{Op: faultproxy.PutObject, Nth: 1, Fault: faultproxy.Fault{Kind: faultproxy.StoreFlipped}}, 3 << 20, stream},
+		{"put-truncated", faultproxy.Rule{Op: faultproxy.PutObject, Nth: 1, Fault: faultproxy.Fault{Kind: faultproxy.StoreTruncated}}, 3 << 20, replayable},
+		{"part-flipped", faultproxy.Rule{Op: faultproxy.UploadPart, Nth: 2, Fault: faultproxy.Fault{Kind: faultproxy.StoreFlipped}}, 23 << 20, replayable},
+		{"part-flipped-stream", faultproxy.Rule{Op: faultproxy.UploadPart, Nth: 2, Fault: faultproxy.Fault{Kind: faultproxy.StoreFlipped}}, 23 << 20, stream},
+		{"part-truncated", faultproxy.Rule{Op: faultproxy.UploadPart, Nth: 1, Fault: faultproxy.Fault{Kind: faultproxy.StoreTruncated}}, 23 << 20, replayable},
+	}
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		proxy, st := wirekit.Proxied(t, env, 3)
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				proxy.SetRules(c.rule)
+				defer proxy.SetRules()
+				data := s3test.RandomBytes(c.size)
+				key := "wire-altered/" + c.name
+				// Defaults but the part size (5 MiB, so 23 MiB is multipart) and a quick policy.
+				res, err := writer.Upload(context.Background(), st, env.Bucket, key, c.src.reader(data),
+					writer.WithPartSize(5<<20), writer.WithRetry(wirePolicy()))
+				if proxy.Stats().Injected[c.rule.Fault.Kind] == 0 {
+					t.Fatal("the alteration was never injected")
+				}
+				if err != nil {
+					if !errors.Is(err, sperrors.Integrity) {
+						t.Fatalf("failed with %v, want Integrity (or landing)", err)
+					}
+					checkOutcome(t, env, key, data, res, err, sperrors.Integrity)
+					t.Logf("%s/%s: failed Integrity: %v", env.Adapter, c.name, err)
+					return
+				}
+				checkOutcome(t, env, key, data, res, err, sperrors.Unknown)
+				t.Logf("%s/%s: landed, verified %s, failures %v", env.Adapter, c.name, res.Verified, res.Failures)
+			})
+		}
+	})
+}
