@@ -1,5 +1,5 @@
-// Package testkit runs a test through both SDK adapters against the real test server, so every
-// behaviour is checked through aws-sdk-go-v2 and minio-go alike.
+// Package testkit runs a test through both SDK adapters against every real test server, so every
+// behaviour is checked through aws-sdk-go-v2 and minio-go alike, on each server.
 package testkit
 
 import (
@@ -11,7 +11,7 @@ import (
 	"github.com/safeput/safeput/store/miniogo"
 )
 
-// Adapter builds one store.Store for the test server.
+// Adapter builds one store.Store for a test server.
 type Adapter struct {
 	Name string
 	New  func(srv s3test.Server) (store.Store, error)
@@ -30,22 +30,25 @@ var Adapters = []Adapter{
 // Env is what a test body gets: the server, an adapter's store and a fresh bucket.
 type Env struct {
 	Srv     s3test.Server
+	Server  string // Srv.Name: s3test.VersityGW, s3test.MinIO, ...
 	Store   store.Store
 	Bucket  string
 	Adapter string
 }
 
-// ForEach runs fn as a subtest per adapter, each with its own bucket.
+// ForEach runs fn as a subtest per server × adapter ("versitygw/aws", "minio/minio", ...), each
+// with its own bucket, so a failure names both.
 func ForEach(t *testing.T, fn func(t *testing.T, env Env)) {
 	t.Helper()
-	srv := s3test.Require(t)
-	for _, a := range Adapters {
-		t.Run(a.Name, func(t *testing.T) {
-			st, err := a.New(srv)
-			if err != nil {
-				t.Fatalf("%s adapter: %v", a.Name, err)
-			}
-			fn(t, Env{Srv: srv, Store: st, Bucket: s3test.NewBucket(t, srv), Adapter: a.Name})
-		})
-	}
+	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) {
+		for _, a := range Adapters {
+			t.Run(a.Name, func(t *testing.T) {
+				st, err := a.New(srv)
+				if err != nil {
+					t.Fatalf("%s adapter on %s: %v", a.Name, srv.Name, err)
+				}
+				fn(t, Env{Srv: srv, Server: srv.Name, Store: st, Bucket: s3test.NewBucket(t, srv), Adapter: a.Name})
+			})
+		}
+	})
 }
