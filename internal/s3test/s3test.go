@@ -206,20 +206,24 @@ func Exists(t testing.TB, s Server, bucket, key string) bool {
 	return err == nil
 }
 
-// IncompleteUploads lists incomplete multipart uploads under prefix, via the raw client.
+// IncompleteUploads lists incomplete multipart uploads under prefix, via the raw client. It
+// lists the whole bucket and filters here: MinIO lists by prefix only for an exact key, so a
+// prefix listing there would miss every upload under a directory-like prefix.
 func IncompleteUploads(t testing.TB, s Server, bucket, prefix string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var ids []string
-	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket), Prefix: aws.String(prefix)}
+	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)}
 	for {
 		out, err := s.RawClient().ListMultipartUploads(ctx, in)
 		if err != nil {
-			t.Fatalf("list uploads %s/%s: %v", bucket, prefix, err)
+			t.Fatalf("list uploads %s: %v", bucket, err)
 		}
 		for _, u := range out.Uploads {
-			ids = append(ids, aws.ToString(u.Key)+"@"+aws.ToString(u.UploadId))
+			if strings.HasPrefix(aws.ToString(u.Key), prefix) {
+				ids = append(ids, aws.ToString(u.Key)+"@"+aws.ToString(u.UploadId))
+			}
 		}
 		if !aws.ToBool(out.IsTruncated) {
 			return ids
