@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
@@ -51,4 +52,14 @@ func ForEach(t *testing.T, fn func(t *testing.T, env Env)) {
 			})
 		}
 	})
+}
+
+// Profile is the writer profile for the test server: the one named after it (versitygw, minio),
+// or the gateway's for an external endpoint, which is what the tests used before they knew more
+// than one server.
+func (e Env) Profile() string {
+	if _, err := multipart.Profile(e.Server); err == nil && e.Server != "" {
+		return e.Server
+	}
+	return s3test.VersityGW
 }
