@@ -111,49 +111,50 @@ wait_ready() {
 
 # A start_server_<name> DATA_DIR function installs and starts one server in the background with
 # its data under DATA_DIR and returns once it serves requests. It sets srv_endpoint, srv_access,
-# srv_secret, srv_region, srv_pid, srv_log and srv_version, or returns non-zero after printing why
-# (leaving no process behind).
+# srv_secret, srv_region, srv_pid, srv_log and srv_version (new_server does most), or returns
+# non-zero after printing why (leaving no process behind).
 
-start_server_versitygw() {
-	local data=$1 port
-	install_tool versitygw github.com/versity/versitygw/cmd/versitygw "$VERSITYGW_VERSION" || return 1
+# new_server NAME VERSION DATA_DIR: what every start shares: a free port (srv_port) and the
+# endpoint on it, generated credentials, the region, the log file, the data dir.
+new_server() {
+	local name=$1 version=$2 data=$3
 	free_port || return 1
-	port=$free_port
+	srv_port=$free_port
+	srv_endpoint="http://127.0.0.1:$srv_port"
 	srv_access="safeput$RANDOM$RANDOM"
 	srv_secret="$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
 	srv_region="us-east-1"
-	srv_version=$VERSITYGW_VERSION
-	srv_log="$data/versitygw.log"
+	srv_version=$version
+	srv_log="$data/$name.log"
+	mkdir -p "$data" || return 1
+}
+
+start_server_versitygw() {
+	local data=$1
+	install_tool versitygw github.com/versity/versitygw/cmd/versitygw "$VERSITYGW_VERSION" || return 1
+	new_server versitygw "$VERSITYGW_VERSION" "$data" || return 1
 	mkdir -p "$data/objects" || return 1
 	"$safeput_bin/versitygw" --access "$srv_access" --secret "$srv_secret" --region "$srv_region" \
-		--port "127.0.0.1:$port" --keep-alive --quiet posix "$data/objects" >"$srv_log" 2>&1 &
+		--port "127.0.0.1:$srv_port" --keep-alive --quiet posix "$data/objects" >"$srv_log" 2>&1 &
 	srv_pid=$!
-	wait_ready versitygw 10 tcp_ready "$port" || return 1
-	srv_endpoint="http://127.0.0.1:$port"
+	wait_ready versitygw 10 tcp_ready "$srv_port"
 }
 
 start_server_minio() {
-	local data=$1 port console
+	local data=$1 console
 	install_tool minio github.com/minio/minio "$MINIO_VERSION" || return 1
-	free_port || return 1
-	port=$free_port
+	new_server minio "$MINIO_VERSION" "$data" || return 1
 	free_port || return 1
 	console=$free_port
-	srv_access="safeput$RANDOM$RANDOM"
-	srv_secret="$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
-	srv_region="us-east-1"
-	srv_version=$MINIO_VERSION
-	srv_log="$data/minio.log"
 	mkdir -p "$data/drive" || return 1
 	# Browser off and the console on its own loopback port; no update checks or call-home.
 	MINIO_ROOT_USER="$srv_access" MINIO_ROOT_PASSWORD="$srv_secret" MINIO_SITE_REGION="$srv_region" \
 		MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CALLHOME_ENABLE=off \
-		"$safeput_bin/minio" server --quiet --anonymous --address "127.0.0.1:$port" \
+		"$safeput_bin/minio" server --quiet --anonymous --address "127.0.0.1:$srv_port" \
 		--console-address "127.0.0.1:$console" "$data/drive" >"$srv_log" 2>&1 &
 	srv_pid=$!
 	# /ready answers 200 once the object layer is up, not just the listener.
-	wait_ready minio 60 http_ok "$port" /minio/health/ready || return 1
-	srv_endpoint="http://127.0.0.1:$port"
+	wait_ready minio 60 http_ok "$srv_port" /minio/health/ready
 }
 
 # start_s3_server [DATA_DIR]: starts the servers (SAFEPUT_S3_START, default all) unless
