@@ -11,6 +11,8 @@ import (
 
 // TestHarnessTiny runs the whole harness once at a tiny size: every implementation, both source
 // kinds, each object read back and compared. It proves the benchmark works; it times nothing.
+// Like the benchmark itself (scripts/bench.sh) it runs on the first test server only: it checks
+// the harness, and the library's behaviour on every server is covered by the other modules.
 func TestHarnessTiny(t *testing.T) {
 	srv := s3test.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -50,7 +50,21 @@ func layout(p multipart.Plan) []int64 {
 	return sizes
 }
 
-// Plans executed through both adapters against the real server read back identical: a 1-byte
+// serverProfile is the profile named after the test server (versitygw, minio), or strict for a
+// server the tests do not know.
+func serverProfile(t *testing.T, env testkit.Env) multipart.Rules {
+	t.Helper()
+	rules, err := multipart.Profile(env.Server)
+	if err != nil {
+		rules, err = multipart.Profile(multipart.DefaultProfile)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+// Plans executed through both adapters against each real server read back identical: a 1-byte
 // last part, an R2 plan's equal parts, and an unknown-length stream cut by its plan. A
 // deliberately illegal layout (a 4 MiB non-final part) is refused by the server and classifies as
 // Compatibility.
@@ -61,7 +75,7 @@ func TestPlansAgainstServer(t *testing.T) {
 			profile string
 			size    int64
 		}{
-			{"one-byte-last-part", "versitygw", 2*multipart.MiB*5 + 1},
+			{"one-byte-last-part", serverProfile(t, env).Name, 2*multipart.MiB*5 + 1},
 			{"r2-equal-parts", "r2", 3*5*multipart.MiB + 12345},
 		} {
 			rules, err := multipart.Profile(tc.profile)
@@ -90,7 +104,7 @@ func TestPlansAgainstServer(t *testing.T) {
 
 		// Unknown length: the plan fixes the part size from the expected maximum; the stream is
 		// cut into parts checked one by one with CheckPart.
-		rules, _ := multipart.Profile("versitygw")
+		rules := serverProfile(t, env)
 		plan, err := rules.Plan(multipart.PlanRequest{Size: multipart.UnknownSize, PartSize: 5 * multipart.MiB, Concurrency: 2, ExpectedMaxSize: 100 * multipart.MiB})
 		if err != nil {
 			t.Fatal(err)

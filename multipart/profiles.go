@@ -97,12 +97,24 @@ var profiles = []Rules{
 
 	// MinIO. 5 MiB min, 10,000 parts (minio/minio cmd/utils.go); 5 GiB part, 5 TiB PUT, 50 TiB
 	// object: https://docs.min.io/community/minio-object-store/operations/concepts/thresholds.html
-	// Checksums as AWS (minio/minio internal/hash/checksum.go). If-None-Match on PUT:
-	// https://github.com/minio/minio/issues/20346 ; on Complete: https://github.com/minio/minio/pull/19713
-	// ETag and HEAD checksum behaviour not in our sources: unverified.
+	// If-None-Match on PUT: https://github.com/minio/minio/issues/20346 ; on Complete:
+	// https://github.com/minio/minio/pull/19713 .
+	// Measured on the test command's MinIO (github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c)
+	// by `safeput probe` (TestProbe asserts it matches this profile) and the contract suite
+	// (internal/storetest): checksums as AWS except that CRC64NVME COMPOSITE is accepted too
+	// (SHA256 FULL_OBJECT is refused at Create; SHA1 is not probed: AWS's composite kept); ETags
+	// are MD5 and md5-of-md5s-N; HEAD returns stored checksums. Other differences safeput copes
+	// with: a wrong x-amz-checksum-* is 400 XAmzContentChecksumMismatch (Integrity), not BadDigest;
+	// Complete's answer names no checksum type (HEAD does); x-amz-mp-object-size is ignored;
+	// Abort answers 204 for any upload id (gone or never existing), so only a listing confirms an
+	// abort; ListMultipartUploads lists by prefix only for an exact key (a directory-like prefix
+	// lists nothing; no prefix lists the bucket, unpaged) and leaves NextKeyMarker out of a
+	// truncated page.
 	{Name: "minio", MinPartSize: 5 * MiB, MaxPartSize: 5 * GiB, MaxParts: 10000,
 		MaxObjectSize: 50 * TiB, MaxSinglePut: 5 * TiB,
-		Checksums: awsChecksums, ContentMD5: true, ConditionalPut: true, ConditionalComplete: true},
+		Checksums:  ChecksumSupport{CRC32: FullObject | Composite, CRC32C: FullObject | Composite, CRC64NVME: FullObject | Composite, SHA1: Composite, SHA256: Composite},
+		ContentMD5: true, ConditionalPut: true, ConditionalComplete: true,
+		SinglePutETagMD5: true, MultipartETagMD5: true, HeadChecksums: true},
 
 	// Huawei OBS. 100 KB..5 GB parts, 1..10,000: https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0099.html
 	// 5 GB PUT, 48.8 TB object: https://support.huaweicloud.com/en-us/devg-obs/obs_06_0028.html

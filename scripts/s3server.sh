@@ -1,13 +1,34 @@
 #!/usr/bin/env bash
-# Installs (once) and starts a real S3 server for tests and benchmarks: Versity S3 Gateway,
-# posix backend on a temp dir, loopback only, generated credentials. Sourced by test.sh and
-# bench.sh; exports SAFEPUT_S3_* for the Go tests.
+# Installs (once) and starts the real S3 servers for tests and benchmarks, each on loopback with
+# a temp data dir and generated credentials:
+#   versitygw  Versity S3 Gateway, posix backend
+#   minio      MinIO, single drive
+# Sourced by test.sh, with-s3.sh and bench.sh.
 #
-# To test against another endpoint instead, export SAFEPUT_S3_ENDPOINT, SAFEPUT_S3_ACCESS_KEY,
-# SAFEPUT_S3_SECRET_KEY (and SAFEPUT_S3_REGION) before running the test command.
+# What the Go tests see (internal/s3test reads it):
+#   SAFEPUT_S3_SERVERS="versitygw,minio"            the servers up, in order
+#   SAFEPUT_S3_<NAME>_ENDPOINT, _ACCESS_KEY, _SECRET_KEY, _REGION   per server (NAME upper-cased)
+#   SAFEPUT_S3_ENDPOINT, _ACCESS_KEY, _SECRET_KEY, _REGION          the first server again, for
+#                                                  code that uses one server (the benchmark)
+#
+# Settings:
+#   SAFEPUT_S3_START="versitygw minio"   which servers to start (default: all; quick local loops
+#                                        may pick one). Under CI=true a server that cannot be
+#                                        installed or started fails the command; elsewhere the
+#                                        tests run on the servers that did start.
+#   SAFEPUT_S3_ENDPOINT, SAFEPUT_S3_ACCESS_KEY, SAFEPUT_S3_SECRET_KEY (and SAFEPUT_S3_REGION)
+#                                        exported beforehand: test against that one endpoint
+#                                        instead; nothing is started.
+#   SAFEPUT_KEEP_S3_DATA=1               keep the servers' data dirs after stop.
+#
+# Adding a server: a start_server_<name> function below (see its contract) and its name in
+# SAFEPUT_S3_ALL_SERVERS.
 
 VERSITYGW_VERSION="v1.8.0"
+MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
 GOLANGCI_LINT_VERSION="v2.15.0"
+
+SAFEPUT_S3_ALL_SERVERS="versitygw minio"
 
 safeput_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 safeput_bin="$safeput_root/bin"
@@ -20,17 +41,24 @@ install_tool() {
 		return 0
 	fi
 	echo "installing $name $version into bin/ (first run only)" >&2
-	mkdir -p "$safeput_bin"
-	GOBIN="$safeput_bin" GOFLAGS=-mod=mod go install "$module@$version"
+	mkdir -p "$safeput_bin" || return 1
+	# Explicit returns: callers may run this where set -e does not apply (inside an if).
+	GOBIN="$safeput_bin" GOFLAGS=-mod=mod go install "$module@$version" || return 1
 	echo "$version" >"$stamp"
 }
 
+# free_port: sets free_port to a port nothing listens on, never one handed out before (two
+# ports picked before either server binds must differ).
 free_port() {
 	local p
 	for _ in $(seq 1 50); do
 		p=$((20000 + RANDOM % 40000))
+		if [[ " ${safeput_ports_taken:-} " == *" $p "* ]]; then
+			continue
+		fi
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
+			safeput_ports_taken="${safeput_ports_taken:-} $p"
+			free_port=$p
 			return 0
 		fi
 	done
@@ -38,54 +66,162 @@ free_port() {
 	return 1
 }
 
-# start_s3_server [DATA_DIR]: starts versitygw unless SAFEPUT_S3_ENDPOINT is already set.
+ci_mode() {
+	[[ -n "${CI:-}" && "${CI:-}" != "false" ]]
+}
+
+# tcp_ready PORT: something accepts connections on 127.0.0.1:PORT.
+tcp_ready() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# http_ok PORT PATH: GET answers 200 (bash only: the test command needs nothing but Go).
+http_ok() {
+	local port=$1 path=$2
+	(
+		exec 3<>"/dev/tcp/127.0.0.1/$port" || exit 1
+		printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1:%s\r\n\r\n' "$path" "$port" >&3
+		read -r -t 5 status <&3 || exit 1
+		[[ "$status" == *" 200 "* || "$status" == *" 200" ]]
+	) 2>/dev/null
+}
+
+# wait_ready NAME SECONDS CHECK...: polls CHECK until it succeeds; fails when the server
+# process ($srv_pid) exits or SECONDS pass, printing its log.
+wait_ready() {
+	local name=$1 seconds=$2
+	shift 2
+	local i
+	for ((i = 0; i < seconds * 10; i++)); do
+		if "$@"; then
+			return 0
+		fi
+		if ! kill -0 "$srv_pid" 2>/dev/null; then
+			echo "$name exited during start-up:" >&2
+			cat "$srv_log" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "$name did not become ready within ${seconds}s:" >&2
+	cat "$srv_log" >&2
+	kill "$srv_pid" 2>/dev/null || true
+	return 1
+}
+
+# A start_server_<name> DATA_DIR function installs and starts one server in the background with
+# its data under DATA_DIR and returns once it serves requests. It sets srv_endpoint, srv_access,
+# srv_secret, srv_region, srv_pid, srv_log and srv_version (new_server does most), or returns
+# non-zero after printing why (leaving no process behind).
+
+# new_server NAME VERSION DATA_DIR: what every start shares: a free port (srv_port) and the
+# endpoint on it, generated credentials, the region, the log file, the data dir.
+new_server() {
+	local name=$1 version=$2 data=$3
+	free_port || return 1
+	srv_port=$free_port
+	srv_endpoint="http://127.0.0.1:$srv_port"
+	srv_access="safeput$RANDOM$RANDOM"
+	srv_secret="$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
+	srv_region="us-east-1"
+	srv_version=$version
+	srv_log="$data/$name.log"
+	mkdir -p "$data" || return 1
+}
+
+start_server_versitygw() {
+	local data=$1
+	install_tool versitygw github.com/versity/versitygw/cmd/versitygw "$VERSITYGW_VERSION" || return 1
+	new_server versitygw "$VERSITYGW_VERSION" "$data" || return 1
+	mkdir -p "$data/objects" || return 1
+	"$safeput_bin/versitygw" --access "$srv_access" --secret "$srv_secret" --region "$srv_region" \
+		--port "127.0.0.1:$srv_port" --keep-alive --quiet posix "$data/objects" >"$srv_log" 2>&1 &
+	srv_pid=$!
+	wait_ready versitygw 10 tcp_ready "$srv_port"
+}
+
+start_server_minio() {
+	local data=$1 console
+	install_tool minio github.com/minio/minio "$MINIO_VERSION" || return 1
+	new_server minio "$MINIO_VERSION" "$data" || return 1
+	free_port || return 1
+	console=$free_port
+	mkdir -p "$data/drive" || return 1
+	# Browser off and the console on its own loopback port; no update checks or call-home.
+	MINIO_ROOT_USER="$srv_access" MINIO_ROOT_PASSWORD="$srv_secret" MINIO_SITE_REGION="$srv_region" \
+		MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CALLHOME_ENABLE=off \
+		"$safeput_bin/minio" server --quiet --anonymous --address "127.0.0.1:$srv_port" \
+		--console-address "127.0.0.1:$console" "$data/drive" >"$srv_log" 2>&1 &
+	srv_pid=$!
+	# /ready answers 200 once the object layer is up, not just the listener.
+	wait_ready minio 60 http_ok "$srv_port" /minio/health/ready
+}
+
+# start_s3_server [DATA_DIR]: starts the servers (SAFEPUT_S3_START, default all) unless
+# SAFEPUT_S3_ENDPOINT is already set; each keeps its data under DATA_DIR/<name>.
 start_s3_server() {
 	if [[ -n "${SAFEPUT_S3_ENDPOINT:-}" ]]; then
 		echo "using external S3 endpoint $SAFEPUT_S3_ENDPOINT" >&2
 		return 0
 	fi
-	install_tool versitygw github.com/versity/versitygw/cmd/versitygw "$VERSITYGW_VERSION"
 	local data=${1:-}
 	if [[ -z "$data" ]]; then
-		data=$(mktemp -d "${TMPDIR:-/tmp}/safeput-s3.XXXXXX")
+		data=$(mktemp -d "${TMPDIR:-/tmp}/safeput-s3.XXXXXX") || return 1
 	fi
 	safeput_s3_data=$data
-	local port access secret
-	port=$(free_port)
-	access="safeput$RANDOM$RANDOM"
-	secret="$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
-	mkdir -p "$data/objects"
-	safeput_s3_log="$data/versitygw.log"
-	"$safeput_bin/versitygw" --access "$access" --secret "$secret" --region us-east-1 \
-		--port "127.0.0.1:$port" --keep-alive --quiet posix "$data/objects" >"$safeput_s3_log" 2>&1 &
-	safeput_s3_pid=$!
-	for _ in $(seq 1 100); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			export SAFEPUT_S3_ENDPOINT="http://127.0.0.1:$port"
-			export SAFEPUT_S3_ACCESS_KEY="$access"
-			export SAFEPUT_S3_SECRET_KEY="$secret"
-			export SAFEPUT_S3_REGION="us-east-1"
-			echo "versitygw $VERSITYGW_VERSION listening on $SAFEPUT_S3_ENDPOINT (data $data, pid $safeput_s3_pid)" >&2
-			return 0
-		fi
-		if ! kill -0 "$safeput_s3_pid" 2>/dev/null; then
-			echo "versitygw exited during start-up:" >&2
-			cat "$safeput_s3_log" >&2
+	safeput_s3_pids=""
+	safeput_s3_logs=""
+	local name var started=()
+	local list=${SAFEPUT_S3_START:-$SAFEPUT_S3_ALL_SERVERS}
+	for name in ${list//,/ }; do
+		if ! declare -F "start_server_$name" >/dev/null; then
+			echo "unknown S3 server '$name' in SAFEPUT_S3_START (known: $SAFEPUT_S3_ALL_SERVERS)" >&2
 			return 1
 		fi
-		sleep 0.1
+		srv_pid=""
+		if ! "start_server_$name" "$data/$name"; then
+			if ci_mode; then
+				echo "FAIL: S3 server $name could not be installed or started (CI=true needs every server: $SAFEPUT_S3_ALL_SERVERS)" >&2
+				return 1
+			fi
+			echo "WARNING: S3 server $name could not be installed or started; the tests run without it" >&2
+			continue
+		fi
+		started+=("$name")
+		safeput_s3_pids="$safeput_s3_pids $srv_pid"
+		safeput_s3_logs="$safeput_s3_logs $srv_log"
+		var="SAFEPUT_S3_$(echo "$name" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')"
+		export "${var}_ENDPOINT=$srv_endpoint" "${var}_ACCESS_KEY=$srv_access" \
+			"${var}_SECRET_KEY=$srv_secret" "${var}_REGION=$srv_region"
+		if [[ ${#started[@]} -eq 1 ]]; then
+			# The first server is also the single-server default (the benchmark uses it).
+			safeput_s3_pid=$srv_pid
+			safeput_s3_log=$srv_log
+			export SAFEPUT_S3_ENDPOINT="$srv_endpoint" SAFEPUT_S3_ACCESS_KEY="$srv_access" \
+				SAFEPUT_S3_SECRET_KEY="$srv_secret" SAFEPUT_S3_REGION="$srv_region"
+		fi
+		echo "$name $srv_version listening on $srv_endpoint (data $data/$name, pid $srv_pid)" >&2
 	done
-	echo "versitygw did not answer on port $port" >&2
-	cat "$safeput_s3_log" >&2
-	return 1
+	if [[ ${#started[@]} -eq 0 ]]; then
+		echo "FAIL: no S3 server started" >&2
+		return 1
+	fi
+	export SAFEPUT_S3_SERVERS
+	SAFEPUT_S3_SERVERS=$(
+		IFS=,
+		echo "${started[*]}"
+	)
 }
 
 stop_s3_server() {
-	if [[ -n "${safeput_s3_pid:-}" ]]; then
-		kill "$safeput_s3_pid" 2>/dev/null || true
-		wait "$safeput_s3_pid" 2>/dev/null || true
-		safeput_s3_pid=""
-	fi
+	local pid
+	for pid in ${safeput_s3_pids:-} ${srv_pid:-}; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	safeput_s3_pids=""
+	srv_pid=""
+	safeput_s3_pid=""
 	if [[ -n "${safeput_s3_data:-}" && "${SAFEPUT_KEEP_S3_DATA:-}" != "1" ]]; then
 		rm -rf "$safeput_s3_data"
 	fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: lint, then every module's tests with -race against a real S3 server.
+# The test command: lint, then every module's tests with -race against the real S3 servers
+# (Versity S3 Gateway and MinIO; see s3server.sh).
 # Needs only Go; installs its pinned tools into bin/ on first run.
 #   SAFEPUT_SKIP_LINT=1   skip gofmt/vet/golangci-lint (quick local loops; CI never sets it)
 #   SAFEPUT_TEST_ARGS     extra arguments for go test (e.g. "-run Contract")
@@ -24,7 +25,10 @@ for m in $modules; do
 	(cd "$m" && go test -race -count=1 ${SAFEPUT_TEST_ARGS:-} ./...) || status=1
 done
 if [[ $status -ne 0 ]]; then
-	echo "FAIL: tests failed (server log: ${safeput_s3_log:-external endpoint})" >&2
-	if [[ -n "${safeput_s3_log:-}" ]]; then tail -50 "$safeput_s3_log" >&2 || true; fi
+	echo "FAIL: tests failed (server logs:${safeput_s3_logs:- external endpoint})" >&2
+	for log in ${safeput_s3_logs:-}; do
+		echo "== tail $log" >&2
+		tail -50 "$log" >&2 || true
+	done
 fi
 exit $status

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs one command with the test S3 server up and SAFEPUT_S3_* exported, e.g.
+# Runs one command with the test S3 servers up and SAFEPUT_S3_* exported (see s3server.sh), e.g.
 #   bash scripts/with-s3.sh go test -race -count=1 ./writer/...
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -35,20 +35,20 @@ func TestRealServerClassification(t *testing.T) {
 		}
 		// A small body: with a large one the server may answer 403 and close while the client is
 		// still sending, which the client sees as a reset (Transient) before the retry gets the 403.
-		_, err = writer.Upload(ctx, wrong, env.Bucket, "wrong-secret", bytes.NewReader(data[:1000]), testOpts()...)
+		_, err = writer.Upload(ctx, wrong, env.Bucket, "wrong-secret", bytes.NewReader(data[:1000]), testOpts(env)...)
 		var se *sperrors.Error
 		if !errors.As(err, &se) || se.Kind != sperrors.Permanent || se.Attempts != 1 || se.StatusCode != 403 {
 			t.Fatalf("wrong secret: want Permanent, 1 attempt, 403; got %v", err)
 		}
 
-		_, err = writer.Upload(ctx, env.Store, "no-such-bucket-"+env.Adapter, "k", bytes.NewReader(data[:1000]), testOpts()...)
+		_, err = writer.Upload(ctx, env.Store, "no-such-bucket-"+env.Adapter, "k", bytes.NewReader(data[:1000]), testOpts(env)...)
 		if !errors.As(err, &se) || se.Kind != sperrors.Permanent || se.Code != "NoSuchBucket" {
 			t.Fatalf("missing bucket: want Permanent NoSuchBucket, got %v", err)
 		}
 
 		// A profile that wrongly allows 1 MiB parts: the server refuses the layout at Complete.
 		_, err = writer.Upload(ctx, env.Store, env.Bucket, "too-small", bytes.NewReader(data),
-			writer.WithProfile("profile=versitygw,min=1MiB"), writer.WithPartSize(1<<20))
+			writer.WithProfile("profile="+env.Profile()+",min=1MiB"), writer.WithPartSize(1<<20))
 		if !errors.As(err, &se) || se.Kind != sperrors.Compatibility || se.Code != "EntityTooSmall" {
 			t.Fatalf("1 MiB parts: want Compatibility EntityTooSmall, got %v", err)
 		}

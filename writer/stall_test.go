@@ -57,7 +57,7 @@ func TestStallAtEveryStep(t *testing.T) {
 				}
 				fs := faulty.New(env.Store, rules...)
 				key := "stall/" + name
-				opts := testOpts(writer.WithRetry(fastPolicy(retry.WithAttemptTimeout(0), retry.WithStallTimeout(window))),
+				opts := testOpts(env, writer.WithRetry(fastPolicy(retry.WithAttemptTimeout(0), retry.WithStallTimeout(window))),
 					writer.WithReadBack(c.readBack))
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()

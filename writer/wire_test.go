@@ -76,7 +76,7 @@ func TestWireStallAtEveryStep(t *testing.T) {
 				key := "wire-stall/" + name
 				start := time.Now()
 				res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
-					testOpts(writer.WithRetry(wirePolicy()), writer.WithReadBack(c.readBack))...)
+					testOpts(env, writer.WithRetry(wirePolicy()), writer.WithReadBack(c.readBack))...)
 				took := time.Since(start)
 				if proxy.Stats().Injected[faultproxy.Hold] == 0 {
 					t.Fatal("the hold was never injected")
@@ -115,7 +115,7 @@ func TestWireHungServer(t *testing.T) {
 				policy := wirePolicy(retry.WithMaxAttempts(3))
 				start := time.Now()
 				res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
-					testOpts(writer.WithRetry(policy), writer.WithAbortTimeout(abortTimeout), writer.WithThreshold(part))...)
+					testOpts(env, writer.WithRetry(policy), writer.WithAbortTimeout(abortTimeout), writer.WithThreshold(part))...)
 				took := time.Since(start)
 				// 3 attempts of one window each, backoff of at most 3 × 20 ms, the clean-up bound,
 				// and slack for a loaded machine.
@@ -150,7 +150,7 @@ func TestWireThrottleStorm(t *testing.T) {
 		for i := range uploads {
 			key := fmt.Sprintf("wire-storm/%d", i)
 			res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
-				testOpts(writer.WithRetry(quickIntervals()), writer.WithConcurrency(4))...)
+				testOpts(env, writer.WithRetry(quickIntervals()), writer.WithConcurrency(4))...)
 			if err != nil {
 				t.Errorf("upload %d through a 30%% storm: %v", i, err)
 				continue
@@ -250,7 +250,7 @@ func TestWireCampaign(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*bound)
 			start := time.Now()
 			res, err := writer.Upload(ctx, st, env.Bucket, key, src.reader(data),
-				testOpts(writer.WithRetry(wirePolicy()), writer.WithAbortTimeout(10*time.Second))...)
+				testOpts(env, writer.WithRetry(wirePolicy()), writer.WithAbortTimeout(10*time.Second))...)
 			took := time.Since(start)
 			cancel()
 			injected := injectedKinds(proxy, key)

@@ -31,11 +31,11 @@ func TestMain(m *testing.M) {
 	)
 }
 
-const part = 5 << 20 // the smallest part versitygw accepts
+const part = 5 << 20 // the smallest part the test servers accept
 
-// testOpts: the versitygw profile and 5 MiB parts keep the tests small.
-func testOpts(extra ...writer.Option) []writer.Option {
-	return append([]writer.Option{writer.WithProfile("versitygw"), writer.WithPartSize(part)}, extra...)
+// testOpts: the server's own profile and 5 MiB parts keep the tests small.
+func testOpts(env testkit.Env, extra ...writer.Option) []writer.Option {
+	return append([]writer.Option{writer.WithProfile(env.Profile()), writer.WithPartSize(part)}, extra...)
 }
 
 // Every size that has bitten multipart uploaders: empty, one byte, around a part boundary, and
@@ -47,7 +47,7 @@ func TestWriterSizes(t *testing.T) {
 			t.Run(fmt.Sprint(size), func(t *testing.T) {
 				data := s3test.RandomBytes(size)
 				key := fmt.Sprintf("sizes/%d", size)
-				w, err := writer.New(context.Background(), env.Store, env.Bucket, key, testOpts()...)
+				w, err := writer.New(context.Background(), env.Store, env.Bucket, key, testOpts(env)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -107,7 +107,7 @@ func TestUploadSources(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				key := "upload/" + tc.name
-				res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, tc.r(), testOpts(tc.opts...)...)
+				res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, tc.r(), testOpts(env, tc.opts...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -133,7 +133,7 @@ func TestUpload100MiB(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		data := s3test.RandomBytes(100 << 20)
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "big", struct{ io.Reader }{bytes.NewReader(data)},
-			testOpts(writer.WithPartSize(8<<20), writer.WithConcurrency(4))...)
+			testOpts(env, writer.WithPartSize(8<<20), writer.WithConcurrency(4))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,18 +153,18 @@ func TestCreateOnly(t *testing.T) {
 		for _, size := range []int{100, 2*part + 3} {
 			key := fmt.Sprintf("create-only/%d", size)
 			first := s3test.RandomBytes(size)
-			if _, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(writer.WithCreateOnly())...); err != nil {
+			if _, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(env, writer.WithCreateOnly())...); err != nil {
 				t.Fatal(err)
 			}
 			other := s3test.RandomBytes(size)
-			_, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(other), testOpts(writer.WithCreateOnly())...)
+			_, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(other), testOpts(env, writer.WithCreateOnly())...)
 			if !errors.Is(err, sperrors.Precondition) {
 				t.Fatalf("size %d: want Precondition, got %v", size, err)
 			}
 			if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, first) {
 				t.Fatal("existing object changed")
 			}
-			res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(writer.WithCreateOnly())...)
+			res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(env, writer.WithCreateOnly())...)
 			if err != nil || !res.AlreadyExisted {
 				t.Fatalf("same bytes again: %v %+v", err, res)
 			}
@@ -179,7 +179,7 @@ func TestCreateOnly(t *testing.T) {
 func TestCancelMidUpload(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		ctx, cancel := context.WithCancel(context.Background())
-		w, err := writer.New(ctx, env.Store, env.Bucket, "cancel", testOpts()...)
+		w, err := writer.New(ctx, env.Store, env.Bucket, "cancel", testOpts(env)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +207,7 @@ func TestCancelMidUpload(t *testing.T) {
 // Abort discards a started multipart upload; nothing visible, nothing left.
 func TestAbort(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
-		w, err := writer.New(context.Background(), env.Store, env.Bucket, "aborted", testOpts()...)
+		w, err := writer.New(context.Background(), env.Store, env.Bucket, "aborted", testOpts(env)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +249,7 @@ func TestSharedBudget(t *testing.T) {
 				defer wg.Done()
 				key := fmt.Sprintf("budget/%d", i)
 				_, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, struct{ io.Reader }{bytes.NewReader(data)},
-					testOpts(writer.WithBudget(budget), writer.WithConcurrency(4))...)
+					testOpts(env, writer.WithBudget(budget), writer.WithConcurrency(4))...)
 				errs <- err
 			}()
 		}
@@ -274,7 +274,7 @@ func TestBadInput(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		ctx := context.Background()
 		existing := s3test.RandomBytes(10)
-		if _, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", bytes.NewReader(existing), testOpts()...); err != nil {
+		if _, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", bytes.NewReader(existing), testOpts(env)...); err != nil {
 			t.Fatal(err)
 		}
 		small, _ := writer.NewBudget(1 << 20)
@@ -293,11 +293,11 @@ func TestBadInput(t *testing.T) {
 				return err
 			},
 			"zero concurrency": func() error {
-				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(writer.WithConcurrency(0))...)
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, writer.WithConcurrency(0))...)
 				return err
 			},
 			"budget too small": func() error {
-				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(writer.WithBudget(small))...)
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, writer.WithBudget(small))...)
 				return err
 			},
 			"unknown profile": func() error {
@@ -305,17 +305,17 @@ func TestBadInput(t *testing.T) {
 				return err
 			},
 			"short stream": func() error {
-				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 5))}, testOpts(writer.WithSize(10))...)
+				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 5))}, testOpts(env, writer.WithSize(10))...)
 				return err
 			},
 			"long stream": func() error {
-				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 50))}, testOpts(writer.WithSize(10))...)
+				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 50))}, testOpts(env, writer.WithSize(10))...)
 				return err
 			},
 			"cancelled context": func() error {
 				cctx, cancel := context.WithCancel(ctx)
 				cancel()
-				_, err := writer.Upload(cctx, env.Store, env.Bucket, "keep", bytes.NewReader(make([]byte, 5)), testOpts()...)
+				_, err := writer.Upload(cctx, env.Store, env.Bucket, "keep", bytes.NewReader(make([]byte, 5)), testOpts(env)...)
 				return err
 			},
 		} {
@@ -336,7 +336,7 @@ func TestBadInput(t *testing.T) {
 			t.Fatal("bad input touched the existing object")
 		}
 		// Write after Close.
-		w, _ := writer.New(ctx, env.Store, env.Bucket, "closed", testOpts()...)
+		w, _ := writer.New(ctx, env.Store, env.Bucket, "closed", testOpts(env)...)
 		_ = w.Close()
 		if _, err := w.Write([]byte("x")); !errors.Is(err, writer.ErrClosed) {
 			t.Fatalf("write after close: %v", err)
@@ -351,7 +351,7 @@ func TestObserverAndResult(t *testing.T) {
 		seen := map[writer.EventType]int{}
 		data := s3test.RandomBytes(2*part + 10)
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "observed", bytes.NewReader(data),
-			testOpts(writer.WithObserver(func(e writer.Event) {
+			testOpts(env, writer.WithObserver(func(e writer.Event) {
 				mu.Lock()
 				seen[e.Type]++
 				mu.Unlock()
@@ -375,8 +375,14 @@ func TestObserverAndResult(t *testing.T) {
 // With no options at all (the strict profile, which sends no checksum header because not every
 // store accepts one) the writer still computes CRC64NVME locally and compares it with the
 // checksum the store computed itself, so verification is strong where the store reports one.
+// Versity S3 Gateway computes a CRC64NVME for every object; MinIO stores none unless one is sent,
+// so there the defaults prove the length only (the minio profile sends CRC64NVME and verifies it:
+// TestPutAndVerify in cmd/safeput).
 func TestDefaultsVerifyAgainstStoreChecksum(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		// Every server verifies strongly at defaults: the CRC64NVME header is offered even under
+		// the strict profile, so MinIO (which stores no checksum it was not sent) reports it too.
+		wantMethod := verify.MethodCRC64NVME
 		for _, size := range []int{1000, 20 << 20} {
 			data := s3test.RandomBytes(size)
 			key := fmt.Sprintf("defaults/%d", size)
@@ -388,8 +394,8 @@ func TestDefaultsVerifyAgainstStoreChecksum(t *testing.T) {
 				t.Fatal("read back differs")
 			}
 			sum, _ := verify.Sum(store.ChecksumCRC64NVME, data)
-			if res.Checksum.Value != sum || res.Verified != verify.MethodCRC64NVME {
-				t.Fatalf("size %d: checksum %s (want %s), verified %s", size, res.Checksum.Value, sum, res.Verified)
+			if res.Checksum.Value != sum || res.Verified != wantMethod {
+				t.Fatalf("size %d: checksum %s (want %s), verified %s (want %s)", size, res.Checksum.Value, sum, res.Verified, wantMethod)
 			}
 		}
 	})
@@ -400,7 +406,7 @@ func TestDefaultsVerifyAgainstStoreChecksum(t *testing.T) {
 func TestAbortWhileWriting(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		budget, _ := writer.NewBudget(4 * part)
-		w, err := writer.New(context.Background(), env.Store, env.Bucket, "abort-concurrent", testOpts(writer.WithBudget(budget))...)
+		w, err := writer.New(context.Background(), env.Store, env.Bucket, "abort-concurrent", testOpts(env, writer.WithBudget(budget))...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -85,6 +85,16 @@ func runWith(t *testing.T, env []string, stdin io.Reader, args ...string) result
 	return result{out.String(), errb.String(), code}
 }
 
+// provider is the --provider profile for the test server: the profile named after it, or the
+// gateway's (what these tests always used) for an external endpoint.
+func provider(s s3test.Server) string {
+	switch s.Name {
+	case s3test.VersityGW, s3test.MinIO:
+		return s.Name
+	}
+	return s3test.VersityGW
+}
+
 // cli runs safeput against the test server (path-style, credentials from the environment).
 func cli(t *testing.T, s s3test.Server, stdin io.Reader, args ...string) result {
 	t.Helper()
@@ -134,14 +144,15 @@ func TestHelpDocumentsExitCodesAndHidesFault(t *testing.T) {
 	}
 }
 
-func TestPutAndVerify(t *testing.T) {
-	s := s3test.Require(t)
+func TestPutAndVerify(t *testing.T) { s3test.ForEach(t, testPutAndVerify) }
+
+func testPutAndVerify(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)
 	data := s3test.RandomBytes(12<<20 + 17)
 	file := writeFile(t, data)
 	for _, backend := range []string{"aws", "minio"} {
 		t.Run(backend, func(t *testing.T) {
-			common := []string{"--backend", backend, "--provider", "versitygw", "--part-size", "5MiB"}
+			common := []string{"--backend", backend, "--provider", provider(s), "--part-size", "5MiB"}
 			key := backend + "/file.bin"
 			r := cli(t, s, nil, append(common, "put", file, "s3://"+bucket+"/"+key)...)
 			expectCode(t, r, 0, "put file")
@@ -193,8 +204,9 @@ func TestPutAndVerify(t *testing.T) {
 	}
 }
 
-func TestJSONHasNoProgressNoise(t *testing.T) {
-	s := s3test.Require(t)
+func TestJSONHasNoProgressNoise(t *testing.T) { s3test.ForEach(t, testJSONHasNoProgressNoise) }
+
+func testJSONHasNoProgressNoise(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)
 	r := cli(t, s, bytes.NewReader(s3test.RandomBytes(1<<20)), "--json", "put", "-", "s3://"+bucket+"/j")
 	expectCode(t, r, 0, "put --json")
@@ -207,8 +219,9 @@ func TestJSONHasNoProgressNoise(t *testing.T) {
 	}
 }
 
-func TestBadInputIsUsageError(t *testing.T) {
-	s := s3test.Require(t)
+func TestBadInputIsUsageError(t *testing.T) { s3test.ForEach(t, testBadInputIsUsageError) }
+
+func testBadInputIsUsageError(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)
 	file := writeFile(t, []byte("hello"))
 	dst := "s3://" + bucket + "/k"
@@ -272,8 +285,9 @@ func TestBadInputIsUsageError(t *testing.T) {
 	}
 }
 
-func TestExitCodes(t *testing.T) {
-	s := s3test.Require(t)
+func TestExitCodes(t *testing.T) { s3test.ForEach(t, testExitCodes) }
+
+func testExitCodes(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)
 	small := writeFile(t, s3test.RandomBytes(64<<10))
 	big := writeFile(t, s3test.RandomBytes(3<<20))
@@ -288,8 +302,8 @@ func TestExitCodes(t *testing.T) {
 		{"permanent (injected AccessDenied)", 4, []string{"--fault", "PutObject:Forbidden", "put", small, dst("t4")}},
 		{"permanent (real NoSuchBucket)", 4, []string{"put", small, "s3://no-such-bucket-safeput/x"}},
 		{"integrity (injected checksum mismatch on every attempt)", 5, []string{"--fault", "PutObject:ChecksumMismatch", "put", small, dst("t5")}},
-		{"compatibility (real EntityTooSmall from 1 MiB parts)", 6, []string{"--provider", "profile=versitygw,min=1MiB", "--part-size", "1MiB", "put", big, dst("t6")}},
-		{"compatibility (injected EntityTooSmall)", 6, []string{"--provider", "versitygw", "--part-size", "5MiB", "--fault", "CompleteMultipartUpload:EntityTooSmall", "put", writeFile(t, s3test.RandomBytes(6<<20)), dst("t6b")}},
+		{"compatibility (real EntityTooSmall from 1 MiB parts)", 6, []string{"--provider", "profile=" + provider(s) + ",min=1MiB", "--part-size", "1MiB", "put", big, dst("t6")}},
+		{"compatibility (injected EntityTooSmall)", 6, []string{"--provider", provider(s), "--part-size", "5MiB", "--fault", "CompleteMultipartUpload:EntityTooSmall", "put", writeFile(t, s3test.RandomBytes(6<<20)), dst("t6b")}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -316,10 +330,11 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
-func TestInterruptAbortsUpload(t *testing.T) {
-	s := s3test.Require(t)
+func TestInterruptAbortsUpload(t *testing.T) { s3test.ForEach(t, testInterruptAbortsUpload) }
+
+func testInterruptAbortsUpload(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)
-	cmd := exec.Command(bin, "--path-style", "--provider", "versitygw", "--part-size", "5MiB", "put", "-", "s3://"+bucket+"/slow")
+	cmd := exec.Command(bin, "--path-style", "--provider", provider(s), "--part-size", "5MiB", "put", "-", "s3://"+bucket+"/slow")
 	cmd.Env = serverEnv(s)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
@@ -365,8 +380,9 @@ func TestInterruptAbortsUpload(t *testing.T) {
 	}
 }
 
-func TestProbe(t *testing.T) {
-	s := s3test.Require(t)
+func TestProbe(t *testing.T) { s3test.ForEach(t, testProbe) }
+
+func testProbe(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)
 	r := cli(t, s, nil, "--json", "probe", "s3://"+bucket+"/scratch/")
 	expectCode(t, r, 0, "probe")
@@ -378,16 +394,34 @@ func TestProbe(t *testing.T) {
 	for _, row := range rep.Rows {
 		rows[row.Rule] = row
 	}
-	// What versitygw really does.
-	want := []struct{ rule, result, evidence string }{
+	// What both servers really do.
+	type row struct{ rule, result, evidence string }
+	want := []row{
 		{"non-final part of 5 MiB", "accepted", "Complete 200"},
 		{"non-final part of 1 MiB", "rejected", "Complete 400 EntityTooSmall"},
 		{"effective minimum non-final part", "5 MiB", "EntityTooSmall"},
 		{"multipart CRC64NVME FULL_OBJECT", "accepted", "Complete 200"},
 		{"HEAD returns stored checksums", "yes", "HeadObject 200"},
-		{"wrong x-amz-checksum-crc64nvme rejected", "yes", "400 BadDigest"},
 		{"If-None-Match: * on PUT", "honoured", "412"},
 		{"If-None-Match: * on Complete", "honoured", "Complete 412"},
+	}
+	switch s.Name {
+	case s3test.VersityGW:
+		want = append(want, row{"wrong x-amz-checksum-crc64nvme rejected", "yes", "400 BadDigest"})
+	case s3test.MinIO:
+		// MinIO's differences, which the minio profile records: its own code for a checksum
+		// mismatch, CRC64NVME COMPOSITE accepted beside FULL_OBJECT, no SHA256 FULL_OBJECT, MD5 ETags.
+		want = append(want,
+			row{"wrong x-amz-checksum-crc64nvme rejected", "yes", "400 XAmzContentChecksumMismatch"},
+			row{"multipart CRC64NVME COMPOSITE", "accepted", "Complete 200"},
+			row{"multipart SHA256 FULL_OBJECT", "rejected", "400 InvalidArgument"},
+			row{"single PUT ETag is the body's MD5", "yes", "ETag"},
+			row{"multipart ETag is md5-of-md5s-N", "yes", "ETag"},
+		)
+		if rep.MatchedProfile != "minio" {
+			t.Errorf("probe on MinIO matched profile %q (closest %q, differences %v), want minio: the profile and the server disagree",
+				rep.MatchedProfile, rep.ClosestProfile, rep.Differences)
+		}
 	}
 	for _, w := range want {
 		row, ok := rows[w.rule]
@@ -438,8 +472,9 @@ func openUpload(t *testing.T, s s3test.Server, bucket, key string, n int) {
 	}
 }
 
-func TestSweep(t *testing.T) {
-	s := s3test.Require(t)
+func TestSweep(t *testing.T) { s3test.ForEach(t, testSweep) }
+
+func testSweep(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)
 	openUpload(t, s, bucket, "sw/a", 1000)
 	openUpload(t, s, bucket, "sw/b", 2000)
@@ -499,8 +534,9 @@ func TestSweep(t *testing.T) {
 
 // Credentials, region and endpoint from the shared config files for --profile (or AWS_PROFILE),
 // when no keys are given by flag or environment.
-func TestSharedConfigProfile(t *testing.T) {
-	s := s3test.Require(t)
+func TestSharedConfigProfile(t *testing.T) { s3test.ForEach(t, testSharedConfigProfile) }
+
+func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)
 	dir := t.TempDir()
 	creds := dir + "/credentials"

@@ -640,8 +640,8 @@ func (p *prober) cleanup() {
 		}
 	}
 	// Anything still listed under the scratch prefix was made by this run and missed above.
-	if l, err := p.st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: p.bucket, Prefix: p.prefix}); err == nil {
-		for _, up := range l.Uploads {
+	if under, _, err := uploadsUnder(ctx, p.st, p.bucket, p.prefix); err == nil {
+		for _, up := range under {
 			if err := p.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: p.bucket, Key: up.Key, UploadID: up.UploadID}); err != nil && !isNoSuchUpload(err) {
 				p.rep.Leftovers = append(p.rep.Leftovers, fmt.Sprintf("upload %s (key %s): %s", up.UploadID, up.Key, oneLine(err)))
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -85,9 +86,9 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 	if err != nil {
 		return err
 	}
-	var list *store.ListMultipartUploadsOutput
+	var under, all []store.Upload
 	err = a.do(ctx, "ListMultipartUploads", u, func(ctx context.Context) (err error) {
-		list, err = st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: u.Bucket, Prefix: u.Key})
+		under, all, err = uploadsUnder(ctx, st, u.Bucket, u.Key)
 		return err
 	})
 	if err != nil {
@@ -98,7 +99,7 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 		rep.OlderThan = o.olderThan.String()
 	}
 	cutoff := time.Now().Add(-o.olderThan)
-	for _, up := range list.Uploads {
+	for _, up := range under {
 		if o.olderThan > 0 && !up.Initiated.IsZero() && up.Initiated.After(cutoff) {
 			continue
 		}
@@ -151,15 +152,7 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 	}
 	if rep.Found == 0 && u.Key != "" {
 		// A wrong prefix must not look like a clean bucket: count what is elsewhere.
-		var all *store.ListMultipartUploadsOutput
-		err := a.do(ctx, "ListMultipartUploads", u, func(ctx context.Context) (err error) {
-			all, err = st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: u.Bucket})
-			return err
-		})
-		if err != nil {
-			return classified("ListMultipartUploads", u, err)
-		}
-		rep.Elsewhere = len(all.Uploads)
+		rep.Elsewhere = len(all)
 	}
 	if a.g.json {
 		if err := a.printJSON(rep); err != nil {
@@ -172,6 +165,34 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 		return withCode(exitPermanent, fmt.Errorf("%d of %d uploads could not be aborted", rep.Failed, rep.Found))
 	}
 	return nil
+}
+
+// uploadsUnder lists the incomplete uploads of bucket whose key starts with prefix, and all of
+// the bucket's. MinIO lists by prefix only for an exact key (a directory-like prefix lists
+// nothing) while it lists the whole bucket, so with a prefix both listings are read and merged.
+func uploadsUnder(ctx context.Context, st store.Store, bucket, prefix string) (under, all []store.Upload, err error) {
+	whole, err := st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: bucket})
+	if err != nil {
+		return nil, nil, err
+	}
+	if prefix == "" {
+		return whole.Uploads, whole.Uploads, nil
+	}
+	byPrefix, err := st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: bucket, Prefix: prefix})
+	if err != nil {
+		return nil, nil, err
+	}
+	seen := map[string]bool{}
+	for _, up := range byPrefix.Uploads {
+		seen[up.Key+"\x00"+up.UploadID] = true
+		under = append(under, up)
+	}
+	for _, up := range whole.Uploads {
+		if strings.HasPrefix(up.Key, prefix) && !seen[up.Key+"\x00"+up.UploadID] {
+			under = append(under, up)
+		}
+	}
+	return under, whole.Uploads, nil
 }
 
 func isNoSuchUpload(err error) bool {

@@ -19,23 +19,25 @@ import (
 
 const millionRows = 1_000_000
 
-// onAdapter runs fn through one adapter only: the million-row round trips are the slow tests,
-// and the adapters are each exercised by one format (both formats' fault tests use both).
+// onAdapter runs fn on every server through one adapter only: the million-row round trips are
+// the slow tests, and the adapters are each exercised by one format (both formats' fault tests
+// use both).
 func onAdapter(t *testing.T, name string, fn func(t *testing.T, env testkit.Env)) {
 	t.Helper()
-	srv := s3test.Require(t)
-	for _, a := range testkit.Adapters {
-		if a.Name != name {
-			continue
-		}
-		t.Run(a.Name, func(t *testing.T) {
-			st, err := a.New(srv)
-			if err != nil {
-				t.Fatalf("%s adapter: %v", a.Name, err)
+	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) {
+		for _, a := range testkit.Adapters {
+			if a.Name != name {
+				continue
 			}
-			fn(t, testkit.Env{Srv: srv, Store: st, Bucket: s3test.NewBucket(t, srv), Adapter: a.Name})
-		})
-	}
+			t.Run(a.Name, func(t *testing.T) {
+				st, err := a.New(srv)
+				if err != nil {
+					t.Fatalf("%s adapter on %s: %v", a.Name, srv.Name, err)
+				}
+				fn(t, testkit.Env{Srv: srv, Server: srv.Name, Store: st, Bucket: s3test.NewBucket(t, srv), Adapter: a.Name})
+			})
+		}
+	})
 }
 
 func checkedAlloc(t *testing.T) *memory.CheckedAllocator {

@@ -107,7 +107,7 @@ func TestManagerThroughFaults(t *testing.T) {
 		faults := faulty.New(env.Store, faultRules()...)
 		st := col.WrapStore(faults)
 		opts := []writer.Option{writer.WithRetry(fastPolicy()), col.Option(),
-			writer.WithProfile("versitygw"), writer.WithPartSize(5 << 20), writer.WithConcurrency(2)}
+			writer.WithProfile(env.Profile()), writer.WithPartSize(5 << 20), writer.WithConcurrency(2)}
 
 		var terminalReports []string
 		reported := make(chan string, channels*segments)
@@ -115,12 +115,36 @@ func TestManagerThroughFaults(t *testing.T) {
 			OnTerminal: func(task Task, err error) { reported <- task.Name() + ": " + err.Error() }})
 
 		var tasks []*SegmentTask
+		newTask := func(ch, seg int) *SegmentTask {
+			task := &SegmentTask{Store: st, Bucket: env.Bucket, Chan: fmt.Sprintf("ch%d", ch), Segment: int64(seg),
+				Files: segmentFiles(ch, seg), Options: opts}
+			tasks = append(tasks, task)
+			return task
+		}
+		// The bad channel's segment 0 goes first, alone in its channel until it has failed: its
+		// multipart upload (vector.bin) meets the Forbidden part and is aborted, which the scrape
+		// checks count. Submitted with the rest, a later segment's small PutObject could fail
+		// first and stop it before it opens an upload (MinIO answered fast enough to show it).
+		var badIndex int
+		if _, err := fmt.Sscanf(badChan, "ch%d", &badIndex); err != nil {
+			t.Fatal(err)
+		}
+		if err := mgr.Submit(newTask(badIndex, 0)); err != nil {
+			t.Fatalf("submit the bad channel's first segment: %v", err)
+		}
+		select {
+		case r := <-reported:
+			terminalReports = append(terminalReports, r)
+		case <-ctx.Done():
+			t.Fatalf("the bad channel's first segment never failed: %v", ctx.Err())
+		}
 		refused := 0
 		for seg := range segments {
 			for ch := range channels {
-				task := &SegmentTask{Store: st, Bucket: env.Bucket, Chan: fmt.Sprintf("ch%d", ch), Segment: int64(seg),
-					Files: segmentFiles(ch, seg), Options: opts}
-				tasks = append(tasks, task)
+				if ch == badIndex && seg == 0 {
+					continue
+				}
+				task := newTask(ch, seg)
 				if err := mgr.Submit(task); err != nil {
 					if task.Chan != badChan || !stderrors.Is(err, ErrChannelUnhealthy) {
 						t.Fatalf("submit %s: %v", task.Name(), err)
@@ -352,7 +376,7 @@ func TestDropInShapes(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		opts := []writer.Option{writer.WithRetry(fastPolicy()), writer.WithProfile("versitygw"), writer.WithPartSize(5 << 20)}
+		opts := []writer.Option{writer.WithRetry(fastPolicy()), writer.WithProfile(env.Profile()), writer.WithPartSize(5 << 20)}
 
 		cm := &ChunkManager{Store: env.Store, Bucket: env.Bucket, Options: opts}
 		data := payload(1, 300<<10)

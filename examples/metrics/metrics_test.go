@@ -30,7 +30,7 @@ func TestCountsWhatHappened(t *testing.T) {
 			faulty.Rule{Op: faulty.OpUploadPart, KeyPrefix: "denied/", Part: 2, Fault: faulty.Forbidden},
 		))
 		policy := retry.New(retry.WithThrottleInterval(10*time.Millisecond), retry.WithInitialInterval(5*time.Millisecond))
-		opts := []writer.Option{col.Option(), writer.WithRetry(policy), writer.WithProfile("versitygw"), writer.WithPartSize(5 << 20)}
+		opts := []writer.Option{col.Option(), writer.WithRetry(policy), writer.WithProfile(env.Profile()), writer.WithPartSize(5 << 20)}
 
 		small := s3test.RandomBytes(100 << 10)
 		if _, err := writer.Upload(ctx, st, env.Bucket, "ok/small", bytes.NewReader(small), opts...); err != nil {

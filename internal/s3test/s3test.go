@@ -1,7 +1,8 @@
-// Package s3test connects integration tests to the real S3 server that scripts/test.sh starts
-// (Versity S3 Gateway), through the SAFEPUT_S3_* environment variables.
+// Package s3test connects integration tests to the real S3 servers that scripts/test.sh starts
+// (Versity S3 Gateway and MinIO), through the SAFEPUT_S3_* environment variables that
+// scripts/s3server.sh documents.
 //
-// When the server is missing, a test fails under CI=true and skips elsewhere (so `go test ./...`
+// When no server is configured, a test fails under CI=true and skips elsewhere (so `go test ./...`
 // on a laptop without the script still runs the unit tests).
 package s3test
 
@@ -11,6 +12,7 @@ import (
 	"encoding/hex"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,41 +22,113 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// Server is how to reach the test S3 server.
+// Names of the servers the test command starts; tests key server-specific facts by them.
+const (
+	VersityGW = "versitygw"
+	MinIO     = "minio"
+)
+
+// External names a server given only by SAFEPUT_S3_ENDPOINT (no SAFEPUT_S3_SERVERS): a store
+// the tests know nothing specific about.
+const External = "external"
+
+// Server is how to reach one test S3 server.
 type Server struct {
+	Name      string // VersityGW, MinIO, External, ...
 	Endpoint  string // http://127.0.0.1:PORT
 	Region    string
 	AccessKey string
 	SecretKey string
 }
 
-// Lookup returns the server from the environment, and whether one is configured.
-func Lookup() (Server, bool) {
+func (s Server) complete() bool {
+	return s.Endpoint != "" && s.AccessKey != "" && s.SecretKey != ""
+}
+
+func serverFromEnv(name, prefix string) Server {
 	s := Server{
-		Endpoint:  os.Getenv("SAFEPUT_S3_ENDPOINT"),
-		Region:    os.Getenv("SAFEPUT_S3_REGION"),
-		AccessKey: os.Getenv("SAFEPUT_S3_ACCESS_KEY"),
-		SecretKey: os.Getenv("SAFEPUT_S3_SECRET_KEY"),
+		Name:      name,
+		Endpoint:  os.Getenv(prefix + "ENDPOINT"),
+		Region:    os.Getenv(prefix + "REGION"),
+		AccessKey: os.Getenv(prefix + "ACCESS_KEY"),
+		SecretKey: os.Getenv(prefix + "SECRET_KEY"),
 	}
 	if s.Region == "" {
 		s.Region = "us-east-1"
 	}
-	return s, s.Endpoint != "" && s.AccessKey != "" && s.SecretKey != ""
+	return s
 }
 
-// Require returns the server, or ends the test: Fatal under CI=true, Skip elsewhere.
+var nonAlnum = regexp.MustCompile(`[^A-Z0-9]`)
+
+// LookupAll returns every configured server, in the script's order. SAFEPUT_S3_SERVERS lists them
+// (SAFEPUT_S3_<NAME>_* each); it is believed only when its first server is the one
+// SAFEPUT_S3_ENDPOINT names, so a user who points SAFEPUT_S3_ENDPOINT at another store gets that
+// store alone even with a stale list in the environment.
+func LookupAll() []Server {
+	single := serverFromEnv(External, "SAFEPUT_S3_")
+	var list []Server
+	for _, name := range strings.Split(os.Getenv("SAFEPUT_S3_SERVERS"), ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		s := serverFromEnv(name, "SAFEPUT_S3_"+nonAlnum.ReplaceAllString(strings.ToUpper(name), "_")+"_")
+		if s.complete() {
+			list = append(list, s)
+		}
+	}
+	if len(list) > 0 && (single.Endpoint == "" || list[0].Endpoint == single.Endpoint) {
+		return list
+	}
+	if single.complete() {
+		return []Server{single}
+	}
+	return nil
+}
+
+// Lookup returns the first server, and whether one is configured.
+func Lookup() (Server, bool) {
+	all := LookupAll()
+	if len(all) == 0 {
+		return Server{}, false
+	}
+	return all[0], true
+}
+
+const noServerMsg = "no S3 server: run the README test command (scripts/test.sh), which starts them and sets SAFEPUT_S3_*"
+
+// Servers returns every configured server, or ends the test: Fatal under CI=true, Skip elsewhere.
+func Servers(t testing.TB) []Server {
+	t.Helper()
+	all := LookupAll()
+	if len(all) == 0 {
+		noServer(t)
+	}
+	return all
+}
+
+// Require returns the first server (for code that runs on one, like the benchmark harness), or
+// ends the test as Servers does.
 func Require(t testing.TB) Server {
 	t.Helper()
-	s, ok := Lookup()
-	if ok {
-		return s
+	return Servers(t)[0]
+}
+
+// ForEach runs fn as a subtest per server, named by the server.
+func ForEach(t *testing.T, fn func(t *testing.T, srv Server)) {
+	t.Helper()
+	for _, srv := range Servers(t) {
+		t.Run(srv.Name, func(t *testing.T) { fn(t, srv) })
 	}
-	const msg = "no S3 server: run the README test command (scripts/test.sh), which starts one and sets SAFEPUT_S3_*"
+}
+
+func noServer(t testing.TB) {
+	t.Helper()
 	if os.Getenv("CI") != "" && os.Getenv("CI") != "false" {
-		t.Fatal(msg)
+		t.Fatal(noServerMsg)
 	}
-	t.Skip(msg)
-	return s
+	t.Skip(noServerMsg)
 }
 
 // RawClient is a plain aws-sdk-go-v2 client for test set-up and independent checks (bucket
@@ -132,20 +206,24 @@ func Exists(t testing.TB, s Server, bucket, key string) bool {
 	return err == nil
 }
 
-// IncompleteUploads lists incomplete multipart uploads under prefix, via the raw client.
+// IncompleteUploads lists incomplete multipart uploads under prefix, via the raw client. It
+// lists the whole bucket and filters here: MinIO lists by prefix only for an exact key, so a
+// prefix listing there would miss every upload under a directory-like prefix.
 func IncompleteUploads(t testing.TB, s Server, bucket, prefix string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var ids []string
-	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket), Prefix: aws.String(prefix)}
+	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)}
 	for {
 		out, err := s.RawClient().ListMultipartUploads(ctx, in)
 		if err != nil {
-			t.Fatalf("list uploads %s/%s: %v", bucket, prefix, err)
+			t.Fatalf("list uploads %s: %v", bucket, err)
 		}
 		for _, u := range out.Uploads {
-			ids = append(ids, aws.ToString(u.Key)+"@"+aws.ToString(u.UploadId))
+			if strings.HasPrefix(aws.ToString(u.Key), prefix) {
+				ids = append(ids, aws.ToString(u.Key)+"@"+aws.ToString(u.UploadId))
+			}
 		}
 		if !aws.ToBool(out.IsTruncated) {
 			return ids

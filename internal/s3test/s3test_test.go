@@ -9,21 +9,78 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// The server the test command starts must accept a bucket and an object and give it back.
+// Every server the test command starts must accept a bucket and an object and give it back.
 func TestServerRoundTrip(t *testing.T) {
-	s := Require(t)
-	bucket := NewBucket(t, s)
-	data := RandomBytes(1000)
-	_, err := s.RawClient().PutObject(context.Background(), &s3.PutObjectInput{
-		Bucket: aws.String(bucket), Key: aws.String("k"), Body: bytes.NewReader(data),
+	ForEach(t, func(t *testing.T, s Server) {
+		bucket := NewBucket(t, s)
+		data := RandomBytes(1000)
+		_, err := s.RawClient().PutObject(context.Background(), &s3.PutObjectInput{
+			Bucket: aws.String(bucket), Key: aws.String("k"), Body: bytes.NewReader(data),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ReadAll(t, s, bucket, "k"); !bytes.Equal(got, data) {
+			t.Fatalf("read back %d bytes, want %d identical", len(got), len(data))
+		}
+		if !Exists(t, s, bucket, "k") || Exists(t, s, bucket, "missing") {
+			t.Fatal("Exists disagrees with the store")
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
+}
+
+func setServerEnv(t *testing.T, prefix, endpoint string) {
+	t.Setenv(prefix+"ENDPOINT", endpoint)
+	t.Setenv(prefix+"ACCESS_KEY", "ak-"+endpoint)
+	t.Setenv(prefix+"SECRET_KEY", "sk-"+endpoint)
+	t.Setenv(prefix+"REGION", "")
+}
+
+func names(list []Server) []string {
+	var out []string
+	for _, s := range list {
+		out = append(out, s.Name+"="+s.Endpoint)
 	}
-	if got := ReadAll(t, s, bucket, "k"); !bytes.Equal(got, data) {
-		t.Fatalf("read back %d bytes, want %d identical", len(got), len(data))
-	}
-	if !Exists(t, s, bucket, "k") || Exists(t, s, bucket, "missing") {
-		t.Fatal("Exists disagrees with the store")
-	}
+	return out
+}
+
+// The environment the script exports gives every server; a user's own SAFEPUT_S3_ENDPOINT wins
+// over a stale list; nothing configured gives nothing.
+func TestLookupAll(t *testing.T) {
+	t.Run("script", func(t *testing.T) {
+		setServerEnv(t, "SAFEPUT_S3_", "http://gw")
+		setServerEnv(t, "SAFEPUT_S3_VERSITYGW_", "http://gw")
+		setServerEnv(t, "SAFEPUT_S3_MINIO_", "http://mc")
+		setServerEnv(t, "SAFEPUT_S3_CEPH_RGW_", "http://rgw")
+		t.Setenv("SAFEPUT_S3_SERVERS", "versitygw, minio,ceph-rgw")
+		got := LookupAll()
+		want := []string{"versitygw=http://gw", "minio=http://mc", "ceph-rgw=http://rgw"}
+		if len(got) != 3 || names(got)[0] != want[0] || names(got)[1] != want[1] || names(got)[2] != want[2] {
+			t.Fatalf("LookupAll = %v, want %v", names(got), want)
+		}
+		if got[1].AccessKey != "ak-http://mc" || got[1].SecretKey != "sk-http://mc" || got[1].Region != "us-east-1" {
+			t.Fatalf("minio server = %+v", got[1])
+		}
+		if first, ok := Lookup(); !ok || first.Name != VersityGW {
+			t.Fatalf("Lookup = %+v, %v; want the first server", first, ok)
+		}
+	})
+	t.Run("external endpoint over a stale list", func(t *testing.T) {
+		setServerEnv(t, "SAFEPUT_S3_", "http://mine")
+		setServerEnv(t, "SAFEPUT_S3_VERSITYGW_", "http://gw")
+		t.Setenv("SAFEPUT_S3_SERVERS", "versitygw")
+		if got := names(LookupAll()); len(got) != 1 || got[0] != External+"=http://mine" {
+			t.Fatalf("LookupAll = %v, want only the external endpoint", got)
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		setServerEnv(t, "SAFEPUT_S3_", "")
+		t.Setenv("SAFEPUT_S3_SERVERS", "")
+		if got := LookupAll(); len(got) != 0 {
+			t.Fatalf("LookupAll = %v, want none", names(got))
+		}
+		if _, ok := Lookup(); ok {
+			t.Fatal("Lookup reports a server with none configured")
+		}
+	})
 }

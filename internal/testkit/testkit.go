@@ -1,17 +1,18 @@
-// Package testkit runs a test through both SDK adapters against the real test server, so every
-// behaviour is checked through aws-sdk-go-v2 and minio-go alike.
+// Package testkit runs a test through both SDK adapters against every real test server, so every
+// behaviour is checked through aws-sdk-go-v2 and minio-go alike, on each server.
 package testkit
 
 import (
 	"testing"
 
 	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
 )
 
-// Adapter builds one store.Store for the test server.
+// Adapter builds one store.Store for a test server.
 type Adapter struct {
 	Name string
 	New  func(srv s3test.Server) (store.Store, error)
@@ -30,22 +31,35 @@ var Adapters = []Adapter{
 // Env is what a test body gets: the server, an adapter's store and a fresh bucket.
 type Env struct {
 	Srv     s3test.Server
+	Server  string // Srv.Name: s3test.VersityGW, s3test.MinIO, ...
 	Store   store.Store
 	Bucket  string
 	Adapter string
 }
 
-// ForEach runs fn as a subtest per adapter, each with its own bucket.
+// ForEach runs fn as a subtest per server × adapter ("versitygw/aws", "minio/minio", ...), each
+// with its own bucket, so a failure names both.
 func ForEach(t *testing.T, fn func(t *testing.T, env Env)) {
 	t.Helper()
-	srv := s3test.Require(t)
-	for _, a := range Adapters {
-		t.Run(a.Name, func(t *testing.T) {
-			st, err := a.New(srv)
-			if err != nil {
-				t.Fatalf("%s adapter: %v", a.Name, err)
-			}
-			fn(t, Env{Srv: srv, Store: st, Bucket: s3test.NewBucket(t, srv), Adapter: a.Name})
-		})
+	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) {
+		for _, a := range Adapters {
+			t.Run(a.Name, func(t *testing.T) {
+				st, err := a.New(srv)
+				if err != nil {
+					t.Fatalf("%s adapter on %s: %v", a.Name, srv.Name, err)
+				}
+				fn(t, Env{Srv: srv, Server: srv.Name, Store: st, Bucket: s3test.NewBucket(t, srv), Adapter: a.Name})
+			})
+		}
+	})
+}
+
+// Profile is the writer profile for the test server: the one named after it (versitygw, minio),
+// or the gateway's for an external endpoint, which is what the tests used before they knew more
+// than one server.
+func (e Env) Profile() string {
+	if _, err := multipart.Profile(e.Server); err == nil && e.Server != "" {
+		return e.Server
 	}
+	return s3test.VersityGW
 }

@@ -549,6 +549,11 @@ func (s *Store) ListMultipartUploads(ctx context.Context, in *store.ListMultipar
 			return res, nil
 		}
 		nk, ni := aws.ToString(out.NextKeyMarker), aws.ToString(out.NextUploadIdMarker)
+		if nk == "" && ni != "" && len(out.Uploads) > 0 {
+			// MinIO leaves NextKeyMarker out of a truncated page; S3 defines it as the page's
+			// last key, so continue from there.
+			nk = aws.ToString(out.Uploads[len(out.Uploads)-1].Key)
+		}
 		if nk == "" || (nk == keyMarker && ni == idMarker) || page >= maxPages {
 			return nil, c.nonCompliant(out.ResultMetadata, "truncated upload listing with next markers %q/%q", nk, ni)
 		}
