@@ -372,12 +372,10 @@ func TestObserverAndResult(t *testing.T) {
 	})
 }
 
-// With no options at all (the strict profile, which sends no checksum header because not every
-// store accepts one) the writer still computes CRC64NVME locally and compares it with the
-// checksum the store computed itself, so verification is strong where the store reports one.
-// Versity S3 Gateway computes a CRC64NVME for every object; MinIO stores none unless one is sent,
-// so there the defaults prove the length only (the minio profile sends CRC64NVME and verifies it:
-// TestPutAndVerify in cmd/safeput).
+// With no options at all (the strict profile) the writer offers its CRC64NVME header anyway and
+// compares the full-object checksum the store reports with its own, so verification is strong on
+// both servers: Versity S3 Gateway computes a CRC64NVME for every object, MinIO keeps the one it
+// was sent (before strong verification became the default, MinIO proved the length only).
 func TestDefaultsVerifyAgainstStoreChecksum(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		// Every server verifies strongly at defaults: the CRC64NVME header is offered even under
