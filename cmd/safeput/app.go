@@ -49,6 +49,9 @@ type app struct {
 	stdout, stderr io.Writer
 	g              globalOpts
 	log            *zap.Logger
+	// limitGCToBudget: a put sets the GC memory limit from its part budget (the real binary
+	// only: a test process hosting many commands keeps its own).
+	limitGCToBudget bool
 }
 
 func newApp(stdin *os.File, stdout, stderr io.Writer) *app {
