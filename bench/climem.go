@@ -96,7 +96,7 @@ func RunCLIMemory(ctx context.Context, cfg CLIMemConfig) ([]CLIMemRecord, error)
 				}
 				rec.Run = run
 				recs = append(recs, rec)
-				fmt.Fprintf(logw, "cli-memory %s %s %s run %d: peak RSS %.1f MiB (bound %.1f), %.1f s, %d parts\n",
+				_, _ = fmt.Fprintf(logw, "cli-memory %s %s %s run %d: peak RSS %.1f MiB (bound %.1f), %.1f s, %d parts\n",
 					cfg.ServerName, backend, multipart.FormatSize(size), run, mib(rec.PeakRSS), mib(cfg.Bound()), rec.Seconds, rec.Parts)
 			}
 		}
@@ -298,7 +298,7 @@ func readOnlyImage(path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var n int64
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_W == 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"runtime"
@@ -29,7 +30,7 @@ func TestCtxReaderStreamsWithoutGarbage(t *testing.T) {
 	for {
 		n, err := r.Read(buf)
 		got = append(got, buf[:n]...)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -60,7 +61,7 @@ func TestCtxReaderReturnsWhenCanceled(t *testing.T) {
 		done <- err
 	}()
 	cancel()
-	if err := <-done; err != context.Canceled {
+	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Read after cancel returned %v, want context.Canceled", err)
 	}
 }
