@@ -31,7 +31,7 @@ import (
 type CLIMemConfig struct {
 	Server     s3test.Server
 	ServerName string // how the report names the server, e.g. "versitygw"
-	Versions   string // the servers' versions, for the report
+	Versions   string // safeput's revision and the servers' versions, for the report
 	Bucket     string // created when it does not exist
 	Binary     string // the safeput CLI
 	Time       string // GNU time (/usr/bin/time): its %M is the child's peak RSS
@@ -193,7 +193,7 @@ func CLIMemMarkdown(cfg CLIMemConfig, command, date string, recs []CLIMemRecord)
 	w("\n\n")
 	w("- Command: `%s`\n", command)
 	if cfg.Versions != "" {
-		w("- Servers: %s\n", cfg.Versions)
+		w("- Versions: %s\n", cfg.Versions)
 	}
 	w("- Date: %s\n\n", date)
 	type key struct {

@@ -76,6 +76,9 @@ func runCLIMem(ctx context.Context, o options, c cliMemOptions) error {
 		command = strings.Join(os.Args, " ")
 	}
 	cfg.Versions = c.versions
+	if o.revision != "" {
+		cfg.Versions = strings.TrimSuffix("safeput "+o.revision+", "+c.versions, ", ")
+	}
 	section := bench.CLIMemMarkdown(cfg, command, time.Now().UTC().Format("2006-01-02 15:04 MST"), recs)
 	fmt.Println(section)
 	if o.out == "" {
