@@ -107,7 +107,9 @@ func envSize(tb testing.TB, name string, def int64) int64 {
 // BenchmarkUploadAllocPerGiB reports the bytes allocated per GiB uploaded (B/GiB), beyond an
 // upload's fixed cost, for a stream and a ReaderAt source through each adapter at 16 MiB × 4.
 // The target is at most 1 MiB per GiB: part buffers are reused and request bodies and
-// checksums never copy them. Run:
+// checksums never copy them. What is left is the SDKs' per-request bookkeeping, so it shrinks
+// with larger parts; aws-sdk-go-v2 builds its middleware stack for every request and costs about
+// twice what minio-go does. Run:
 //
 //	bash scripts/with-s3.sh go test -run '^$' -bench AllocPerGiB -benchtime 1x ./writer/
 //
