@@ -12,6 +12,12 @@
 #   PROFILE_DIR=dir      also write a CPU profile of every upload there, with the binary
 #                        (go tool pprof -top dir/bench dir/safeput_aws-stream-...-run1.pprof);
 #                        profiling costs a little, so don't publish figures from such a run
+#   CLI_MEM_SIZES="1GiB 4GiB"  the CLI memory section: peak RSS (GNU time) of `safeput put -`
+#                        on stdin streams of these sizes, at the CLI's defaults, through both
+#                        backends on every server started; "" skips it
+#   CLI_MEM_RUNS=1       runs per server, backend and size
+#   MEMORY_ONLY=1        run only the CLI memory section (a few minutes) and replace just that
+#                        section of BENCHMARKS.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -26,6 +32,9 @@ SOURCES=${SOURCES:-stream readerat}
 IMPLS=${IMPLS:-}
 PEER_SIGNING=${PEER_SIGNING:-unsigned}
 OUT=${OUT:-BENCHMARKS.md}
+CLI_MEM_SIZES=${CLI_MEM_SIZES-1GiB 4GiB}
+CLI_MEM_RUNS=${CLI_MEM_RUNS:-1}
+MEMORY_ONLY=${MEMORY_ONLY:-}
 
 # to_bytes 256MiB -> 268435456 (KiB/MiB/GiB or plain bytes).
 to_bytes() {
@@ -47,6 +56,21 @@ for s in $SIZES; do
 	((b > max)) && max=$b
 done
 need=$((4 * max + (512 << 20)))
+if [[ "$MEMORY_ONLY" == "1" ]]; then
+	need=0
+	[[ -n "$CLI_MEM_SIZES" ]] || { echo "MEMORY_ONLY=1 needs CLI_MEM_SIZES" >&2; exit 2; }
+fi
+if [[ -n "$CLI_MEM_SIZES" ]]; then
+	if [[ ! -x /usr/bin/time ]]; then
+		echo "the CLI memory section needs GNU time (apt-get install time), or set CLI_MEM_SIZES=\"\"" >&2
+		exit 2
+	fi
+	# A streamed object on the server: its parts, then the assembled object beside them.
+	for s in $CLI_MEM_SIZES; do
+		b=$(to_bytes "$s")
+		((2 * b + (512 << 20) > need)) && need=$((2 * b + (512 << 20)))
+	done
+fi
 
 # tmpfs keeps the server's disk out of the figures; fall back to a temp dir when it lacks room.
 base=""
@@ -69,9 +93,12 @@ cleanup() {
 trap cleanup EXIT
 
 (cd bench && go build -o "$bin" ./cmd/bench)
-# The benchmark measures on the gateway only (an idle MinIO beside it would take CPU from the
-# figures); its server-CPU column reads that one process.
-SAFEPUT_S3_START=versitygw start_s3_server "$work/s3"
+if [[ -n "$CLI_MEM_SIZES" ]]; then
+	(cd cmd/safeput && go build -o "$work/safeput" .)
+fi
+# Both servers: the main tables measure on the first (the gateway; its server-CPU column reads
+# that one process), the CLI memory section on each.
+start_s3_server "$work/s3"
 
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [[ -n "$(git status --porcelain -- . ':!BENCHMARKS.md' 2>/dev/null)" ]]; then rev="$rev+dirty"; fi
@@ -88,7 +115,19 @@ if [[ -n "${PROFILE_DIR:-}" ]]; then
 	outflag+=(-cpuprofile-dir "$(cd "$PROFILE_DIR" && pwd)")
 fi
 
-"$bin" -sizes "$SIZES" -runs "$RUNS" -part "$PART" -conc "$CONC" -sources "$SOURCES" -impls "$IMPLS" \
+memflags=()
+if [[ -n "$CLI_MEM_SIZES" ]]; then
+	memflags=(-cli-mem-sizes "$CLI_MEM_SIZES" -cli-mem-runs "$CLI_MEM_RUNS" -cli-binary "$work/safeput"
+		-server-name versitygw -server-versions "versitygw $VERSITYGW_VERSION${MINIO_VERSION:+, minio $MINIO_VERSION}")
+	if [[ "$MEMORY_ONLY" == "1" ]]; then
+		memflags+=(-cli-mem-only)
+		cmdline="MEMORY_ONLY=1 CLI_MEM_SIZES=\"$CLI_MEM_SIZES\" CLI_MEM_RUNS=$CLI_MEM_RUNS bash scripts/bench.sh"
+	else
+		cmdline="CLI_MEM_SIZES=\"$CLI_MEM_SIZES\" CLI_MEM_RUNS=$CLI_MEM_RUNS $cmdline"
+	fi
+fi
+
+"$bin" "${memflags[@]}" -sizes "$SIZES" -runs "$RUNS" -part "$PART" -conc "$CONC" -sources "$SOURCES" -impls "$IMPLS" \
 	-peer-signing "$PEER_SIGNING" -dir "$work" "${outflag[@]}" \
 	-command "$cmdline" -versitygw "$VERSITYGW_VERSION" -revision "$rev" -server-pid "${safeput_s3_pid:-0}" "$@" \
 	-data-desc "$work ($fstype)"

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
@@ -540,7 +541,9 @@ func (w *Writer) prepareBody(n int32, data []byte, section *io.SectionReader, si
 	if w.caps.md5 {
 		md5h = newMD5()
 	}
-	chunk := make([]byte, 256<<10)
+	chunkBuf := sectionChunks.Get()
+	defer sectionChunks.Put(chunkBuf)
+	chunk := *chunkBuf
 	var read int64
 	for read < size {
 		m, err := section.Read(chunk)
@@ -575,6 +578,10 @@ func (w *Writer) prepareBody(n int32, data []byte, section *io.SectionReader, si
 	}
 	return section, rec, nil
 }
+
+// sectionChunks are the read buffers prepareBody checksums a ReaderAt part through, shared by
+// all writers so a part costs no allocation.
+var sectionChunks = bufpool.New(256 << 10)
 
 func (w *Writer) checksum(rec *partDone, data []byte) {
 	if w.caps.local != store.ChecksumNone {

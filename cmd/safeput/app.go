@@ -49,6 +49,9 @@ type app struct {
 	g              globalOpts
 	log            *zap.Logger
 	pol            *retry.Policy // built once from the flags by policy()
+	// limitGCToBudget: a put sets the GC memory limit from its part budget (the real binary
+	// only: a test process hosting many commands keeps its own).
+	limitGCToBudget bool
 }
 
 func newApp(stdin *os.File, stdout, stderr io.Writer) *app {

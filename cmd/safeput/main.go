@@ -31,5 +31,6 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) (code int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app := newApp(stdin, stdout, stderr)
+	app.limitGCToBudget = true
 	return app.execute(ctx, args)
 }

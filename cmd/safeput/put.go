@@ -110,13 +110,16 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 		return err
 	}
 	opts := uc.opts
+	var expectedMax int64
 	if o.expectedSize != "" {
 		n, err := multipart.ParseSize(o.expectedSize)
 		if err != nil {
 			return usageErr("--expected-size: %v", err)
 		}
+		expectedMax = n
 		opts = append(opts, writer.WithExpectedMaxSize(n))
 	}
+	a.limitGC(uc.rules, size, uc.partSize, expectedMax)
 	if o.createOnly {
 		opts = append(opts, writer.WithCreateOnly())
 	}
@@ -231,11 +234,15 @@ func printResult(w io.Writer, r *writer.Result) {
 // ctxReader reads r in a goroutine of its own so that Read returns as soon as ctx ends, even
 // while the underlying Read is blocked on a slow pipe. The goroutine reads into its own buffers,
 // never into the caller's, so an abandoned Read cannot write into a buffer the writer reuses.
+// Its two buffers take turns (one is filled while the caller copies out of the other), so a
+// stream of any length costs no allocation after the first two reads.
 type ctxReader struct {
-	ctx context.Context
-	ch  chan chunk
-	cur []byte
-	err error
+	ctx  context.Context
+	ch   chan chunk
+	free chan []byte // buffers the caller has copied out of, back to the reading goroutine
+	held []byte      // the whole buffer c.cur points into, returned once c.cur is drained
+	cur  []byte
+	err  error
 }
 
 type chunk struct {
@@ -243,11 +250,22 @@ type chunk struct {
 	err error
 }
 
+// ctxReadBuffers is how many buffers a ctxReader cycles through: one being filled, one drained.
+const ctxReadBuffers = 2
+
 func newCtxReader(ctx context.Context, r io.Reader) *ctxReader {
-	c := &ctxReader{ctx: ctx, ch: make(chan chunk, 1)}
+	c := &ctxReader{ctx: ctx, ch: make(chan chunk, 1), free: make(chan []byte, ctxReadBuffers)}
+	for range ctxReadBuffers {
+		c.free <- make([]byte, 256<<10)
+	}
 	go func() {
 		for {
-			buf := make([]byte, 256<<10)
+			var buf []byte
+			select {
+			case buf = <-c.free:
+			case <-ctx.Done():
+				return
+			}
 			n, err := r.Read(buf)
 			select {
 			case c.ch <- chunk{buf[:n], err}:
@@ -264,6 +282,11 @@ func newCtxReader(ctx context.Context, r io.Reader) *ctxReader {
 
 func (c *ctxReader) Read(p []byte) (int, error) {
 	for len(c.cur) == 0 {
+		if c.held != nil {
+			// Never blocks: the channel has room for every buffer.
+			c.free <- c.held[:cap(c.held)]
+			c.held = nil
+		}
 		if c.err != nil {
 			return 0, c.err
 		}
@@ -271,7 +294,7 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 		case <-c.ctx.Done():
 			return 0, c.ctx.Err()
 		case ch := <-c.ch:
-			c.cur = ch.b
+			c.cur, c.held = ch.b, ch.b
 			switch {
 			case stderrors.Is(ch.err, io.EOF):
 				c.err = io.EOF

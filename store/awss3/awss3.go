@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/store"
 )
 
@@ -154,7 +155,7 @@ func newHTTPClient(insecureSkipVerify bool) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
+		DialContext:           bufpool.Dialer(dialer.DialContext), // a body costs no copy buffer per request
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          256,
 		MaxIdleConnsPerHost:   128,

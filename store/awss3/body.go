@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/safeput/safeput/internal/bufpool"
 )
 
 // window exposes exactly n bytes of r starting at r's current position, as a ReadSeeker whose
@@ -65,3 +67,14 @@ func (w *window) Seek(offset int64, whence int) (int64, error) {
 	w.off = abs
 	return abs, nil
 }
+
+// WriteTo copies the rest of the window to dst through a pooled buffer. The SDK hashes a signed
+// body with io.Copy, which would otherwise allocate 32 KiB for every part.
+func (w *window) WriteTo(dst io.Writer) (int64, error) {
+	b := bufpool.Copy32K.Get()
+	defer bufpool.Copy32K.Put(b)
+	return io.CopyBuffer(dst, readerOnly{w}, *b) // readerOnly: no recursion into WriteTo
+}
+
+// readerOnly hides every method but Read.
+type readerOnly struct{ io.Reader }

@@ -34,6 +34,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/store"
 )
 
@@ -156,10 +157,11 @@ func (s *Store) Core() *minio.Core { return s.core }
 func newTransport(secure, insecure bool) *http.Transport {
 	tr := &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
+		// A request body costs no copy buffer per request.
+		DialContext: bufpool.Dialer((&net.Dialer{
 			Timeout:   10 * time.Second,
 			KeepAlive: 30 * time.Second,
-		}).DialContext,
+		}).DialContext),
 		MaxIdleConns:          maxIdleConns,
 		MaxIdleConnsPerHost:   maxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
@@ -266,7 +268,11 @@ func payloadSHA256(r io.ReadSeeker, n int64) (string, error) {
 		return "", fmt.Errorf("body position: %w", err)
 	}
 	h := sha256.New()
-	got, err := io.CopyN(h, r, n)
+	// A pooled buffer: io.CopyN would allocate 32 KiB for every part.
+	got, err := bufpool.Copy32K.Copy(h, io.LimitReader(r, n))
+	if err == nil && got < n {
+		err = io.EOF
+	}
 	if _, serr := r.Seek(start, io.SeekStart); serr != nil && err == nil {
 		err = fmt.Errorf("seek body back: %w", serr)
 	}

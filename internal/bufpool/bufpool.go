@@ -1,0 +1,52 @@
+// Package bufpool recycles the scratch buffers that move a part's bytes (hashing a body,
+// copying it to the connection, checksumming a ReaderAt section), so a streaming upload
+// allocates nothing per part once warm: an io.Copy without a buffer allocates 32 KiB per call.
+package bufpool
+
+import (
+	"io"
+	"sync"
+)
+
+// Pool hands out buffers of one size.
+type Pool struct {
+	size int
+	p    sync.Pool
+}
+
+// New returns a Pool of size-byte buffers.
+func New(size int) *Pool {
+	bp := &Pool{size: size}
+	bp.p.New = func() any {
+		b := make([]byte, size)
+		return &b
+	}
+	return bp
+}
+
+// Get returns a buffer of the pool's size; give it back with Put when done.
+func (bp *Pool) Get() *[]byte { return bp.p.Get().(*[]byte) }
+
+// Put returns a buffer from Get. The caller must not use it afterwards.
+func (bp *Pool) Put(b *[]byte) {
+	if b != nil && len(*b) == bp.size {
+		bp.p.Put(b)
+	}
+}
+
+// Copy is io.Copy through the pool's buffer. Like io.CopyBuffer it uses src's WriteTo or dst's
+// ReadFrom when they exist; the buffer is only taken when it is needed.
+func (bp *Pool) Copy(dst io.Writer, src io.Reader) (int64, error) {
+	if _, ok := src.(io.WriterTo); ok {
+		return io.Copy(dst, src)
+	}
+	if _, ok := dst.(io.ReaderFrom); ok {
+		return io.Copy(dst, src)
+	}
+	b := bp.Get()
+	defer bp.Put(b)
+	return io.CopyBuffer(dst, src, *b)
+}
+
+// Copy32K is the shared pool of 32 KiB buffers (io.Copy's own size).
+var Copy32K = New(32 << 10)

@@ -1,0 +1,223 @@
+package writer_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/internal/testkit"
+	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/writer"
+)
+
+// patternSource is an io.ReaderAt of any size that holds only one 64 KiB block: byte i is
+// block[i mod 64 KiB]. It lets a ReaderAt upload of a gigabyte be measured without the source's
+// own memory in the figures. Size makes writer.Upload see a known size.
+type patternSource struct {
+	block []byte
+	size  int64
+}
+
+func newPatternSource(size int64) *patternSource {
+	block := make([]byte, 64<<10)
+	rng := rand.NewChaCha8([32]byte{2})
+	_, _ = rng.Read(block)
+	return &patternSource{block: block, size: size}
+}
+
+func (p *patternSource) Size() int64 { return p.size }
+
+func (p *patternSource) ReadAt(b []byte, off int64) (int, error) {
+	if off >= p.size {
+		return 0, io.EOF
+	}
+	n := 0
+	for n < len(b) && off < p.size {
+		k := copy(b[n:], p.block[off%int64(len(p.block)):])
+		k = int(min(int64(k), p.size-off))
+		n += k
+		off += int64(k)
+	}
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Read makes the source an io.Reader too (Upload's signature); Upload uses ReadAt for it.
+func (p *patternSource) Read([]byte) (int, error) { return 0, io.ErrNoProgress }
+
+// allocSource names a kind of source and makes one of a given size.
+type allocSource struct {
+	name string
+	make func(size int64) io.Reader
+}
+
+var allocSources = []allocSource{
+	{"stream", func(size int64) io.Reader { return newGen(size) }},
+	{"readerat", func(size int64) io.Reader { return newPatternSource(size) }},
+}
+
+// allocatedBy returns the bytes the whole process allocated while one Upload of size bytes ran.
+// TotalAlloc counts every allocation, whenever the GC runs, so the figure is the same from run
+// to run where heap and timing figures are not.
+func allocatedBy(tb testing.TB, st store.Store, bucket string, src allocSource, size, partSize int64, conc int) uint64 {
+	tb.Helper()
+	r := src.make(size)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err := writer.Upload(context.Background(), st, bucket, "alloc-"+src.name, r,
+		writer.WithPartSize(partSize), writer.WithConcurrency(conc))
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		tb.Fatalf("upload %d bytes from a %s: %v", size, src.name, err)
+	}
+	// How strongly it verified depends on the server at the default profile (length only on
+	// some); TestUploadAllocationPerPart reads the bytes back.
+	if res.Size != size || !res.Multipart {
+		tb.Fatalf("upload %d bytes from a %s: size %d, multipart %v", size, src.name, res.Size, res.Multipart)
+	}
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// sameAsSource reads bucket/key back with a plain client and compares it with a fresh source of
+// the same kind and size, by length and SHA-256.
+func sameAsSource(t *testing.T, srv s3test.Server, bucket, key string, src allocSource, size int64) {
+	t.Helper()
+	out, err := srv.RawClient().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("read back %s: %v", key, err)
+	}
+	defer func() { _ = out.Body.Close() }()
+	got, want := sha256.New(), sha256.New()
+	n, err := io.Copy(got, out.Body)
+	if err != nil {
+		t.Fatalf("read back %s: %v", key, err)
+	}
+	r := src.make(size)
+	if ra, ok := r.(io.ReaderAt); ok {
+		r = io.NewSectionReader(ra, 0, size)
+	}
+	if _, err := io.Copy(want, r); err != nil {
+		t.Fatal(err)
+	}
+	if n != size || !bytes.Equal(got.Sum(nil), want.Sum(nil)) {
+		t.Fatalf("%s reads back as %d bytes that differ from the %d-byte %s source", key, n, size, src.name)
+	}
+}
+
+// perGiB is the marginal allocation of one more GiB uploaded: the difference between a large
+// and a small upload, so the fixed cost of an upload (its part buffers, the create, the
+// complete, the HEAD) cancels out and only what grows with the object remains.
+func perGiB(small, large uint64, smallSize, largeSize int64) float64 {
+	return (float64(large) - float64(small)) / float64(largeSize-smallSize) * (1 << 30)
+}
+
+// envSize reads a size such as "1GiB" from the environment, or returns def.
+func envSize(tb testing.TB, name string, def int64) int64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := multipart.ParseSize(v)
+	if err != nil {
+		tb.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return n
+}
+
+// BenchmarkUploadAllocPerGiB reports the bytes allocated per GiB uploaded (B/GiB), beyond an
+// upload's fixed cost, for a stream and a ReaderAt source through each adapter at 16 MiB × 4.
+// The target is at most 1 MiB per GiB: part buffers are reused and request bodies and
+// checksums never copy them. What is left is the SDKs' per-request bookkeeping, so it shrinks
+// with larger parts; aws-sdk-go-v2 builds its middleware stack for every request and costs about
+// twice what minio-go does. Run:
+//
+//	bash scripts/with-s3.sh go test -run '^$' -bench AllocPerGiB -benchtime 1x ./writer/
+//
+// SAFEPUT_ALLOC_SIZE (default 1GiB) sets the large upload; the small one is 1/4 of it.
+func BenchmarkUploadAllocPerGiB(b *testing.B) {
+	srv, ok := s3test.Lookup()
+	if !ok {
+		b.Skip("no S3 server: run under scripts/with-s3.sh")
+	}
+	const partSize, conc = 16 << 20, 4
+	large := envSize(b, "SAFEPUT_ALLOC_SIZE", 1<<30)
+	small := large / 4
+	for _, a := range testkit.Adapters {
+		st, err := a.New(srv)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bucket := s3test.NewBucket(b, srv)
+		for _, src := range allocSources {
+			b.Run(a.Name+"/"+src.name, func(b *testing.B) {
+				b.SetBytes(large)
+				var per, fixed []float64
+				for range b.N {
+					s := allocatedBy(b, st, bucket, src, small, partSize, conc)
+					l := allocatedBy(b, st, bucket, src, large, partSize, conc)
+					p := perGiB(s, l, small, large)
+					per = append(per, p)
+					fixed = append(fixed, float64(s)-p*float64(small)/(1<<30))
+				}
+				// The median: a GC that empties a buffer pool mid-run costs one refill, not a
+				// steady state.
+				b.ReportMetric(median(per), "B/GiB")
+				b.ReportMetric(median(fixed)/(1<<20), "fixed-MiB")
+			})
+		}
+	}
+}
+
+// TestUploadAllocationPerPart uploads 4 and then 16 parts from a stream and from a ReaderAt,
+// through each adapter, and bounds what the 12 extra parts allocated: allocation counts do not
+// depend on timing. A part buffer copied or reallocated per part (5 MiB here) fails it in every
+// build; without the race detector, so does a read buffer per part (the 256 KiB checksum chunk
+// of a ReaderAt part) or a few copy buffers. The bound leaves room for the SDKs'
+// per-request bookkeeping (about 20 KiB per request for minio-go, 40 KiB for aws-sdk-go-v2).
+func TestUploadAllocationPerPart(t *testing.T) {
+	const partSize, conc = 5 << 20, 2
+	const smallParts, largeParts = 4, 16
+	perPartBound := 128 << 10
+	if raceEnabled {
+		// sync.Pool drops a quarter of its buffers under -race, so pooled buffers are
+		// re-allocated at random: only the part-buffer bound is meaningful.
+		perPartBound = 1 << 20
+	}
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		for _, src := range allocSources {
+			t.Run(src.name, func(t *testing.T) {
+				// Warm up: connections, the SDK's lazily built state.
+				allocatedBy(t, env.Store, env.Bucket, src, 2*partSize, partSize, conc)
+				s := allocatedBy(t, env.Store, env.Bucket, src, smallParts*partSize, partSize, conc)
+				l := allocatedBy(t, env.Store, env.Bucket, src, largeParts*partSize, partSize, conc)
+				sameAsSource(t, env.Srv, env.Bucket, "alloc-"+src.name, src, largeParts*partSize)
+				perPart := (float64(l) - float64(s)) / (largeParts - smallParts)
+				t.Logf("%s: %d parts allocated %d B, %d parts %d B: %.0f B per extra part",
+					src.name, smallParts, s, largeParts, l, perPart)
+				if perPart > float64(perPartBound) {
+					t.Errorf("each extra %s part allocated %.0f B (bound %s): something copies or reallocates per part",
+						multipart.FormatSize(partSize), perPart, multipart.FormatSize(int64(perPartBound)))
+				}
+			})
+		}
+	})
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
