@@ -205,7 +205,7 @@ start_ceph_rgw() {
 	# Another process can take a checked port before the monitor binds it: then the monitor
 	# exits and the whole monitor set-up is redone on new ports.
 	for attempt in 1 2 3; do
-		fsid=$(uuidgen)
+		fsid=$(cat /proc/sys/kernel/random/uuid)
 		mon_v1=$(ceph_free_port) && mon_v2=$(ceph_free_port) && rgw_port=$(ceph_free_port) || return 1
 		# The manager and OSD bind inside this window; Ceph skips ports already in use.
 		port_min=$(ceph_free_port) || return 1
@@ -237,7 +237,7 @@ start_ceph_rgw() {
 	ceph_pids+=($!)
 
 	local osd_uuid osd_id
-	osd_uuid=$(uuidgen)
+	osd_uuid=$(cat /proc/sys/kernel/random/uuid)
 	osd_id=$(ceph_cli osd new "$osd_uuid") && [[ "$osd_id" == 0 ]] &&
 		ceph-osd --conf "$ceph_conf" -i 0 --mkfs --osd-uuid "$osd_uuid" \
 			>>"$ceph_data/log/osd.0.stderr" 2>&1 || {
