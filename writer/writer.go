@@ -88,6 +88,7 @@ type Writer struct {
 	stats                  retry.Stats
 	bytesSent              atomic.Int64
 	bytesDone              atomic.Int64
+	jr                     journalRun // the upload's journal record (journal.go)
 }
 
 type partDone struct {
@@ -467,6 +468,10 @@ func (w *Writer) ensureUpload() error {
 	w.uploadIDs[id] = true
 	w.mu.Unlock()
 	w.log.Debug("multipart upload created", zap.String("upload_id", id), zap.Int64("part_size", w.plan.PartSize))
+	// Journal hook: the upload id is on disk before the first part is sent.
+	if err := w.journalBegin(id); err != nil {
+		return w.fail(err)
+	}
 	return nil
 }
 
@@ -517,6 +522,11 @@ func (w *Writer) uploadPart(n int32, data []byte, section *io.SectionReader, sec
 		return nil
 	})
 	if err != nil {
+		_ = w.fail(err)
+		return
+	}
+	// Journal hook: the verified part's receipt, for resume and recovery.
+	if err := w.journalPart(done); err != nil {
 		_ = w.fail(err)
 		return
 	}
@@ -626,6 +636,7 @@ func (w *Writer) Close() error {
 		}
 	}
 	w.cancel()
+	w.journalSettle(err) // journal hook: record removed if landed, else kept for recovery
 	w.mu.Lock()
 	w.closeErr = err
 	w.mu.Unlock()
@@ -665,7 +676,9 @@ func (w *Writer) Abort(ctx context.Context) error {
 	defer w.op.Unlock()
 	w.wg.Wait()
 	w.releaseHeld()
-	if abortErr := w.abortUpload(ctx); abortErr != nil {
+	abortErr := w.abortUpload(ctx)
+	w.journalSettle(w.closeErr) // journal hook: kept for recovery when the abort failed
+	if abortErr != nil {
 		return abortErr
 	}
 	return nil
@@ -872,6 +885,10 @@ func (w *Writer) complete() error {
 		if done, err := w.precheckCreateOnly(want, res); done {
 			return err
 		}
+	}
+	// Journal hook: what Complete is about to create, so recovery can tell whether it landed.
+	if err := w.journalIntend(want); err != nil {
+		return w.fail(err)
 	}
 	var out *store.CompleteMultipartUploadOutput
 	err = w.doSized("CompleteMultipartUpload", 0, w.size, func(ctx context.Context, attempt int) error {
@@ -1141,6 +1158,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	w.mu.Lock()
 	w.uploadID = ""
 	w.mu.Unlock()
+	w.journalForget(id) // journal hook: the upload is gone, so is its record
 	return nil
 }
 
