@@ -44,6 +44,7 @@ type globalOpts struct {
 	stallTimeout time.Duration
 	insecure     bool
 	fault        string // hidden: tests inject faults through store/faulty
+	pause        string // hidden: the kill test widens a write's windows (pause.go)
 }
 
 type app struct {
@@ -110,8 +111,10 @@ Start with "safeput demo": no set-up, no network.
 	f.BoolVar(&a.g.insecure, "insecure-skip-verify", false, "do not verify the endpoint's TLS certificate (test endpoints only)")
 	f.StringVar(&a.g.fault, "fault", "", "inject faults (tests only)")
 	_ = f.MarkHidden("fault")
+	f.StringVar(&a.g.pause, "pause", "", "wait before store operations (tests only)")
+	_ = f.MarkHidden("pause")
 
-	root.AddCommand(a.putCmd(), a.verifyCmd(), a.probeCmd(), a.sweepCmd(), a.demoCmd())
+	root.AddCommand(a.putCmd(), a.verifyCmd(), a.probeCmd(), a.sweepCmd(), a.recoverCmd(), a.demoCmd())
 	return root
 }
 
@@ -281,6 +284,10 @@ func (a *app) newStore() (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	pauses, err := parsePauses(a.g.pause)
+	if err != nil {
+		return nil, err
+	}
 	r, err := a.resolve()
 	if err != nil {
 		return nil, err
@@ -303,7 +310,23 @@ func (a *app) newStore() (store.Store, error) {
 	if len(rules) > 0 {
 		st = wrapFaults(st, rules)
 	}
+	if len(pauses) > 0 {
+		st = &pausingStore{Store: st, pauses: pauses}
+	}
 	return st, nil
+}
+
+// endpointID is the identity journal records carry for the store of this run: the endpoint URL
+// (the AWS regional endpoint when none is configured).
+func (a *app) endpointID() (string, error) {
+	r, err := a.resolve()
+	if err != nil {
+		return "", err
+	}
+	if r.endpoint == "" {
+		return "https://s3." + r.region + ".amazonaws.com", nil
+	}
+	return strings.TrimRight(r.endpoint, "/"), nil
 }
 
 // maxStallTimeout: a longer window is no longer a stall detector, and is almost surely a typo.

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/writer"
 )
@@ -26,6 +27,7 @@ type putOpts struct {
 	contentType  string
 	expectedSize string
 	noProgress   bool
+	journal      string
 }
 
 func (a *app) putCmd() *cobra.Command {
@@ -51,6 +53,7 @@ disk (known size); stdin is streamed (unknown size: use --expected-size for stre
 	f.StringVar(&o.contentType, "content-type", "", "Content-Type of the object")
 	f.StringVar(&o.expectedSize, "expected-size", "", "for stdin: the largest size the stream may reach (sizes the parts)")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar")
+	f.StringVar(&o.journal, "journal", "", "record the upload in this directory (created if missing) so `safeput recover` can settle it after a crash, and resume a journaled upload of the same file")
 	return cmd
 }
 
@@ -127,6 +130,17 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	if err != nil {
 		return err
 	}
+	if o.journal != "" {
+		j, err := journal.Create(o.journal)
+		if err != nil {
+			return usageErr("--journal: %v", err)
+		}
+		id, err := a.endpointID()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, writer.WithJournal(j, id))
+	}
 	var bar *progress
 	if !o.noProgress && isTerminal(a.stderr) {
 		bar = newProgress(a.stderr, u.Key, size)
@@ -190,7 +204,10 @@ type jsonResult struct {
 	VerifiedStrong bool           `json:"verified_strong"`
 	AlreadyExisted bool           `json:"already_existed"`
 	UploadAttempts int            `json:"upload_attempts"`
-	ElapsedMS      int64          `json:"elapsed_ms"`
+	// ResumedParts and ResumedBytes: reused from a journaled upload a crashed run left (--journal).
+	ResumedParts int   `json:"resumed_parts"`
+	ResumedBytes int64 `json:"resumed_bytes"`
+	ElapsedMS    int64 `json:"elapsed_ms"`
 }
 
 func jsonResultOf(r *writer.Result) jsonResult {
@@ -200,6 +217,7 @@ func jsonResultOf(r *writer.Result) jsonResult {
 		Parts: r.Parts, PartSize: r.PartSize, UploadID: r.UploadID, BytesSent: r.BytesSent, Requests: r.Requests,
 		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong,
 		AlreadyExisted: r.AlreadyExisted, UploadAttempts: r.UploadAttempts, ElapsedMS: r.Elapsed.Milliseconds(),
+		ResumedParts: r.ResumedParts, ResumedBytes: r.ResumedBytes,
 	}
 	for k, n := range r.Failures {
 		j.Failures[k.String()] = n
@@ -243,7 +261,13 @@ func printResult(w io.Writer, r *writer.Result) {
 	}
 	_, _ = fmt.Fprintf(w, "  sent       %s in %d requests; failed requests: %s; upload attempts: %d\n",
 		multipart.FormatSize(r.BytesSent), r.Requests, failureSummary(r.Failures), r.UploadAttempts)
-	if r.AlreadyExisted {
+	if r.ResumedParts > 0 {
+		_, _ = fmt.Fprintf(w, "  resumed    %d parts (%s) reused from the journaled upload of a crashed run\n", r.ResumedParts, multipart.FormatSize(r.ResumedBytes))
+	}
+	switch {
+	case r.AlreadyExisted && r.ResumedParts > 0:
+		_, _ = fmt.Fprintf(w, "  note       the crashed run's Complete had landed this exact object; nothing new was written\n")
+	case r.AlreadyExisted:
 		_, _ = fmt.Fprintf(w, "  note       this exact object was already at the key (a retried create); nothing new was written\n")
 	}
 	_, _ = fmt.Fprintf(w, "  elapsed    %s\n", r.Elapsed.Round(time.Millisecond))
