@@ -65,7 +65,15 @@ type Record struct {
 	Parts             []Part    `json:"parts"`
 	// Object is set just before Complete is sent; nil until then.
 	Object *Object `json:"object,omitempty"`
+	// Creating marks a placeholder written just before CreateMultipartUpload is sent: its
+	// UploadID is a placeholder (CreatingPrefix...), because the store has not named the upload
+	// yet. A process killed before it journals the real id leaves only this; recovery then looks
+	// for an empty upload of exactly this key started around Created that no record names.
+	Creating bool `json:"creating,omitempty"`
 }
+
+// CreatingPrefix starts the placeholder upload id of a Creating record.
+const CreatingPrefix = "creating-"
 
 // Journal records uploads so a later process can recover or resume them. Implementations must
 // be safe for concurrent use.

@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	stderrors "errors"
 	"io"
@@ -45,6 +46,29 @@ func (w *Writer) journalOn() bool { return w.cfg.journal != nil && w.cfg.journal
 
 func (w *Writer) journalError(what string, err error) *sperrors.Error {
 	return w.errorf(sperrors.Permanent, "Journal", err, "the upload journal could not record %s: the write stops rather than run unrecoverable", what)
+}
+
+// journalCreating writes the placeholder record of an upload about to be created; the returned
+// func removes it (after journalBegin recorded the real id, or after the create failed). Hook:
+// ensureUpload.
+func (w *Writer) journalCreating() (func(), error) {
+	if !w.journalOn() {
+		return func() {}, nil
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	id := journal.ID{Endpoint: w.cfg.journalEndpoint, Bucket: w.bucket, Key: w.key, UploadID: journal.CreatingPrefix + hex.EncodeToString(nonce[:])}
+	err := w.cfg.journal.Begin(journal.Record{
+		ID: id, PartSize: w.plan.PartSize, SourceSize: w.cfg.sizeHint, ChecksumAlgorithm: string(w.caps.local), Creating: true,
+	})
+	if err != nil {
+		return nil, w.journalError("the upload about to be created", err)
+	}
+	return func() {
+		if err := w.cfg.journal.Remove(id); err != nil {
+			w.log.Warn("journal placeholder not removed", zap.Error(err))
+		}
+	}, nil
 }
 
 // journalBegin records a new upload before any part is sent. Hook: ensureUpload.
@@ -164,7 +188,7 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 	}
 	for i := len(recs) - 1; i >= 0; i-- { // newest first
 		r := recs[i]
-		if r.Endpoint != w.cfg.journalEndpoint || r.Bucket != w.bucket || r.Key != w.key || r.PartSize != w.plan.PartSize ||
+		if r.Creating || r.Endpoint != w.cfg.journalEndpoint || r.Bucket != w.bucket || r.Key != w.key || r.PartSize != w.plan.PartSize ||
 			r.SourceSize != w.cfg.sizeHint || r.ChecksumAlgorithm != string(w.caps.local) {
 			continue
 		}
@@ -194,9 +218,11 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, err error) {
 	log := w.log.With(zap.String("upload_id", rec.UploadID))
 	var listed []store.Part
+	gone := false
 	lerr := w.do("ListParts", 0, func(ctx context.Context, _ int) error {
 		out, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: rec.UploadID})
 		if isNoSuchUpload(err) {
+			gone = true
 			return nil
 		}
 		if err != nil {
@@ -208,7 +234,7 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 	if lerr != nil {
 		return nil, false, lerr
 	}
-	if listed == nil {
+	if gone {
 		// The upload is gone: completed (did it land this source?) or aborted.
 		if rec.Object != nil {
 			if res, err := w.landedFromRecord(rec); res != nil || err != nil {

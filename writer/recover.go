@@ -4,6 +4,7 @@ import (
 	"context"
 	stderrors "errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -116,7 +117,7 @@ func Recover(ctx context.Context, st store.Store, j journal.Journal, opts Recove
 		case opts.Bucket != "" && r.Bucket != opts.Bucket:
 			u.Outcome = RecoverOtherBucket
 		default:
-			u.Outcome, u.Err = recoverOne(ctx, st, j, r.ID, opts)
+			u.Outcome, u.Err = recoverOne(ctx, st, j, r.ID, recs, opts)
 		}
 		opts.Logger.Info("journal record", zap.String("bucket", r.Bucket), zap.String("key", r.Key),
 			zap.String("upload_id", r.UploadID), zap.Int64("size", u.Size), zap.String("outcome", string(u.Outcome)), zap.Error(u.Err))
@@ -126,7 +127,7 @@ func Recover(ctx context.Context, st store.Store, j journal.Journal, opts Recove
 	return rep, nil
 }
 
-func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journal.ID, opts RecoverOptions) (RecoverOutcome, error) {
+func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journal.ID, all []journal.Record, opts RecoverOptions) (RecoverOutcome, error) {
 	rec, err := j.Claim(id)
 	switch {
 	case stderrors.Is(err, journal.ErrInUse):
@@ -136,8 +137,13 @@ func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journ
 	case err != nil:
 		return RecoverFailed, &sperrors.Error{Kind: sperrors.Permanent, Op: "Journal", Bucket: id.Bucket, Key: id.Key, UploadID: id.UploadID, Message: "cannot claim the record", Err: err}
 	}
-	outcome, err := settle(ctx, st, rec, opts)
-	if outcome == RecoverFailed || outcome == RecoverWouldAbort || opts.DryRun {
+	var outcome RecoverOutcome
+	if rec.Creating {
+		outcome, err = settleCreating(ctx, st, j, rec, all, opts)
+	} else {
+		outcome, err = settle(ctx, st, rec, opts)
+	}
+	if outcome == RecoverFailed || outcome == RecoverWouldAbort || outcome == RecoverInUse || opts.DryRun {
 		_ = j.Release(id)
 		return outcome, err
 	}
@@ -148,12 +154,84 @@ func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journ
 	return outcome, nil
 }
 
-// settle decides (and, unless a dry run, acts on) one claimed record.
-func settle(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions) (RecoverOutcome, error) {
-	w, err := newWriter(ctx, st, rec.Bucket, rec.Key, config{
+// recoveryWriter is a Writer used only for its request and abort machinery (retries, stall
+// detection, confirmed abort) on one record's key.
+func recoveryWriter(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions) (*Writer, error) {
+	return newWriter(ctx, st, rec.Bucket, rec.Key, config{
 		rules: defaultConfig().rules, partSize: rec.PartSize, concurrency: 1, sizeHint: -1,
 		policy: opts.Policy, logger: opts.Logger, abortTimeout: DefaultAbortTimeout,
 	})
+}
+
+// creatingWindow bounds when the upload of a Creating placeholder can have been initiated,
+// around the placeholder's time: clocks differ, and the create may have been retried.
+const (
+	creatingSkew  = time.Minute
+	creatingAfter = 15 * time.Minute
+)
+
+// settleCreating follows a placeholder a writer killed during CreateMultipartUpload left: an
+// upload of exactly its key, with no parts (the writer sends none before journaling the real
+// id), initiated around the placeholder's time, that no journal record names, is that writer's,
+// and is aborted. While another writer's placeholder for the same key is claimed (its create is
+// in progress), nothing is touched.
+func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec journal.Record, all []journal.Record, opts RecoverOptions) (RecoverOutcome, error) {
+	named := map[string]bool{}
+	for _, r := range all {
+		named[r.UploadID] = true
+		if r.Creating && r.ID != rec.ID && r.Endpoint == rec.Endpoint && r.Bucket == rec.Bucket && r.Key == rec.Key {
+			if _, err := j.Claim(r.ID); err != nil {
+				if stderrors.Is(err, journal.ErrInUse) {
+					return RecoverInUse, nil
+				}
+				continue
+			}
+			_ = j.Release(r.ID)
+		}
+	}
+	w, err := recoveryWriter(ctx, st, rec, opts)
+	if err != nil {
+		return RecoverFailed, err
+	}
+	defer w.cancel()
+	var list *store.ListMultipartUploadsOutput
+	if err := w.do("ListMultipartUploads", 0, func(ctx context.Context, _ int) (err error) {
+		list, err = st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: rec.Bucket, Prefix: rec.Key})
+		return err
+	}); err != nil {
+		return RecoverFailed, err
+	}
+	from, to := rec.Created.Add(-creatingSkew), rec.Created.Add(creatingAfter)
+	outcome := RecoverGone
+	for _, u := range list.Uploads {
+		if u.Key != rec.Key || named[u.UploadID] || (!u.Initiated.IsZero() && (u.Initiated.Before(from) || u.Initiated.After(to))) {
+			continue
+		}
+		var parts *store.ListPartsOutput
+		lerr := w.do("ListParts", 0, func(ctx context.Context, _ int) (err error) {
+			parts, err = st.ListParts(ctx, &store.ListPartsInput{Bucket: rec.Bucket, Key: rec.Key, UploadID: u.UploadID})
+			return err
+		})
+		if lerr != nil || len(parts.Parts) > 0 {
+			continue // gone, or not the dead writer's (it had sent no part)
+		}
+		if opts.DryRun {
+			outcome = RecoverWouldAbort
+			continue
+		}
+		w.log.Info("aborting the upload a writer killed during its create left", zap.String("upload_id", u.UploadID))
+		w.uploadID = u.UploadID
+		if aerr := w.abortUpload(w.ctx); aerr != nil {
+			return RecoverFailed, aerr
+		}
+		outcome = RecoverAborted
+	}
+	return outcome, nil
+}
+
+// settle decides (and, unless a dry run, acts on) one claimed record.
+func settle(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions) (RecoverOutcome, error) {
+	w, err := recoveryWriter(ctx, st, rec, opts)
 	if err != nil {
 		return RecoverFailed, err
 	}

@@ -440,9 +440,16 @@ func (w *Writer) ensureUpload() error {
 			in.ChecksumType = store.ChecksumTypeFullObject
 		}
 	}
+	// Journal hook: a placeholder is on disk before the create is sent, so a kill before the
+	// real upload id is journaled still leaves a trace Recover can follow; removed on return.
+	createdJournaled, err := w.journalCreating()
+	if err != nil {
+		return w.fail(err)
+	}
+	defer createdJournaled()
 	var id string
 	w.createStart = time.Now()
-	err := w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
+	err = w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
 		out, err := w.st.CreateMultipartUpload(ctx, in)
 		if err != nil {
 			var re *store.ResponseError
