@@ -226,3 +226,51 @@ func TestRecoverTouchesOnlyItsRecords(t *testing.T) {
 		}
 	})
 }
+
+// A writer killed while its CreateMultipartUpload was in flight leaves only the placeholder:
+// Recover aborts the empty upload of exactly that key that no record names, and nothing else.
+func TestRecoverKilledDuringCreate(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		ctx := context.Background()
+		j := newJournal(t)
+		placeholder := journal.ID{Endpoint: endpointID, Bucket: env.Bucket, Key: "create/k", UploadID: journal.CreatingPrefix + "0123"}
+		if err := j.Begin(journal.Record{ID: placeholder, PartSize: part, SourceSize: 3 * part, Creating: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Release(placeholder); err != nil {
+			t.Fatal(err)
+		}
+		create := func(key string) string {
+			out, err := env.Store.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: env.Bucket, Key: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = env.Store.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: env.Bucket, Key: key, UploadID: out.UploadID})
+			})
+			return out.UploadID
+		}
+		orphan := create("create/k")      // what the killed create left
+		neighbour := create("create/k-2") // another key under the same prefix
+		withParts := create("create/k")   // someone's upload of the key that has a part
+		if _, err := env.Store.UploadPart(ctx, &store.UploadPartInput{Bucket: env.Bucket, Key: "create/k", UploadID: withParts, PartNumber: 1,
+			Body: bytes.NewReader(make([]byte, 1024)), ContentLength: 1024}); err != nil {
+			t.Fatal(err)
+		}
+		dry, err := writer.Recover(ctx, env.Store, j, writer.RecoverOptions{Endpoint: endpointID, DryRun: true})
+		if err != nil || dry.Counts[writer.RecoverWouldAbort] != 1 {
+			t.Fatalf("dry run = %+v, %v", dry, err)
+		}
+		rep, err := writer.Recover(ctx, env.Store, j, writer.RecoverOptions{Endpoint: endpointID})
+		if err != nil || rep.Counts[writer.RecoverAborted] != 1 {
+			t.Fatalf("recover = %+v, %v", rep, err)
+		}
+		left := strings.Join(s3test.IncompleteUploads(t, env.Srv, env.Bucket, "create/"), " ")
+		if strings.Contains(left, orphan) || !strings.Contains(left, neighbour) || !strings.Contains(left, withParts) {
+			t.Fatalf("incomplete uploads after recover: %s; want only %s aborted", left, orphan)
+		}
+		if recs, _, _ := j.List(); len(recs) != 0 {
+			t.Fatalf("records left: %+v", recs)
+		}
+	})
+}
