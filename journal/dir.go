@@ -177,13 +177,19 @@ func (d *Dir) update(id ID, change func(*Record)) error {
 	return nil
 }
 
-// Remove deletes a claimed record and its claim.
-func (d *Dir) Remove(id ID) error {
+// unhold takes id's claim out of the held set (nil when this Dir does not hold it).
+func (d *Dir) unhold(id ID) (string, *held) {
 	n := name(id)
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	h := d.held[n]
 	delete(d.held, n)
-	d.mu.Unlock()
+	return n, h
+}
+
+// Remove deletes a claimed record and its claim.
+func (d *Dir) Remove(id ID) error {
+	n, h := d.unhold(id)
 	if h == nil {
 		return fmt.Errorf("journal: remove %s/%s upload %s: %w", id.Bucket, id.Key, id.UploadID, ErrNotClaimed)
 	}
@@ -202,11 +208,7 @@ func (d *Dir) Remove(id ID) error {
 
 // Release drops the claim and keeps the record.
 func (d *Dir) Release(id ID) error {
-	n := name(id)
-	d.mu.Lock()
-	h := d.held[n]
-	delete(d.held, n)
-	d.mu.Unlock()
+	n, h := d.unhold(id)
 	if h == nil {
 		return nil
 	}
