@@ -312,14 +312,12 @@ func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 		return nil, herr
 	}
 	method, verr := verify.CheckHead(want, head)
-	if verr != nil || !method.Strong() || want.Checksum.IsZero() {
-		return nil, nil
+	sameObject := verr == nil && method.Strong()
+	if !sameObject || want.Checksum.Algorithm != w.caps.local || !verify.IsCRC(w.caps.local) {
+		return nil, nil // not the recorded object, or nothing to compare the source with
 	}
 	// Combine the source's part checksums: the object must be this file, not just the record's.
-	crc, err := verify.NewCRC(w.caps.local)
-	if err != nil {
-		return nil, nil
-	}
+	crc, _ := verify.NewCRC(w.caps.local)
 	n := int32(0)
 	for off := int64(0); off < w.cfg.sizeHint; off += w.plan.PartSize {
 		n++
