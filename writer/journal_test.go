@@ -3,11 +3,13 @@ package writer_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/journal"
@@ -271,6 +273,29 @@ func TestRecoverKilledDuringCreate(t *testing.T) {
 		}
 		if recs, _, _ := j.List(); len(recs) != 0 {
 			t.Fatalf("records left: %+v", recs)
+		}
+	})
+}
+
+// A journal that cannot record stops the write before any part is sent: Permanent, the upload
+// aborted, nothing at the key.
+func TestJournalFailureStopsTheWrite(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		j := newJournal(t)
+		if err := os.RemoveAll(j.Path()); err != nil {
+			t.Fatal(err)
+		}
+		data := s3test.RandomBytes(2*part + 1)
+		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "nojournal/k", bytes.NewReader(data),
+			testOpts(writer.WithJournal(j, endpointID))...)
+		if err == nil || !errors.Is(err, sperrors.Permanent) {
+			t.Fatalf("Upload with a broken journal = %+v, %v; want a Permanent error", res, err)
+		}
+		if s3test.Exists(t, env.Srv, env.Bucket, "nojournal/k") {
+			t.Fatal("an object landed although the journal could not record it")
+		}
+		if ups := s3test.IncompleteUploads(t, env.Srv, env.Bucket, "nojournal/"); len(ups) != 0 {
+			t.Fatalf("incomplete uploads left: %v", ups)
 		}
 	})
 }
