@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -14,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/journal"
@@ -39,7 +43,9 @@ type killStats struct {
 	// notJournaled: parts of the object not journaled when the process died (in flight, or not
 	// yet started) -> runs; the re-run may send only those.
 	notJournaled map[int]int
-	recovery     map[string]int // recover --run outcomes
+	// watched counts runs in which the concurrent reader saw an object at the key.
+	watched  int
+	recovery map[string]int // recover --run outcomes
 }
 
 // TestKillAnywhere SIGKILLs `put --journal` at random instants, through both adapters, and
@@ -88,6 +94,7 @@ func TestKillAnywhere(t *testing.T) {
 			}
 			t.Logf("%s: journal at the kill: %v", backend, sorted(st.phase))
 			t.Logf("%s: recover --run outcomes: %v", backend, sorted(st.recovery))
+			t.Logf("%s: a concurrent reader saw an object at the key in %d runs, always the whole source", backend, st.watched)
 			t.Logf("%s: re-run of a journaled upload (even runs): parts not journaled at the kill -> runs %v; parts reused -> runs %v; parts sent -> runs %v",
 				backend, sortedInt(st.notJournaled), sortedInt(st.reused), sortedInt(st.resent))
 		})
@@ -96,6 +103,9 @@ func TestKillAnywhere(t *testing.T) {
 
 func killAndSettle(t *testing.T, s s3test.Server, bucket, key, dir string, common []string, file string, data []byte, resume bool, after time.Duration, st *killStats) {
 	t.Helper()
+	// Someone reading the key while all this happens must only ever see the whole source.
+	w := watchKey(s, bucket, key)
+	defer w.stop()
 	dst := "s3://" + bucket + "/" + key
 	putArgs := append(append([]string{"--path-style"}, common...), "put", "--journal", dir, file, dst)
 	killed := exec.Command(bin, append([]string{"--pause", pauses}, putArgs...)...)
@@ -210,12 +220,69 @@ func killAndSettle(t *testing.T, s s3test.Server, bucket, key, dir string, commo
 	if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
 		t.Fatalf("%s: object differs from the source after the re-run (%d vs %d bytes)", key, len(got), len(data))
 	}
+	final, err := s.RawClient().HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seenAll := w.stop()
+	if len(seenAll) > 0 {
+		st.watched++
+	}
+	for _, seen := range seenAll {
+		if seen.size != int64(len(data)) || seen.etag != aws.ToString(final.ETag) {
+			t.Fatalf("%s: a reader saw an object of %d bytes, ETag %s at the key; the source is %d bytes, ETag %s",
+				key, seen.size, seen.etag, len(data), aws.ToString(final.ETag))
+		}
+	}
 	if ups := s3test.IncompleteUploads(t, s, bucket, key); len(ups) != 0 {
 		t.Fatalf("%s: incomplete uploads left: %v\n%s", key, ups, trail)
 	}
 	if recs, _, _ := j.List(); len(recs) != 0 {
 		t.Fatalf("%s: journal records left: %+v", key, recs)
 	}
+}
+
+type seenObject struct {
+	size int64
+	etag string
+}
+
+// watcher HEADs a key over and over until stopped and keeps every distinct object it saw.
+type watcher struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	seen   map[seenObject]bool
+}
+
+func watchKey(s s3test.Server, bucket, key string) *watcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &watcher{cancel: cancel, done: make(chan struct{}), seen: map[seenObject]bool{}}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(10 * time.Millisecond) // pacing, not synchronisation
+		defer tick.Stop()
+		for ctx.Err() == nil {
+			if h, err := s.RawClient().HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err == nil {
+				w.seen[seenObject{aws.ToInt64(h.ContentLength), aws.ToString(h.ETag)}] = true
+			}
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the watch and returns what it saw (safe to call twice).
+func (w *watcher) stop() []seenObject {
+	w.cancel()
+	<-w.done
+	var out []seenObject
+	for o := range w.seen {
+		out = append(out, o)
+	}
+	return out
 }
 
 // checkKey: the key holds nothing, or exactly the source; never a partial or other object.
