@@ -284,10 +284,6 @@ func (a *app) newStore() (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	pauses, err := parsePauses(a.g.pause)
-	if err != nil {
-		return nil, err
-	}
 	r, err := a.resolve()
 	if err != nil {
 		return nil, err
@@ -310,23 +306,7 @@ func (a *app) newStore() (store.Store, error) {
 	if len(rules) > 0 {
 		st = wrapFaults(st, rules)
 	}
-	if len(pauses) > 0 {
-		st = &pausingStore{Store: st, pauses: pauses}
-	}
 	return st, nil
-}
-
-// endpointID is the identity journal records carry for the store of this run: the endpoint URL
-// (the AWS regional endpoint when none is configured).
-func (a *app) endpointID() (string, error) {
-	r, err := a.resolve()
-	if err != nil {
-		return "", err
-	}
-	if r.endpoint == "" {
-		return "https://s3." + r.region + ".amazonaws.com", nil
-	}
-	return strings.TrimRight(r.endpoint, "/"), nil
 }
 
 // maxStallTimeout: a longer window is no longer a stall detector, and is almost surely a typo.

@@ -31,6 +31,40 @@ func parsePauses(spec string) (map[string]time.Duration, error) {
 	return m, nil
 }
 
+// journalStore is newStore for the commands that journal (put, recover), wrapped by the hidden
+// --pause; and the endpoint identity their journal records carry.
+func (a *app) journalStore() (store.Store, string, error) {
+	st, err := a.newStore()
+	if err != nil {
+		return nil, "", err
+	}
+	pauses, err := parsePauses(a.g.pause)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(pauses) > 0 {
+		st = &pausingStore{Store: st, pauses: pauses}
+	}
+	id, err := a.endpointID()
+	if err != nil {
+		return nil, "", err
+	}
+	return st, id, nil
+}
+
+// endpointID is the identity journal records carry for the store of this run: the endpoint URL
+// (the AWS regional endpoint when none is configured).
+func (a *app) endpointID() (string, error) {
+	r, err := a.resolve()
+	if err != nil {
+		return "", err
+	}
+	if r.endpoint == "" {
+		return "https://s3." + r.region + ".amazonaws.com", nil
+	}
+	return strings.TrimRight(r.endpoint, "/"), nil
+}
+
 // pausingStore waits before the operations it is told to, then calls the real store.
 type pausingStore struct {
 	store.Store

@@ -126,7 +126,7 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	if o.contentType != "" {
 		opts = append(opts, writer.WithContentType(o.contentType))
 	}
-	st, err := a.newStore()
+	st, endpoint, err := a.journalStore()
 	if err != nil {
 		return err
 	}
@@ -135,11 +135,7 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 		if err != nil {
 			return usageErr("--journal: %v", err)
 		}
-		id, err := a.endpointID()
-		if err != nil {
-			return err
-		}
-		opts = append(opts, writer.WithJournal(j, id))
+		opts = append(opts, writer.WithJournal(j, endpoint))
 	}
 	var bar *progress
 	if !o.noProgress && isTerminal(a.stderr) {

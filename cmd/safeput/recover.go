@@ -88,11 +88,7 @@ func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
 	if _, _, err := j.List(); err != nil {
 		return usageErr("%v", err)
 	}
-	st, err := a.newStore()
-	if err != nil {
-		return err
-	}
-	endpoint, err := a.endpointID()
+	st, endpoint, err := a.journalStore()
 	if err != nil {
 		return err
 	}
