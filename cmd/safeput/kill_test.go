@@ -172,7 +172,7 @@ func killAndSettle(t *testing.T, s s3test.Server, bucket, key, dir string, commo
 		checkKey(t, s, bucket, key, data, "after a dry run")
 		r = cli(t, s, nil, append(common, "--json", "put", "--journal", dir, file, dst)...)
 		expectCode(t, r, 0, key+": resumed put")
-		var res jsonResult
+		var res putJSON
 		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 			t.Fatalf("%s: put --json: %v\n%s", key, err, r.stdout)
 		}

@@ -160,7 +160,7 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 		return err
 	}
 	if a.g.json {
-		return a.printJSON(jsonResultOf(res))
+		return a.printJSON(putJSON{jsonResult: jsonResultOf(res), ResumedParts: res.ResumedParts, ResumedBytes: res.ResumedBytes})
 	}
 	printResult(a.stdout, res)
 	return nil
@@ -200,10 +200,7 @@ type jsonResult struct {
 	VerifiedStrong bool           `json:"verified_strong"`
 	AlreadyExisted bool           `json:"already_existed"`
 	UploadAttempts int            `json:"upload_attempts"`
-	// ResumedParts and ResumedBytes: reused from a journaled upload a crashed run left (--journal).
-	ResumedParts int   `json:"resumed_parts"`
-	ResumedBytes int64 `json:"resumed_bytes"`
-	ElapsedMS    int64 `json:"elapsed_ms"`
+	ElapsedMS      int64          `json:"elapsed_ms"`
 }
 
 func jsonResultOf(r *writer.Result) jsonResult {
@@ -213,7 +210,6 @@ func jsonResultOf(r *writer.Result) jsonResult {
 		Parts: r.Parts, PartSize: r.PartSize, UploadID: r.UploadID, BytesSent: r.BytesSent, Requests: r.Requests,
 		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong,
 		AlreadyExisted: r.AlreadyExisted, UploadAttempts: r.UploadAttempts, ElapsedMS: r.Elapsed.Milliseconds(),
-		ResumedParts: r.ResumedParts, ResumedBytes: r.ResumedBytes,
 	}
 	for k, n := range r.Failures {
 		j.Failures[k.String()] = n

@@ -56,6 +56,14 @@ the same put --journal again: it resumes.
 	return cmd
 }
 
+// putJSON is put's --json result: the landed object, and what a resumed upload reused from a
+// journaled upload a crashed run left (--journal).
+type putJSON struct {
+	jsonResult
+	ResumedParts int   `json:"resumed_parts"`
+	ResumedBytes int64 `json:"resumed_bytes"`
+}
+
 type recoveredJSON struct {
 	Bucket   string `json:"bucket"`
 	Key      string `json:"key"`
