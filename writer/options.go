@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
@@ -38,6 +39,9 @@ type config struct {
 	allowWeak     bool
 	readBackLimit int64
 	replayable    bool
+	// journal and journalEndpoint: WithJournal (journal.go).
+	journal         journal.Journal
+	journalEndpoint string
 }
 
 // Defaults: 16 MiB parts (above every provider's documented floor), 4 parts in flight.

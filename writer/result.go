@@ -45,7 +45,11 @@ type Result struct {
 	// UploadAttempts counts whole-upload attempts (above 1 after an integrity retry of a
 	// replayable source).
 	UploadAttempts int
-	Elapsed        time.Duration
+	// ResumedParts and ResumedBytes count the parts of a journaled upload a dead process had
+	// sent that this write reused instead of sending again (WithJournal).
+	ResumedParts int
+	ResumedBytes int64
+	Elapsed      time.Duration
 }
 
 // EventType names a step of a write.

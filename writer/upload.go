@@ -108,6 +108,16 @@ func uploadOnce(ctx context.Context, st store.Store, bucket, key string, r io.Re
 func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool) (*Result, error) {
 	if useReaderAt && w.cfg.sizeHint > w.plan.Threshold {
 		w.section, w.sectionBase = ra, base
+		// A journaled upload of this source that a dead process left: continue it, or find
+		// that it had landed.
+		landed, err := w.resumeFromJournal()
+		if err != nil {
+			_ = w.Close()
+			return nil, err
+		}
+		if landed != nil {
+			return w.closeLanded(landed)
+		}
 		if err := w.sendSections(); err != nil {
 			_ = w.Close()
 			return nil, err
@@ -126,7 +136,7 @@ func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
-	return w.Result(), nil
+	return w.withResumed(w.Result()), nil
 }
 
 // sendSections dispatches every part of a ReaderAt source of known size.
@@ -137,6 +147,9 @@ func (w *Writer) sendSections() error {
 			return err
 		}
 		n := min(part, total-off)
+		if w.skipResumedPart() {
+			continue // resumed from the journal: the store has these bytes
+		}
 		if err := w.dispatchSection(off, n, off+n == total); err != nil {
 			return err
 		}

@@ -91,6 +91,7 @@ type Writer struct {
 	stats                  retry.Stats
 	bytesSent              atomic.Int64
 	bytesDone              atomic.Int64
+	jr                     journalRun // the upload's journal record (journal.go)
 }
 
 type partDone struct {
@@ -431,9 +432,16 @@ func (w *Writer) ensureUpload() error {
 			in.ChecksumType = store.ChecksumTypeFullObject
 		}
 	}
+	// Journal hook: a placeholder is on disk before the create is sent, so a kill before the
+	// real upload id is journaled still leaves a trace Recover can follow; removed on return.
+	createdJournaled, err := w.journalCreating()
+	if err != nil {
+		return w.fail(err)
+	}
+	defer createdJournaled()
 	var id string
 	w.createStart = time.Now()
-	err := w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
+	err = w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
 		out, err := w.st.CreateMultipartUpload(ctx, in)
 		if err != nil && w.caps.probing && headerRefused(err) {
 			w.dropOfferedChecksum("CreateMultipartUpload", err)
@@ -464,6 +472,10 @@ func (w *Writer) ensureUpload() error {
 	w.uploadIDs[id] = true
 	w.mu.Unlock()
 	w.log.Debug("multipart upload created", zap.String("upload_id", id), zap.Int64("part_size", w.plan.PartSize))
+	// Journal hook: the upload id is on disk before the first part is sent.
+	if err := w.journalBegin(id); err != nil {
+		return w.fail(err)
+	}
 	return nil
 }
 
@@ -515,6 +527,11 @@ func (w *Writer) uploadPart(n int32, data []byte, section *io.SectionReader, sec
 		return nil
 	})
 	if err != nil {
+		_ = w.fail(err)
+		return
+	}
+	// Journal hook: the verified part's receipt, for resume and recovery.
+	if err := w.journalPart(done); err != nil {
 		_ = w.fail(err)
 		return
 	}
@@ -632,6 +649,7 @@ func (w *Writer) Close() error {
 		}
 	}
 	w.cancel()
+	w.journalSettle(err) // journal hook: record removed if landed, else kept for recovery
 	w.mu.Lock()
 	w.closeErr = err
 	w.mu.Unlock()
@@ -671,7 +689,9 @@ func (w *Writer) Abort(ctx context.Context) error {
 	defer w.op.Unlock()
 	w.wg.Wait()
 	w.releaseHeld()
-	if abortErr := w.abortUpload(ctx); abortErr != nil {
+	abortErr := w.abortUpload(ctx)
+	w.journalSettle(w.closeErr) // journal hook: kept for recovery when the abort failed
+	if abortErr != nil {
 		return abortErr
 	}
 	return nil
@@ -888,6 +908,10 @@ func (w *Writer) complete() error {
 		if done, err := w.precheckCreateOnly(want, res); done {
 			return err
 		}
+	}
+	// Journal hook: what Complete is about to create, so recovery can tell whether it landed.
+	if err := w.journalIntend(want); err != nil {
+		return w.fail(err)
 	}
 	var out *store.CompleteMultipartUploadOutput
 	err = w.doSized("CompleteMultipartUpload", 0, w.size, func(ctx context.Context, attempt int) error {
@@ -1184,6 +1208,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	w.mu.Lock()
 	w.uploadID = ""
 	w.mu.Unlock()
+	w.journalForget(id) // journal hook: the upload is gone, so is its record
 	return nil
 }
 

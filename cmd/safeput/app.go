@@ -41,6 +41,7 @@ type globalOpts struct {
 	stallTimeout time.Duration
 	insecure     bool
 	fault        string // hidden: tests inject faults through store/faulty
+	pause        string // hidden: the kill test widens a write's windows (pause.go)
 }
 
 type app struct {
@@ -110,8 +111,10 @@ Start with "safeput demo": no set-up, no network.
 	f.BoolVar(&a.g.insecure, "insecure-skip-verify", false, "do not verify the endpoint's TLS certificate (test endpoints only)")
 	f.StringVar(&a.g.fault, "fault", "", "inject faults (tests only)")
 	_ = f.MarkHidden("fault")
+	f.StringVar(&a.g.pause, "pause", "", "wait before store operations (tests only)")
+	_ = f.MarkHidden("pause")
 
-	root.AddCommand(a.putCmd(), a.verifyCmd(), a.probeCmd(), a.sweepCmd(), a.demoCmd())
+	root.AddCommand(a.putCmd(), a.verifyCmd(), a.probeCmd(), a.sweepCmd(), a.recoverCmd(), a.demoCmd())
 	return root
 }
 
@@ -165,6 +168,15 @@ func (a *app) setupLogger() error {
 	return nil
 }
 
+// conn is the connection the flags describe.
+func (a *app) conn() frontend.Conn {
+	return frontend.Conn{
+		Endpoint: a.g.endpoint, Region: a.g.region, AccessKey: a.g.accessKey, SecretKey: a.g.secretKey,
+		SessionToken: a.g.sessionToken, Profile: a.g.profile, PathStyle: a.g.pathStyle, Backend: a.g.backend,
+		InsecureSkipVerify: a.g.insecure, KeysHint: "--access-key and --secret-key",
+	}
+}
+
 // newStore builds the store adapter the flags ask for, wrapped by the hidden fault injector.
 func (a *app) newStore() (store.Store, error) {
 	if a.g.backend != "aws" && a.g.backend != "minio" {
@@ -174,11 +186,7 @@ func (a *app) newStore() (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := frontend.NewStore(frontend.Conn{
-		Endpoint: a.g.endpoint, Region: a.g.region, AccessKey: a.g.accessKey, SecretKey: a.g.secretKey,
-		SessionToken: a.g.sessionToken, Profile: a.g.profile, PathStyle: a.g.pathStyle, Backend: a.g.backend,
-		InsecureSkipVerify: a.g.insecure, KeysHint: "--access-key and --secret-key",
-	}, rules)
+	st, err := frontend.NewStore(a.conn(), rules)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}

@@ -1,7 +1,8 @@
 // Command safeput writes objects to S3-compatible storage so that a write either lands exactly as
 // sent, verified, or fails with a classified error and an exit code that says which. It also
 // verifies stored objects against local files, probes an endpoint's multipart rules, sweeps
-// incomplete multipart uploads, and replays the failures it exists for in an offline demo.
+// incomplete multipart uploads, settles the uploads a crashed put --journal left (recover), and
+// replays the failures it exists for in an offline demo.
 package main
 
 import (

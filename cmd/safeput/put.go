@@ -17,6 +17,7 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/frontend"
+	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/writer"
 )
@@ -28,6 +29,7 @@ type putOpts struct {
 	contentType     string
 	expectedSize    string
 	noProgress      bool
+	journal         string
 }
 
 func (a *app) putCmd() *cobra.Command {
@@ -54,6 +56,7 @@ disk (known size); stdin is streamed (unknown size: use --expected-size for stre
 	f.StringVar(&o.contentType, "content-type", "", "Content-Type of the object")
 	f.StringVar(&o.expectedSize, "expected-size", "", "for stdin: the largest size the stream may reach (sizes the parts)")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar")
+	f.StringVar(&o.journal, "journal", "", "record the upload in this directory (created if missing) so `safeput recover` can settle it after a crash, and resume a journaled upload of the same file")
 	return cmd
 }
 
@@ -132,9 +135,16 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	if o.contentType != "" {
 		opts = append(opts, writer.WithContentType(o.contentType))
 	}
-	st, err := a.newStore()
+	st, endpoint, err := a.journalStore()
 	if err != nil {
 		return err
+	}
+	if o.journal != "" {
+		j, err := journal.Create(o.journal)
+		if err != nil {
+			return usageErr("--journal: %v", err)
+		}
+		opts = append(opts, writer.WithJournal(j, endpoint))
 	}
 	var bar *progress
 	if !o.noProgress && isTerminal(a.stderr) {
@@ -159,7 +169,7 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 		return err
 	}
 	if a.g.json {
-		return a.printJSON(jsonResultOf(res))
+		return a.printJSON(putJSON{jsonResult: jsonResultOf(res), ResumedParts: res.ResumedParts, ResumedBytes: res.ResumedBytes})
 	}
 	printResult(a.stdout, res)
 	return nil
@@ -225,7 +235,13 @@ func printResult(w io.Writer, r *writer.Result) {
 	}
 	_, _ = fmt.Fprintf(w, "  sent       %s in %d requests; failed requests: %s; upload attempts: %d\n",
 		multipart.FormatSize(r.BytesSent), r.Requests, failureSummary(r.Failures), r.UploadAttempts)
-	if r.AlreadyExisted {
+	if r.ResumedParts > 0 {
+		_, _ = fmt.Fprintf(w, "  resumed    %d parts (%s) reused from the journaled upload of a crashed run\n", r.ResumedParts, multipart.FormatSize(r.ResumedBytes))
+	}
+	switch {
+	case r.AlreadyExisted && r.ResumedParts > 0:
+		_, _ = fmt.Fprintf(w, "  note       the crashed run's Complete had landed this exact object; nothing new was written\n")
+	case r.AlreadyExisted:
 		_, _ = fmt.Fprintf(w, "  note       this exact object was already at the key (a retried create); nothing new was written\n")
 	}
 	_, _ = fmt.Fprintf(w, "  elapsed    %s\n", r.Elapsed.Round(time.Millisecond))

@@ -16,30 +16,31 @@ import (
 // strongly verified through both adapters; --allow-length-only does not weaken a write the
 // store's evidence proves.
 func TestPutDefaultsStrong(t *testing.T) {
-	s := s3test.Require(t)
-	bucket := s3test.NewBucket(t, s)
-	for _, size := range []int{3 << 20, 23 << 20} {
-		data := s3test.RandomBytes(size)
-		file := writeFile(t, data)
-		for _, backend := range []string{"aws", "minio"} {
-			for _, extra := range [][]string{nil, {"--allow-length-only"}} {
-				key := fmt.Sprintf("%s-%d-%d", backend, size, len(extra))
-				args := append([]string{"--backend", backend, "--json", "put"}, extra...)
-				r := cli(t, s, nil, append(args, file, "s3://"+bucket+"/"+key)...)
-				expectCode(t, r, 0, "put "+strings.Join(args, " "))
-				var res jsonResult
-				if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
-					t.Fatalf("--json output is not JSON: %v\n%q", err, r.stdout)
-				}
-				if !res.VerifiedStrong || res.AllowLengthOnly || len(res.Unproven) != 0 {
-					t.Errorf("%s %d bytes %v: %+v, want strongly verified", backend, size, extra, res)
-				}
-				if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
-					t.Fatalf("stored object differs (%d vs %d bytes)", len(got), len(data))
+	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
+		bucket := s3test.NewBucket(t, s)
+		for _, size := range []int{3 << 20, 23 << 20} {
+			data := s3test.RandomBytes(size)
+			file := writeFile(t, data)
+			for _, backend := range []string{"aws", "minio"} {
+				for _, extra := range [][]string{nil, {"--allow-length-only"}} {
+					key := fmt.Sprintf("%s-%d-%d", backend, size, len(extra))
+					args := append([]string{"--backend", backend, "--json", "put"}, extra...)
+					r := cli(t, s, nil, append(args, file, "s3://"+bucket+"/"+key)...)
+					expectCode(t, r, 0, "put "+strings.Join(args, " "))
+					var res jsonResult
+					if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+						t.Fatalf("--json output is not JSON: %v\n%q", err, r.stdout)
+					}
+					if !res.VerifiedStrong || res.AllowLengthOnly || len(res.Unproven) != 0 {
+						t.Errorf("%s %d bytes %v: %+v, want strongly verified", backend, size, extra, res)
+					}
+					if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+						t.Fatalf("stored object differs (%d vs %d bytes)", len(got), len(data))
+					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestWeakResultReported: a length-only acceptance is visible in the JSON and the text output.

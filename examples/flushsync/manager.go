@@ -19,6 +19,7 @@ import (
 	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/writer"
 )
 
 // Task is the two-phase contract (Milvus syncmgr.Task, reduced): both phases must tolerate being
@@ -45,6 +46,9 @@ type Config struct {
 	// OnTerminal is called once per task that failed terminally (after the channel is marked
 	// unhealthy). A panic in it is recovered.
 	OnTerminal func(t Task, err error)
+	// Recovery, when set, settles the uploads a dead predecessor left in its journal before the
+	// first task runs (recovery.go).
+	Recovery *Recovery
 }
 
 // Stats counts what the manager did.
@@ -84,6 +88,9 @@ type Manager struct {
 	stats    Stats
 	outcomes []Outcome
 	closed   bool
+	// recovered and recoverErr: what the start-up recovery did (Recovered).
+	recovered  *writer.RecoverReport
+	recoverErr error
 }
 
 type channel struct {
@@ -102,7 +109,8 @@ type run struct {
 // failure, and the error for tasks submitted to it afterwards.
 var ErrChannelUnhealthy = fmt.Errorf("flushsync: channel is unhealthy")
 
-// NewManager starts the workers. ctx ends them all; Close waits for them.
+// NewManager starts the workers, after settling the journal of Config.Recovery when set. ctx
+// ends them all; Close waits for them.
 func NewManager(ctx context.Context, cfg Config) *Manager {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
@@ -118,6 +126,7 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	m := &Manager{cfg: cfg, ctx: mctx, cancel: cancel, queue: make(chan *run), channels: map[string]*channel{}}
+	m.recoverJournal(mctx)
 	for range cfg.Workers {
 		m.wg.Add(1)
 		go m.worker()

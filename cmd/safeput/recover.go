@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/writer"
+)
+
+type recoverOpts struct {
+	journal string
+	run     bool
+	bucket  string
+}
+
+const recoverExitHelp = `Exit codes of recover:
+  0  every record of this endpoint was settled (--run) or listed (dry run), or the journal is
+     empty; records left alone (in use, other endpoint or bucket) and skipped files are reported
+  2  usage: no --journal, or the directory is missing or unreadable; nothing was touched
+  3  a store request failed transiently after retries; those records are kept: run it again
+  4  a store request failed permanently (credentials, permissions); those records are kept
+  8  cancelled (SIGINT/SIGTERM); records not yet settled are kept`
+
+func (a *app) recoverCmd() *cobra.Command {
+	var o recoverOpts
+	cmd := &cobra.Command{
+		Use:   "recover --journal DIR [--run]",
+		Short: "Settle the uploads a crashed put --journal left: landed, or aborted",
+		Long: `Read the upload journal in DIR (written by put --journal) and, for every upload recorded there
+for this endpoint, HEAD its key: when the object the crashed run was completing is there,
+verified by size and checksum, the upload landed and its record is dropped; otherwise the
+upload is aborted (confirmed with ListParts) and its record dropped. Without --run it only says
+what it would do. It touches only the uploads its records name: never another key, prefix or
+upload, never an object. A record another live process holds, or one for another endpoint (or
+bucket, with --bucket), is left alone and reported; a file that is not a valid record is
+skipped with a warning naming it. To finish an interrupted upload instead of aborting it, run
+the same put --journal again: it resumes.
+
+` + recoverExitHelp,
+		Example: `  safeput recover --journal /var/lib/ingest/journal          # dry run
+  safeput recover --journal /var/lib/ingest/journal --run`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runRecover(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.journal, "journal", "", "the journal directory (required)")
+	f.BoolVar(&o.run, "run", false, "act: drop landed records, abort the other uploads (default: dry run)")
+	f.StringVar(&o.bucket, "bucket", "", "only records of this bucket")
+	return cmd
+}
+
+// putJSON is put's --json result: the landed object, and what a resumed upload reused from a
+// journaled upload a crashed run left (--journal).
+type putJSON struct {
+	jsonResult
+	ResumedParts int   `json:"resumed_parts"`
+	ResumedBytes int64 `json:"resumed_bytes"`
+}
+
+type recoveredJSON struct {
+	Bucket   string `json:"bucket"`
+	Key      string `json:"key"`
+	UploadID string `json:"upload_id"`
+	Endpoint string `json:"endpoint"`
+	Size     int64  `json:"size"`
+	Parts    int    `json:"parts"`
+	Outcome  string `json:"outcome"`
+	Error    string `json:"error,omitempty"`
+}
+
+type recoverJSON struct {
+	Journal  string          `json:"journal"`
+	Endpoint string          `json:"endpoint"`
+	DryRun   bool            `json:"dry_run"`
+	Counts   map[string]int  `json:"counts"`
+	Uploads  []recoveredJSON `json:"uploads"`
+	Skipped  []string        `json:"skipped_files"`
+}
+
+func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
+	if o.journal == "" {
+		return usageErr("--journal DIR is required")
+	}
+	j, err := journal.Open(o.journal)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	// The listing must work before the store is contacted: a bad directory touches nothing.
+	if _, _, err := j.List(); err != nil {
+		return usageErr("%v", err)
+	}
+	st, endpoint, err := a.journalStore()
+	if err != nil {
+		return err
+	}
+	pol, err := a.policy()
+	if err != nil {
+		return err
+	}
+	rep, err := writer.Recover(ctx, st, j, writer.RecoverOptions{Endpoint: endpoint, Bucket: o.bucket, DryRun: !o.run, Policy: pol, Logger: a.log})
+	if err != nil && rep == nil {
+		if ctx.Err() != nil {
+			return withCode(exitCanceled, err)
+		}
+		return usageErr("%v", err)
+	}
+	out := recoverJSON{Journal: o.journal, Endpoint: endpoint, DryRun: rep.DryRun, Counts: map[string]int{}, Uploads: []recoveredJSON{}, Skipped: []string{}}
+	for k, n := range rep.Counts {
+		out.Counts[string(k)] = n
+	}
+	var failed error
+	for _, u := range rep.Uploads {
+		rj := recoveredJSON{Bucket: u.Bucket, Key: u.Key, UploadID: u.UploadID, Endpoint: u.Endpoint, Size: u.Size, Parts: u.Parts, Outcome: string(u.Outcome)}
+		if u.Err != nil {
+			rj.Error = oneLine(sperrors.Classify(u.Err))
+			if failed == nil {
+				failed = u.Err
+			}
+		}
+		out.Uploads = append(out.Uploads, rj)
+	}
+	for _, p := range rep.Problems {
+		out.Skipped = append(out.Skipped, p.Path)
+		_, _ = fmt.Fprintf(a.stderr, "safeput: warning: skipped %s: %v\n", p.Path, p.Err)
+	}
+	if a.g.json {
+		if perr := a.printJSON(out); perr != nil {
+			return perr
+		}
+	} else {
+		printRecover(a.stdout, out)
+	}
+	switch {
+	case err != nil: // interrupted
+		return withCode(exitCanceled, err)
+	case failed != nil:
+		n := rep.Counts[writer.RecoverFailed]
+		return withCode(kindExit(sperrors.KindOf(failed)), fmt.Errorf("%d journaled upload(s) could not be settled and were kept: %s", n, oneLine(failed)))
+	}
+	return nil
+}
+
+func printRecover(w io.Writer, r recoverJSON) {
+	if len(r.Uploads) == 0 {
+		_, _ = fmt.Fprintf(w, "journal %s holds no uploads: nothing to recover\n", r.Journal)
+		if len(r.Skipped) > 0 {
+			_, _ = fmt.Fprintf(w, "(%d file(s) in it are not journal records and were skipped; see the warnings)\n", len(r.Skipped))
+		}
+		return
+	}
+	mode := "dry run (nothing changed; add --run to act)"
+	if !r.DryRun {
+		mode = "run"
+	}
+	_, _ = fmt.Fprintf(w, "journal %s, endpoint %s: %s\n", r.Journal, r.Endpoint, mode)
+	_, _ = fmt.Fprintf(w, "  %-14s %-20s %-40s %12s  %s\n", "OUTCOME", "BUCKET", "KEY", "SIZE", "UPLOAD ID")
+	for _, u := range r.Uploads {
+		size := fmt.Sprint(u.Size)
+		if u.Size < 0 {
+			size = "unknown"
+		}
+		_, _ = fmt.Fprintf(w, "  %-14s %-20s %-40s %12s  %s\n", u.Outcome, u.Bucket, u.Key, size, u.UploadID)
+		if u.Outcome == string(writer.RecoverOtherEndpoint) {
+			_, _ = fmt.Fprintf(w, "                 (recorded for %s: left alone)\n", u.Endpoint)
+		}
+		if u.Error != "" {
+			_, _ = fmt.Fprintf(w, "                 error: %s\n", u.Error)
+		}
+	}
+	var counts []string
+	for k, n := range r.Counts {
+		counts = append(counts, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(counts)
+	_, _ = fmt.Fprintf(w, "records %d: %s\n", len(r.Uploads), strings.Join(counts, ", "))
+}

@@ -1,0 +1,64 @@
+package flushsync
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/internal/testkit"
+	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/writer"
+)
+
+// A process that died mid-flush left an open multipart upload in its journal; the next
+// manager settles it before running anything, then the re-driven task lands the segment.
+func TestManagerRecoversJournalAtStart(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		const endpoint = "flushsync-test"
+		j, err := journal.Create(filepath.Join(t.TempDir(), "journal"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := []File{{Name: "vector.bin", Data: payload(42, 11<<20)}}
+		opts := []writer.Option{writer.WithProfile("versitygw"), writer.WithPartSize(5 << 20), writer.WithConcurrency(1),
+			writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpoint)}
+		// The dead predecessor: part 2 refused, and its abort never sent (refused here).
+		dead := &SegmentTask{Store: faulty.New(env.Store,
+			faulty.Rule{Op: "UploadPart", Part: 2, Fault: faulty.Forbidden},
+			faulty.Always("AbortMultipartUpload", faulty.Forbidden)),
+			Bucket: env.Bucket, Chan: "ch0", Segment: 1, Files: files, Options: opts}
+		if err := dead.Prepare(context.Background()); err == nil {
+			t.Fatal("the dying flush succeeded")
+		}
+		if ups := s3test.IncompleteUploads(t, env.Srv, env.Bucket, "ch0/"); len(ups) != 1 {
+			t.Fatalf("incomplete uploads left by the dead flush = %v, want 1", ups)
+		}
+
+		mgr := NewManager(context.Background(), Config{Workers: 2,
+			Recovery: &Recovery{Store: env.Store, Journal: j, Endpoint: endpoint}})
+		rep, err := mgr.Recovered()
+		if err != nil || rep == nil || rep.Counts[writer.RecoverAborted] != 1 {
+			t.Fatalf("start-up recovery = %+v, %v; want one upload aborted", rep, err)
+		}
+		if ups := s3test.IncompleteUploads(t, env.Srv, env.Bucket, "ch0/"); len(ups) != 0 {
+			t.Fatalf("incomplete uploads after start-up recovery: %v", ups)
+		}
+		task := &SegmentTask{Store: env.Store, Bucket: env.Bucket, Chan: "ch0", Segment: 1, Files: files, Options: opts}
+		if err := mgr.Submit(task); err != nil {
+			t.Fatal(err)
+		}
+		mgr.Close()
+		if st := mgr.Stats(); st.Done != 1 {
+			t.Fatalf("stats after the re-driven flush = %+v", st)
+		}
+		if got := s3test.ReadAll(t, env.Srv, env.Bucket, task.FileKey("vector.bin")); !bytes.Equal(got, files[0].Data) {
+			t.Fatal("the re-driven segment file differs from its buffer")
+		}
+		if recs, problems, _ := j.List(); len(recs) != 0 || len(problems) != 0 {
+			t.Fatalf("journal after the flush: %+v, %v", recs, problems)
+		}
+	})
+}

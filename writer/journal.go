@@ -1,0 +1,380 @@
+package writer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	stderrors "errors"
+	"io"
+
+	"go.uber.org/zap"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
+)
+
+// WithJournal records every multipart upload of the write in j, so a process that dies mid-way
+// leaves what Recover needs to abort the upload or confirm that its Complete landed, and what a
+// new Upload of the same file needs to resume it. endpointID names the store the upload went to
+// (the CLI uses the endpoint URL); Recover acts only on records of the endpoint it is given.
+//
+// The record is written (and fsynced) when the upload is created, after every part the store
+// acknowledged and safeput verified, and just before Complete; it is removed when the write
+// lands verified or the upload is confirmed aborted. A journal that cannot record fails the write
+// (Permanent): a write that could not be recovered after a crash is not the write asked for.
+//
+// With a replayable source of known size (an io.ReaderAt such as *os.File), Upload resumes the
+// newest unclaimed record for the same endpoint, bucket, key, size, part size and checksum:
+// parts the store still lists as recorded, whose checksum recomputed from the source matches,
+// are not sent again (Result.ResumedParts); anything else is sent again. A single-PUT object
+// (at most one part) needs no journal and writes none.
+func WithJournal(j journal.Journal, endpointID string) Option {
+	return func(c *config) { c.journal, c.journalEndpoint = j, endpointID }
+}
+
+// journalRun is a writer's link to its journal record.
+type journalRun struct {
+	id     journal.ID
+	held   bool            // this writer holds the record's claim
+	reused map[int32]bool  // parts resumed from the record: not sent again
+	source map[int32]int64 // sizes of the reused parts
+}
+
+func (w *Writer) journalOn() bool { return w.cfg.journal != nil && w.cfg.journalEndpoint != "" }
+
+func (w *Writer) journalError(what string, err error) *sperrors.Error {
+	return w.errorf(sperrors.Permanent, "Journal", err, "the upload journal could not record %s: the write stops rather than run unrecoverable", what)
+}
+
+// journalCreating writes the placeholder record of an upload about to be created; the returned
+// func removes it (after journalBegin recorded the real id, or after the create failed). Hook:
+// ensureUpload.
+func (w *Writer) journalCreating() (func(), error) {
+	if !w.journalOn() {
+		return func() {}, nil
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	id := journal.ID{Endpoint: w.cfg.journalEndpoint, Bucket: w.bucket, Key: w.key, UploadID: journal.CreatingPrefix + hex.EncodeToString(nonce[:])}
+	err := w.cfg.journal.Begin(journal.Record{
+		ID: id, PartSize: w.plan.PartSize, SourceSize: w.cfg.sizeHint, ChecksumAlgorithm: string(w.caps.local), Creating: true,
+	})
+	if err != nil {
+		return nil, w.journalError("the upload about to be created", err)
+	}
+	return func() {
+		if err := w.cfg.journal.Remove(id); err != nil {
+			w.log.Warn("journal placeholder not removed", zap.Error(err))
+		}
+	}, nil
+}
+
+// journalBegin records a new upload before any part is sent. Hook: ensureUpload.
+func (w *Writer) journalBegin(uploadID string) error {
+	if !w.journalOn() {
+		return nil
+	}
+	id := journal.ID{Endpoint: w.cfg.journalEndpoint, Bucket: w.bucket, Key: w.key, UploadID: uploadID}
+	err := w.cfg.journal.Begin(journal.Record{
+		ID: id, PartSize: w.plan.PartSize, SourceSize: w.cfg.sizeHint, ChecksumAlgorithm: string(w.caps.local),
+	})
+	if err != nil {
+		return w.journalError("the new upload", err)
+	}
+	w.mu.Lock()
+	w.jr.id, w.jr.held = id, true
+	w.mu.Unlock()
+	return nil
+}
+
+// journalPart records a part the store acknowledged and safeput verified. Hook: uploadPart.
+func (w *Writer) journalPart(p partDone) error {
+	w.mu.Lock()
+	id, held := w.jr.id, w.jr.held
+	w.mu.Unlock()
+	if !held {
+		return nil
+	}
+	jp := journal.Part{Number: p.number, Size: p.size, Checksum: p.sum, ETag: p.etag}
+	if p.hasMD5 {
+		jp.MD5 = hex.EncodeToString(p.md5[:])
+	}
+	if err := w.cfg.journal.AddPart(id, jp); err != nil {
+		e := w.journalError("a part", err)
+		e.PartNumber = p.number
+		return e
+	}
+	return nil
+}
+
+// journalIntend records the object Complete is about to create. Hook: complete.
+func (w *Writer) journalIntend(want verify.Expected) error {
+	w.mu.Lock()
+	id, held := w.jr.id, w.jr.held
+	w.mu.Unlock()
+	if !held {
+		return nil
+	}
+	o := journal.Object{Size: want.Size, ChecksumAlgorithm: string(want.Checksum.Algorithm), Checksum: want.Checksum.Value, ETag: want.ETag}
+	if err := w.cfg.journal.Intend(id, o); err != nil {
+		return w.journalError("the intended object", err)
+	}
+	return nil
+}
+
+// journalForget removes the record of an upload that is gone (aborted). Hook: abortUpload.
+func (w *Writer) journalForget(uploadID string) {
+	w.mu.Lock()
+	id, held := w.jr.id, w.jr.held
+	if held && id.UploadID == uploadID {
+		w.jr.held = false
+	}
+	w.mu.Unlock()
+	if !held || id.UploadID != uploadID {
+		return
+	}
+	if err := w.cfg.journal.Remove(id); err != nil {
+		// Harmless: Recover finds the upload gone and drops the record.
+		w.log.Warn("journal record of an aborted upload not removed", zap.String("upload_id", uploadID), zap.Error(err))
+	}
+}
+
+// journalSettle ends the writer's hold on its record when Close or Abort returns: removed after
+// a verified landing, else kept (claim released) so Recover can tell what happened. Hook: the
+// end of Close and Abort.
+func (w *Writer) journalSettle(err error) {
+	w.mu.Lock()
+	id, held := w.jr.id, w.jr.held
+	w.jr.held = false
+	w.mu.Unlock()
+	if !held {
+		return
+	}
+	if err == nil {
+		if rerr := w.cfg.journal.Remove(id); rerr != nil {
+			w.log.Warn("journal record of a landed upload not removed", zap.String("upload_id", id.UploadID), zap.Error(rerr))
+		}
+		return
+	}
+	w.log.Warn("upload kept in the journal for recovery", zap.String("upload_id", id.UploadID), zap.Error(err))
+	if rerr := w.cfg.journal.Release(id); rerr != nil {
+		w.log.Warn("journal claim not released", zap.String("upload_id", id.UploadID), zap.Error(rerr))
+	}
+}
+
+// skipResumedPart reports whether the next part was resumed from the journal, and accounts for
+// it as dispatched. Hook: sendSections.
+func (w *Writer) skipResumedPart() bool {
+	if !w.jr.reused[w.nextPart+1] {
+		return false
+	}
+	w.nextPart++
+	return true
+}
+
+// resumeFromJournal looks for an upload of this source to this key that a dead process left in
+// the journal and continues it. landed is non-nil when that upload's Complete had already landed
+// the exact object: nothing is left to send. Errors are store or journal failures.
+func (w *Writer) resumeFromJournal() (landed *Result, err error) {
+	if !w.journalOn() || w.section == nil || w.cfg.sizeHint <= w.plan.Threshold {
+		return nil, nil
+	}
+	recs, _, err := w.cfg.journal.List()
+	if err != nil {
+		w.log.Warn("journal not readable: starting a new upload", zap.Error(err))
+		return nil, nil
+	}
+	for i := len(recs) - 1; i >= 0; i-- { // newest first
+		r := recs[i]
+		if r.Creating || r.Endpoint != w.cfg.journalEndpoint || r.Bucket != w.bucket || r.Key != w.key || r.PartSize != w.plan.PartSize ||
+			r.SourceSize != w.cfg.sizeHint || r.ChecksumAlgorithm != string(w.caps.local) {
+			continue
+		}
+		rec, cerr := w.cfg.journal.Claim(r.ID)
+		if cerr != nil {
+			continue // a live writer owns it, or it just went away
+		}
+		res, resumed, rerr := w.resumeRecord(rec)
+		switch {
+		case rerr != nil:
+			_ = w.cfg.journal.Release(rec.ID)
+			return nil, w.fail(rerr)
+		case res != nil:
+			_ = w.cfg.journal.Remove(rec.ID)
+			return res, nil
+		case resumed:
+			return nil, nil
+		}
+		// Nothing to resume from that record: it is gone with its upload.
+		_ = w.cfg.journal.Remove(rec.ID)
+	}
+	return nil, nil
+}
+
+// resumeRecord continues the claimed record's upload. It returns a Result when the object had
+// landed, resumed=true when the writer now continues the upload, neither when the upload is gone.
+func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, err error) {
+	log := w.log.With(zap.String("upload_id", rec.UploadID))
+	var listed []store.Part
+	gone := false
+	lerr := w.do("ListParts", 0, func(ctx context.Context, _ int) error {
+		out, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: rec.UploadID})
+		if isNoSuchUpload(err) {
+			gone = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		listed = out.Parts
+		return nil
+	})
+	if lerr != nil {
+		return nil, false, lerr
+	}
+	if gone {
+		// The upload is gone: completed (did it land this source?) or aborted.
+		if rec.Object != nil {
+			if res, err := w.landedFromRecord(rec); res != nil || err != nil {
+				return res, false, err
+			}
+		}
+		log.Info("journaled upload is gone: starting a new one")
+		return nil, false, nil
+	}
+	byNumber := make(map[int32]store.Part, len(listed))
+	for _, p := range listed {
+		byNumber[p.PartNumber] = p
+	}
+	reused := map[int32]bool{}
+	sizes := map[int32]int64{}
+	parts := map[int32]partDone{}
+	var reusedBytes int64
+	for _, p := range rec.Parts {
+		lp, ok := byNumber[p.Number]
+		off := int64(p.Number-1) * w.plan.PartSize
+		if !ok || lp.Size != p.Size || trimQuotes(lp.ETag) != trimQuotes(p.ETag) || off+p.Size > w.cfg.sizeHint {
+			continue
+		}
+		if got := lp.Checksums.Get(store.ChecksumAlgorithm(rec.ChecksumAlgorithm)); got != "" && got != p.Checksum {
+			continue
+		}
+		// The source must still hold these bytes: recompute, compare with the record.
+		_, src, perr := w.prepareBody(p.Number, nil, io.NewSectionReader(w.section, w.sectionBase+off, p.Size), p.Size)
+		if perr != nil {
+			return nil, false, perr
+		}
+		switch {
+		case p.Checksum == "" && p.MD5 == "":
+			continue // nothing to compare the source with: send it again
+		case p.Checksum != "" && src.sum != p.Checksum:
+			continue // the source changed there
+		case p.MD5 != "" && (!src.hasMD5 || hex.EncodeToString(src.md5[:]) != p.MD5):
+			continue
+		}
+		src.etag = p.ETag
+		parts[p.Number] = src
+		reused[p.Number], sizes[p.Number] = true, p.Size
+		reusedBytes += p.Size
+	}
+	w.mu.Lock()
+	w.uploadID = rec.UploadID
+	w.uploadIDs[rec.UploadID] = true
+	w.jr.id, w.jr.held = rec.ID, true
+	w.jr.reused, w.jr.source = reused, sizes
+	for n, p := range parts {
+		w.parts[n] = p
+	}
+	w.mu.Unlock()
+	w.bytesDone.Add(reusedBytes)
+	log.Info("resuming a journaled upload", zap.Int("parts_reused", len(reused)), zap.Int64("bytes_reused", reusedBytes),
+		zap.Int("parts_recorded", len(rec.Parts)), zap.Int("parts_listed", len(listed)))
+	return nil, true, nil
+}
+
+// landedFromRecord checks whether the record's intended object is at the key and is this
+// source: the store's answer must match the record, and the record must match the source.
+func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
+	want := expectedOf(*rec.Object)
+	var head *store.HeadObjectOutput
+	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true})
+		head = h
+		return err
+	})
+	if herr != nil {
+		var re *store.ResponseError
+		if stderrors.As(herr, &re) && re.StatusCode == 404 {
+			return nil, nil
+		}
+		return nil, herr
+	}
+	method, verr := verify.CheckHead(want, head)
+	sameObject := verr == nil && method.Strong()
+	if !sameObject || want.Checksum.Algorithm != w.caps.local || !verify.IsCRC(w.caps.local) {
+		return nil, nil // not the recorded object, or nothing to compare the source with
+	}
+	// Combine the source's part checksums: the object must be this file, not just the record's.
+	crc, _ := verify.NewCRC(w.caps.local)
+	n := int32(0)
+	for off := int64(0); off < w.cfg.sizeHint; off += w.plan.PartSize {
+		n++
+		size := min(w.plan.PartSize, w.cfg.sizeHint-off)
+		_, src, perr := w.prepareBody(n, nil, io.NewSectionReader(w.section, w.sectionBase+off, size), size)
+		if perr != nil {
+			return nil, perr
+		}
+		crc.Append(src.crc, size)
+	}
+	if crc.String() != want.Checksum.Value {
+		return nil, nil
+	}
+	w.bytesDone.Add(w.cfg.sizeHint)
+	w.log.Info("journaled upload had landed before the crash", zap.String("upload_id", rec.UploadID))
+	return &Result{
+		Bucket: w.bucket, Key: w.key, Size: want.Size, ETag: head.ETag, VersionID: head.VersionID, Checksum: want.Checksum,
+		Multipart: true, Parts: int(n), PartSize: w.plan.PartSize, UploadID: rec.UploadID,
+		Verified: method, VerifiedStrong: true, AlreadyExisted: true, ResumedParts: int(n), ResumedBytes: want.Size,
+	}, nil
+}
+
+func expectedOf(o journal.Object) verify.Expected {
+	want := verify.Expected{Size: o.Size, ETag: o.ETag}
+	if o.ChecksumAlgorithm != "" {
+		want.Checksum = store.Checksum{Algorithm: store.ChecksumAlgorithm(o.ChecksumAlgorithm), Value: o.Checksum}
+	}
+	return want
+}
+
+func trimQuotes(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// closeLanded ends a write whose journaled upload had already landed this source.
+func (w *Writer) closeLanded(res *Result) (*Result, error) {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	_ = w.finish(res)
+	w.cancel()
+	return w.Result(), nil
+}
+
+// withResumed adds to a landed Result what was reused from the journal.
+func (w *Writer) withResumed(res *Result) *Result {
+	if res == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, size := range w.jr.source {
+		res.ResumedParts++
+		res.ResumedBytes += size
+	}
+	return res
+}

@@ -1,0 +1,288 @@
+package writer
+
+import (
+	"context"
+	stderrors "errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
+)
+
+// RecoverOptions configures Recover.
+type RecoverOptions struct {
+	// Endpoint is the identity of st (as given to WithJournal). Records of another endpoint are
+	// left alone and reported as RecoverOtherEndpoint. Required.
+	Endpoint string
+	// Bucket, when set, restricts recovery to that bucket; records of others are reported as
+	// RecoverOtherBucket and left alone.
+	Bucket string
+	// DryRun reads (HEAD, ListParts) and reports what it would do, changing nothing.
+	DryRun bool
+	// Policy runs every store request (default retry.Default()).
+	Policy *retry.Policy
+	Logger *zap.Logger
+}
+
+// RecoverOutcome is what Recover found (or did) for one record.
+type RecoverOutcome string
+
+// Outcomes. Landed, Aborted and Gone drop the record (not in a dry run); the others keep it.
+const (
+	// RecoverLanded: the intended object is at the key, verified by size and checksum (or MD5
+	// ETag): the Complete got through before the crash.
+	RecoverLanded RecoverOutcome = "landed"
+	// RecoverAborted: the upload did not land; it was aborted and the abort confirmed.
+	RecoverAborted RecoverOutcome = "aborted"
+	// RecoverWouldAbort: dry run; the upload did not land and would be aborted.
+	RecoverWouldAbort RecoverOutcome = "would-abort"
+	// RecoverGone: the upload no longer exists and the key does not hold the intended object
+	// (aborted, or overwritten since): nothing to do but drop the record.
+	RecoverGone RecoverOutcome = "gone"
+	// RecoverInUse: a live writer holds the record; left alone.
+	RecoverInUse RecoverOutcome = "in-use"
+	// RecoverOtherEndpoint, RecoverOtherBucket: not this run's to touch; left alone.
+	RecoverOtherEndpoint RecoverOutcome = "other-endpoint"
+	RecoverOtherBucket   RecoverOutcome = "other-bucket"
+	// RecoverFailed: a store request failed (Err says which); the record is kept.
+	RecoverFailed RecoverOutcome = "failed"
+)
+
+// RecoveredUpload is one record and its outcome.
+type RecoveredUpload struct {
+	journal.ID
+	// Size is the intended object's size when recorded, else the source size (-1 unknown).
+	Size int64
+	// Parts counts the parts the record holds.
+	Parts   int
+	Outcome RecoverOutcome
+	Err     error
+}
+
+// RecoverReport is what Recover did.
+type RecoverReport struct {
+	DryRun   bool
+	Uploads  []RecoveredUpload
+	Problems []journal.Problem
+	Counts   map[RecoverOutcome]int
+}
+
+// Recover settles every upload recorded in j for the store st: when the record's intended object
+// is at the key, verified, the Complete landed before the crash and the record is dropped;
+// otherwise the upload is aborted (confirmed with ListParts) and the record dropped. It touches
+// only the uploads the valid records name: never another key, prefix or upload, never an object.
+// A record a live writer holds, or one for another endpoint or bucket, is left alone and
+// reported; a file that is not a valid record is reported in Problems and skipped.
+//
+// The error is non-nil only when the journal cannot be listed; per-record failures are in the
+// report (RecoverFailed) with their classified error.
+func Recover(ctx context.Context, st store.Store, j journal.Journal, opts RecoverOptions) (*RecoverReport, error) {
+	if ctx == nil || st == nil || j == nil {
+		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "nil context, store or journal"}
+	}
+	if opts.Endpoint == "" {
+		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "no endpoint identity: records are matched to the store by it"}
+	}
+	if opts.Policy == nil {
+		opts.Policy = retry.Default()
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	recs, problems, err := j.List()
+	if err != nil {
+		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "cannot list the journal", Err: err}
+	}
+	rep := &RecoverReport{DryRun: opts.DryRun, Problems: problems, Counts: map[RecoverOutcome]int{}}
+	for _, p := range problems {
+		opts.Logger.Warn("journal file skipped", zap.String("path", p.Path), zap.Error(p.Err))
+	}
+	for _, r := range recs {
+		if ctx.Err() != nil {
+			return rep, &sperrors.Error{Kind: sperrors.Canceled, Op: "Recover", Message: "recovery interrupted", Err: ctx.Err()}
+		}
+		u := RecoveredUpload{ID: r.ID, Size: r.SourceSize, Parts: len(r.Parts)}
+		if r.Object != nil {
+			u.Size = r.Object.Size
+		}
+		switch {
+		case r.Endpoint != opts.Endpoint:
+			u.Outcome = RecoverOtherEndpoint
+		case opts.Bucket != "" && r.Bucket != opts.Bucket:
+			u.Outcome = RecoverOtherBucket
+		default:
+			u.Outcome, u.Err = recoverOne(ctx, st, j, r.ID, recs, opts)
+		}
+		opts.Logger.Info("journal record", zap.String("bucket", r.Bucket), zap.String("key", r.Key),
+			zap.String("upload_id", r.UploadID), zap.Int64("size", u.Size), zap.String("outcome", string(u.Outcome)), zap.Error(u.Err))
+		rep.Counts[u.Outcome]++
+		rep.Uploads = append(rep.Uploads, u)
+	}
+	return rep, nil
+}
+
+func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journal.ID, all []journal.Record, opts RecoverOptions) (RecoverOutcome, error) {
+	rec, err := j.Claim(id)
+	switch {
+	case stderrors.Is(err, journal.ErrInUse):
+		return RecoverInUse, nil
+	case stderrors.Is(err, journal.ErrNotFound):
+		return RecoverGone, nil // settled by someone else since the listing
+	case err != nil:
+		return RecoverFailed, &sperrors.Error{Kind: sperrors.Permanent, Op: "Journal", Bucket: id.Bucket, Key: id.Key, UploadID: id.UploadID, Message: "cannot claim the record", Err: err}
+	}
+	var outcome RecoverOutcome
+	if rec.Creating {
+		outcome, err = settleCreating(ctx, st, j, rec, all, opts)
+	} else {
+		outcome, err = settle(ctx, st, rec, opts)
+	}
+	if outcome == RecoverFailed || outcome == RecoverWouldAbort || outcome == RecoverInUse || opts.DryRun {
+		_ = j.Release(id)
+		return outcome, err
+	}
+	if rerr := j.Remove(id); rerr != nil {
+		return RecoverFailed, &sperrors.Error{Kind: sperrors.Permanent, Op: "Journal", Bucket: id.Bucket, Key: id.Key, UploadID: id.UploadID,
+			Message: fmt.Sprintf("the upload was settled (%s) but its record could not be removed", outcome), Err: rerr}
+	}
+	return outcome, nil
+}
+
+// recoveryWriter is a Writer used only for its request and abort machinery (retries, stall
+// detection, confirmed abort) on one record's key.
+func recoveryWriter(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions) (*Writer, error) {
+	return newWriter(ctx, st, rec.Bucket, rec.Key, config{
+		rules: defaultConfig().rules, partSize: rec.PartSize, concurrency: 1, sizeHint: -1,
+		policy: opts.Policy, logger: opts.Logger, abortTimeout: DefaultAbortTimeout,
+	})
+}
+
+// creatingWindow bounds when the upload of a Creating placeholder can have been initiated,
+// around the placeholder's time: clocks differ, and the create may have been retried.
+const (
+	creatingSkew  = time.Minute
+	creatingAfter = 15 * time.Minute
+)
+
+// settleCreating follows a placeholder a writer killed during CreateMultipartUpload left: an
+// upload of exactly its key, with no parts (the writer sends none before journaling the real
+// id), initiated around the placeholder's time, that no journal record names, is that writer's,
+// and is aborted. While another writer's placeholder for the same key is claimed (its create is
+// in progress), nothing is touched.
+func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec journal.Record, all []journal.Record, opts RecoverOptions) (RecoverOutcome, error) {
+	named := map[string]bool{}
+	for _, r := range all {
+		named[r.UploadID] = true
+		if r.Creating && r.ID != rec.ID && r.Endpoint == rec.Endpoint && r.Bucket == rec.Bucket && r.Key == rec.Key {
+			if _, err := j.Claim(r.ID); err != nil {
+				if stderrors.Is(err, journal.ErrInUse) {
+					return RecoverInUse, nil
+				}
+				continue
+			}
+			_ = j.Release(r.ID)
+		}
+	}
+	w, err := recoveryWriter(ctx, st, rec, opts)
+	if err != nil {
+		return RecoverFailed, err
+	}
+	defer w.cancel()
+	var list *store.ListMultipartUploadsOutput
+	if err := w.do("ListMultipartUploads", 0, func(ctx context.Context, _ int) (err error) {
+		list, err = st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: rec.Bucket, Prefix: rec.Key})
+		return err
+	}); err != nil {
+		return RecoverFailed, err
+	}
+	from, to := rec.Created.Add(-creatingSkew), rec.Created.Add(creatingAfter)
+	outcome := RecoverGone
+	for _, u := range list.Uploads {
+		if u.Key != rec.Key || named[u.UploadID] || (!u.Initiated.IsZero() && (u.Initiated.Before(from) || u.Initiated.After(to))) {
+			continue
+		}
+		var parts *store.ListPartsOutput
+		lerr := w.do("ListParts", 0, func(ctx context.Context, _ int) (err error) {
+			parts, err = st.ListParts(ctx, &store.ListPartsInput{Bucket: rec.Bucket, Key: rec.Key, UploadID: u.UploadID})
+			return err
+		})
+		if lerr != nil || len(parts.Parts) > 0 {
+			continue // gone, or not the dead writer's (it had sent no part)
+		}
+		if opts.DryRun {
+			outcome = RecoverWouldAbort
+			continue
+		}
+		w.log.Info("aborting the upload a writer killed during its create left", zap.String("upload_id", u.UploadID))
+		w.uploadID = u.UploadID
+		if aerr := w.abortUpload(w.ctx); aerr != nil {
+			return RecoverFailed, aerr
+		}
+		outcome = RecoverAborted
+	}
+	return outcome, nil
+}
+
+// settle decides (and, unless a dry run, acts on) one claimed record.
+func settle(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions) (RecoverOutcome, error) {
+	w, err := recoveryWriter(ctx, st, rec, opts)
+	if err != nil {
+		return RecoverFailed, err
+	}
+	defer w.cancel()
+	w.log = w.log.With(zap.String("upload_id", rec.UploadID))
+	landed := false
+	if rec.Object != nil {
+		want := expectedOf(*rec.Object)
+		var head *store.HeadObjectOutput
+		herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+			h, err := st.HeadObject(ctx, &store.HeadObjectInput{Bucket: rec.Bucket, Key: rec.Key, ChecksumMode: true})
+			head = h
+			return err
+		})
+		var re *store.ResponseError
+		switch {
+		case herr == nil:
+			method, verr := verify.CheckHead(want, head)
+			landed = verr == nil && method.Strong()
+		case stderrors.As(herr, &re) && re.StatusCode == 404:
+		default:
+			return RecoverFailed, herr
+		}
+	}
+	exists := true
+	lerr := w.do("ListParts", 0, func(ctx context.Context, _ int) error {
+		_, err := st.ListParts(ctx, &store.ListPartsInput{Bucket: rec.Bucket, Key: rec.Key, UploadID: rec.UploadID})
+		if isNoSuchUpload(err) {
+			exists = false
+			return nil
+		}
+		return err
+	})
+	if lerr != nil {
+		return RecoverFailed, lerr
+	}
+	switch {
+	case !exists && landed:
+		return RecoverLanded, nil
+	case !exists:
+		return RecoverGone, nil
+	case opts.DryRun:
+		return RecoverWouldAbort, nil
+	}
+	// The upload is still open: nobody will complete it (its writer is dead: we hold the claim).
+	w.uploadID = rec.UploadID
+	if aerr := w.abortUpload(w.ctx); aerr != nil {
+		return RecoverFailed, aerr
+	}
+	if landed {
+		return RecoverLanded, nil // an identical object was there already; the stray upload is gone too
+	}
+	return RecoverAborted, nil
+}
