@@ -5,6 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,10 +208,51 @@ func TestRealMultipartFullObjectCRC64(t *testing.T) {
 	}
 }
 
-func TestRealWrongObjectSizeRejected(t *testing.T) {
+// sizeHeaderSpy records the x-amz-mp-object-size header of every request that reaches the wire,
+// and the server's name from the Server response header.
+type sizeHeaderSpy struct {
+	mu     sync.Mutex
+	seen   []string
+	server string
+}
+
+func (s *sizeHeaderSpy) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v := r.Header.Get("X-Amz-Mp-Object-Size"); v != "" {
+		s.seen = append(s.seen, v)
+	}
+	if resp != nil {
+		s.server = strings.ToLower(resp.Header.Get("Server"))
+	}
+	return resp, err
+}
+
+// wrongSizeAnswers is what each real server answers to a Complete stating the wrong object
+// size, keyed by its Server header (lower case): the HTTP status and code, or 0 for "accepted".
+// AWS documents 400 InvalidRequest. MinIO ignores the header and stores the parts as sent.
+var wrongSizeAnswers = map[string]struct {
+	status int
+	code   string
+}{
+	"versitygw": {400, "InvalidRequest"},
+	"minio":     {0, ""},
+}
+
+// A Complete that states the wrong object size: the header must reach the server signed (a
+// forged header would be a 403), and the answer must be the one that server is known to give.
+// Either way the key holds nothing or exactly the uploaded bytes, never the stated size.
+func TestRealWrongObjectSize(t *testing.T) {
 	srv := s3test.Require(t)
 	bucket := s3test.NewBucket(t, srv)
-	s := newRealStore(t, srv, false)
+	spy := &sizeHeaderSpy{}
+	s, err := miniogo.New(miniogo.Config{
+		Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true, Transport: spy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := testCtx(t)
 	data := []byte("single small part")
 	up, err := s.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: bucket, Key: "sz"})
@@ -217,18 +263,38 @@ func TestRealWrongObjectSizeRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wrong := int64(len(data)) + 1
 	_, err = s.CompleteMultipartUpload(ctx, &store.CompleteMultipartUploadInput{
-		Bucket: bucket, Key: "sz", UploadID: up.UploadID, Parts: []store.CompletedPart{{PartNumber: 1, ETag: p.ETag}}, ObjectSize: int64(len(data)) + 1,
+		Bucket: bucket, Key: "sz", UploadID: up.UploadID, Parts: []store.CompletedPart{{PartNumber: 1, ETag: p.ETag}}, ObjectSize: wrong,
 	})
-	// The header is re-signed by our transport: a signature problem would show as 403 here.
-	if err == nil {
-		t.Logf("versitygw ignores a wrong x-amz-mp-object-size")
+	spy.mu.Lock()
+	seen, server := slices.Clone(spy.seen), spy.server
+	spy.mu.Unlock()
+	if want := []string{strconv.FormatInt(wrong, 10)}; !slices.Equal(seen, want) {
+		t.Fatalf("x-amz-mp-object-size on the wire: %q, want %q: the test would not exercise the header", seen, want)
+	}
+	want, known := wrongSizeAnswers[server]
+	if !known {
+		t.Fatalf("server %q: no known answer to a wrong x-amz-mp-object-size (got %v); add it to wrongSizeAnswers", server, err)
+	}
+	var status int
+	var code string
+	if err != nil {
+		re := asResponseError(t, err)
+		status, code = re.StatusCode, re.Code
+		t.Logf("%s: wrong x-amz-mp-object-size: HTTP %d %s: %s", server, re.StatusCode, re.Code, re.Message)
+	}
+	if status != want.status || code != want.code {
+		t.Errorf("%s answered a wrong x-amz-mp-object-size with HTTP %d %q (0: accepted), want %d %q", server, status, code, want.status, want.code)
+	}
+	if err != nil {
+		if s3test.Exists(t, srv, bucket, "sz") {
+			t.Errorf("the refused Complete left an object at the key")
+		}
 		return
 	}
-	re := asResponseError(t, err)
-	t.Logf("wrong x-amz-mp-object-size: HTTP %d %s: %s", re.StatusCode, re.Code, re.Message)
-	if re.StatusCode == 403 {
-		t.Errorf("request with x-amz-mp-object-size was refused as unsigned/forged: %v", err)
+	if got := s3test.ReadAll(t, srv, bucket, "sz"); !bytes.Equal(got, data) {
+		t.Errorf("stored object = %q (%d bytes), want the uploaded %q: the stated size must not change what is stored", got, len(got), data)
 	}
 }
 
