@@ -1144,35 +1144,27 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	return nil
 }
 
-// abortRounds bounds how often an upload that keeps reappearing is aborted again.
-const abortRounds = 5
-
+// abortConfirmed aborts the upload and confirms it is gone by asking the store: ListParts must
+// no longer find it. A part request the store is still finishing when the abort lands can
+// re-create the upload, so while ListParts still lists it the abort is repeated. The repetition
+// is paced and bounded by the retry policy (its backoff and attempt limit), not by fixed sleeps:
+// the store's answer, not elapsed time, decides that the upload is gone.
 func (w *Writer) abortConfirmed(ctx context.Context, id string) error {
-	var err error
-	for round := 1; round <= abortRounds; round++ {
-		_, err = w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: id},
-			func(ctx context.Context, _ int) error {
-				err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: id})
-				if isNoSuchUpload(err) {
-					return nil // already gone
-				}
+	_, err := w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: id},
+		func(ctx context.Context, attempt int) error {
+			err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: id})
+			if err != nil && !isNoSuchUpload(err) {
 				return err
-			})
-		if err != nil {
-			return err
-		}
-		// Give a part request the store is still finishing time to land, then look.
-		select {
-		case <-time.After(time.Duration(round) * 20 * time.Millisecond):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if !w.uploadStillListed(ctx, id) {
+			}
+			if w.uploadStillListed(ctx, id) {
+				w.log.Warn("upload still listed after abort: aborting again", zap.String("upload_id", id), zap.Int("attempt", attempt))
+				// Transient, so the policy aborts again after its backoff; a fresh value each
+				// time, since the policy annotates the errors it is given.
+				return &sperrors.Error{Kind: sperrors.Transient, Op: "AbortMultipartUpload", UploadID: id, Message: "upload still listed after abort"}
+			}
 			return nil
-		}
-		w.log.Warn("upload still listed after abort: aborting again", zap.String("upload_id", id), zap.Int("round", round))
-	}
-	return &sperrors.Error{Kind: sperrors.Transient, Op: "AbortMultipartUpload", Message: fmt.Sprintf("upload still present after %d aborts", abortRounds)}
+		})
+	return err
 }
 
 // uploadStillListed reports whether ListParts still finds the upload after an abort. Any error
