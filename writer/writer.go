@@ -1187,7 +1187,14 @@ func (w *Writer) sweepLostCreates() (leftBehind []string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), w.cfg.abortTimeout)
 	defer cancel()
-	out, err := w.st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: w.bucket, Prefix: w.key})
+	// Under the retry policy: a transient failure here would otherwise leave the lost upload
+	// behind unnamed.
+	var out *store.ListMultipartUploadsOutput
+	_, err := w.policy.Do(ctx, retry.Op{Name: "ListMultipartUploads", Bucket: w.bucket, Key: w.key}, func(ctx context.Context, _ int) error {
+		var err error
+		out, err = w.st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: w.bucket, Prefix: w.key})
+		return err
+	})
 	if err != nil {
 		w.log.Warn("could not look for uploads a lost CreateMultipartUpload answer left", zap.Error(err))
 		return nil
@@ -1200,7 +1207,12 @@ func (w *Writer) sweepLostCreates() (leftBehind []string) {
 		if !u.Initiated.IsZero() && (u.Initiated.Before(from.Add(-skew)) || u.Initiated.After(to.Add(skew))) {
 			continue
 		}
-		parts, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: u.UploadID})
+		var parts *store.ListPartsOutput
+		_, err := w.policy.Do(ctx, retry.Op{Name: "ListParts", Bucket: w.bucket, Key: w.key, UploadID: u.UploadID}, func(ctx context.Context, _ int) error {
+			var err error
+			parts, err = w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: u.UploadID})
+			return err
+		})
 		if err != nil || len(parts.Parts) > 0 {
 			continue
 		}
