@@ -18,6 +18,7 @@ import (
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
@@ -103,8 +104,14 @@ func ImplByName(name string) (Impl, error) {
 	return Impl{}, fmt.Errorf("unknown implementation %q", name)
 }
 
+// safeputProfile is the provider profile the benchmark runs safeput with: versitygw's, which
+// sends CRC64NVME headers. The library's default profile ("strict", the intersection of all
+// providers) sends no checksum header, so the integrity row names the profile it measured.
+const safeputProfile = "versitygw"
+
 func safeputIntegrity(Params) string {
-	return "default: CRC64NVME per part and full-object (UNSIGNED-PAYLOAD, the CRC header covers the body), ListParts check, HEAD verification of length + checksum"
+	return "profile " + safeputProfile + " (not the default " + multipart.DefaultProfile + ", which sends no checksum header): " +
+		"CRC64NVME per part and full-object (UNSIGNED-PAYLOAD, the CRC header covers the body), ListParts check, HEAD verification of length + checksum"
 }
 
 func tmIntegrity(p Params) string {
@@ -138,7 +145,7 @@ func safeputOptions(p Params) []writer.Option {
 	return []writer.Option{
 		writer.WithPartSize(p.PartSize),
 		writer.WithConcurrency(p.Concurrency),
-		writer.WithProfile("versitygw"),
+		writer.WithProfile(safeputProfile),
 	}
 }
 

@@ -225,13 +225,12 @@ func Markdown(env Env, rows []Row, verdicts []Verdict) string {
 		w("\n")
 	}
 
-	w("### Integrity settings\n\n| implementation | what it sends and checks |\n|---|---|\n")
-	for _, im := range Impls() {
-		if slices.ContainsFunc(rows, func(r Row) bool { return r.Impl == im.Name }) {
-			w("| %s | %s |\n", im.Name, im.Integrity(env.Params))
-		}
+	var impls []string
+	for _, r := range rows {
+		impls = append(impls, r.Impl)
 	}
-	w("\n### Targets\n\n")
+	b.WriteString(IntegrityTable(env.Params, impls))
+	w("### Targets\n\n")
 	w("| implementation | size | source | target | measured | met |\n|---|---|---|---|---|---|\n")
 	for _, v := range verdicts {
 		w("| %s | %s | %s | %s | %s | %s |\n", v.Impl, multipart.FormatSize(v.Size), v.Kind, v.Target, v.Got, mark(v))

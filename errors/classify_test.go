@@ -462,3 +462,55 @@ func TestClassifyForeignPanic(t *testing.T) {
 		t.Error(k)
 	}
 }
+
+// TestCodeKinds spells out, independently of CodeTable, the kind of the codes that decide what
+// safeput does: a wrong row in the table (or a missing one, which falls back to the status
+// rules) fails here. Complete is the kind on CompleteMultipartUpload where it differs.
+func TestCodeKinds(t *testing.T) {
+	cases := []struct {
+		code       string
+		status     int
+		kind       errors.Kind
+		complete   errors.Kind
+		uploadGone bool
+	}{
+		{"SlowDown", 503, errors.Throttled, errors.Throttled, false},
+		{"TooManyRequests", 429, errors.Throttled, errors.Throttled, false},
+		{"XAmzContentChecksumMismatch", 400, errors.Integrity, errors.Integrity, false},
+		{"BadDigest", 400, errors.Integrity, errors.Integrity, false},
+		{"IncompleteBody", 400, errors.Integrity, errors.Integrity, false},
+		{"EntityTooSmall", 400, errors.Compatibility, errors.Compatibility, false},
+		{"InvalidPart", 400, errors.Compatibility, errors.Compatibility, false},
+		{"NotImplemented", 501, errors.Compatibility, errors.Compatibility, false},
+		{"NoSuchUpload", 404, errors.Transient, errors.Precondition, true},
+		{"NoSuchBucket", 404, errors.Permanent, errors.Permanent, false},
+		{"AccessDenied", 403, errors.Permanent, errors.Permanent, false},
+		{"SignatureDoesNotMatch", 403, errors.Permanent, errors.Permanent, false},
+		{"PreconditionFailed", 412, errors.Precondition, errors.Precondition, false},
+		{"ConditionalRequestConflict", 409, errors.Precondition, errors.Precondition, false},
+		{"InternalError", 500, errors.Transient, errors.Transient, false},
+		{"ServiceUnavailable", 503, errors.Transient, errors.Transient, false},
+		{"RequestTimeout", 400, errors.Transient, errors.Transient, false},
+		{"RequestTimeTooSkewed", 403, errors.Transient, errors.Transient, false},
+	}
+	inTable := map[string]bool{}
+	for _, r := range errors.CodeTable() {
+		inTable[r.Code] = true
+	}
+	for _, c := range cases {
+		if !inTable[c.code] {
+			t.Errorf("%s: not in the code table", c.code)
+		}
+		// A misleading status: the code alone must decide.
+		for _, status := range []int{c.status, 200, 500} {
+			e := errors.Classify(response("UploadPart", status, c.code))
+			if e.Kind != c.kind || e.UploadGone != c.uploadGone {
+				t.Errorf("%s (HTTP %d) on UploadPart: %s, UploadGone %v; want %s, %v", c.code, status, e.Kind, e.UploadGone, c.kind, c.uploadGone)
+			}
+			tmpl := &errors.Error{Op: "CompleteMultipartUpload", Err: response("CompleteMultipartUpload", status, c.code)}
+			if k := errors.Classify(tmpl).Kind; k != c.complete {
+				t.Errorf("%s (HTTP %d) on Complete: %s, want %s", c.code, status, k, c.complete)
+			}
+		}
+	}
+}

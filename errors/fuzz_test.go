@@ -6,8 +6,11 @@ import (
 	stderrors "errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,8 +126,40 @@ func FuzzParseRetryAfter(f *testing.F) {
 	f.Add("99999999999999999999", "9223372036854775807", int64(0))
 	f.Add(" 7 ", "\t", int64(-1))
 	f.Fuzz(func(t *testing.T, ra, amz string, unix int64) {
-		if d := errors.ParseRetryAfter(ra, amz, time.Unix(unix, 0)); d < 0 {
-			t.Fatalf("negative %v", d)
+		// A "now" whose ±1e5 s neighbourhood has four-digit years, so HTTP dates round-trip.
+		const lo, hi = int64(100_000), int64(253_402_300_799 - 100_000)
+		now := time.Unix(lo+((unix%(hi-lo))+(hi-lo))%(hi-lo), 0)
+		d := errors.ParseRetryAfter(ra, amz, now)
+		if d < 0 {
+			t.Fatalf("ParseRetryAfter(%q, %q) = %v, negative", ra, amz, d)
+		}
+		// x-amz-retry-after wins whenever it is a positive number of milliseconds.
+		if ms, err := strconv.ParseInt(strings.TrimSpace(amz), 10, 64); err == nil && ms > 0 {
+			if alone := errors.ParseRetryAfter("", amz, now); d != alone {
+				t.Fatalf("with Retry-After %q: %v, want x-amz-retry-after's %v", ra, d, alone)
+			}
+		}
+		// Round trips from the fuzzed number: milliseconds, seconds, and an HTTP date k s away.
+		n := unix
+		wantScaled := func(unit time.Duration) time.Duration {
+			switch {
+			case n <= 0:
+				return 0
+			case n > math.MaxInt64/int64(unit):
+				return time.Duration(math.MaxInt64)
+			}
+			return time.Duration(n) * unit
+		}
+		if got, want := errors.ParseRetryAfter("", strconv.FormatInt(n, 10), now), wantScaled(time.Millisecond); got != want {
+			t.Fatalf("x-amz-retry-after %d: %v, want %v", n, got, want)
+		}
+		if got, want := errors.ParseRetryAfter(" "+strconv.FormatInt(n, 10)+" ", "", now), wantScaled(time.Second); got != want {
+			t.Fatalf("Retry-After %d: %v, want %v", n, got, want)
+		}
+		k := n % 100_000
+		date := now.Add(time.Duration(k) * time.Second).UTC().Format(http.TimeFormat)
+		if got, want := errors.ParseRetryAfter(date, "", now), time.Duration(max(k, 0))*time.Second; got != want {
+			t.Fatalf("Retry-After %q at %s: %v, want %v", date, now.UTC().Format(http.TimeFormat), got, want)
 		}
 	})
 }

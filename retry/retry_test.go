@@ -332,10 +332,20 @@ func TestRetryAfter(t *testing.T) {
 }
 
 func TestCancelDuringLongSleep(t *testing.T) {
-	// Real clock: the point is that the sleep ends at once.
-	p := New(WithInitialInterval(time.Hour), WithMaxInterval(time.Hour), withRand(func() float64 { return 1 }))
+	// The real sleep (sleepCtx), which must end at once on cancel; the test cancels when the
+	// policy reports that the hour-long sleep has begun, not after a guessed delay.
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*ms, cancel)
+	defer cancel()
+	sleeping := make(chan time.Duration, 1)
+	p := New(WithInitialInterval(time.Hour), WithMaxInterval(time.Hour), withRand(func() float64 { return 1 }),
+		withClock(time.Now, func(ctx context.Context, d time.Duration) error {
+			sleeping <- d
+			return sleepCtx(ctx, d)
+		}))
+	go func() {
+		<-sleeping
+		cancel()
+	}()
 	start := time.Now()
 	st, err := p.Do(ctx, testOp, func(context.Context, int) error { return e503 })
 	if el := time.Since(start); el > 5*time.Second {

@@ -2,8 +2,15 @@ package verify
 
 import (
 	"bytes"
+	"crypto/md5"
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"hash/crc64"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/safeput/safeput/store"
@@ -92,10 +99,42 @@ func FuzzParseETag(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		e, ok := ParseETag(s)
-		if ok && (e.Hex == "" || e.Parts < 0) {
-			t.Fatalf("ParseETag(%q) = %+v accepted", s, e)
+		if ok {
+			if _, err := hex.DecodeString(e.Hex); err != nil || e.Hex == "" || e.Hex != strings.ToLower(e.Hex) {
+				t.Fatalf("ParseETag(%q) = %+v: digest not lower-case hex", s, e)
+			}
+			if e.Parts < 0 || e.Parts > store.MaxPartNumber || (e.Parts > 0) != strings.Contains(s, "-") {
+				t.Fatalf("ParseETag(%q) = %+v: part count out of bounds or invented", s, e)
+			}
+			if back, ok := ParseETag(renderETag(e.Hex, e.Parts)); !ok || back != e {
+				t.Fatalf("ParseETag(%q) = %+v, but its rendering parses as %+v, %v", s, e, back, ok)
+			}
+		}
+		// Generated ETags, in every form stores send, parse to exactly what was rendered.
+		if s == "" {
+			return
+		}
+		digest := hex.EncodeToString([]byte(s))
+		parts := len(s) % 3 * (1 + int(s[0])%store.MaxPartNumber) // 0 for a third of inputs
+		want := ETag{Hex: digest, Parts: parts}
+		plain := renderETag(strings.ToUpper(digest), parts)
+		for _, form := range []string{plain, `"` + plain + `"`, `W/"` + plain + `"`, " \t" + `"` + plain + `"` + " "} {
+			if got, ok := ParseETag(form); !ok || got != want {
+				t.Fatalf("ParseETag(%q) = %+v, %v; want %+v", form, got, ok, want)
+			}
+		}
+		if got := want.IsMD5(); got != (len(s) == md5.Size && parts == 0) {
+			t.Fatalf("%+v IsMD5 = %v", want, got)
 		}
 	})
+}
+
+// renderETag writes an ETag the way S3 does: the digest, then "-n" for a multipart object.
+func renderETag(digest string, parts int) string {
+	if parts > 0 {
+		return digest + "-" + strconv.Itoa(parts)
+	}
+	return digest
 }
 
 func TestCheckReceipt(t *testing.T) {
@@ -228,5 +267,50 @@ func FuzzCheckReceipt(f *testing.F) {
 		if err == nil && m == MethodCRC64NVME && echoed != sent {
 			t.Fatalf("HEAD checksum %q vs %q accepted", echoed, sent)
 		}
+
+		// The MD5 path, with expectations computed here by crypto/md5 and hash/crc64, not by
+		// the package: a body, its receipt, and ETags that are right, re-cased, or one digit off.
+		body := []byte(etag + sent + echoed)
+		sum := md5.Sum(body)
+		digest := hex.EncodeToString(sum[:])
+		crc := crc64.Checksum(body, crc64NVMETable)
+		crcB64 := base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint64(nil, crc))
+		if own, err := Sum(store.ChecksumCRC64NVME, body); err != nil || own != crcB64 {
+			t.Fatalf("Sum(CRC64NVME) = %q, %v; hash/crc64 with the NVMe polynomial gives %q", own, err, crcB64)
+		}
+		md5Receipt := Receipt{PartNumber: 3, Size: int64(len(body)), MD5: sum, HasMD5: true}
+		for _, good := range []string{`"` + digest + `"`, strings.ToUpper(digest)} {
+			if m, err := CheckReceipt(md5Receipt, good, store.Checksums{}, true); err != nil || m != MethodETagMD5 {
+				t.Fatalf("right MD5 ETag %s: %q, %v", good, m, err)
+			}
+		}
+		i := int(uint64(size) % uint64(len(digest)))
+		flipped := []byte(digest)
+		flipped[i] = "1032547698badcfe"[strings.IndexByte("0123456789abcdef", flipped[i])]
+		wrong := `"` + string(flipped) + `"`
+		var mm *Mismatch
+		if _, err := CheckReceipt(md5Receipt, wrong, store.Checksums{}, true); !errors.As(err, &mm) || mm.PartNumber != 3 || mm.Want != digest || mm.Got != string(flipped) {
+			t.Fatalf("MD5 ETag off at digit %d: %v, want a part 3 mismatch %s vs %s", i, err, digest, flipped)
+		}
+		if m, err := CheckReceipt(md5Receipt, wrong, store.Checksums{}, false); err != nil || m != "" {
+			t.Fatalf("a store without MD5 ETags: %q, %v; want no method and no error", m, err)
+		}
+		// A matching CRC echo is the stronger method even beside an MD5 ETag.
+		both := md5Receipt
+		both.Checksum = store.Checksum{Algorithm: store.ChecksumCRC64NVME, Value: crcB64}
+		var echo store.Checksums
+		echo.Set(store.ChecksumCRC64NVME, crcB64)
+		if m, err := CheckReceipt(both, `"`+digest+`"`, echo, true); err != nil || m != MethodCRC64NVME {
+			t.Fatalf("CRC echo and MD5 ETag both right: %q, %v", m, err)
+		}
+		// Whatever ETag was fuzzed: accepted as an MD5 ETag only if it carries this digest.
+		if m, err := CheckReceipt(md5Receipt, etag, store.Checksums{}, etagIsMD5); err == nil && m == MethodETagMD5 {
+			if e, _ := ParseETag(etag); e.Hex != digest {
+				t.Fatalf("ETag %q accepted as the MD5 of a body whose MD5 is %s", etag, digest)
+			}
+		}
 	})
 }
+
+// crc64NVMETable is CRC-64/NVME for hash/crc64: the polynomial in its reversed notation.
+var crc64NVMETable = crc64.MakeTable(0x9A6C9329AC4BC9B5)

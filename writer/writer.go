@@ -1212,35 +1212,27 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	return nil
 }
 
-// abortRounds bounds how often an upload that keeps reappearing is aborted again.
-const abortRounds = 5
-
+// abortConfirmed aborts the upload and confirms it is gone by asking the store: ListParts must
+// no longer find it. A part request the store is still finishing when the abort lands can
+// re-create the upload, so while ListParts still lists it the abort is repeated. The repetition
+// is paced and bounded by the retry policy (its backoff and attempt limit), not by fixed sleeps:
+// the store's answer, not elapsed time, decides that the upload is gone.
 func (w *Writer) abortConfirmed(ctx context.Context, id string) error {
-	var err error
-	for round := 1; round <= abortRounds; round++ {
-		_, err = w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: id},
-			func(ctx context.Context, _ int) error {
-				err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: id})
-				if isNoSuchUpload(err) {
-					return nil // already gone
-				}
+	_, err := w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: id},
+		func(ctx context.Context, attempt int) error {
+			err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: id})
+			if err != nil && !isNoSuchUpload(err) {
 				return err
-			})
-		if err != nil {
-			return err
-		}
-		// Give a part request the store is still finishing time to land, then look.
-		select {
-		case <-time.After(time.Duration(round) * 20 * time.Millisecond):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if !w.uploadStillListed(ctx, id) {
+			}
+			if w.uploadStillListed(ctx, id) {
+				w.log.Warn("upload still listed after abort: aborting again", zap.String("upload_id", id), zap.Int("attempt", attempt))
+				// Transient, so the policy aborts again after its backoff; a fresh value each
+				// time, since the policy annotates the errors it is given.
+				return &sperrors.Error{Kind: sperrors.Transient, Op: "AbortMultipartUpload", UploadID: id, Message: "upload still listed after abort"}
+			}
 			return nil
-		}
-		w.log.Warn("upload still listed after abort: aborting again", zap.String("upload_id", id), zap.Int("round", round))
-	}
-	return &sperrors.Error{Kind: sperrors.Transient, Op: "AbortMultipartUpload", Message: fmt.Sprintf("upload still present after %d aborts", abortRounds)}
+		})
+	return err
 }
 
 // uploadStillListed reports whether ListParts still finds the upload after an abort. Any error
@@ -1263,7 +1255,14 @@ func (w *Writer) sweepLostCreates() (leftBehind []string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), w.cfg.abortTimeout)
 	defer cancel()
-	out, err := w.st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: w.bucket, Prefix: w.key})
+	// Under the retry policy: a transient failure here would otherwise leave the lost upload
+	// behind unnamed.
+	var out *store.ListMultipartUploadsOutput
+	_, err := w.policy.Do(ctx, retry.Op{Name: "ListMultipartUploads", Bucket: w.bucket, Key: w.key}, func(ctx context.Context, _ int) error {
+		var err error
+		out, err = w.st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: w.bucket, Prefix: w.key})
+		return err
+	})
 	if err != nil {
 		w.log.Warn("could not look for uploads a lost CreateMultipartUpload answer left", zap.Error(err))
 		return nil
@@ -1276,7 +1275,12 @@ func (w *Writer) sweepLostCreates() (leftBehind []string) {
 		if !u.Initiated.IsZero() && (u.Initiated.Before(from.Add(-skew)) || u.Initiated.After(to.Add(skew))) {
 			continue
 		}
-		parts, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: u.UploadID})
+		var parts *store.ListPartsOutput
+		_, err := w.policy.Do(ctx, retry.Op{Name: "ListParts", Bucket: w.bucket, Key: w.key, UploadID: u.UploadID}, func(ctx context.Context, _ int) error {
+			var err error
+			parts, err = w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: u.UploadID})
+			return err
+		})
 		if err != nil || len(parts.Parts) > 0 {
 			continue
 		}

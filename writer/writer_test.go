@@ -269,7 +269,8 @@ func TestSharedBudget(t *testing.T) {
 	})
 }
 
-// Bad input: a clear error, nothing sent, nothing at the key touched.
+// Bad input: a clear error of the one kind that case calls for (a profile's rule broken is
+// Compatibility, the caller's context Canceled, the rest Permanent), nothing at the key touched.
 func TestBadInput(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		ctx := context.Background()
@@ -278,58 +279,62 @@ func TestBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		small, _ := writer.NewBudget(1 << 20)
-		for name, fn := range map[string]func() error{
-			"nil store":    func() error { _, err := writer.New(ctx, nil, env.Bucket, "keep"); return err },
-			"nil reader":   func() error { _, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", nil); return err },
-			"empty bucket": func() error { _, err := writer.New(ctx, env.Store, "", "keep"); return err },
-			"long key":     func() error { _, err := writer.New(ctx, env.Store, env.Bucket, string(make([]byte, 1025))); return err },
-			"bad utf8 key": func() error { _, err := writer.New(ctx, env.Store, env.Bucket, "\xff\xfe"); return err },
-			"negative size": func() error {
+		for _, c := range []struct {
+			name string
+			kind sperrors.Kind
+			fn   func() error
+		}{
+			{"nil store", sperrors.Permanent, func() error { _, err := writer.New(ctx, nil, env.Bucket, "keep"); return err }},
+			{"nil reader", sperrors.Permanent, func() error { _, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", nil); return err }},
+			{"empty bucket", sperrors.Permanent, func() error { _, err := writer.New(ctx, env.Store, "", "keep"); return err }},
+			{"long key", sperrors.Permanent, func() error { _, err := writer.New(ctx, env.Store, env.Bucket, string(make([]byte, 1025))); return err }},
+			{"bad utf8 key", sperrors.Permanent, func() error { _, err := writer.New(ctx, env.Store, env.Bucket, "\xff\xfe"); return err }},
+			{"negative size", sperrors.Permanent, func() error {
 				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", writer.WithSize(-5))
 				return err
-			},
-			"part below minimum": func() error {
+			}},
+			{"part below minimum", sperrors.Compatibility, func() error {
 				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", writer.WithProfile("minio"), writer.WithPartSize(4<<20))
 				return err
-			},
-			"zero concurrency": func() error {
+			}},
+			{"zero concurrency", sperrors.Permanent, func() error {
 				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, writer.WithConcurrency(0))...)
 				return err
-			},
-			"budget too small": func() error {
+			}},
+			{"budget too small", sperrors.Permanent, func() error {
 				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, writer.WithBudget(small))...)
 				return err
-			},
-			"unknown profile": func() error {
+			}},
+			{"unknown profile", sperrors.Permanent, func() error {
 				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", writer.WithProfile("nope"))
 				return err
-			},
-			"short stream": func() error {
+			}},
+			{"short stream", sperrors.Permanent, func() error {
 				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 5))}, testOpts(env, writer.WithSize(10))...)
 				return err
-			},
-			"long stream": func() error {
+			}},
+			{"long stream", sperrors.Permanent, func() error {
 				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 50))}, testOpts(env, writer.WithSize(10))...)
 				return err
-			},
-			"cancelled context": func() error {
+			}},
+			{"cancelled context", sperrors.Canceled, func() error {
 				cctx, cancel := context.WithCancel(ctx)
 				cancel()
 				_, err := writer.Upload(cctx, env.Store, env.Bucket, "keep", bytes.NewReader(make([]byte, 5)), testOpts(env)...)
 				return err
-			},
+			}},
 		} {
-			err := fn()
+			err := c.fn()
 			var se *sperrors.Error
 			if !errors.As(err, &se) {
-				t.Errorf("%s: want a *errors.Error, got %v", name, err)
+				t.Errorf("%s: want a *errors.Error, got %v", c.name, err)
 				continue
 			}
-			if se.Kind != sperrors.Permanent && se.Kind != sperrors.Compatibility && se.Kind != sperrors.Canceled {
-				t.Errorf("%s: kind %s: %v", name, se.Kind, err)
+			if se.Kind != c.kind {
+				t.Errorf("%s: kind %s, want %s: %v", c.name, se.Kind, c.kind, err)
 			}
 			if se.Message == "" && se.Err == nil {
-				t.Errorf("%s: error names nothing: %v", name, err)
+				t.Errorf("%s: error names nothing: %v", c.name, err)
 			}
 		}
 		if got := s3test.ReadAll(t, env.Srv, env.Bucket, "keep"); !bytes.Equal(got, existing) {
@@ -404,15 +409,22 @@ func TestDefaultsVerifyAgainstStoreChecksum(t *testing.T) {
 func TestAbortWhileWriting(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		budget, _ := writer.NewBudget(4 * part)
-		w, err := writer.New(context.Background(), env.Store, env.Bucket, "abort-concurrent", testOpts(env, writer.WithBudget(budget))...)
+		// The abort must meet an upload that has a part stored and more on the way: wait for
+		// the writer's first part-done event rather than for a guessed time.
+		partDone := make(chan struct{})
+		var once sync.Once
+		observe := writer.WithObserver(func(e writer.Event) {
+			if e.Type == writer.EventPartDone {
+				once.Do(func() { close(partDone) })
+			}
+		})
+		w, err := writer.New(context.Background(), env.Store, env.Bucket, "abort-concurrent", testOpts(env, writer.WithBudget(budget), observe)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		chunk := s3test.RandomBytes(256 << 10)
-		started := make(chan struct{})
 		done := make(chan error, 1)
 		go func() {
-			close(started)
 			for {
 				if _, err := w.Write(chunk); err != nil {
 					done <- err
@@ -420,8 +432,11 @@ func TestAbortWhileWriting(t *testing.T) {
 				}
 			}
 		}()
-		<-started
-		time.Sleep(50 * time.Millisecond) // let a part or two go out
+		select {
+		case <-partDone:
+		case err := <-done:
+			t.Fatalf("producer stopped before any part was stored: %v", err)
+		}
 		if err := w.Abort(context.Background()); err != nil {
 			t.Fatal(err)
 		}

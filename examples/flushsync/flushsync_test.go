@@ -396,8 +396,12 @@ func TestDropInShapes(t *testing.T) {
 		if got := s3test.ReadAll(t, env.Srv, env.Bucket, "files/b.bin"); !bytes.Equal(got, big) {
 			t.Fatal("ObjectStorage.PutObject: read back differs")
 		}
-		if err := os.PutObject(ctx, env.Bucket, "files/c.bin", io.MultiReader(bytes.NewReader(big)), -1); err != nil {
+		unsized := payload(3, 7<<20+1) // its own bytes, so a read-back of b's could not pass
+		if err := os.PutObject(ctx, env.Bucket, "files/c.bin", io.MultiReader(bytes.NewReader(unsized)), -1); err != nil {
 			t.Fatalf("ObjectStorage.PutObject, unknown size: %v", err)
+		}
+		if got := s3test.ReadAll(t, env.Srv, env.Bucket, "files/c.bin"); !bytes.Equal(got, unsized) {
+			t.Fatalf("ObjectStorage.PutObject, unknown size: read back %d bytes, want the %d sent", len(got), len(unsized))
 		}
 
 		// Failures unwrap to *errors.Error through the shapes' own wrapping.

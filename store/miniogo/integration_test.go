@@ -5,6 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,13 +216,38 @@ func testRealMultipartFullObjectCRC64(t *testing.T, srv s3test.Server) {
 	}
 }
 
+// sizeHeaderSpy records the x-amz-mp-object-size header of every request that reaches the wire.
+type sizeHeaderSpy struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (s *sizeHeaderSpy) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v := r.Header.Get("X-Amz-Mp-Object-Size"); v != "" {
+		s.seen = append(s.seen, v)
+	}
+	return resp, err
+}
+
+// A Complete that states the wrong object size: the header must reach the server (else the test
+// exercises nothing), signed (a forged header would be a 403), and the answer must be the one
+// that server is known to give.
 func TestRealWrongObjectSizeRejected(t *testing.T) {
 	s3test.ForEach(t, testRealWrongObjectSizeRejected)
 }
 
 func testRealWrongObjectSizeRejected(t *testing.T, srv s3test.Server) {
 	bucket := s3test.NewBucket(t, srv)
-	s := newRealStore(t, srv, false)
+	spy := &sizeHeaderSpy{}
+	s, err := miniogo.New(miniogo.Config{
+		Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true, Transport: spy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := testCtx(t)
 	data := []byte("single small part")
 	up, err := s.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: bucket, Key: "sz"})
@@ -229,9 +258,16 @@ func testRealWrongObjectSizeRejected(t *testing.T, srv s3test.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wrong := int64(len(data)) + 1
 	_, err = s.CompleteMultipartUpload(ctx, &store.CompleteMultipartUploadInput{
-		Bucket: bucket, Key: "sz", UploadID: up.UploadID, Parts: []store.CompletedPart{{PartNumber: 1, ETag: p.ETag}}, ObjectSize: int64(len(data)) + 1,
+		Bucket: bucket, Key: "sz", UploadID: up.UploadID, Parts: []store.CompletedPart{{PartNumber: 1, ETag: p.ETag}}, ObjectSize: wrong,
 	})
+	spy.mu.Lock()
+	seen := slices.Clone(spy.seen)
+	spy.mu.Unlock()
+	if want := []string{strconv.FormatInt(wrong, 10)}; !slices.Equal(seen, want) {
+		t.Fatalf("x-amz-mp-object-size on the wire: %q, want %q: the test would not exercise the header", seen, want)
+	}
 	// The header is re-signed by our transport: a signature problem would show as 403 here.
 	switch srv.Name {
 	case s3test.VersityGW:

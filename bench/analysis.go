@@ -1,0 +1,380 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/safeput/safeput/multipart"
+)
+
+// The analysis and the README summary are computed from the report's own tables (parsed back
+// from the Markdown), so every figure in the prose is one the tables show, rounded as they show
+// it, and a test can regenerate the prose from a committed BENCHMARKS.md and compare.
+
+// AnalysisHeading starts the generated analysis section of BENCHMARKS.md.
+const AnalysisHeading = "## What bounds safeput here (analysis of the latest run)"
+
+// TableRow is one row of a report table, as printed.
+type TableRow struct {
+	Impl      string
+	Role      Role
+	Size      int64
+	Kind      string
+	MiBps     float64
+	CPU       float64 // client CPU s/GiB
+	ServerCPU float64 // server CPU s/GiB; 0 when not measured
+	PeakMiB   float64
+	IdleMiB   float64
+	VsRawPct  float64 // 0 when not measured
+	VsPeer    float64 // 0 when not measured
+}
+
+// Report is what ParseReport reads back from a report: the settings and the table rows.
+type Report struct {
+	Params Params
+	Rows   []TableRow
+}
+
+var (
+	settingsLine = regexp.MustCompile("^- Settings: part size ([^,]+), concurrency (\\d+), .*peer payload signing `([^`]*)`")
+	groupLine    = regexp.MustCompile(`^### (.+), (\w+) source$`)
+)
+
+// ParseReport reads the settings and the per-size tables of a report written by Markdown.
+func ParseReport(md string) (Report, error) {
+	var r Report
+	var size int64
+	var kind string
+	sc := bufio.NewScanner(strings.NewReader(md))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := settingsLine.FindStringSubmatch(line); m != nil {
+			ps, err := multipart.ParseSize(m[1])
+			if err != nil {
+				return r, fmt.Errorf("settings line %q: %w", line, err)
+			}
+			r.Params.PartSize = ps
+			r.Params.Concurrency, _ = strconv.Atoi(m[2])
+			r.Params.Signing = Signing(m[3])
+			continue
+		}
+		if m := groupLine.FindStringSubmatch(line); m != nil {
+			s, err := multipart.ParseSize(m[1])
+			if err != nil {
+				return r, fmt.Errorf("table heading %q: %w", line, err)
+			}
+			size, kind = s, m[2]
+			continue
+		}
+		if strings.HasPrefix(line, "### ") || strings.HasPrefix(line, "## ") {
+			size, kind = 0, ""
+			continue
+		}
+		if size == 0 || !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| implementation") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if len(cells) != 10 {
+			return r, fmt.Errorf("table row %q: %d cells, want 10", line, len(cells))
+		}
+		im, err := ImplByName(cells[0])
+		if err != nil {
+			return r, err
+		}
+		row := TableRow{Impl: im.Name, Role: im.Role, Size: size, Kind: kind}
+		for _, f := range []struct {
+			cell   string
+			dst    *float64
+			suffix string
+		}{
+			{cells[1], &row.MiBps, ""}, {cells[3], &row.CPU, ""}, {cells[4], &row.ServerCPU, ""},
+			{cells[5], &row.PeakMiB, ""}, {cells[6], &row.IdleMiB, ""}, {cells[7], &row.VsPeer, "×"}, {cells[8], &row.VsRawPct, " %"},
+		} {
+			if f.cell == "–" {
+				continue
+			}
+			v, err := strconv.ParseFloat(strings.TrimSuffix(f.cell, f.suffix), 64)
+			if err != nil {
+				return r, fmt.Errorf("table row %q: cell %q: %w", line, f.cell, err)
+			}
+			*f.dst = v
+		}
+		r.Rows = append(r.Rows, row)
+	}
+	if err := sc.Err(); err != nil {
+		return r, err
+	}
+	if r.Params.Concurrency == 0 || len(r.Rows) == 0 {
+		return r, fmt.Errorf("no settings line or no table rows")
+	}
+	return r, nil
+}
+
+// awsSDKPeers are the peers built on aws-sdk-go-v2, compared as a group for CPU.
+var awsSDKPeers = []string{"transfermanager", "manager"}
+
+// values collects f over the rows that keep says to.
+func (r Report) values(keep func(TableRow) bool, f func(TableRow) float64) []float64 {
+	var v []float64
+	for _, row := range r.Rows {
+		if keep(row) {
+			v = append(v, f(row))
+		}
+	}
+	return v
+}
+
+// span prints the range of v with format, as "a–b", or "a" when they print alike; "" when empty.
+func span(v []float64, format string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	lo, hi := fmt.Sprintf(format, slices.Min(v)), fmt.Sprintf(format, slices.Max(v))
+	if lo == hi {
+		return lo
+	}
+	return lo + "–" + hi
+}
+
+func isSafeput(row TableRow) bool { return row.Role == RoleSafeput }
+
+// peer returns the row of impl at row's size and kind.
+func (r Report) peer(impl string, row TableRow) (TableRow, bool) {
+	for _, p := range r.Rows {
+		if p.Impl == impl && p.Size == row.Size && p.Kind == row.Kind {
+			return p, true
+		}
+	}
+	return TableRow{}, false
+}
+
+// peersBehind lists the peers slower than every safeput row in every table they share.
+func (r Report) peersBehind() []string {
+	var out []string
+	for _, im := range Impls() {
+		if im.Role != RolePeer {
+			continue
+		}
+		behind, seen := true, false
+		for _, row := range r.Rows {
+			if !isSafeput(row) {
+				continue
+			}
+			if p, ok := r.peer(im.Name, row); ok {
+				seen = true
+				behind = behind && p.MiBps < row.MiBps
+			}
+		}
+		if seen && behind {
+			out = append(out, im.Name)
+		}
+	}
+	return out
+}
+
+// lowestCPUPeer is the peer with the lowest median client CPU over all tables.
+func (r Report) lowestCPUPeer() string {
+	best, bestCPU := "", 0.0
+	for _, im := range Impls() {
+		if im.Role != RolePeer {
+			continue
+		}
+		v := r.values(func(row TableRow) bool { return row.Impl == im.Name }, func(row TableRow) float64 { return row.CPU })
+		if len(v) > 0 && (best == "" || median(v) < bestCPU) {
+			best, bestCPU = im.Name, median(v)
+		}
+	}
+	return best
+}
+
+// cpuSavingVsAWS is 1 − safeput's CPU over each AWS SDK peer's, in %, for every pair in a table.
+func (r Report) cpuSavingVsAWS() []float64 {
+	var v []float64
+	for _, row := range r.Rows {
+		if !isSafeput(row) {
+			continue
+		}
+		for _, name := range awsSDKPeers {
+			if p, ok := r.peer(name, row); ok && p.CPU > 0 {
+				v = append(v, 100*(1-row.CPU/p.CPU))
+			}
+		}
+	}
+	return v
+}
+
+func joinAnd(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// Analysis is the generated "what bounds safeput" section: its figures are the report's.
+func Analysis(r Report) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	multipartRow := func(row TableRow) bool { return row.Role != RoleCeiling && row.ServerCPU > 0 }
+	ceiling := func(row TableRow) bool { return row.Role == RoleCeiling && row.ServerCPU > 0 }
+	all := func(TableRow) bool { return true }
+	cpu := func(row TableRow) float64 { return row.CPU }
+	srvCPU := func(row TableRow) float64 { return row.ServerCPU }
+	vsRaw := func(row TableRow) float64 { return row.VsRawPct }
+	vsPeer := func(row TableRow) float64 { return row.VsPeer }
+	peak := func(row TableRow) float64 { return row.PeakMiB }
+	withRaw := func(row TableRow) bool { return isSafeput(row) && row.VsRawPct > 0 }
+	withPeer := func(row TableRow) bool { return isSafeput(row) && row.VsPeer > 0 }
+
+	w("%s\n\n", AnalysisHeading)
+	w("Generated from the tables above; every figure is a range over them.\n\n")
+
+	w("- **Throughput.** Client and server share the machine's cores.")
+	if s := span(r.values(multipartRow, srvCPU), "%.2f"); s != "" {
+		w(" The server spends %s s of CPU per GiB on a multipart upload", s)
+		if c := span(r.values(ceiling, srvCPU), "%.2f"); c != "" {
+			w(" against %s s for the raw single PUT", c)
+		}
+		w(", while the clients spend %s s.", span(r.values(all, cpu), "%.2f"))
+	}
+	if s := span(r.values(withRaw, vsRaw), "%.0f"); s != "" {
+		w(" safeput runs at %s %% of the raw PUT", s)
+		if p := span(r.values(withPeer, vsPeer), "%.2f"); p != "" {
+			w(" and at %s× the best peer", p)
+		}
+		if behind := r.peersBehind(); len(behind) > 0 {
+			w(", ahead of %s in every table", joinAnd(behind))
+		}
+		w(".")
+	}
+	if v := r.values(withPeer, vsPeer); len(v) > 0 && slices.Max(v) < TargetPeerRatio {
+		w(" The %.1f×-the-best-peer target is met in no table: with the server using most of the CPU, client work alone cannot reach it here; a separate or larger server is needed to show client-side differences in MiB/s.", TargetPeerRatio)
+	}
+	w("\n")
+
+	if low := r.lowestCPUPeer(); low != "" {
+		w("- **Client CPU: verification.** safeput spends %s s/GiB against %s's %s",
+			span(r.values(isSafeput, cpu), "%.2f"), low, span(r.values(func(row TableRow) bool { return row.Impl == low }, cpu), "%.2f"))
+		w(" (see the integrity table for what each sends and checks). The difference is what verification costs: the CRC64NVME pass and, for an io.ReaderAt source, a second read of each part (the checksum header must precede the body, and copying parts into buffers would cost the part-buffer memory that path avoids).")
+		if s := span(r.cpuSavingVsAWS(), "%.0f"); s != "" {
+			w(" Against the AWS SDK uploaders (%s) safeput uses %s %% less CPU per GiB.", joinAnd(awsSDKPeers), s)
+		}
+		w("\n")
+	}
+
+	limit := float64(int64(r.Params.Concurrency)*r.Params.PartSize+TargetMemSlack) / (1 << 20)
+	readerAt := func(row TableRow) bool { return isSafeput(row) && row.Kind == SourceReaderAt }
+	streamed := func(row TableRow) bool { return isSafeput(row) && row.Kind == SourceStream }
+	w("- **Memory.**")
+	if s := span(r.values(readerAt, peak), "%.1f"); s != "" {
+		w(" With an io.ReaderAt source safeput holds no part buffers (%s MiB peak RSS).", s)
+	}
+	if s := span(r.values(streamed, peak), "%.1f"); s != "" {
+		w(" With a stream it holds at most concurrency × part size of buffers (%d × %s; TestStreamMemoryBound in writer/ asserts that bound on allocated bytes); RSS adds the idle process (%s MiB) and the per-request garbage the GC does not collect while the live buffers set its goal, which takes a stream to %s MiB peak RSS",
+			r.Params.Concurrency, multipart.FormatSize(r.Params.PartSize), span(r.values(all, func(row TableRow) float64 { return row.IdleMiB }), "%.1f"), s)
+		over := r.values(func(row TableRow) bool { return streamed(row) && row.PeakMiB > limit }, peak)
+		if len(over) == 0 {
+			w(", within the %.0f MiB target.", limit)
+		} else {
+			w(", over the %.0f MiB target by up to %.1f MiB in %d of %d stream rows.", limit, slices.Max(over)-limit, len(over), len(r.values(streamed, peak)))
+		}
+		var peers []string
+		for _, im := range Impls() {
+			if im.Role != RolePeer {
+				continue
+			}
+			if s := span(r.values(func(row TableRow) bool { return row.Impl == im.Name && row.Kind == SourceStream }, peak), "%.1f"); s != "" {
+				peers = append(peers, im.Name+" "+s)
+			}
+		}
+		if len(peers) > 0 {
+			w(" Peers on a stream, in MiB: %s.", strings.Join(peers, ", "))
+		}
+	}
+	w("\n\n")
+	return b.String()
+}
+
+// ReadmeSummary is the benchmark sentence README.md carries, computed from BENCHMARKS.md.
+func ReadmeSummary(r Report) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	withRaw := func(row TableRow) bool { return isSafeput(row) && row.VsRawPct > 0 }
+	withPeer := func(row TableRow) bool { return isSafeput(row) && row.VsPeer > 0 }
+	w("In the latest run safeput with verification on ran at %s %% of the raw single PUT and %s× the best peer",
+		span(r.values(withRaw, func(row TableRow) float64 { return row.VsRawPct }), "%.0f"),
+		span(r.values(withPeer, func(row TableRow) float64 { return row.VsPeer }), "%.2f"))
+	if behind := r.peersBehind(); len(behind) > 0 {
+		w(", ahead of %s", joinAnd(behind))
+	}
+	if s := span(r.cpuSavingVsAWS(), "%.0f"); s != "" {
+		w(", with %s %% less client CPU per GiB than the AWS SDK uploaders", s)
+	}
+	w(".")
+	srv := r.values(func(row TableRow) bool { return row.Role != RoleCeiling && row.ServerCPU > 0 }, func(row TableRow) float64 { return row.ServerCPU })
+	if len(srv) > 0 {
+		w(" The server is the bound: it spends %s s of CPU per GiB on a multipart upload against safeput's %s",
+			span(srv, "%.2f"), span(r.values(isSafeput, func(row TableRow) float64 { return row.CPU }), "%.2f"))
+		if v := r.values(withPeer, func(row TableRow) float64 { return row.VsPeer }); len(v) > 0 && slices.Max(v) < TargetPeerRatio {
+			w(", so the %.1f×-the-best-peer target is out of reach here", TargetPeerRatio)
+		}
+		w(".")
+	}
+	return b.String()
+}
+
+// Normalize folds runs of white space into one space, so wrapped prose compares with generated.
+func Normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Reanalyse rewrites a report's generated prose from its own tables: the header before
+// "## Latest run" becomes header, the integrity table is the current code's, and the analysis
+// section is regenerated. It is how a committed BENCHMARKS.md is brought up to date when the
+// raw records are gone (the harness keeps none: the tables are the run's record).
+func Reanalyse(md, header string) (string, error) {
+	i := strings.Index(md, "## Latest run")
+	if i < 0 {
+		return "", fmt.Errorf("no \"## Latest run\" section")
+	}
+	body := md[i:]
+	if j := strings.Index(body, AnalysisHeading); j >= 0 {
+		body = body[:j]
+	}
+	r, err := ParseReport(body)
+	if err != nil {
+		return "", err
+	}
+	// The integrity table describes the implementations, not the measurement: take the current.
+	if a := strings.Index(body, "### Integrity settings"); a >= 0 {
+		if z := strings.Index(body[a:], "### Targets"); z >= 0 {
+			var impls []string
+			for _, row := range r.Rows {
+				impls = append(impls, row.Impl)
+			}
+			body = body[:a] + IntegrityTable(r.Params, impls) + body[a+z:]
+		}
+	}
+	return header + strings.TrimRight(body, "\n") + "\n\n" + Analysis(r), nil
+}
+
+// IntegrityTable is the report's "Integrity settings" section for the implementations named.
+func IntegrityTable(p Params, impls []string) string {
+	var b strings.Builder
+	b.WriteString("### Integrity settings\n\n| implementation | what it sends and checks |\n|---|---|\n")
+	for _, im := range Impls() {
+		if slices.Contains(impls, im.Name) {
+			fmt.Fprintf(&b, "| %s | %s |\n", im.Name, im.Integrity(p))
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}

@@ -1,0 +1,75 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/awss3"
+)
+
+// checksumRecorder notes the checksum algorithm of every part and single PUT safeput sends.
+type checksumRecorder struct {
+	store.Store
+	mu   sync.Mutex
+	algs map[store.ChecksumAlgorithm]int
+}
+
+func (c *checksumRecorder) note(a store.ChecksumAlgorithm) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.algs[a]++
+}
+
+func (c *checksumRecorder) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
+	c.note(in.Checksum.Algorithm)
+	return c.Store.PutObject(ctx, in)
+}
+
+func (c *checksumRecorder) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
+	c.note(in.Checksum.Algorithm)
+	return c.Store.UploadPart(ctx, in)
+}
+
+// The integrity row must describe what the benchmark's safeput actually sends: upload through
+// the harness's own uploader and compare the checksum headers seen with the row's claims.
+func TestSafeputIntegrityRowMatchesRun(t *testing.T) {
+	srv := s3test.Require(t)
+	bucket := s3test.NewBucket(t, srv)
+	st, err := awss3.New(awss3.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &checksumRecorder{Store: st, algs: map[store.ChecksumAlgorithm]int{}}
+	p := Params{PartSize: 5 << 20, Concurrency: 2, Signing: SigningUnsigned}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	data := s3test.RandomBytes(11 << 20)
+	if _, err := safeputUploader(rec, bucket, p)(ctx, "row", Source{Reader: bytes.NewReader(data), Size: int64(len(data))}); err != nil {
+		t.Fatal(err)
+	}
+	row := safeputIntegrity(p)
+	t.Logf("sent %v; row: %s", rec.algs, row)
+	if len(rec.algs) != 1 {
+		t.Fatalf("requests carried %v checksum algorithms, want one", rec.algs)
+	}
+	// The row reads "profile NAME (...): CLAIMS"; the claims must name what was sent.
+	_, claims, _ := strings.Cut(row, "): ")
+	for alg := range rec.algs {
+		if alg == store.ChecksumNone {
+			if strings.Contains(claims, "CRC") || strings.Contains(claims, "SHA") {
+				t.Errorf("safeput sent no checksum header, but the integrity row claims %q", claims)
+			}
+		} else if !strings.HasPrefix(claims, string(alg)+" ") {
+			t.Errorf("safeput sent %s, but the integrity row claims %q", alg, claims)
+		}
+	}
+	if !strings.HasPrefix(row, "profile "+safeputProfile+" ") {
+		t.Errorf("integrity row %q does not name the profile the run used (%s)", row, safeputProfile)
+	}
+}
