@@ -341,6 +341,7 @@ func Normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
 // section is regenerated. It is how a committed BENCHMARKS.md is brought up to date when the
 // raw records are gone (the harness keeps none: the tables are the run's record).
 func Reanalyse(md, header string) (string, error) {
+	md, cliMem := CutCLIMem(md)
 	i := strings.Index(md, "## Latest run")
 	if i < 0 {
 		return "", fmt.Errorf("no \"## Latest run\" section")
@@ -363,7 +364,11 @@ func Reanalyse(md, header string) (string, error) {
 			body = body[:a] + IntegrityTable(r.Params, impls) + body[a+z:]
 		}
 	}
-	return header + strings.TrimRight(body, "\n") + "\n\n" + Analysis(r), nil
+	out := header + strings.TrimRight(body, "\n") + "\n\n" + Analysis(r)
+	if cliMem != "" {
+		out += cliMem // after the analysis, which ends with a blank line
+	}
+	return out, nil
 }
 
 // IntegrityTable is the report's "Integrity settings" section for the implementations named.

@@ -273,6 +273,20 @@ const (
 	CLIMemEnd   = "<!-- cli-memory:end -->"
 )
 
+// CutCLIMem returns doc without its CLI memory block (markers included) and the block itself ("" when
+// doc has none), so the main report's generators and checks see only their own sections.
+func CutCLIMem(doc string) (rest, block string) {
+	i := strings.Index(doc, CLIMemBegin)
+	j := strings.Index(doc, CLIMemEnd)
+	if i < 0 || j < i {
+		return doc, ""
+	}
+	end := j + len(CLIMemEnd)
+	block = doc[i:end] + "\n"
+	rest = doc[:i] + strings.TrimPrefix(doc[end:], "\n")
+	return rest, block
+}
+
 // SpliceCLIMem puts section between the markers in doc, replacing what was there, or appends
 // it (with markers) when doc has none.
 func SpliceCLIMem(doc, section string) string {

@@ -13,7 +13,7 @@ func committedReport(t *testing.T) (tables, analysis string, r Report) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := string(b)
+	md, _ := CutCLIMem(string(b))
 	i := strings.Index(md, "## Latest run")
 	j := strings.Index(md, AnalysisHeading)
 	if i < 0 || j < i {
