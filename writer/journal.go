@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	stderrors "errors"
-	"io"
 
 	"go.uber.org/zap"
 
@@ -262,7 +261,7 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 			continue
 		}
 		// The source must still hold these bytes: recompute, compare with the record.
-		_, src, perr := w.prepareBody(p.Number, nil, io.NewSectionReader(w.section, w.sectionBase+off, p.Size), p.Size)
+		_, src, perr := w.prepareBody(p.Number, w.sectionPart(off, p.Size))
 		if perr != nil {
 			return nil, false, perr
 		}
@@ -322,7 +321,7 @@ func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 	for off := int64(0); off < w.cfg.sizeHint; off += w.plan.PartSize {
 		n++
 		size := min(w.plan.PartSize, w.cfg.sizeHint-off)
-		_, src, perr := w.prepareBody(n, nil, io.NewSectionReader(w.section, w.sectionBase+off, size), size)
+		_, src, perr := w.prepareBody(n, w.sectionPart(off, size))
 		if perr != nil {
 			return nil, perr
 		}

@@ -1,0 +1,166 @@
+package writer
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store"
+)
+
+// cleanup runs after a failed commit: stop parts, release buffers, abort the upload.
+func (w *Writer) cleanup(err error) error {
+	w.cancel()
+	w.wg.Wait()
+	w.releaseHeld()
+	if aerr := w.abortUpload(w.ctx); aerr != nil {
+		err = annotated(err, func(e *sperrors.Error) {
+			e.AbortFailed = true
+			e.UploadID = aerr.UploadID
+		})
+	}
+	return err
+}
+
+// annotated returns a copy of err's *Error changed by fn. Errors are values: err may be the sticky
+// error an earlier Write already returned to the caller, which must not change under them.
+func annotated(err error, fn func(*sperrors.Error)) error {
+	e := asError(err)
+	if e == nil {
+		return err
+	}
+	c := *e
+	fn(&c)
+	return &c
+}
+
+// cleanupContext is the context of the clean-up after a failure (abort, sweep, delete): detached
+// from parent, whose cancellation is often why we are here, with its own deadline.
+func (w *Writer) cleanupContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(parent), w.cfg.abortTimeout)
+}
+
+// abortUpload aborts the open upload, if any, on a context detached from the caller's (whose
+// cancellation is often why we are here) with its own deadline and retries. A part request still
+// in flight at the store when the abort lands can re-create the upload (S3 documents this: "it
+// might be necessary to abort a given multipart upload multiple times"), so the abort is
+// confirmed with ListParts and repeated until the upload is gone.
+func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
+	id := w.currentUploadID()
+	if id == "" {
+		return nil
+	}
+	ctx, cancel := w.cleanupContext(parent)
+	defer cancel()
+	err := w.abortConfirmed(ctx, id)
+	w.emit(Event{Type: EventAbort, UploadID: id, Err: err})
+	if err != nil {
+		w.log.Error("abort failed: incomplete upload left behind", zap.String("upload_id", id), zap.Error(err))
+		e := asError(err)
+		if e == nil {
+			e = &sperrors.Error{Kind: sperrors.Transient, Err: err}
+		}
+		e.AbortFailed, e.UploadID, e.Bucket, e.Key = true, id, w.bucket, w.key
+		return e
+	}
+	w.log.Debug("upload aborted", zap.String("upload_id", id))
+	w.mu.Lock()
+	w.uploadID = ""
+	w.mu.Unlock()
+	w.journalForget(id) // journal hook: the upload is gone, so is its record
+	return nil
+}
+
+// abortConfirmed aborts the upload and confirms it is gone by asking the store: ListParts must
+// no longer find it. A part request the store is still finishing when the abort lands can
+// re-create the upload, so while ListParts still lists it the abort is repeated. The repetition
+// is paced and bounded by the retry policy (its backoff and attempt limit), not by fixed sleeps:
+// the store's answer, not elapsed time, decides that the upload is gone.
+func (w *Writer) abortConfirmed(ctx context.Context, id string) error {
+	_, err := w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: id},
+		func(ctx context.Context, attempt int) error {
+			err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: id})
+			if err != nil && !isNoSuchUpload(err) {
+				return err
+			}
+			if w.uploadStillListed(ctx, id) {
+				w.log.Warn("upload still listed after abort: aborting again", zap.String("upload_id", id), zap.Int("attempt", attempt))
+				// Transient, so the policy aborts again after its backoff; a fresh value each
+				// time, since the policy annotates the errors it is given.
+				return &sperrors.Error{Kind: sperrors.Transient, Op: "AbortMultipartUpload", UploadID: id, Message: "upload still listed after abort"}
+			}
+			return nil
+		})
+	return err
+}
+
+// uploadStillListed reports whether ListParts still finds the upload after an abort. Any error
+// (404 NoSuchUpload, or a store that cannot say) counts as gone: the abort itself was accepted.
+func (w *Writer) uploadStillListed(ctx context.Context, id string) bool {
+	_, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})
+	return err == nil
+}
+
+// sweepLostCreates aborts uploads a CreateMultipartUpload left behind when its answer was lost
+// (the store created an upload we never heard of, and the retry created another). Only uploads
+// for exactly this key, started during our create attempts, with no parts, and not ours are
+// touched: a concurrent writer's upload of the same key would have parts or another start time.
+func (w *Writer) sweepLostCreates() (leftBehind []string) {
+	w.mu.Lock()
+	ambiguous, from, to, ours := w.createAmbiguous, w.createStart, w.createEnd, w.uploadIDs
+	w.mu.Unlock()
+	if !ambiguous {
+		return nil
+	}
+	ctx, cancel := w.cleanupContext(w.ctx)
+	defer cancel()
+	// Under the retry policy: a transient failure here would otherwise leave the lost upload
+	// behind unnamed.
+	var out *store.ListMultipartUploadsOutput
+	_, err := w.policy.Do(ctx, retry.Op{Name: "ListMultipartUploads", Bucket: w.bucket, Key: w.key}, func(ctx context.Context, _ int) error {
+		var err error
+		out, err = w.st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: w.bucket, Prefix: w.key})
+		return err
+	})
+	if err != nil {
+		w.log.Warn("could not look for uploads a lost CreateMultipartUpload answer left", zap.Error(err))
+		return nil
+	}
+	const skew = time.Minute // clocks of client and store differ
+	for _, u := range out.Uploads {
+		if u.Key != w.key || ours[u.UploadID] {
+			continue
+		}
+		if !u.Initiated.IsZero() && (u.Initiated.Before(from.Add(-skew)) || u.Initiated.After(to.Add(skew))) {
+			continue
+		}
+		var parts *store.ListPartsOutput
+		_, err := w.policy.Do(ctx, retry.Op{Name: "ListParts", Bucket: w.bucket, Key: w.key, UploadID: u.UploadID}, func(ctx context.Context, _ int) error {
+			var err error
+			parts, err = w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: u.UploadID})
+			return err
+		})
+		if err != nil || len(parts.Parts) > 0 {
+			continue
+		}
+		if err := w.abortConfirmed(ctx, u.UploadID); err != nil {
+			w.log.Warn("could not abort an upload a lost CreateMultipartUpload answer left", zap.String("upload_id", u.UploadID), zap.Error(err))
+			leftBehind = append(leftBehind, u.UploadID)
+			continue
+		}
+		w.log.Info("aborted an upload a lost CreateMultipartUpload answer left", zap.String("upload_id", u.UploadID))
+	}
+	return leftBehind
+}
+
+func (w *Writer) deleteObject() error {
+	ctx, cancel := w.cleanupContext(w.ctx)
+	defer cancel()
+	_, err := w.policy.Do(ctx, retry.Op{Name: "DeleteObject", Bucket: w.bucket, Key: w.key}, func(ctx context.Context, _ int) error {
+		return w.st.DeleteObject(ctx, &store.DeleteObjectInput{Bucket: w.bucket, Key: w.key})
+	})
+	return err
+}

@@ -1,0 +1,297 @@
+package writer
+
+import (
+	"bytes"
+	"context"
+	stderrors "errors"
+	"fmt"
+	"sort"
+
+	"go.uber.org/zap"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
+)
+
+// commit finishes the write; any error it returns is cleaned up by Close.
+func (w *Writer) commit() error {
+	if err := w.firstErr(); err != nil {
+		w.wg.Wait()
+		return err
+	}
+	if err := w.ctx.Err(); err != nil {
+		w.wg.Wait()
+		return w.fail(w.canceled("Close", err))
+	}
+	if w.cfg.sizeHint >= 0 && w.size != w.cfg.sizeHint {
+		w.wg.Wait()
+		return w.fail(w.errorf(sperrors.Permanent, "Close", nil, "source ended at %d bytes, shorter than the declared size %d", w.size, w.cfg.sizeHint))
+	}
+	if w.section == nil && w.currentUploadID() == "" && w.size <= w.plan.Threshold {
+		return w.putSingle()
+	}
+	// The held data is the tail: send it as the final part.
+	if w.section == nil {
+		switch {
+		case w.buf != nil && w.fill > 0:
+			if w.pending != nil {
+				full := w.pending
+				w.pending = nil // dispatch owns it now, even on error
+				if err := w.dispatch(partBody{buf: full}, false); err != nil {
+					return err
+				}
+			}
+			tail := w.buf[:w.fill]
+			w.buf = nil
+			if err := w.dispatch(partBody{buf: tail}, true); err != nil {
+				return err
+			}
+		case w.pending != nil:
+			if w.buf != nil {
+				w.release(w.buf)
+				w.buf = nil
+			}
+			full := w.pending
+			w.pending = nil
+			if err := w.dispatch(partBody{buf: full}, true); err != nil {
+				return err
+			}
+		case w.buf != nil:
+			w.release(w.buf)
+			w.buf = nil
+		}
+	}
+	w.wg.Wait()
+	if err := w.firstErr(); err != nil {
+		return err
+	}
+	return w.complete()
+}
+
+// single-PUT path: everything is in one buffer.
+func (w *Writer) putSingle() error {
+	data := w.pending
+	if data == nil && w.buf != nil {
+		data = w.buf[:w.fill]
+	}
+	defer w.releaseHeld()
+	var rec partDone
+	w.checksum(&rec, data)
+	in := &store.PutObjectInput{
+		Bucket: w.bucket, Key: w.key, ContentLength: int64(len(data)),
+		ContentType: w.cfg.contentType, Metadata: w.cfg.metadata,
+		IfNoneMatch: w.cfg.createOnly && w.cfg.rules.ConditionalPut,
+	}
+	if w.caps.alg != store.ChecksumNone {
+		in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
+	}
+	if w.cfg.contentMD5 {
+		in.ContentMD5 = md5Header(rec.md5)
+	}
+	want := verify.Expected{Size: int64(len(data))}
+	if w.caps.local != store.ChecksumNone {
+		want.Checksum = store.Checksum{Algorithm: w.caps.local, Value: rec.sum}
+	}
+	if rec.hasMD5 {
+		want.ETag = fmt.Sprintf("%x", rec.md5)
+	}
+	res := &Result{Bucket: w.bucket, Key: w.key, Size: int64(len(data)), Checksum: want.Checksum}
+	if w.cfg.createOnly && !in.IfNoneMatch {
+		if done, err := w.precheckCreateOnly(want, res); done {
+			return err
+		}
+	}
+	var out *store.PutObjectOutput
+	err := w.doSized("PutObject", 0, int64(len(data)), func(ctx context.Context, _ int) error {
+		in.Body = bytes.NewReader(data)
+		w.bytesSent.Add(int64(len(data)))
+		o, err := w.st.PutObject(ctx, in)
+		if err != nil && w.caps.probing && headerRefused(err) {
+			w.dropOfferedChecksum("PutObject", err)
+			in.Checksum = store.Checksum{}
+			in.Body = bytes.NewReader(data)
+			w.bytesSent.Add(int64(len(data)))
+			o, err = w.st.PutObject(ctx, in)
+		}
+		if err != nil {
+			return err
+		}
+		receipt := verify.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
+		if _, err := verify.CheckReceipt(receipt, o.ETag, o.Checksums, w.etagTrusted(false)); err != nil {
+			return w.integrity("PutObject", 0, err)
+		}
+		out = o
+		return nil
+	})
+	if err != nil {
+		if w.cfg.createOnly && isPrecondition(err) {
+			return w.landedAlready(err, want, res)
+		}
+		return w.fail(err)
+	}
+	res.ETag, res.VersionID = out.ETag, out.VersionID
+	if out.ETag == "" {
+		w.note("the store's PutObject answer carried no ETag; the HEAD decided")
+	}
+	return w.verifyLanded(want, res)
+}
+
+// complete checks the layout with ListParts, commits, and verifies.
+func (w *Writer) complete() error {
+	uploadID := w.currentUploadID()
+	w.mu.Lock()
+	parts := make([]partDone, 0, len(w.parts))
+	for _, p := range w.parts {
+		parts = append(parts, p)
+	}
+	w.mu.Unlock()
+	sort.Slice(parts, func(i, j int) bool { return parts[i].number < parts[j].number })
+	if len(parts) != int(w.nextPart) {
+		return w.fail(w.errorf(sperrors.Internal, "Complete", nil, "%d of %d parts recorded", len(parts), w.nextPart))
+	}
+
+	// Before commit: the store must list exactly what was sent.
+	var listed []store.Part
+	err := w.do("ListParts", 0, func(ctx context.Context, _ int) error {
+		out, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: uploadID})
+		if err != nil {
+			return err
+		}
+		listed = out.Parts
+		return nil
+	})
+	if err != nil {
+		return w.fail(err)
+	}
+	receipts := make([]verify.Receipt, len(parts))
+	etags := make(map[int32]string, len(parts))
+	completed := make([]store.CompletedPart, len(parts))
+	var crc *verify.CRC
+	if w.caps.local != store.ChecksumNone {
+		crc, _ = verify.NewCRC(w.caps.local)
+	}
+	md5s := make([][16]byte, 0, len(parts))
+	for i, p := range parts {
+		receipts[i] = verify.Receipt{PartNumber: p.number, Size: p.size}
+		if crc != nil {
+			// Compared with ListParts whenever the store reports that algorithm, sent or not.
+			receipts[i].Checksum = store.Checksum{Algorithm: w.caps.local, Value: p.sum}
+			crc.Append(p.crc, p.size)
+		}
+		etags[p.number] = p.etag
+		completed[i] = store.CompletedPart{PartNumber: p.number, ETag: p.etag}
+		if w.caps.alg != store.ChecksumNone {
+			// Sent for FULL_OBJECT too: some stores (Versity) require every part's checksum.
+			completed[i].Checksum = store.Checksum{Algorithm: w.caps.alg, Value: p.sum}
+		}
+		if p.hasMD5 {
+			md5s = append(md5s, p.md5)
+		}
+	}
+	if bad, err := verify.CheckLayout(receipts, etags, listed); err != nil {
+		// A part the store lost or kept wrong is re-sent when the source can be re-read
+		// (ReaderAt); a streamed part's buffer is gone, so the write fails instead.
+		if w.section == nil || !w.resend(bad, parts) {
+			return w.fail(w.integrity("ListParts", 0, err))
+		}
+		return w.complete()
+	}
+
+	in := &store.CompleteMultipartUploadInput{
+		Bucket: w.bucket, Key: w.key, UploadID: uploadID, Parts: completed,
+		IfNoneMatch: w.cfg.createOnly && w.cfg.rules.ConditionalComplete, ObjectSize: w.size,
+	}
+	want := verify.Expected{Size: w.size}
+	if crc != nil {
+		// The full-object value, combined from the parts' CRCs: no second pass over the data.
+		want.Checksum = store.Checksum{Algorithm: w.caps.local, Value: crc.String()}
+	}
+	if w.caps.alg != store.ChecksumNone {
+		in.ChecksumType = store.ChecksumTypeComposite
+		if w.caps.fullObject {
+			in.FullObjectChecksum = want.Checksum
+			in.ChecksumType = store.ChecksumTypeFullObject
+		}
+	}
+	if len(md5s) == len(parts) {
+		want.ETag = verify.MultipartETag(md5s)
+	}
+	res := &Result{
+		Bucket: w.bucket, Key: w.key, Size: w.size, Checksum: want.Checksum, Multipart: true,
+		Parts: len(parts), PartSize: w.plan.PartSize, UploadID: uploadID,
+	}
+	if w.cfg.createOnly && !in.IfNoneMatch {
+		if done, err := w.precheckCreateOnly(want, res); done {
+			return err
+		}
+	}
+	// Journal hook: what Complete is about to create, so recovery can tell whether it landed.
+	if err := w.journalIntend(want); err != nil {
+		return w.fail(err)
+	}
+	var out *store.CompleteMultipartUploadOutput
+	err = w.doSized("CompleteMultipartUpload", 0, w.size, func(ctx context.Context, attempt int) error {
+		o, err := w.st.CompleteMultipartUpload(ctx, in)
+		if err != nil {
+			// The upload is gone: an earlier Complete (whose answer was lost, or which the
+			// store reports oddly, as MinIO does) may have landed it. Versity answers a re-sent
+			// Complete for a finished upload with InvalidPart instead.
+			if isNoSuchUpload(err) || (attempt > 1 && hasCode(err, "InvalidPart")) {
+				return &lostResponse{err: err}
+			}
+			return err
+		}
+		out = o
+		return nil
+	})
+	var lost *lostResponse
+	switch {
+	case err == nil:
+	case stderrors.As(err, &lost):
+		return w.landedAlready(lost.err, want, res)
+	case w.cfg.createOnly && isPrecondition(err):
+		return w.landedAlready(err, want, res)
+	default:
+		return w.fail(err)
+	}
+	w.mu.Lock()
+	w.uploadID = "" // committed: nothing to abort any more
+	w.mu.Unlock()
+	res.ETag, res.VersionID = out.ETag, out.VersionID
+	if out.ETag == "" {
+		w.note("the store's CompleteMultipartUpload answer carried no ETag; the HEAD decided")
+	}
+	return w.verifyLanded(want, res)
+}
+
+// resend uploads the listed parts again from the ReaderAt source, once per write. It reports
+// whether every part went out again; complete then re-checks the layout from scratch.
+func (w *Writer) resend(bad []int32, parts []partDone) bool {
+	if w.resent || len(bad) == 0 {
+		return false
+	}
+	w.resent = true
+	// The layout check found the store keeping something other than what was sent: count it.
+	w.mu.Lock()
+	w.stats.ByKind[sperrors.Integrity] += len(bad)
+	w.mu.Unlock()
+	sizes := make(map[int32]int64, len(parts))
+	for _, p := range parts {
+		sizes[p.number] = p.size
+	}
+	for _, n := range bad {
+		size, ok := sizes[n]
+		if !ok {
+			return false // a part we never sent: nothing to re-send
+		}
+		off := int64(n-1) * w.plan.PartSize
+		w.log.Warn("re-sending a part the store did not keep as sent", zap.Int32("part", n), zap.Int64("size", size),
+			zap.String("upload_id", w.currentUploadID()))
+		w.uploadPart(n, w.sectionPart(off, size))
+		if w.firstErr() != nil {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,157 @@
+package writer
+
+import (
+	"context"
+	stderrors "errors"
+	"fmt"
+	"runtime/debug"
+
+	"go.uber.org/zap"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store"
+)
+
+// do runs one store operation under the retry policy and folds its stats into the writer's.
+func (w *Writer) do(op string, part int32, fn func(ctx context.Context, attempt int) error) error {
+	return w.doSized(op, part, 0, fn)
+}
+
+// doSized is do for a request with a body of size bytes (logged with every retry).
+func (w *Writer) doSized(op string, part int32, size int64, fn func(ctx context.Context, attempt int) error) error {
+	uploadID := w.currentUploadID()
+	var last error
+	stats, err := w.policy.Do(w.ctx, retry.Op{Name: op, Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part, Size: size},
+		func(ctx context.Context, attempt int) error {
+			if attempt > 1 {
+				// The event says why this attempt is a retry: the previous attempt's failure.
+				w.emit(Event{Type: EventRetry, UploadID: uploadID, PartNumber: part, Size: size, Attempt: attempt,
+					Kind: sperrors.ClassifyCtx(w.ctx, last).Kind, Err: last})
+			}
+			last = fn(ctx, attempt)
+			return last
+		})
+	w.mu.Lock()
+	w.stats.Add(stats)
+	w.mu.Unlock()
+	if err != nil {
+		if e := asError(err); e != nil {
+			if e.Bucket == "" && e.Key == "" {
+				e.Bucket, e.Key = w.bucket, w.key
+			}
+			if e.UploadID == "" {
+				e.UploadID = uploadID
+			}
+			if e.PartNumber == 0 {
+				e.PartNumber = part
+			}
+		}
+		w.log.Debug("operation failed", zap.String("op", op), zap.Int32("part", part), zap.Int64("size", size),
+			zap.String("upload_id", uploadID), zap.Int("attempt", stats.Attempts), zap.Error(err))
+	}
+	return err
+}
+
+// fail records the first error (sticky) and cancels in-flight work; it returns the sticky error.
+func (w *Writer) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	first := w.err
+	w.mu.Unlock()
+	w.cancel()
+	return first
+}
+
+func (w *Writer) firstErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func (w *Writer) errorf(k sperrors.Kind, op string, cause error, format string, args ...any) *sperrors.Error {
+	return &sperrors.Error{Kind: k, Op: op, Bucket: w.bucket, Key: w.key, UploadID: w.currentUploadID(), Message: fmt.Sprintf(format, args...), Err: cause}
+}
+
+func (w *Writer) integrity(op string, part int32, cause error) *sperrors.Error {
+	e := w.errorf(sperrors.Integrity, op, cause, "%v", cause)
+	e.PartNumber = part
+	return e
+}
+
+// sourceError classifies a failure to read the caller's source: Canceled when it is the
+// context ending (a reader that honours ctx), else Permanent (retrying the store cannot help).
+func (w *Writer) sourceError(op string, part int32, err error) *sperrors.Error {
+	if w.ctx.Err() != nil || stderrors.Is(err, context.Canceled) || stderrors.Is(err, context.DeadlineExceeded) {
+		e := w.canceled(op, err)
+		e.PartNumber = part
+		return e
+	}
+	e := w.errorf(sperrors.Permanent, op, err, "reading the source failed")
+	e.PartNumber = part
+	return e
+}
+
+func (w *Writer) canceled(op string, cause error) *sperrors.Error {
+	return w.errorf(sperrors.Canceled, op, cause, "the write's context ended")
+}
+
+// recoverTo turns a panic in a part goroutine into an Internal error instead of a crash.
+func (w *Writer) recoverTo(op string, part int32) {
+	if r := recover(); r != nil {
+		e := w.errorf(sperrors.Internal, op, nil, "recovered panic: %v", r)
+		e.PartNumber = part
+		w.log.Error("panic recovered", zap.String("op", op), zap.Int32("part", part), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+		_ = w.fail(e)
+	}
+}
+
+func (w *Writer) emit(e Event) {
+	if w.cfg.observer == nil {
+		return
+	}
+	e.Bucket, e.Key = w.bucket, w.key
+	defer func() { _ = recover() }() // an observer's panic must not break the write
+	w.cfg.observer(e)
+}
+
+func asError(err error) *sperrors.Error {
+	var e *sperrors.Error
+	if stderrors.As(err, &e) {
+		return e
+	}
+	return nil
+}
+
+func isPrecondition(err error) bool {
+	e := asError(err)
+	return e != nil && e.Kind == sperrors.Precondition
+}
+
+func isNoSuchUpload(err error) bool { return hasCode(err, "NoSuchUpload") }
+
+func hasCode(err error, code string) bool {
+	if err == nil {
+		return false
+	}
+	if e := asError(err); e != nil && e.Code == code {
+		return true
+	}
+	var re *store.ResponseError
+	return stderrors.As(err, &re) && re.Code == code
+}
+
+func classifyRule(op, bucket, key string, err error) error {
+	var re *multipart.RuleError
+	kind := sperrors.Permanent
+	if stderrors.As(err, &re) {
+		kind = sperrors.Compatibility
+	}
+	return &sperrors.Error{Kind: kind, Op: op, Bucket: bucket, Key: key, Message: err.Error(), Err: err}
+}

@@ -1,0 +1,180 @@
+package writer
+
+import (
+	"io"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/multipart"
+)
+
+// Write copies p into part buffers. It sends nothing until a part is full and more data
+// follows, so small writes (a Parquet writer's 4-byte magic) cannot fail on the network.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.op.Lock()
+	defer w.op.Unlock()
+	return w.write(p)
+}
+
+func (w *Writer) write(p []byte) (int, error) {
+	if err := w.checkWritable(); err != nil {
+		return 0, err
+	}
+	written := 0
+	for len(p) > 0 {
+		if w.buf == nil {
+			if err := w.nextBuffer(); err != nil {
+				return written, err
+			}
+		}
+		n := copy(w.buf[w.fill:], p)
+		w.fill += n
+		written += n
+		p = p[n:]
+		if err := w.account(int64(n)); err != nil {
+			return written, err
+		}
+		if w.fill == len(w.buf) {
+			w.pending, w.buf, w.fill = w.buf, nil, 0
+		}
+	}
+	return written, nil
+}
+
+// ReadFrom reads r to EOF straight into part buffers (no intermediate copy).
+func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
+	w.op.Lock()
+	defer w.op.Unlock()
+	if err := w.checkWritable(); err != nil {
+		return 0, err
+	}
+	if r == nil {
+		return 0, w.fail(sperrors.New(sperrors.Permanent, "ReadFrom", "nil reader"))
+	}
+	var total int64
+	for {
+		if w.buf == nil {
+			if err := w.nextBuffer(); err != nil {
+				return total, err
+			}
+		}
+		n, err := r.Read(w.buf[w.fill:])
+		if n < 0 || n > len(w.buf)-w.fill {
+			return total, w.fail(sperrors.New(sperrors.Internal, "ReadFrom", "reader returned invalid count %d", n))
+		}
+		w.fill += n
+		total += int64(n)
+		if aerr := w.account(int64(n)); aerr != nil {
+			return total, aerr
+		}
+		if err == nil && w.fill == len(w.buf) {
+			// Probe one byte before taking a new buffer: a stream that ends exactly here must
+			// not start a multipart upload (or a part) it does not need.
+			var probe [1]byte
+			m, perr := io.ReadFull(r, probe[:])
+			w.pending, w.buf, w.fill = w.buf, nil, 0
+			if m == 0 && (perr == io.EOF || perr == io.ErrUnexpectedEOF) {
+				return total, nil
+			}
+			if m == 1 {
+				total++
+				if _, werr := w.write(probe[:]); werr != nil {
+					return total, werr
+				}
+			}
+			if perr != nil && perr != io.EOF {
+				return total, w.fail(w.sourceError("ReadFrom", 0, perr))
+			}
+			continue
+		}
+		if w.fill == len(w.buf) {
+			w.pending, w.buf, w.fill = w.buf, nil, 0
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, w.fail(w.sourceError("ReadFrom", 0, err))
+		}
+		if err := w.ctx.Err(); err != nil {
+			return total, w.fail(w.canceled("ReadFrom", err))
+		}
+	}
+}
+
+func (w *Writer) checkWritable() error {
+	w.mu.Lock()
+	closed, err := w.closed, w.err
+	w.mu.Unlock()
+	if err != nil {
+		return err // sticky: the first failure, or the caller's Abort
+	}
+	if closed {
+		return w.errorf(sperrors.Permanent, "Write", ErrClosed, "write after Close")
+	}
+	if err := w.ctx.Err(); err != nil {
+		return w.fail(w.canceled("Write", err))
+	}
+	return nil
+}
+
+// account adds n accepted bytes and enforces the declared size and the plan's ceiling.
+func (w *Writer) account(n int64) error {
+	w.size += n
+	if w.cfg.sizeHint >= 0 && w.size > w.cfg.sizeHint {
+		return w.fail(w.errorf(sperrors.Permanent, "Write", nil, "source is longer than the declared size %d", w.cfg.sizeHint))
+	}
+	if w.plan.Ceiling > 0 && w.size > w.plan.Ceiling {
+		return w.fail(w.errorf(sperrors.Compatibility, "Write", nil,
+			"object grew past %s, the most %d parts of %s can hold under profile %s; set WithExpectedMaxSize or WithSize",
+			multipart.FormatSize(w.plan.Ceiling), w.cfg.rules.MaxParts, multipart.FormatSize(w.plan.PartSize), w.cfg.rules.Name))
+	}
+	return nil
+}
+
+// nextBuffer dispatches the held full part (it is not the last: more data came) and takes a
+// fresh buffer, waiting for a slot and for memory budget.
+func (w *Writer) nextBuffer() error {
+	if w.pending != nil {
+		full := w.pending
+		w.pending = nil // dispatch owns it now, even on error
+		if err := w.dispatch(partBody{buf: full}, false); err != nil {
+			return err
+		}
+	}
+	select {
+	case w.slots <- struct{}{}:
+	case <-w.ctx.Done():
+		return w.fail(w.canceled("Write", w.ctx.Err()))
+	}
+	size := w.plan.PartSize
+	if w.cfg.sizeHint >= 0 {
+		// A known small object needs only its own size, not a whole part.
+		size = max(1, min(size, w.cfg.sizeHint-w.size))
+	}
+	buf, err := w.cfg.budget.get(w.ctx, int(size))
+	if err != nil {
+		<-w.slots
+		return w.fail(w.canceled("Write", err))
+	}
+	w.buf, w.fill = buf, 0
+	return nil
+}
+
+func (w *Writer) release(buf []byte) {
+	if buf == nil {
+		return
+	}
+	w.cfg.budget.put(buf)
+	<-w.slots
+}
+
+func (w *Writer) releaseHeld() {
+	if w.buf != nil {
+		w.release(w.buf)
+		w.buf = nil
+	}
+	if w.pending != nil {
+		w.release(w.pending)
+		w.pending = nil
+	}
+}

@@ -1,0 +1,181 @@
+package writer
+
+import (
+	"context"
+	stderrors "errors"
+	"fmt"
+	"io"
+	"time"
+
+	"go.uber.org/zap"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
+)
+
+// lostResponse marks a Complete whose answer was lost: not retryable, check the key instead.
+type lostResponse struct{ err error }
+
+func (l *lostResponse) Error() string { return "response lost: " + l.err.Error() }
+
+func (l *lostResponse) Unwrap() error { return l.err }
+
+// precheckCreateOnly emulates If-None-Match with a HEAD on stores that do not support it (racy
+// by nature; the profile says so). done is true when the key exists: err is then the outcome.
+func (w *Writer) precheckCreateOnly(want verify.Expected, res *Result) (done bool, err error) {
+	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+		_, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key})
+		return err
+	})
+	if herr == nil {
+		cause := &sperrors.Error{Kind: sperrors.Precondition, Op: "HeadObject", StatusCode: 412, Code: "PreconditionFailed", Message: "key exists (checked by HEAD: the store has no conditional writes)"}
+		return true, w.landedAlready(cause, want, res)
+	}
+	var re *store.ResponseError
+	if stderrors.As(herr, &re) && re.StatusCode == 404 {
+		return false, nil
+	}
+	return true, w.fail(herr)
+}
+
+// landedAlready handles a 412 on a create-only write, or NoSuchUpload on a re-sent Complete: if
+// the object at the key is exactly ours, the write landed (idempotent success); else it is a
+// Precondition error and the existing object is left untouched.
+func (w *Writer) landedAlready(cause error, want verify.Expected, res *Result) error {
+	head, herr := w.headWithChecksum()
+	if herr == nil {
+		j := w.judge(want, head, res.Multipart)
+		if j.mismatch == nil {
+			res.AlreadyExisted = true
+			res.ETag, res.VersionID = head.ETag, head.VersionID
+			if w.currentUploadID() != "" {
+				// Our own upload did not commit (the object was already there): discard it.
+				if aerr := w.abortUpload(w.ctx); aerr != nil {
+					return aerr
+				}
+			}
+			if j.method.Strong() {
+				res.Verified, res.VerifiedStrong = j.method, true
+				w.takeNotes(res)
+				return w.finish(res)
+			}
+			// Landed, perhaps ours, but unproven. Without create-only the caller asked to
+			// write the key, so what is there is (most likely) ours to remove; with it, it
+			// may be another writer's.
+			if err := w.unverified(j, res, !w.cfg.createOnly); err != nil {
+				return err
+			}
+			w.takeNotes(res)
+			return w.finish(res)
+		}
+	}
+	if herr != nil {
+		return w.fail(w.nothingLanded(cause, herr))
+	}
+	e := w.errorf(sperrors.Precondition, "Complete", cause, "an object already exists at the key and is not the one written; it was left untouched")
+	if ce := asError(cause); ce != nil {
+		e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
+	}
+	return w.fail(e)
+}
+
+// verifyLanded compares the committed object with what was written. A mismatch is an Integrity
+// error, and the bad object is deleted (it is ours, and must not be read as good data).
+func (w *Writer) verifyLanded(want verify.Expected, res *Result) error {
+	head, err := w.headWithChecksum()
+	if err != nil {
+		return w.fail(err)
+	}
+	j := w.judge(want, head, res.Multipart)
+	method, verr := j.method, j.mismatch
+	w.emit(Event{Type: EventVerify, Size: want.Size, Method: method, Err: verr})
+	if verr == nil && !method.Strong() {
+		if err := w.unverified(j, res, true); err != nil {
+			return err
+		}
+		if res.ETag == "" {
+			res.ETag = head.ETag
+		}
+		w.takeNotes(res)
+		return w.finish(res)
+	}
+	if verr != nil {
+		e := w.integrity("Verify", 0, verr)
+		if derr := w.deleteObject(); derr != nil {
+			e.Message += "; the corrupt object could not be deleted: " + derr.Error()
+		} else {
+			e.Message += "; the corrupt object was deleted"
+		}
+		return w.fail(e)
+	}
+	res.Verified, res.VerifiedStrong = method, method.Strong()
+	if res.ETag == "" {
+		res.ETag = head.ETag
+	}
+	w.takeNotes(res)
+	return w.finish(res)
+}
+
+// readBack re-reads the whole object and compares length and CRC.
+func (w *Writer) readBack(want verify.Expected) (verify.Method, error) {
+	alg := want.Checksum.Algorithm
+	if alg == store.ChecksumNone || !verify.IsCRC(alg) {
+		alg = store.ChecksumCRC64NVME
+	}
+	var got uint64
+	var n int64
+	err := w.do("GetObject", 0, func(ctx context.Context, _ int) error {
+		out, err := w.st.GetObject(ctx, &store.GetObjectInput{Bucket: w.bucket, Key: w.key})
+		if err != nil {
+			return err
+		}
+		defer out.Body.Close()
+		c, _ := verify.NewCRC(alg)
+		buf := make([]byte, 256<<10)
+		for {
+			m, rerr := out.Body.Read(buf)
+			c.Update(buf[:m])
+			if rerr == io.EOF {
+				break
+			}
+			if rerr != nil {
+				return rerr
+			}
+		}
+		got, n = c.Value(), c.Size()
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if n != want.Size {
+		return "", &verify.Mismatch{What: "read-back length", Want: fmt.Sprint(want.Size), Got: fmt.Sprint(n)}
+	}
+	if want.Checksum.Algorithm == alg && verify.EncodeCRCValue(alg, got) != want.Checksum.Value {
+		return "", &verify.Mismatch{What: "read-back " + string(alg), Want: want.Checksum.Value, Got: verify.EncodeCRCValue(alg, got)}
+	}
+	if want.Checksum.Algorithm != alg {
+		// No checksum was computed while writing; compare with the parts' combined value.
+		return verify.MethodLengthOnly, nil
+	}
+	return verify.MethodReadBack, nil
+}
+
+func (w *Writer) finish(res *Result) error {
+	w.mu.Lock()
+	res.BytesSent = w.bytesSent.Load()
+	res.Requests = w.stats.Attempts
+	res.Failures = make(map[sperrors.Kind]int, len(w.stats.ByKind))
+	for k, v := range w.stats.ByKind {
+		res.Failures[k] = v
+	}
+	res.UploadAttempts = 1
+	res.Elapsed = time.Since(w.start)
+	w.result = res
+	w.mu.Unlock()
+	w.emit(Event{Type: EventDone, Size: res.Size, Method: res.Verified, BytesDone: res.Size, Elapsed: res.Elapsed})
+	w.log.Debug("write landed", zap.Int64("size", res.Size), zap.Int("parts", res.Parts),
+		zap.String("verified", string(res.Verified)), zap.Bool("already_existed", res.AlreadyExisted))
+	return nil
+}

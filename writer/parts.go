@@ -1,0 +1,216 @@
+package writer
+
+import (
+	"bytes"
+	"context"
+	"io"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/bufpool"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
+)
+
+type partDone struct {
+	number int32
+	size   int64
+	etag   string
+	crc    uint64
+	sum    string
+	md5    [16]byte
+	hasMD5 bool
+}
+
+// partBody is one part's bytes: a pooled buffer the writer filled, or a section of the caller's
+// io.ReaderAt source, sent with no copy. Either way it holds one of the writer's slots, which
+// releaseBody gives back, so one dispatch path serves both sources.
+type partBody struct {
+	buf     []byte            // a part buffer from the budget; nil for a section
+	section *io.SectionReader // a section of the ReaderAt source; nil for a buffer
+}
+
+func (b partBody) size() int64 {
+	if b.section != nil {
+		return b.section.Size()
+	}
+	return int64(len(b.buf))
+}
+
+// releaseBody gives back what b holds: the buffer (with its slot) to the budget, or the slot.
+func (w *Writer) releaseBody(b partBody) {
+	if b.section != nil {
+		<-w.slots
+		return
+	}
+	w.release(b.buf)
+}
+
+// dispatch sends body as the next part in the background, starting the multipart upload first
+// if needed. What body holds is released when the part is done, or at once when it cannot go.
+func (w *Writer) dispatch(body partBody, final bool) error {
+	if err := w.ensureUpload(); err != nil {
+		w.releaseBody(body)
+		return err
+	}
+	w.nextPart++
+	n := w.nextPart
+	if err := w.plan.CheckPart(int(n), body.size(), final); err != nil {
+		w.releaseBody(body)
+		return w.fail(classifyRule("UploadPart", w.bucket, w.key, err))
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer w.releaseBody(body)
+		defer w.recoverTo("UploadPart", n)
+		w.uploadPart(n, body)
+	}()
+	return nil
+}
+
+// dispatchSection sends [off, off+size) of the ReaderAt source as the next part once a slot is
+// free: parts in flight stay within the concurrency, as with buffers.
+func (w *Writer) dispatchSection(off, size int64, final bool) error {
+	select {
+	case w.slots <- struct{}{}:
+	case <-w.ctx.Done():
+		return w.fail(w.canceled("UploadPart", w.ctx.Err()))
+	}
+	return w.dispatch(w.sectionPart(off, size), final)
+}
+
+// sectionPart is [off, off+size) of the object in the ReaderAt source.
+func (w *Writer) sectionPart(off, size int64) partBody {
+	return partBody{section: io.NewSectionReader(w.section, w.sectionBase+off, size)}
+}
+
+// uploadPart sends one part with retries. The body of every attempt is a fresh reader over the
+// same held bytes, and the checksum is recomputed from exactly those bytes each attempt, so a
+// retry can never carry a stale checksum.
+func (w *Writer) uploadPart(n int32, part partBody) {
+	size := part.size()
+	uploadID := w.currentUploadID()
+	w.emit(Event{Type: EventPartStarted, UploadID: uploadID, PartNumber: n, Size: size})
+	var done partDone
+	first := true
+	err := w.doSized("UploadPart", n, size, func(ctx context.Context, attempt int) error {
+		body, rec, err := w.prepareBody(n, part)
+		if err != nil {
+			return err
+		}
+		if !first && rec.crc != done.crc {
+			return w.errorf(sperrors.Internal, "UploadPart", nil, "part %d bytes changed between attempts (checksum %s then %s)", n, done.sum, rec.sum)
+		}
+		if first {
+			done = rec
+			first = false
+		}
+		in := &store.UploadPartInput{
+			Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: n,
+			Body: body, ContentLength: size,
+		}
+		if w.caps.alg != store.ChecksumNone {
+			in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
+		}
+		if w.cfg.contentMD5 && rec.hasMD5 {
+			in.ContentMD5 = md5Header(rec.md5)
+		}
+		w.bytesSent.Add(size)
+		out, err := w.st.UploadPart(ctx, in)
+		if err != nil {
+			return err
+		}
+		receipt := verify.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
+		// A store whose multipart ETags are MD5-of-part-MD5s makes part ETags that are MD5s.
+		if _, err := verify.CheckReceipt(receipt, out.ETag, out.Checksums, w.etagTrusted(false) || w.etagTrusted(true)); err != nil {
+			return w.integrity("UploadPart", n, err)
+		}
+		done.etag = out.ETag
+		return nil
+	})
+	if err != nil {
+		_ = w.fail(err)
+		return
+	}
+	// Journal hook: the verified part's receipt, for resume and recovery.
+	if err := w.journalPart(done); err != nil {
+		_ = w.fail(err)
+		return
+	}
+	w.mu.Lock()
+	w.parts[n] = done
+	w.mu.Unlock()
+	total := w.bytesDone.Add(size)
+	w.emit(Event{Type: EventPartDone, UploadID: uploadID, PartNumber: n, Size: size, BytesDone: total})
+}
+
+// prepareBody returns a fresh reader over the part and its checksums.
+func (w *Writer) prepareBody(n int32, part partBody) (io.ReadSeeker, partDone, error) {
+	size := part.size()
+	rec := partDone{number: n, size: size}
+	if part.section == nil {
+		w.checksum(&rec, part.buf)
+		return bytes.NewReader(part.buf), rec, nil
+	}
+	section := part.section
+	// A ReaderAt source is read twice (checksum, then send) instead of being copied.
+	if _, err := section.Seek(0, io.SeekStart); err != nil {
+		return nil, rec, err
+	}
+	crc := verify.ChecksumOf(w.caps.local, nil)
+	var md5h md5Hasher
+	if w.caps.md5 {
+		md5h = newMD5()
+	}
+	chunkBuf := sectionChunks.Get()
+	defer sectionChunks.Put(chunkBuf)
+	chunk := *chunkBuf
+	var read int64
+	for read < size {
+		m, err := section.Read(chunk)
+		if m > 0 {
+			if w.caps.local != store.ChecksumNone {
+				crc = verify.Update(w.caps.local, crc, chunk[:m])
+			}
+			if md5h != nil {
+				_, _ = md5h.Write(chunk[:m])
+			}
+			read += int64(m)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, rec, w.sourceError("UploadPart", n, err)
+		}
+	}
+	if read != size {
+		return nil, rec, w.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size", read, n, size)
+	}
+	if w.caps.local != store.ChecksumNone {
+		rec.crc, rec.sum = crc, verify.EncodeCRCValue(w.caps.local, crc)
+	}
+	if md5h != nil {
+		copy(rec.md5[:], md5h.Sum(nil))
+		rec.hasMD5 = true
+	}
+	if _, err := section.Seek(0, io.SeekStart); err != nil {
+		return nil, rec, err
+	}
+	return section, rec, nil
+}
+
+// sectionChunks are the read buffers prepareBody checksums a ReaderAt part through, shared by
+// all writers so a part costs no allocation.
+var sectionChunks = bufpool.New(256 << 10)
+
+func (w *Writer) checksum(rec *partDone, data []byte) {
+	if w.caps.local != store.ChecksumNone {
+		rec.crc = verify.ChecksumOf(w.caps.local, data)
+		rec.sum = verify.EncodeCRCValue(w.caps.local, rec.crc)
+	}
+	if w.caps.md5 {
+		_, rec.md5 = verify.MD5Base64(data)
+		rec.hasMD5 = true
+	}
+}

@@ -1,0 +1,94 @@
+package writer
+
+import (
+	"context"
+	stderrors "errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/safeput/safeput/store"
+)
+
+// session is the state of the writer's multipart upload, guarded by Writer.mu: the upload id,
+// the parts the store acknowledged, and what a lost CreateMultipartUpload answer may have left.
+type session struct {
+	uploadID string
+	parts    map[int32]partDone
+	// createAmbiguous: a CreateMultipartUpload attempt got no answer between createStart and
+	// createEnd, so the store may hold an upload we never heard of (see sweepLostCreates).
+	createAmbiguous        bool
+	createStart, createEnd time.Time
+	uploadIDs              map[string]bool // every upload id this writer was given
+}
+
+// ensureUpload creates the multipart upload before the first part, once.
+func (w *Writer) ensureUpload() error {
+	if w.currentUploadID() != "" {
+		return nil
+	}
+	if err := w.firstErr(); err != nil {
+		return err
+	}
+	in := &store.CreateMultipartUploadInput{
+		Bucket: w.bucket, Key: w.key, ContentType: w.cfg.contentType, Metadata: w.cfg.metadata,
+	}
+	if w.caps.alg != store.ChecksumNone {
+		in.ChecksumAlgorithm = w.caps.alg
+		in.ChecksumType = store.ChecksumTypeComposite
+		if w.caps.fullObject {
+			in.ChecksumType = store.ChecksumTypeFullObject
+		}
+	}
+	// Journal hook: a placeholder is on disk before the create is sent, so a kill before the
+	// real upload id is journaled still leaves a trace Recover can follow; removed on return.
+	createdJournaled, err := w.journalCreating()
+	if err != nil {
+		return w.fail(err)
+	}
+	defer createdJournaled()
+	var id string
+	w.createStart = time.Now()
+	err = w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
+		out, err := w.st.CreateMultipartUpload(ctx, in)
+		if err != nil && w.caps.probing && headerRefused(err) {
+			w.dropOfferedChecksum("CreateMultipartUpload", err)
+			in.ChecksumAlgorithm, in.ChecksumType = store.ChecksumNone, store.ChecksumTypeNone
+			out, err = w.st.CreateMultipartUpload(ctx, in)
+		}
+		if err != nil {
+			var re *store.ResponseError
+			if !stderrors.As(err, &re) {
+				// No answer: the store may have created an upload we will never hear of.
+				w.mu.Lock()
+				w.createAmbiguous = true
+				w.mu.Unlock()
+			}
+			return err
+		}
+		id = out.UploadID
+		return nil
+	})
+	w.mu.Lock()
+	w.createEnd = time.Now()
+	w.mu.Unlock()
+	if err != nil {
+		return w.fail(err)
+	}
+	w.mu.Lock()
+	w.uploadID = id
+	w.uploadIDs[id] = true
+	w.mu.Unlock()
+	w.log.Debug("multipart upload created", zap.String("upload_id", id), zap.Int64("part_size", w.plan.PartSize))
+	// Journal hook: the upload id is on disk before the first part is sent.
+	if err := w.journalBegin(id); err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+func (w *Writer) currentUploadID() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.uploadID
+}
