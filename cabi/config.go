@@ -167,7 +167,7 @@ func (c Config) writerOptions() ([]writer.Option, error) {
 		opts = append(opts, writer.WithExpectedMaxSize(c.ExpectedSize.n))
 	}
 	if c.CreateOnly {
-		opts = append(opts, writer.WithCreateOnly())
+		opts = append(opts, writer.WithCreateOnly(true))
 	}
 	if c.ContentType != "" {
 		opts = append(opts, writer.WithContentType(c.ContentType))

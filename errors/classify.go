@@ -42,7 +42,7 @@ const (
 // depend on the operation. Otherwise the rules are, in order:
 //
 //  1. context.Canceled or context.DeadlineExceeded anywhere in the chain: Canceled. Classify
-//     cannot tell the caller's context from a per-attempt timeout; ClassifyCtx can.
+//     cannot tell the caller's context from a per-attempt timeout; ClassifyContext can.
 //  2. Rejected input (store.ErrInvalidInput, or an error with InvalidInput() true): Permanent.
 //  3. An S3 error code in the code table (CodeTable): its Kind.
 //  4. An HTTP status of 400 or more: the status table (StatusTable), else 5xx Transient and 4xx
@@ -64,11 +64,11 @@ func Classify(err error) *Error {
 	return classify(err, "", false)
 }
 
-// ClassifyCtx is Classify for an error returned under ctx, the caller's context. It returns
+// ClassifyContext is Classify for an error returned under ctx, the caller's context. It returns
 // Canceled for a context error only when ctx is done. While ctx is live a context error (or an
 // *Error of kind Canceled caused by one) came from a per-attempt timeout or an inner cancel, and
 // is Transient. A nil ctx behaves as Classify.
-func ClassifyCtx(ctx context.Context, err error) *Error {
+func ClassifyContext(ctx context.Context, err error) *Error {
 	if err == nil {
 		return nil
 	}

@@ -228,29 +228,29 @@ func TestContextErrors(t *testing.T) {
 		if k := errors.Classify(cerr).Kind; k != errors.Canceled {
 			t.Errorf("Classify(%v) = %s, want canceled", cerr, k)
 		}
-		if k := errors.ClassifyCtx(done, cerr).Kind; k != errors.Canceled {
-			t.Errorf("ClassifyCtx(done, %v) = %s, want canceled", cerr, k)
+		if k := errors.ClassifyContext(done, cerr).Kind; k != errors.Canceled {
+			t.Errorf("ClassifyContext(done, %v) = %s, want canceled", cerr, k)
 		}
-		e := errors.ClassifyCtx(live, cerr)
+		e := errors.ClassifyContext(live, cerr)
 		if e.Kind != errors.Transient {
-			t.Errorf("ClassifyCtx(live, %v) = %s, want transient", cerr, e.Kind)
+			t.Errorf("ClassifyContext(live, %v) = %s, want transient", cerr, e.Kind)
 		}
 		// An inner Classify already said Canceled: the live caller context overrides it.
-		if k := errors.ClassifyCtx(live, errors.Classify(cerr)).Kind; k != errors.Transient {
-			t.Errorf("ClassifyCtx(live, Classify(%v)) = %s, want transient", cerr, k)
+		if k := errors.ClassifyContext(live, errors.Classify(cerr)).Kind; k != errors.Transient {
+			t.Errorf("ClassifyContext(live, Classify(%v)) = %s, want transient", cerr, k)
 		}
-		if errors.DecideCtx(live, cerr) != errors.DecisionRetry || errors.Decide(cerr) != errors.DecisionCanceled {
+		if errors.DecideContext(live, cerr) != errors.DecisionRetry || errors.Decide(cerr) != errors.DecisionCanceled {
 			t.Errorf("decisions for %v", cerr)
 		}
 	}
-	if !errors.IsTimeout(errors.ClassifyCtx(live, context.DeadlineExceeded)) {
+	if !errors.IsTimeout(errors.ClassifyContext(live, context.DeadlineExceeded)) {
 		t.Error("a per-attempt deadline is a timeout")
 	}
 	// A real answer that arrives as the caller gives up is still that answer.
-	if k := errors.ClassifyCtx(done, response("UploadPart", 403, "AccessDenied")).Kind; k != errors.Permanent {
+	if k := errors.ClassifyContext(done, response("UploadPart", 403, "AccessDenied")).Kind; k != errors.Permanent {
 		t.Error(k)
 	}
-	if errors.ClassifyCtx(nil, context.Canceled).Kind != errors.Canceled { //nolint:staticcheck // nil ctx is documented
+	if errors.ClassifyContext(nil, context.Canceled).Kind != errors.Canceled { //nolint:staticcheck // nil ctx is documented
 		t.Error("nil ctx behaves as Classify")
 	}
 }
@@ -266,7 +266,7 @@ func TestAlreadyClassified(t *testing.T) {
 	// Every kind survives classification, even with a contradicting cause.
 	for _, k := range errors.Kinds {
 		w := &errors.Error{Kind: k, Err: response("UploadPart", 503, "SlowDown")}
-		if errors.Classify(w).Kind != k || errors.ClassifyCtx(context.Background(), w).Kind != k {
+		if errors.Classify(w).Kind != k || errors.ClassifyContext(context.Background(), w).Kind != k {
 			t.Errorf("kind %s changed", k)
 		}
 	}
@@ -281,7 +281,7 @@ func TestAlreadyClassified(t *testing.T) {
 	if k := errors.Classify(&errors.Error{Op: "x"}).Kind; k != errors.Internal {
 		t.Errorf("template without cause: %s", k)
 	}
-	if errors.Classify(nil) != nil || errors.ClassifyCtx(context.Background(), nil) != nil {
+	if errors.Classify(nil) != nil || errors.ClassifyContext(context.Background(), nil) != nil {
 		t.Error("Classify(nil) must be nil")
 	}
 	if errors.KindOf(nil) != errors.Unknown || errors.KindOf(io.EOF) != errors.Transient {

@@ -50,7 +50,7 @@ func (k Kind) Decision() Decision {
 }
 
 // Decide classifies err (an *Error in the chain wins) and returns its Decision; nil gives
-// DecisionNone. Context errors count as Canceled, as with Classify: use DecideCtx when a
+// DecisionNone. Context errors count as Canceled, as with Classify: use DecideContext when a
 // per-attempt timeout may be in the chain.
 func Decide(err error) Decision {
 	if err == nil {
@@ -59,10 +59,10 @@ func Decide(err error) Decision {
 	return Classify(err).Kind.Decision()
 }
 
-// DecideCtx is Decide with ClassifyCtx's view of context errors.
-func DecideCtx(ctx context.Context, err error) Decision {
+// DecideContext is Decide with ClassifyContext's view of context errors.
+func DecideContext(ctx context.Context, err error) Decision {
 	if err == nil {
 		return DecisionNone
 	}
-	return ClassifyCtx(ctx, err).Kind.Decision()
+	return ClassifyContext(ctx, err).Kind.Decision()
 }

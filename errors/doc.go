@@ -14,7 +14,7 @@
 //
 // Classify turns any error into an *Error; see its documentation for the order of the rules.
 // Classify treats context.Canceled and context.DeadlineExceeded as Canceled wherever they come
-// from. A per-attempt timeout is not the caller giving up: ClassifyCtx(ctx, err) returns Canceled
+// from. A per-attempt timeout is not the caller giving up: ClassifyContext(ctx, err) returns Canceled
 // only when the caller's ctx is done, and Transient otherwise.
 //
 // NoSuchUpload depends on the operation. On CompleteMultipartUpload it is Precondition: the

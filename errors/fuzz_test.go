@@ -85,10 +85,10 @@ func FuzzClassify(f *testing.F) {
 		e := errors.Classify(err)
 		check(t, e)
 		ctx, cancel := context.WithCancel(context.Background())
-		live := errors.ClassifyCtx(ctx, err)
+		live := errors.ClassifyContext(ctx, err)
 		check(t, live)
 		cancel()
-		check(t, errors.ClassifyCtx(ctx, err))
+		check(t, errors.ClassifyContext(ctx, err))
 		if errors.Decide(err) == errors.DecisionNone {
 			t.Fatal("Decide of a non-nil error is none")
 		}

@@ -183,9 +183,9 @@ func WithRetryAfterCap(d time.Duration) Option {
 	return func(p *Policy) { p.cfg.retryAfterCap = max(d, 0) }
 }
 
-// WithBudget gives the policy a retry budget of capacity tokens (default 500; 0 or less turns
+// WithRetryBudget gives the policy a retry budget of capacity tokens (default 500; 0 or less turns
 // the budget off). In With, it gives the derived policy a budget of its own.
-func WithBudget(capacity int) Option {
+func WithRetryBudget(capacity int) Option {
 	return func(p *Policy) {
 		p.cfg.budgetCap = max(capacity, 0)
 		p.budget = nil

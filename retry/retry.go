@@ -270,7 +270,7 @@ func (p *Policy) attempt(ctx context.Context, op Op, attempt int, fn func(contex
 
 // classify returns a fresh *Error (Classify copies a template), so setting Attempts is safe.
 func (p *Policy) classify(ctx context.Context, op Op, err error, attempts int) *errors.Error {
-	e := errors.ClassifyCtx(ctx, &errors.Error{Op: op.Name, Bucket: op.Bucket, Key: op.Key, UploadID: op.UploadID, PartNumber: op.PartNumber, Err: err})
+	e := errors.ClassifyContext(ctx, &errors.Error{Op: op.Name, Bucket: op.Bucket, Key: op.Key, UploadID: op.UploadID, PartNumber: op.PartNumber, Err: err})
 	e.Attempts = attempts
 	return e
 }

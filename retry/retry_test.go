@@ -214,7 +214,7 @@ func TestFullJitter(t *testing.T) {
 }
 
 func TestBudget(t *testing.T) {
-	p, _ := testPolicy(WithBudget(12), WithMaxAttempts(5))
+	p, _ := testPolicy(WithRetryBudget(12), WithMaxAttempts(5))
 	fn, _ := seq(e503, e503, e503, e503)
 	st, err := p.Do(context.Background(), testOp, fn)
 	// Two retries take 5 each; the third finds 2 tokens.
@@ -253,7 +253,7 @@ func TestBudget(t *testing.T) {
 	if p.Budget() != 12 {
 		t.Fatalf("budget %d, want 12", p.Budget())
 	}
-	if New(WithBudget(0)).Budget() != -1 {
+	if New(WithRetryBudget(0)).Budget() != -1 {
 		t.Error("a disabled budget reports -1")
 	}
 	if New().Budget() != DefaultBudget {
@@ -277,7 +277,7 @@ func TestBudgetTimeoutCost(t *testing.T) {
 }
 
 func TestSharedBudgetConcurrent(t *testing.T) {
-	p, _ := testPolicy(WithBudget(100), WithMaxAttempts(3))
+	p, _ := testPolicy(WithRetryBudget(100), WithMaxAttempts(3))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -470,7 +470,7 @@ func TestNilAndZeroPolicy(t *testing.T) {
 }
 
 func TestWithSharesBudget(t *testing.T) {
-	p, _ := testPolicy(WithBudget(50))
+	p, _ := testPolicy(WithRetryBudget(50))
 	child := p.With(WithMaxAttempts(5), WithAttemptTimeout(time.Minute))
 	fn, _ := seq(e503, e503)
 	if _, err := child.Do(context.Background(), testOp, fn); err != nil {
@@ -479,9 +479,9 @@ func TestWithSharesBudget(t *testing.T) {
 	if p.Budget() != 45 || child.Budget() != 45 {
 		t.Fatalf("parent %d child %d", p.Budget(), child.Budget())
 	}
-	own := p.With(WithBudget(10))
+	own := p.With(WithRetryBudget(10))
 	if own.Budget() != 10 || p.Budget() != 45 {
-		t.Fatal("WithBudget in With gives a budget of its own")
+		t.Fatal("WithRetryBudget in With gives a budget of its own")
 	}
 	if child.cfg.maxAttempts != 5 || p.cfg.maxAttempts != DefaultMaxAttempts {
 		t.Fatal("With changed the parent")
@@ -490,7 +490,7 @@ func TestWithSharesBudget(t *testing.T) {
 
 func TestLogging(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
-	p, _ := testPolicy(WithLogger(zap.New(core)), WithBudget(5))
+	p, _ := testPolicy(WithLogger(zap.New(core)), WithRetryBudget(5))
 	fn, _ := seq(eSlowDown, e503)
 	_, _ = p.Do(context.Background(), testOp, fn)
 	retries := logs.FilterMessage("retrying").All()

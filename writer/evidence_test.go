@@ -214,7 +214,7 @@ func TestNothingProvesIt(t *testing.T) {
 		}
 		mustBeAbsent(t, mem, "k")
 
-		res, err := write(t, mem, "k", data, writer.WithReadBackLimit(0), writer.WithAllowWeakVerification())
+		res, err := write(t, mem, "k", data, writer.WithReadBackLimit(0), writer.WithAllowWeakVerification(true))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +298,7 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 				t.Fatal("a landed lost answer is not reported as already existing")
 			}
 			mem2 := newMem(c.r)
-			res, err = write(t, faulty.New(mem2, lost), "k", data, writer.WithCreateOnly())
+			res, err = write(t, faulty.New(mem2, lost), "k", data, writer.WithCreateOnly(true))
 			mustLand(t, mem2, "k", data, res, err, c.method)
 		})
 	}
@@ -310,7 +310,7 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		}
 		mustBeAbsent(t, mem, "k")
 
-		_, err = write(t, faulty.New(mem, lost), "k", data, writer.WithReadBackLimit(0), writer.WithCreateOnly())
+		_, err = write(t, faulty.New(mem, lost), "k", data, writer.WithReadBackLimit(0), writer.WithCreateOnly(true))
 		if e := mustBeUnverifiable(t, err); !strings.Contains(e.Message, "left in place") {
 			t.Fatalf("message does not say the object was left: %s", e.Message)
 		}
@@ -335,7 +335,7 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		if _, err := write(t, mem, "k", other); err != nil {
 			t.Fatal(err)
 		}
-		_, err := write(t, mem, "k", data, writer.WithCreateOnly())
+		_, err := write(t, mem, "k", data, writer.WithCreateOnly(true))
 		if !errors.Is(err, sperrors.Precondition) {
 			t.Fatalf("err %v, want Precondition", err)
 		}

@@ -75,7 +75,7 @@ func ExampleNewBudget() {
 	st := memstore.New(memstore.WithBuckets("b"))
 	for i := range 4 {
 		_, err := writer.Upload(context.Background(), st, "b", fmt.Sprint("k", i), strings.NewReader("data"),
-			writer.WithBudget(budget), writer.WithPartSize(16<<20), writer.WithConcurrency(2))
+			writer.WithMemoryBudget(budget), writer.WithPartSize(16<<20), writer.WithConcurrency(2))
 		if err != nil {
 			fmt.Println(err)
 		}

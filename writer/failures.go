@@ -28,7 +28,7 @@ func (w *Writer) doSized(op string, part int32, size int64, fn func(ctx context.
 			if attempt > 1 {
 				// The event says why this attempt is a retry: the previous attempt's failure.
 				w.emit(Event{Type: EventRetry, UploadID: uploadID, PartNumber: part, Size: size, Attempt: attempt,
-					Kind: sperrors.ClassifyCtx(w.ctx, last).Kind, Err: last})
+					Kind: sperrors.ClassifyContext(w.ctx, last).Kind, Err: last})
 			}
 			last = fn(ctx, attempt)
 			return last

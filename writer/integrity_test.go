@@ -225,7 +225,7 @@ func TestCampaign(t *testing.T) {
 			key := fmt.Sprintf("campaign/%04d", i)
 			opts := testOpts(env, writer.WithRetry(policy), writer.WithConcurrency(1+rng.Intn(4)), writer.WithLogger(logger))
 			if createOnly {
-				opts = append(opts, writer.WithCreateOnly())
+				opts = append(opts, writer.WithCreateOnly(true))
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			start := time.Now()

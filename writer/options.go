@@ -88,9 +88,9 @@ func WithPartSize(n int64) Option { return func(c *config) { c.partSize = n } }
 // WithConcurrency sets how many part buffers (and so parts in flight) one writer may hold.
 func WithConcurrency(n int) Option { return func(c *config) { c.concurrency = n } }
 
-// WithBudget shares a memory budget between writers. Without it each writer has its own budget
+// WithMemoryBudget shares a memory budget between writers. Without it each writer has its own budget
 // of concurrency × part size.
-func WithBudget(b *Budget) Option { return func(c *config) { c.budget = b } }
+func WithMemoryBudget(b *Budget) Option { return func(c *config) { c.budget = b } }
 
 // WithChecksum chooses the checksum: CRC64NVME (default), CRC32C, CRC32, or ChecksumNone (then
 // MD5 ETags or length are the only checks). A store whose profile does not accept the algorithm
@@ -106,7 +106,7 @@ func WithContentMD5(on bool) Option { return func(c *config) { c.contentMD5 = on
 // WithCreateOnly makes the write fail with a Precondition error if the key exists
 // (If-None-Match: *), except when the existing object is byte-for-byte the one being written (a
 // retry after a lost response), which is reported as Result.AlreadyExisted.
-func WithCreateOnly() Option { return func(c *config) { c.createOnly = true } }
+func WithCreateOnly(on bool) Option { return func(c *config) { c.createOnly = on } }
 
 // WithContentType sets the object's Content-Type.
 func WithContentType(ct string) Option { return func(c *config) { c.contentType = ct } }
@@ -154,7 +154,7 @@ func WithReadBack(on bool) Option { return func(c *config) { c.readBack = on } }
 // length alone. Result.Verified is then "length-only", Result.Unproven says what was missing,
 // and a warning is logged. Without it such a write fails with an Integrity error coded
 // Unverifiable, and the object it committed is deleted.
-func WithAllowWeakVerification() Option { return func(c *config) { c.allowWeak = true } }
+func WithAllowWeakVerification(on bool) Option { return func(c *config) { c.allowWeak = on } }
 
 // WithReadBackLimit sets the largest object read back as the last resort when neither the
 // store's checksum nor its ETag proves it (default DefaultReadBackLimit; 0 never reads back,

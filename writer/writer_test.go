@@ -153,18 +153,18 @@ func TestCreateOnly(t *testing.T) {
 		for _, size := range []int{100, 2*part + 3} {
 			key := fmt.Sprintf("create-only/%d", size)
 			first := s3test.RandomBytes(size)
-			if _, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(env, writer.WithCreateOnly())...); err != nil {
+			if _, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(env, writer.WithCreateOnly(true))...); err != nil {
 				t.Fatal(err)
 			}
 			other := s3test.RandomBytes(size)
-			_, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(other), testOpts(env, writer.WithCreateOnly())...)
+			_, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(other), testOpts(env, writer.WithCreateOnly(true))...)
 			if !errors.Is(err, sperrors.Precondition) {
 				t.Fatalf("size %d: want Precondition, got %v", size, err)
 			}
 			if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, first) {
 				t.Fatal("existing object changed")
 			}
-			res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(env, writer.WithCreateOnly())...)
+			res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(env, writer.WithCreateOnly(true))...)
 			if err != nil || !res.AlreadyExisted {
 				t.Fatalf("same bytes again: %v %+v", err, res)
 			}
@@ -249,7 +249,7 @@ func TestSharedBudget(t *testing.T) {
 				defer wg.Done()
 				key := fmt.Sprintf("budget/%d", i)
 				_, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, struct{ io.Reader }{bytes.NewReader(data)},
-					testOpts(env, writer.WithBudget(budget), writer.WithConcurrency(4))...)
+					testOpts(env, writer.WithMemoryBudget(budget), writer.WithConcurrency(4))...)
 				errs <- err
 			}()
 		}
@@ -302,7 +302,7 @@ func TestBadInput(t *testing.T) {
 				return err
 			}},
 			{"budget too small", sperrors.Permanent, func() error {
-				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, writer.WithBudget(small))...)
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, writer.WithMemoryBudget(small))...)
 				return err
 			}},
 			{"unknown profile", sperrors.Permanent, func() error {
@@ -418,7 +418,7 @@ func TestAbortWhileWriting(t *testing.T) {
 				once.Do(func() { close(partDone) })
 			}
 		})
-		w, err := writer.New(context.Background(), env.Store, env.Bucket, "abort-concurrent", testOpts(env, writer.WithBudget(budget), observe)...)
+		w, err := writer.New(context.Background(), env.Store, env.Bucket, "abort-concurrent", testOpts(env, writer.WithMemoryBudget(budget), observe)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -90,7 +90,7 @@ func demoData(n int, seed uint64) []byte {
 func demoPolicy() *retry.Policy {
 	return retry.New(retry.WithMaxAttempts(6), retry.WithInitialInterval(5*time.Millisecond),
 		retry.WithThrottleInterval(20*time.Millisecond), retry.WithMaxInterval(200*time.Millisecond),
-		retry.WithIntegrityRetries(2), retry.WithBudget(100))
+		retry.WithIntegrityRetries(2), retry.WithRetryBudget(100))
 }
 
 // streamOnly hides everything but Read, so the writer streams through its part buffers.

@@ -124,13 +124,13 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	}
 	a.limitGC(uc.rules, size, uc.partSize, expectedMax)
 	if o.createOnly {
-		opts = append(opts, writer.WithCreateOnly())
+		opts = append(opts, writer.WithCreateOnly(true))
 	}
 	if o.readBack {
 		opts = append(opts, writer.WithReadBack(true))
 	}
 	if o.allowLengthOnly {
-		opts = append(opts, writer.WithAllowWeakVerification())
+		opts = append(opts, writer.WithAllowWeakVerification(true))
 	}
 	if o.contentType != "" {
 		opts = append(opts, writer.WithContentType(o.contentType))

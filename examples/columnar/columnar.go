@@ -165,7 +165,7 @@ type ObjectReaderAt struct {
 func NewObjectReaderAt(ctx context.Context, st store.Store, bucket, key string) (*ObjectReaderAt, error) {
 	head, err := st.HeadObject(ctx, &store.HeadObjectInput{Bucket: bucket, Key: key})
 	if err != nil {
-		return nil, sperrors.ClassifyCtx(ctx, err)
+		return nil, sperrors.ClassifyContext(ctx, err)
 	}
 	return &ObjectReaderAt{ctx: ctx, st: st, bucket: bucket, key: key, size: head.Size}, nil
 }
@@ -187,7 +187,7 @@ func (r *ObjectReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 	out, err := r.st.GetObject(r.ctx, &store.GetObjectInput{Bucket: r.bucket, Key: r.key, Offset: off, Length: n})
 	if err != nil {
-		return 0, sperrors.ClassifyCtx(r.ctx, err)
+		return 0, sperrors.ClassifyContext(r.ctx, err)
 	}
 	defer out.Body.Close()
 	r.Requests.Add(1)

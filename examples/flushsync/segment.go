@@ -81,7 +81,7 @@ func (t *SegmentTask) AlreadyExisted() int {
 }
 
 func (t *SegmentTask) options() []writer.Option {
-	return append(append([]writer.Option(nil), t.Options...), writer.WithCreateOnly())
+	return append(append([]writer.Option(nil), t.Options...), writer.WithCreateOnly(true))
 }
 
 // Prepare writes every file. It writes them all on every run, even those a previous run

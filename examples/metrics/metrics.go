@@ -128,8 +128,8 @@ func (c *Collector) failed(ctx context.Context, op string, err error) {
 	if err == nil {
 		return
 	}
-	// ClassifyCtx: a per-attempt timeout is Transient, only the caller's own end is Canceled.
-	k := sperrors.ClassifyCtx(ctx, err).Kind
+	// ClassifyContext: a per-attempt timeout is Transient, only the caller's own end is Canceled.
+	k := sperrors.ClassifyContext(ctx, err).Kind
 	c.requestFails.WithLabelValues(op, k.String()).Inc()
 }
 
