@@ -3,7 +3,7 @@
 //
 // Two adapters implement Store: store/awss3 (aws-sdk-go-v2) and store/miniogo (minio-go Core).
 // Each method's doc states the contract an implementation must keep, so a third adapter (or a
-// fault-injecting wrapper) can be written against this file alone.
+// fault-injecting wrapper) can be written against this file alone; store/storetest checks it.
 //
 // Contract common to every method:
 //   - The input has been validated with its Validate method before any request is sent; an
@@ -34,21 +34,33 @@ import (
 
 // Store is the set of S3 operations safeput uses. Implementations must be safe for concurrent use.
 type Store interface {
-	// PutObject uploads Body (exactly ContentLength bytes) in one request.
+	// PutObject uploads Body (exactly ContentLength bytes) in one request. With IfNoneMatch, an
+	// existing key answers a *ResponseError with StatusCode 412 (a store without conditional
+	// writes may answer 501 NotImplemented instead; the writer then checks with a HEAD).
 	PutObject(ctx context.Context, in *PutObjectInput) (*PutObjectOutput, error)
 	// CreateMultipartUpload starts an upload; the output's UploadID is never empty.
 	CreateMultipartUpload(ctx context.Context, in *CreateMultipartUploadInput) (*CreateMultipartUploadOutput, error)
-	// UploadPart uploads one part; the output's ETag is never empty.
+	// UploadPart uploads one part; the output's ETag is never empty. A part of an unknown or
+	// aborted upload answers a *ResponseError with Code "NoSuchUpload".
 	UploadPart(ctx context.Context, in *UploadPartInput) (*UploadPartOutput, error)
-	// ListParts returns every part of the upload, following all pages, in part-number order.
+	// ListParts returns every part of the upload, following all pages, in part-number order. An
+	// unknown or aborted upload is an error (NoSuchUpload on S3; some stores say NoSuchKey): the
+	// writer treats any error after an abort as "gone".
 	ListParts(ctx context.Context, in *ListPartsInput) (*ListPartsOutput, error)
-	// CompleteMultipartUpload commits the upload. A 200 answer whose body is an <Error> is an error.
+	// CompleteMultipartUpload commits the upload. A 200 answer whose body is an <Error> is an
+	// error. Completing an unknown upload, or one already completed, answers an error the writer
+	// resolves with a HEAD (NoSuchUpload on S3 and MinIO; Versity answers 400 InvalidPart, or
+	// 200 again for an upload it completed).
 	CompleteMultipartUpload(ctx context.Context, in *CompleteMultipartUploadInput) (*CompleteMultipartUploadOutput, error)
-	// AbortMultipartUpload discards the upload and its parts.
+	// AbortMultipartUpload discards the upload and its parts. Aborting an upload that is already
+	// gone returns nil or a *ResponseError with Code "NoSuchUpload": both mean gone.
 	AbortMultipartUpload(ctx context.Context, in *AbortMultipartUploadInput) error
-	// HeadObject returns the object's metadata; with ChecksumMode the stored checksums too.
+	// HeadObject returns the object's metadata; with ChecksumMode the stored checksums too. A
+	// missing key is a *ResponseError with StatusCode 404 (a HEAD answer has no body, so its Code
+	// may be empty): the writer reads it as "nothing landed".
 	HeadObject(ctx context.Context, in *HeadObjectInput) (*HeadObjectOutput, error)
-	// GetObject opens the object (or a range of it). The caller closes Body.
+	// GetObject opens the object (or a range of it). The caller closes Body. A missing key is a
+	// *ResponseError with StatusCode 404.
 	GetObject(ctx context.Context, in *GetObjectInput) (*GetObjectOutput, error)
 	// DeleteObject removes the object. Deleting a missing key is not an error.
 	DeleteObject(ctx context.Context, in *DeleteObjectInput) error

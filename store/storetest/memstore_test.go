@@ -1,0 +1,30 @@
+package storetest_test
+
+import (
+	"testing"
+
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest"
+)
+
+// The in-memory store and the fault injector (with no rules) pass the same suite as the SDK
+// adapters, so unit tests built on them exercise the real contracts.
+func TestMemstoreConforms(t *testing.T) { storetest.Run(t, memHarness{}) }
+
+func TestFaultyConforms(t *testing.T) { storetest.Run(t, memHarness{wrap: true}) }
+
+type memHarness struct{ wrap bool }
+
+func (h memHarness) MakeStores(t *testing.T) (under, reference store.Store, bucket string) {
+	mem := memstore.New(memstore.WithBuckets("bucket"))
+	if h.wrap {
+		return faulty.New(mem), mem, "bucket"
+	}
+	return mem, mem, "bucket"
+}
+
+func (memHarness) Capabilities() storetest.Capabilities {
+	return storetest.Capabilities{ConditionalPut: true, Checksums: true}
+}
