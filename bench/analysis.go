@@ -20,6 +20,7 @@ const AnalysisHeading = "## What bounds safeput here (analysis of the latest run
 
 // TableRow is one row of a report table, as printed.
 type TableRow struct {
+	Server    string // empty in a report of one unnamed server
 	Impl      string
 	Role      Role
 	Size      int64
@@ -41,14 +42,14 @@ type Report struct {
 
 var (
 	settingsLine = regexp.MustCompile("^- Settings: part size ([^,]+), concurrency (\\d+), .*peer payload signing `([^`]*)`")
-	groupLine    = regexp.MustCompile(`^### (.+), (\w+) source$`)
+	groupLine    = regexp.MustCompile(`^### (?:([A-Za-z0-9_.-]+): )?(.+), (\w+) source$`)
 )
 
 // ParseReport reads the settings and the per-size tables of a report written by Markdown.
 func ParseReport(md string) (Report, error) {
 	var r Report
 	var size int64
-	var kind string
+	var kind, server string
 	sc := bufio.NewScanner(strings.NewReader(md))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -64,11 +65,11 @@ func ParseReport(md string) (Report, error) {
 			continue
 		}
 		if m := groupLine.FindStringSubmatch(line); m != nil {
-			s, err := multipart.ParseSize(m[1])
+			s, err := multipart.ParseSize(m[2])
 			if err != nil {
 				return r, fmt.Errorf("table heading %q: %w", line, err)
 			}
-			size, kind = s, m[2]
+			server, size, kind = m[1], s, m[3]
 			continue
 		}
 		if strings.HasPrefix(line, "### ") || strings.HasPrefix(line, "## ") {
@@ -89,7 +90,7 @@ func ParseReport(md string) (Report, error) {
 		if err != nil {
 			return r, err
 		}
-		row := TableRow{Impl: im.Name, Role: im.Role, Size: size, Kind: kind}
+		row := TableRow{Server: server, Impl: im.Name, Role: im.Role, Size: size, Kind: kind}
 		for _, f := range []struct {
 			cell   string
 			dst    *float64
@@ -146,10 +147,40 @@ func span(v []float64, format string) string {
 
 func isSafeput(row TableRow) bool { return row.Role == RoleSafeput }
 
-// peer returns the row of impl at row's size and kind.
+// Servers lists the report's servers in table order ("" for a report of one unnamed server).
+func (r Report) Servers() []string {
+	var out []string
+	for _, row := range r.Rows {
+		if !slices.Contains(out, row.Server) {
+			out = append(out, row.Server)
+		}
+	}
+	return out
+}
+
+// On is the report restricted to one server's rows.
+func (r Report) On(server string) Report {
+	out := Report{Params: r.Params}
+	for _, row := range r.Rows {
+		if row.Server == server {
+			out.Rows = append(out.Rows, row)
+		}
+	}
+	return out
+}
+
+// serverBound: in every table the server spends more CPU per GiB on a multipart upload than
+// any client does, so on this shared machine it, not the client, sets the pace.
+func (r Report) serverBound() bool {
+	srv := r.values(func(row TableRow) bool { return row.Role != RoleCeiling && row.ServerCPU > 0 }, func(row TableRow) float64 { return row.ServerCPU })
+	cli := r.values(func(TableRow) bool { return true }, func(row TableRow) float64 { return row.CPU })
+	return len(srv) > 0 && len(cli) > 0 && slices.Min(srv) > slices.Max(cli)
+}
+
+// peer returns the row of impl at row's server, size and kind.
 func (r Report) peer(impl string, row TableRow) (TableRow, bool) {
 	for _, p := range r.Rows {
-		if p.Impl == impl && p.Size == row.Size && p.Kind == row.Kind {
+		if p.Impl == impl && p.Server == row.Server && p.Size == row.Size && p.Kind == row.Kind {
 			return p, true
 		}
 	}
@@ -221,8 +252,23 @@ func joinAnd(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
-// Analysis is the generated "what bounds safeput" section: its figures are the report's.
+// Analysis is the generated "what bounds safeput" section: its figures are the report's, per
+// server.
 func Analysis(r Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n", AnalysisHeading)
+	b.WriteString("Generated from the tables above; every figure is a range over one server's tables.\n\n")
+	for _, srv := range r.Servers() {
+		if srv != "" {
+			fmt.Fprintf(&b, "### On %s\n\n", srv)
+		}
+		b.WriteString(analysisOf(r.On(srv)))
+	}
+	return b.String()
+}
+
+// analysisOf is the analysis bullets for one server's rows.
+func analysisOf(r Report) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	multipartRow := func(row TableRow) bool { return row.Role != RoleCeiling && row.ServerCPU > 0 }
@@ -235,9 +281,6 @@ func Analysis(r Report) string {
 	peak := func(row TableRow) float64 { return row.PeakMiB }
 	withRaw := func(row TableRow) bool { return isSafeput(row) && row.VsRawPct > 0 }
 	withPeer := func(row TableRow) bool { return isSafeput(row) && row.VsPeer > 0 }
-
-	w("%s\n\n", AnalysisHeading)
-	w("Generated from the tables above; every figure is a range over them.\n\n")
 
 	w("- **Throughput.** Client and server share the machine's cores.")
 	if s := span(r.values(multipartRow, srvCPU), "%.2f"); s != "" {
@@ -258,7 +301,11 @@ func Analysis(r Report) string {
 		w(".")
 	}
 	if v := r.values(withPeer, vsPeer); len(v) > 0 && slices.Max(v) < TargetPeerRatio {
-		w(" The %.1f×-the-best-peer target is met in no table: with the server using most of the CPU, client work alone cannot reach it here; a separate or larger server is needed to show client-side differences in MiB/s.", TargetPeerRatio)
+		w(" The %.1f×-the-best-peer target is met in no table", TargetPeerRatio)
+		if r.serverBound() {
+			w(": with the server using most of the CPU, client work alone cannot reach it here; a separate or larger server is needed to show client-side differences in MiB/s")
+		}
+		w(".")
 	}
 	w("\n")
 
@@ -305,13 +352,26 @@ func Analysis(r Report) string {
 	return b.String()
 }
 
-// ReadmeSummary is the benchmark sentence README.md carries, computed from BENCHMARKS.md.
+// ReadmeSummary is the benchmark sentences README.md carries, computed from BENCHMARKS.md: one
+// per server.
 func ReadmeSummary(r Report) string {
+	var out []string
+	for _, srv := range r.Servers() {
+		out = append(out, readmeSummaryOf(srv, r.On(srv)))
+	}
+	return strings.Join(out, " ")
+}
+
+func readmeSummaryOf(server string, r Report) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	withRaw := func(row TableRow) bool { return isSafeput(row) && row.VsRawPct > 0 }
 	withPeer := func(row TableRow) bool { return isSafeput(row) && row.VsPeer > 0 }
-	w("In the latest run safeput with verification on ran at %s %% of the raw single PUT and %s× the best peer",
+	where := "In the latest run"
+	if server != "" {
+		where = "On " + server
+	}
+	w("%s safeput with verification on ran at %s %% of the raw single PUT and %s× the best peer", where,
 		span(r.values(withRaw, func(row TableRow) float64 { return row.VsRawPct }), "%.0f"),
 		span(r.values(withPeer, func(row TableRow) float64 { return row.VsPeer }), "%.2f"))
 	if behind := r.peersBehind(); len(behind) > 0 {
@@ -323,10 +383,15 @@ func ReadmeSummary(r Report) string {
 	w(".")
 	srv := r.values(func(row TableRow) bool { return row.Role != RoleCeiling && row.ServerCPU > 0 }, func(row TableRow) float64 { return row.ServerCPU })
 	if len(srv) > 0 {
-		w(" The server is the bound: it spends %s s of CPU per GiB on a multipart upload against safeput's %s",
-			span(srv, "%.2f"), span(r.values(isSafeput, func(row TableRow) float64 { return row.CPU }), "%.2f"))
-		if v := r.values(withPeer, func(row TableRow) float64 { return row.VsPeer }); len(v) > 0 && slices.Max(v) < TargetPeerRatio {
-			w(", so the %.1f×-the-best-peer target is out of reach here", TargetPeerRatio)
+		own := r.values(isSafeput, func(row TableRow) float64 { return row.CPU })
+		if r.serverBound() {
+			w(" The server is the bound: it spends %s s of CPU per GiB on a multipart upload against safeput's %s",
+				span(srv, "%.2f"), span(own, "%.2f"))
+			if v := r.values(withPeer, func(row TableRow) float64 { return row.VsPeer }); len(v) > 0 && slices.Max(v) < TargetPeerRatio {
+				w(", so the %.1f×-the-best-peer target is out of reach here", TargetPeerRatio)
+			}
+		} else {
+			w(" The server spends %s s of CPU per GiB on a multipart upload against safeput's %s", span(srv, "%.2f"), span(own, "%.2f"))
 		}
 		w(".")
 	}

@@ -18,7 +18,12 @@ import (
 	"github.com/safeput/safeput/multipart"
 )
 
-// Config is one harness run.
+// DefaultServers are the test servers the benchmark measures on (scripts/bench.sh starts them):
+// Versity's gateway and MinIO. Ceph RGW, the third test server, is left out: its one-OSD
+// cluster on this machine measures the cluster, not the client.
+var DefaultServers = []string{"versitygw", "minio"}
+
+// Config is one harness run on one server.
 type Config struct {
 	Server s3test.Server
 	Bucket string   // created by Run when it does not exist
@@ -41,10 +46,11 @@ type Config struct {
 
 // Record is one measured upload that read back identical to its source.
 type Record struct {
-	Impl string
-	Size int64
-	Kind string
-	Run  int
+	Server string // the server's name (s3test.Server.Name)
+	Impl   string
+	Size   int64
+	Kind   string
+	Run    int
 	Sample
 }
 
@@ -143,9 +149,9 @@ func runSize(ctx context.Context, cfg Config, raw *s3.Client, impls []string, da
 				if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String(key)}); err != nil {
 					return recs, fmt.Errorf("delete %s: %w", key, err)
 				}
-				recs = append(recs, Record{Impl: name, Size: data.Size, Kind: kind, Run: run, Sample: s})
-				_, _ = fmt.Fprintf(logw, "%-8s %-8s run %d  %-16s %8.1f MiB/s  cpu %6.2f s  peak %6.1f MiB (heap %5.1f)  read back ok  %s\n",
-					multipart.FormatSize(data.Size), kind, run+1, name, mibps(data.Size, s.Seconds), s.CPUSeconds, mib(s.PeakBytes), mib(s.PeakHeapBytes), s.Note)
+				recs = append(recs, Record{Server: cfg.Server.Name, Impl: name, Size: data.Size, Kind: kind, Run: run, Sample: s})
+				_, _ = fmt.Fprintf(logw, "%-9s %-8s %-8s run %d  %-16s %8.1f MiB/s  cpu %6.2f s  peak %6.1f MiB (heap %5.1f)  read back ok  %s\n",
+					cfg.Server.Name, multipart.FormatSize(data.Size), kind, run+1, name, mibps(data.Size, s.Seconds), s.CPUSeconds, mib(s.PeakBytes), mib(s.PeakHeapBytes), s.Note)
 			}
 		}
 	}

@@ -104,13 +104,19 @@ func ImplByName(name string) (Impl, error) {
 	return Impl{}, fmt.Errorf("unknown implementation %q", name)
 }
 
-// safeputProfile is the provider profile the benchmark runs safeput with: versitygw's, which
-// sends CRC64NVME headers. The library's default profile ("strict", the intersection of all
-// providers) sends no checksum header, so the integrity row names the profile it measured.
-const safeputProfile = "versitygw"
+// safeputProfile is the provider profile the benchmark runs safeput with: the server's own
+// (versitygw, minio), whose CRC64NVME headers the server checks. The library's default profile
+// ("strict", the intersection of all providers) sends no checksum header, so the integrity row
+// names what was measured. A server without a profile of its name gets the default.
+func safeputProfile(server string) string {
+	if _, err := multipart.Profile(server); err == nil && server != "" {
+		return server
+	}
+	return multipart.DefaultProfile
+}
 
 func safeputIntegrity(Params) string {
-	return "profile " + safeputProfile + " (not the default " + multipart.DefaultProfile + ", which sends no checksum header): " +
+	return "the server's own profile (versitygw, minio; not the default " + multipart.DefaultProfile + ", which sends no checksum header): " +
 		"CRC64NVME per part and full-object (UNSIGNED-PAYLOAD, the CRC header covers the body), ListParts check, HEAD verification of length + checksum"
 }
 
@@ -141,15 +147,15 @@ func signingNote(p Params) string {
 	return "SHA-256 payload signing (plain-HTTP default); SDK retries at default"
 }
 
-func safeputOptions(p Params) []writer.Option {
+func safeputOptions(server string, p Params) []writer.Option {
 	return []writer.Option{
 		writer.WithPartSize(p.PartSize),
 		writer.WithConcurrency(p.Concurrency),
-		writer.WithProfile(safeputProfile),
+		writer.WithProfile(safeputProfile(server)),
 	}
 }
 
-func safeputUploader(st store.Store, bucket string, p Params) Uploader {
+func safeputUploader(st store.Store, server, bucket string, p Params) Uploader {
 	return func(ctx context.Context, key string, src Source) (string, error) {
 		// The observer notes when the last part was acknowledged, so the note can say how long
 		// the commit (ListParts, Complete, HEAD verification) took after the data was sent.
@@ -162,7 +168,7 @@ func safeputUploader(st store.Store, bucket string, p Params) Uploader {
 				mu.Unlock()
 			}
 		})
-		res, err := writer.Upload(ctx, st, bucket, key, src.Reader, append(safeputOptions(p), observe)...)
+		res, err := writer.Upload(ctx, st, bucket, key, src.Reader, append(safeputOptions(server, p), observe)...)
 		end := time.Now()
 		if err != nil {
 			return "", err
@@ -185,7 +191,7 @@ func newSafeputAWS(srv s3test.Server, bucket string, p Params) (Uploader, error)
 	if err != nil {
 		return nil, err
 	}
-	return safeputUploader(st, bucket, p), nil
+	return safeputUploader(st, srv.Name, bucket, p), nil
 }
 
 func newSafeputMinio(srv s3test.Server, bucket string, p Params) (Uploader, error) {
@@ -193,7 +199,7 @@ func newSafeputMinio(srv s3test.Server, bucket string, p Params) (Uploader, erro
 	if err != nil {
 		return nil, err
 	}
-	return safeputUploader(st, bucket, p), nil
+	return safeputUploader(st, srv.Name, bucket, p), nil
 }
 
 // awsClient is an aws-sdk-go-v2 client as a peer's user would build it: SDK defaults for

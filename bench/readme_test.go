@@ -61,10 +61,12 @@ func TestReadmeBenchmarkFigures(t *testing.T) {
 func TestParseReportRoundTrip(t *testing.T) {
 	p := Params{PartSize: 16 << 20, Concurrency: 4, Signing: SigningUnsigned}
 	var rows []Row
-	for i, im := range Impls() {
-		rows = append(rows, Row{Impl: im.Name, Role: im.Role, Size: 1 << 30, Kind: SourceStream, Runs: 1,
-			MiBps: 100 + float64(i), MinMiBps: 90, MaxMiBps: 110, CPUPerGiB: 0.5 + float64(i)/10, ServerCPUPerGiB: 4.25,
-			PeakBytes: int64(20+i) << 20, IdleBytes: 11 << 20})
+	for j, srv := range DefaultServers {
+		for i, im := range Impls() {
+			rows = append(rows, Row{Server: srv, Impl: im.Name, Role: im.Role, Size: 1 << 30, Kind: SourceStream, Runs: 1,
+				MiBps: 100 + float64(i) + float64(j)*50, MinMiBps: 90, MaxMiBps: 110, CPUPerGiB: 0.5 + float64(i)/10, ServerCPUPerGiB: 4.25 - 3*float64(j),
+				PeakBytes: int64(20+i) << 20, IdleBytes: 11 << 20})
+		}
 	}
 	md := Markdown(Env{Command: "test", Params: p, Runs: 1}, rows, Evaluate(rows, p))
 	r, err := ParseReport(md)
@@ -77,14 +79,27 @@ func TestParseReportRoundTrip(t *testing.T) {
 	for i, got := range r.Rows {
 		want := rows[i]
 		peer, ceiling, _ := Ratios(rows, want)
-		if got.Impl != want.Impl || got.Size != want.Size || got.Kind != want.Kind || got.MiBps != want.MiBps ||
+		if got.Server != want.Server || got.Impl != want.Impl || got.Size != want.Size || got.Kind != want.Kind || got.MiBps != want.MiBps ||
 			got.CPU != want.CPUPerGiB || got.ServerCPU != want.ServerCPUPerGiB || got.PeakMiB != mib(want.PeakBytes) ||
 			got.IdleMiB != mib(want.IdleBytes) || got.VsPeer != roundTo(peer, 100) || got.VsRawPct != roundTo(ceiling*100, 1) {
 			t.Errorf("row %d parsed as %+v from %+v", i, got, want)
 		}
 	}
-	if a := Analysis(r); !strings.Contains(a, "safeput runs at") {
-		t.Errorf("analysis lacks the throughput figures:\n%s", a)
+	a := Analysis(r)
+	for _, srv := range DefaultServers {
+		if !strings.Contains(a, "### On "+srv+"\n") {
+			t.Errorf("analysis lacks a section for %s:\n%s", srv, a)
+		}
+	}
+	if strings.Count(a, "safeput runs at") != len(DefaultServers) {
+		t.Errorf("analysis lacks a server's throughput figures:\n%s", a)
+	}
+	// Ratios compare within one server's table only.
+	if r.Rows[0].VsPeer == r.Rows[len(Impls())].VsPeer {
+		t.Errorf("both servers' safeput rows have ratio %v: compared across servers?", r.Rows[0].VsPeer)
+	}
+	if sum := ReadmeSummary(r); !strings.Contains(sum, "On minio safeput") || !strings.Contains(sum, "On versitygw safeput") {
+		t.Errorf("README summary lacks a server: %s", sum)
 	}
 }
 

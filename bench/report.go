@@ -9,8 +9,9 @@ import (
 	"github.com/safeput/safeput/multipart"
 )
 
-// Row is one implementation's figures for one size and source kind.
+// Row is one implementation's figures for one server, size and source kind.
 type Row struct {
+	Server    string // empty in a report of one unnamed server
 	Impl      string
 	Role      Role
 	Size      int64
@@ -29,17 +30,22 @@ type Row struct {
 	Note            string
 }
 
-// Summarize turns records into rows, in size, kind and Impls() order.
+// Summarize turns records into rows, in server (as first measured), size, kind and Impls() order.
 func Summarize(recs []Record) []Row {
 	type k struct {
-		impl string
-		size int64
-		kind string
+		server string
+		impl   string
+		size   int64
+		kind   string
 	}
 	groups := map[k][]Record{}
 	var keys []k
+	servers := map[string]int{}
 	for _, r := range recs {
-		key := k{r.Impl, r.Size, r.Kind}
+		if _, ok := servers[r.Server]; !ok {
+			servers[r.Server] = len(servers)
+		}
+		key := k{r.Server, r.Impl, r.Size, r.Kind}
 		if _, ok := groups[key]; !ok {
 			keys = append(keys, key)
 		}
@@ -51,7 +57,7 @@ func Summarize(recs []Record) []Row {
 		order[im.Name], roles[im.Name] = i, im.Role
 	}
 	slices.SortFunc(keys, func(a, b k) int {
-		return cmp.Or(cmp.Compare(a.size, b.size), cmp.Compare(a.kind, b.kind), cmp.Compare(order[a.impl], order[b.impl]))
+		return cmp.Or(cmp.Compare(servers[a.server], servers[b.server]), cmp.Compare(a.size, b.size), cmp.Compare(a.kind, b.kind), cmp.Compare(order[a.impl], order[b.impl]))
 	})
 	var rows []Row
 	for _, key := range keys {
@@ -66,7 +72,7 @@ func Summarize(recs []Record) []Row {
 			peak = max(peak, r.PeakBytes)
 		}
 		rows = append(rows, Row{
-			Impl: key.impl, Role: roles[key.impl], Size: key.size, Kind: key.kind, Runs: len(g),
+			Server: key.server, Impl: key.impl, Role: roles[key.impl], Size: key.size, Kind: key.kind, Runs: len(g),
 			MiBps: median(speeds), MinMiBps: slices.Min(speeds), MaxMiBps: slices.Max(speeds),
 			CPUPerGiB: median(cpus), ServerCPUPerGiB: median(srvs), PeakBytes: peak, IdleBytes: int64(median(idles)),
 			MemMethod: g[0].MemMethod, Note: g[len(g)-1].Note,
@@ -87,8 +93,9 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// Verdict is one target checked for one safeput implementation at one size and kind.
+// Verdict is one target checked for one safeput implementation on one server at one size and kind.
 type Verdict struct {
+	Server string
 	Impl   string
 	Size   int64
 	Kind   string
@@ -107,11 +114,11 @@ const (
 )
 
 // Ratios returns safeput's median throughput over the best peer's and over the ceiling's for
-// row's size and kind (0 when that figure is missing), and the best peer's name.
+// row's server, size and kind (0 when that figure is missing), and the best peer's name.
 func Ratios(rows []Row, row Row) (peer, ceiling float64, bestPeer string) {
 	var best, raw float64
 	for _, r := range rows {
-		if r.Size != row.Size || r.Kind != row.Kind {
+		if r.Server != row.Server || r.Size != row.Size || r.Kind != row.Kind {
 			continue
 		}
 		switch r.Role {
@@ -141,7 +148,7 @@ func Evaluate(rows []Row, p Params) []Verdict {
 			continue
 		}
 		v := func(target, got string, met, na bool) {
-			out = append(out, Verdict{Impl: row.Impl, Size: row.Size, Kind: row.Kind, Target: target, Got: got, Met: met && !na, NA: na})
+			out = append(out, Verdict{Server: row.Server, Impl: row.Impl, Size: row.Size, Kind: row.Kind, Target: target, Got: got, Met: met && !na, NA: na})
 		}
 		peer, ceiling, best := Ratios(rows, row)
 		v(fmt.Sprintf("throughput ≥ %.1f× best peer", TargetPeerRatio), fmt.Sprintf("%.2f× %s", peer, best), peer >= TargetPeerRatio, peer == 0)
@@ -152,7 +159,7 @@ func Evaluate(rows []Row, p Params) []Verdict {
 		var peers int
 		lowest := true
 		for _, r := range rows {
-			if r.Role == RolePeer && r.Size == row.Size && r.Kind == row.Kind {
+			if r.Role == RolePeer && r.Server == row.Server && r.Size == row.Size && r.Kind == row.Kind {
 				peers++
 				if row.CPUPerGiB >= r.CPUPerGiB {
 					lowest = false
@@ -200,22 +207,23 @@ func Markdown(env Env, rows []Row, verdicts []Verdict) string {
 	w("- Versions: %s\n\n", strings.Join(env.Versions, ", "))
 
 	type group struct {
-		size int64
-		kind string
+		server string
+		size   int64
+		kind   string
 	}
 	var groups []group
 	for _, r := range rows {
-		g := group{r.Size, r.Kind}
+		g := group{r.Server, r.Size, r.Kind}
 		if !slices.Contains(groups, g) {
 			groups = append(groups, g)
 		}
 	}
 	for _, g := range groups {
-		w("### %s, %s source\n\n", multipart.FormatSize(g.size), g.kind)
+		w("### %s%s, %s source\n\n", serverPrefix(g.server), multipart.FormatSize(g.size), g.kind)
 		w("| implementation | MiB/s (median) | min–max | CPU s/GiB | server CPU s/GiB | peak memory MiB | idle MiB | vs best peer | vs raw PUT | note |\n")
 		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, r := range rows {
-			if r.Size != g.size || r.Kind != g.kind {
+			if r.Server != g.server || r.Size != g.size || r.Kind != g.kind {
 				continue
 			}
 			peer, ceiling, _ := Ratios(rows, r)
@@ -227,23 +235,33 @@ func Markdown(env Env, rows []Row, verdicts []Verdict) string {
 
 	var impls []string
 	for _, r := range rows {
-		impls = append(impls, r.Impl)
+		if !slices.Contains(impls, r.Impl) {
+			impls = append(impls, r.Impl)
+		}
 	}
 	b.WriteString(IntegrityTable(env.Params, impls))
 	w("### Targets\n\n")
-	w("| implementation | size | source | target | measured | met |\n|---|---|---|---|---|---|\n")
+	w("| server | implementation | size | source | target | measured | met |\n|---|---|---|---|---|---|---|\n")
 	for _, v := range verdicts {
-		w("| %s | %s | %s | %s | %s | %s |\n", v.Impl, multipart.FormatSize(v.Size), v.Kind, v.Target, v.Got, mark(v))
+		w("| %s | %s | %s | %s | %s | %s | %s |\n", cmp.Or(v.Server, "–"), v.Impl, multipart.FormatSize(v.Size), v.Kind, v.Target, v.Got, mark(v))
 	}
 	w("\n")
 	return b.String()
+}
+
+// serverPrefix is how a table heading names its server ("minio: "), nothing for an unnamed one.
+func serverPrefix(server string) string {
+	if server == "" {
+		return ""
+	}
+	return server + ": "
 }
 
 // VerdictLines is the plain-text target summary for the terminal.
 func VerdictLines(verdicts []Verdict) string {
 	var b strings.Builder
 	for _, v := range verdicts {
-		fmt.Fprintf(&b, "%-4s %-14s %-8s %-8s %-44s %s\n", strings.ToUpper(markWord(v)), v.Impl, multipart.FormatSize(v.Size), v.Kind, v.Target, v.Got)
+		fmt.Fprintf(&b, "%-4s %-9s %-14s %-8s %-8s %-44s %s\n", strings.ToUpper(markWord(v)), v.Server, v.Impl, multipart.FormatSize(v.Size), v.Kind, v.Target, v.Got)
 	}
 	return b.String()
 }

@@ -12,6 +12,7 @@
 #   PROFILE_DIR=dir      also write a CPU profile of every upload there, with the binary
 #                        (go tool pprof -top dir/bench dir/safeput_aws-stream-...-run1.pprof);
 #                        profiling costs a little, so don't publish figures from such a run
+#   BENCH_SERVERS="versitygw minio"  the servers started and measured on, one after the other
 #   CLI_MEM_SIZES="1GiB 4GiB"  the CLI memory section: peak RSS (GNU time) of `safeput put -`
 #                        on stdin streams of these sizes, at the CLI's defaults, through both
 #                        backends on every server started; "" skips it
@@ -35,6 +36,8 @@ OUT=${OUT:-BENCHMARKS.md}
 CLI_MEM_SIZES=${CLI_MEM_SIZES-1GiB 4GiB}
 CLI_MEM_RUNS=${CLI_MEM_RUNS:-1}
 MEMORY_ONLY=${MEMORY_ONLY:-}
+BENCH_SERVERS=${BENCH_SERVERS:-versitygw minio}
+export SAFEPUT_S3_START=$BENCH_SERVERS
 
 # to_bytes 256MiB -> 268435456 (KiB/MiB/GiB or plain bytes).
 to_bytes() {
@@ -96,14 +99,16 @@ trap cleanup EXIT
 if [[ -n "$CLI_MEM_SIZES" ]]; then
 	(cd cmd/safeput && go build -o "$work/safeput" .)
 fi
-# Both servers: the main tables measure on the first (the gateway; its server-CPU column reads
-# that one process), the CLI memory section on each.
+# The tables and the CLI memory section measure on each server in turn (each server's CPU
+# column reads that server's process).
 start_s3_server "$work/s3"
+server_versions="versitygw $VERSITYGW_VERSION"
+[[ " $BENCH_SERVERS " == *" minio "* ]] && server_versions="$server_versions, minio $MINIO_VERSION"
 
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [[ -n "$(git status --porcelain -- . ':!BENCHMARKS.md' 2>/dev/null)" ]]; then rev="$rev+dirty"; fi
 
-cmdline="SIZES=\"$SIZES\" RUNS=$RUNS PART=$PART CONC=$CONC SOURCES=\"$SOURCES\" PEER_SIGNING=$PEER_SIGNING bash scripts/bench.sh"
+cmdline="BENCH_SERVERS=\"$BENCH_SERVERS\" SIZES=\"$SIZES\" RUNS=$RUNS PART=$PART CONC=$CONC SOURCES=\"$SOURCES\" PEER_SIGNING=$PEER_SIGNING bash scripts/bench.sh"
 [[ -n "$IMPLS" ]] && cmdline="IMPLS=\"$IMPLS\" $cmdline"
 [[ $# -gt 0 ]] && cmdline="$cmdline $*"
 
@@ -118,7 +123,7 @@ fi
 memflags=()
 if [[ -n "$CLI_MEM_SIZES" ]]; then
 	memflags=(-cli-mem-sizes "$CLI_MEM_SIZES" -cli-mem-runs "$CLI_MEM_RUNS" -cli-binary "$work/safeput"
-		-server-name versitygw -server-versions "versitygw $VERSITYGW_VERSION${MINIO_VERSION:+, minio $MINIO_VERSION}")
+		-server-name versitygw)
 	if [[ "$MEMORY_ONLY" == "1" ]]; then
 		memflags+=(-cli-mem-only)
 		cmdline="MEMORY_ONLY=1 CLI_MEM_SIZES=\"$CLI_MEM_SIZES\" CLI_MEM_RUNS=$CLI_MEM_RUNS bash scripts/bench.sh"
@@ -128,7 +133,7 @@ if [[ -n "$CLI_MEM_SIZES" ]]; then
 fi
 
 "$bin" "${memflags[@]}" -sizes "$SIZES" -runs "$RUNS" -part "$PART" -conc "$CONC" -sources "$SOURCES" -impls "$IMPLS" \
-	-peer-signing "$PEER_SIGNING" -dir "$work" "${outflag[@]}" \
+	-peer-signing "$PEER_SIGNING" -dir "$work" "${outflag[@]}" -servers "$BENCH_SERVERS" -server-versions "$server_versions" \
 	-command "$cmdline" -versitygw "$VERSITYGW_VERSION" -revision "$rev" -server-pid "${safeput_s3_pid:-0}" "$@" \
 	-data-desc "$work ($fstype)"
 

@@ -52,7 +52,9 @@ install_tool() {
 free_port() {
 	local p
 	for _ in $(seq 1 50); do
-		p=$((20000 + RANDOM % 40000))
+		# Below Linux's ephemeral range (32768-60999), where outgoing connections take their
+		# local ports and could hold the one picked before the server binds it.
+		p=$((10000 + RANDOM % 22000))
 		if [[ " ${safeput_ports_taken:-} " == *" $p "* ]]; then
 			continue
 		fi
@@ -166,7 +168,7 @@ start_with_retry() {
 		if "start_server_$name" "$data"; then
 			return 0
 		fi
-		if [[ -z "$srv_log" || ! -f "$srv_log" ]] || ! grep -q "address already in use" "$srv_log"; then
+		if [[ -z "$srv_log" || ! -f "$srv_log" ]] || ! grep -qiE "address already in use|port is already in use" "$srv_log"; then
 			return 1
 		fi
 		echo "$name: its port was taken before it could bind it (attempt $attempt of 3): another port" >&2
@@ -209,7 +211,7 @@ start_s3_server() {
 		safeput_s3_logs="$safeput_s3_logs $srv_log"
 		var="SAFEPUT_S3_$(echo "$name" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')"
 		export "${var}_ENDPOINT=$srv_endpoint" "${var}_ACCESS_KEY=$srv_access" \
-			"${var}_SECRET_KEY=$srv_secret" "${var}_REGION=$srv_region"
+			"${var}_SECRET_KEY=$srv_secret" "${var}_REGION=$srv_region" "${var}_PID=$srv_pid"
 		if [[ ${#started[@]} -eq 1 ]]; then
 			# The first server is also the single-server default (the benchmark uses it).
 			safeput_s3_pid=$srv_pid

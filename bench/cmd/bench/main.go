@@ -16,6 +16,8 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,8 +35,8 @@ func main() {
 }
 
 type options struct {
-	sizes, kinds, impls, part, signing, dir, dataDesc, profileDir, out, command, versitygw, revision, isolation string
-	runs, conc, serverPID                                                                                       int
+	sizes, kinds, impls, part, signing, dir, dataDesc, profileDir, out, command, versitygw, revision, isolation, servers, serverVersions string
+	runs, conc, serverPID                                                                                                                int
 }
 
 func run() error {
@@ -46,7 +48,8 @@ func run() error {
 	flag.IntVar(&o.runs, "runs", 5, "uploads per implementation, size and source")
 	flag.StringVar(&o.part, "part", "16MiB", "part size for every implementation")
 	flag.IntVar(&o.conc, "conc", 4, "parts in flight for every implementation")
-	flag.IntVar(&o.serverPID, "server-pid", 0, "the S3 server's pid, to record its CPU time per upload")
+	flag.IntVar(&o.serverPID, "server-pid", 0, "the S3 server's pid, to record its CPU time per upload, when SAFEPUT_S3_<NAME>_PID does not give it")
+	flag.StringVar(&o.servers, "servers", strings.Join(bench.DefaultServers, ","), "the servers to measure on, of those SAFEPUT_S3_SERVERS names (the one SAFEPUT_S3_ENDPOINT gives when it names none)")
 	flag.StringVar(&o.signing, "peer-signing", string(bench.SigningUnsigned), "peers' payload signing: unsigned or sdk-default")
 	flag.StringVar(&o.isolation, "isolation", "child", "child (one process per upload: per-upload peak RSS) or inproc (peak HeapInuse)")
 	flag.StringVar(&o.dir, "dir", os.TempDir(), "directory for the generated source files")
@@ -60,6 +63,7 @@ func run() error {
 	cm.register()
 	reanalyse := flag.String("reanalyse", "", "rewrite this report's header, integrity table and analysis from its own tables, measuring nothing (e.g. BENCHMARKS.md)")
 	flag.Parse()
+	o.serverVersions = cm.versions
 	if *reanalyse != "" {
 		return reanalyseFile(*reanalyse)
 	}
@@ -81,9 +85,9 @@ func run() error {
 }
 
 func runHarness(ctx context.Context, o options) error {
-	srv, ok := s3test.Lookup()
-	if !ok {
-		return errors.New("no S3 server: run scripts/bench.sh, or export SAFEPUT_S3_ENDPOINT, SAFEPUT_S3_ACCESS_KEY and SAFEPUT_S3_SECRET_KEY")
+	servers, err := harnessServers(o)
+	if err != nil {
+		return err
 	}
 	var sizes []int64
 	for _, f := range fields(o.sizes) {
@@ -116,38 +120,43 @@ func runHarness(ctx context.Context, o options) error {
 	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
-	cfg := bench.Config{
-		Server:     srv,
-		Bucket:     "safeput-bench-" + hex.EncodeToString(suffix[:]),
-		Sizes:      sizes,
-		Kinds:      fields(o.kinds),
-		Impls:      fields(o.impls),
-		Runs:       o.runs,
-		Params:     bench.Params{PartSize: part, Concurrency: o.conc, Signing: signing},
-		Dir:        o.dir,
-		Exec:       exec,
-		Log:        os.Stderr,
-		ProfileDir: o.profileDir,
-		ServerPID:  o.serverPID,
-	}
+	params := bench.Params{PartSize: part, Concurrency: o.conc, Signing: signing}
 	env := bench.Env{
 		Command: o.command, Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Machine: machine(),
-		DataDir: cmp.Or(o.dataDesc, o.dir), Versions: versions(o), Params: cfg.Params, Runs: o.runs,
+		DataDir: cmp.Or(o.dataDesc, o.dir), Versions: versions(o), Params: params, Runs: o.runs,
 	}
 	if env.Command == "" {
 		env.Command = strings.Join(os.Args, " ")
 	}
 	loadStart := loadavg()
-	recs, err := bench.Run(ctx, cfg)
-	if err != nil {
-		return err
+	var recs []bench.Record
+	for _, srv := range servers {
+		cfg := bench.Config{
+			Server:     srv,
+			Bucket:     "safeput-bench-" + hex.EncodeToString(suffix[:]),
+			Sizes:      sizes,
+			Kinds:      fields(o.kinds),
+			Impls:      fields(o.impls),
+			Runs:       o.runs,
+			Params:     params,
+			Dir:        o.dir,
+			Exec:       exec,
+			Log:        os.Stderr,
+			ProfileDir: o.profileDir,
+			ServerPID:  serverPID(srv.Name, o.serverPID),
+		}
+		r, err := bench.Run(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("on %s: %w", srv.Name, err)
+		}
+		recs = append(recs, r...)
 	}
 	env.Load = loadStart + " → " + loadavg()
 	if busy(loadStart) { // the end figure includes this benchmark's own load
 		env.Load += fmt.Sprintf(" — above the %d cores: other work competed for the CPU, so these figures are indicative only", runtime.NumCPU())
 	}
 	rows := bench.Summarize(recs)
-	verdicts := bench.Evaluate(rows, cfg.Params)
+	verdicts := bench.Evaluate(rows, params)
 	report := bench.Markdown(env, rows, verdicts)
 	// The analysis reads the tables just rendered, so its figures are theirs as printed.
 	parsed, err := bench.ParseReport(report)
@@ -165,6 +174,45 @@ func runHarness(ctx context.Context, o options) error {
 		fmt.Fprintln(os.Stderr, "wrote", o.out)
 	}
 	return nil
+}
+
+// harnessServers picks the servers to measure on: those of -servers that SAFEPUT_S3_SERVERS
+// configures, in -servers order; or, when SAFEPUT_S3_SERVERS names none, the one server of
+// SAFEPUT_S3_ENDPOINT and friends (named "external").
+func harnessServers(o options) ([]s3test.Server, error) {
+	all := s3test.LookupAll()
+	if len(all) == 0 {
+		return nil, errors.New("no S3 server: run scripts/bench.sh, or export SAFEPUT_S3_ENDPOINT, SAFEPUT_S3_ACCESS_KEY and SAFEPUT_S3_SECRET_KEY")
+	}
+	if len(all) == 1 && all[0].Name == s3test.External {
+		return all, nil
+	}
+	var out []s3test.Server
+	for _, name := range fields(o.servers) {
+		i := slices.IndexFunc(all, func(s s3test.Server) bool { return s.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("-servers: %s is not running (SAFEPUT_S3_SERVERS=%s)", name, os.Getenv("SAFEPUT_S3_SERVERS"))
+		}
+		out = append(out, all[i])
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-servers names no server")
+	}
+	return out, nil
+}
+
+// serverPID is the pid scripts/s3server.sh exported for the named server, else fallback.
+func serverPID(name string, fallback int) int {
+	v := os.Getenv("SAFEPUT_S3_" + strings.ToUpper(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, name)) + "_PID")
+	if pid, err := strconv.Atoi(v); err == nil && pid > 0 {
+		return pid
+	}
+	return fallback
 }
 
 // reanalyseFile regenerates a report's prose from its tables; the tables are left as measured.
@@ -245,7 +293,10 @@ func versions(o options) []string {
 	if o.revision != "" {
 		v = append(v, "safeput "+o.revision)
 	}
-	if o.versitygw != "" {
+	switch {
+	case o.serverVersions != "":
+		v = append(v, o.serverVersions)
+	case o.versitygw != "":
 		v = append(v, "versitygw "+o.versitygw)
 	}
 	want := []string{
@@ -292,9 +343,11 @@ Run it on a quiet machine: client and server share the cores, so other work move
 
 ## Method
 
-- **Server**: Versity S3 Gateway (posix backend) started by the script on loopback, its data on
-  tmpfs (/dev/shm) when it has room, else a temporary directory. The numbers are this machine's
-  client+server throughput, not a network's.
+- **Servers**: Versity S3 Gateway (posix backend) and MinIO (single drive), started by the
+  script on loopback, their data on tmpfs (/dev/shm) when it has room, else a temporary
+  directory; every implementation runs on each, one server at a time, and each server has its
+  own tables, targets and analysis. The numbers are this machine's client+server throughput,
+  not a network's.
 - **Data**: non-compressible bytes (ChaCha8) generated once per size into a file beside the
   server's data. A *stream* source is ` + "`struct{io.Reader}`" + ` over the file (no size, no Seek, no
   ReadAt); a *readerat* source is an ` + "`*io.SectionReader`" + ` (Read, ReadAt, Seek, Size). Each
@@ -327,11 +380,11 @@ Run it on a quiet machine: client and server share the cores, so other work move
 - **Correctness first**: every object is read back with a plain client and its length and
   CRC64NVME compared with the source's before its figure counts; a difference fails the run.
 - **Reading the figures**: on one small machine the server is usually the bound. Compare the
-  "server CPU" column with "CPU": versitygw spends several times the client's CPU per GiB (it
-  hashes and writes every byte, and assembles multipart objects by copying the parts on
-  Complete, which a single PUT does not need), so uploaders that keep several parts in flight end up
-  near the same server-bound rate, and a multipart upload pays for the assembly that the raw PUT
-  ceiling skips. Client-side differences show best in the CPU and memory columns. The
+  "server CPU" column with "CPU": a server that spends several times the client's CPU per GiB
+  (versitygw hashes and writes every byte, and assembles multipart objects by copying the parts
+  on Complete, which a single PUT does not need) brings uploaders that keep several parts in
+  flight to the same server-bound rate, and a multipart upload pays for the assembly that the
+  raw PUT ceiling skips. Client-side differences show best in the CPU and memory columns. The
   min–max spread shows how much other work on the machine moved the runs.
 - **Targets** (reported, never asserted): ` + targets + `.
 
