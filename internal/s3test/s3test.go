@@ -239,3 +239,11 @@ func RandomBytes(n int) []byte {
 	_, _ = rand.Read(b)
 	return b
 }
+
+// IgnoresChecksums reports whether the server ignores x-amz-checksum-* headers. Ceph RGW 16.2
+// does: a wrong value is accepted, nothing is echoed, stored or returned by HEAD.
+func (s Server) IgnoresChecksums() bool { return s.Name == Ceph }
+
+// EmptyCompleteETag reports whether a successful CompleteMultipartUpload answers without an
+// ETag. Ceph RGW 16.2 answers 200 with <ETag></ETag>; the object is committed and HEAD has it.
+func (s Server) EmptyCompleteETag() bool { return s.Name == Ceph }
