@@ -3,7 +3,7 @@
 # a temp data dir and generated credentials:
 #   versitygw  Versity S3 Gateway, posix backend
 #   minio      MinIO, single drive
-#   ceph       Ceph RADOS Gateway 16.2.15 from Debian's packages, one-node memstore cluster
+#   ceph       Ceph RADOS Gateway 16.2.15 from Debian's packages, one-node cluster (BlueStore on a file)
 #              (scripts/ceph.sh; installing needs root and apt-get, first run about 1.5 min)
 # Sourced by test.sh, with-s3.sh and bench.sh.
 #
