@@ -109,6 +109,7 @@ type checksumCaps struct {
 	local      store.ChecksumAlgorithm // computed locally (and compared with whatever the store reports) even when not sent
 	fullObject bool                    // multipart upload carries a FULL_OBJECT checksum
 	md5        bool                    // compute MD5 (Content-MD5 or ETag check)
+	sendMD5    bool                    // send Content-MD5 (asked for, or the store's only body check)
 	etagIsMD5  bool                    // single-PUT and part ETags are the body's MD5
 	mpETagMD5  bool                    // multipart ETags are md5-of-md5s-N
 	probing    bool                    // alg is offered though the profile does not list it
@@ -498,7 +499,7 @@ func (w *Writer) uploadPart(n int32, data []byte, section *io.SectionReader, sec
 		if w.caps.alg != store.ChecksumNone {
 			in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
 		}
-		if w.cfg.contentMD5 && rec.hasMD5 {
+		if w.caps.sendMD5 && rec.hasMD5 {
 			in.ContentMD5 = md5Header(rec.md5)
 		}
 		w.bytesSent.Add(size)
@@ -749,7 +750,7 @@ func (w *Writer) putSingle() error {
 	if w.caps.alg != store.ChecksumNone {
 		in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
 	}
-	if w.cfg.contentMD5 {
+	if w.caps.sendMD5 {
 		in.ContentMD5 = md5Header(rec.md5)
 	}
 	want := verify.Expected{Size: int64(len(data))}
@@ -782,6 +783,13 @@ func (w *Writer) putSingle() error {
 		}
 		receipt := verify.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
 		if _, err := verify.CheckReceipt(receipt, o.ETag, o.Checksums, w.etagTrusted(false)); err != nil {
+			if in.IfNoneMatch {
+				// The key was free (the create-only PUT was accepted), so the damaged object is
+				// this request's: remove it, or the retry meets it as a 412 and it stays.
+				if derr := w.deleteObject(); derr != nil {
+					w.log.Error("could not delete the damaged object this create-only PUT stored", zap.Error(derr))
+				}
+			}
 			return w.integrity("PutObject", 0, err)
 		}
 		out = o
