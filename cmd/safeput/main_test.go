@@ -89,7 +89,7 @@ func runWith(t *testing.T, env []string, stdin io.Reader, args ...string) result
 // gateway's (what these tests always used) for an external endpoint.
 func provider(s s3test.Server) string {
 	switch s.Name {
-	case s3test.VersityGW, s3test.MinIO:
+	case s3test.VersityGW, s3test.MinIO, s3test.Ceph:
 		return s.Name
 	}
 	return s3test.VersityGW
@@ -394,18 +394,38 @@ func testProbe(t *testing.T, s s3test.Server) {
 	for _, row := range rep.Rows {
 		rows[row.Rule] = row
 	}
-	// What both servers really do.
+	// What every server really does.
 	type row struct{ rule, result, evidence string }
 	want := []row{
 		{"non-final part of 5 MiB", "accepted", "Complete 200"},
 		{"non-final part of 1 MiB", "rejected", "Complete 400 EntityTooSmall"},
 		{"effective minimum non-final part", "5 MiB", "EntityTooSmall"},
 		{"multipart CRC64NVME FULL_OBJECT", "accepted", "Complete 200"},
-		{"HEAD returns stored checksums", "yes", "HeadObject 200"},
 		{"If-None-Match: * on PUT", "honoured", "412"},
-		{"If-None-Match: * on Complete", "honoured", "Complete 412"},
+		{"wrong Content-MD5 rejected", "yes", "400 BadDigest"},
+	}
+	if s.Name != s3test.Ceph {
+		want = append(want,
+			row{"HEAD returns stored checksums", "yes", "HeadObject 200"},
+			row{"If-None-Match: * on Complete", "honoured", "Complete 412"},
+			row{"Complete answer without ETag", "no", "Complete 200 answers had an ETag"})
 	}
 	switch s.Name {
+	case s3test.Ceph:
+		// Ceph RGW 16.2.15: checksum headers accepted and ignored, nothing returned by HEAD,
+		// If-None-Match ignored on Complete, Complete answered without ETag, MD5 ETags.
+		want = append(want,
+			row{"wrong x-amz-checksum-crc64nvme rejected", "no", "PutObject 200"},
+			row{"HEAD returns stored checksums", "no", "HeadObject 200 without"},
+			row{"If-None-Match: * on Complete", "ignored", "Complete 200"},
+			row{"Complete answer without ETag", "yes", "HEAD shows the object"},
+			row{"single PUT ETag is the body's MD5", "yes", "ETag"},
+			row{"multipart ETag is md5-of-md5s-N", "yes", "HEAD ETag"},
+		)
+		if rep.MatchedProfile != "ceph" {
+			t.Errorf("probe on Ceph RGW matched profile %q (closest %q, differences %v), want ceph: the profile and the server disagree",
+				rep.MatchedProfile, rep.ClosestProfile, rep.Differences)
+		}
 	case s3test.VersityGW:
 		want = append(want, row{"wrong x-amz-checksum-crc64nvme rejected", "yes", "400 BadDigest"})
 	case s3test.MinIO:
@@ -454,6 +474,45 @@ func testProbe(t *testing.T, s s3test.Server) {
 	if len(out.Contents) != 0 {
 		t.Errorf("objects left: %d, first %s", len(out.Contents), aws.ToString(out.Contents[0].Key))
 	}
+
+	// The recommendation works when passed back: puts land strongly verified and byte-identical.
+	putsVerifyStrongly(t, s, bucket, "--provider", rep.Recommendation)
+}
+
+// putsVerifyStrongly puts 3 MiB (one PUT) and 23 MiB (multipart) through both backends with
+// the given extra flags and checks each exits 0, strongly verified, byte-identical.
+func putsVerifyStrongly(t *testing.T, s s3test.Server, bucket string, flags ...string) {
+	t.Helper()
+	for _, size := range []int{3 << 20, 23 << 20} {
+		data := s3test.RandomBytes(size)
+		file := writeFile(t, data)
+		for _, backend := range []string{"aws", "minio"} {
+			key := fmt.Sprintf("strong/%s/%d", backend, size)
+			args := append(append([]string{"--backend", backend, "--json"}, flags...), "put", file, "s3://"+bucket+"/"+key)
+			r := cli(t, s, nil, args...)
+			expectCode(t, r, 0, fmt.Sprintf("put %d bytes %v", size, args))
+			var res jsonResult
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+				t.Fatalf("--json output is not JSON: %v\n%q", err, r.stdout)
+			}
+			if res.Status != "landed" || !res.VerifiedStrong || res.Verified == "" {
+				t.Errorf("put %d bytes %v: %+v, want landed and strongly verified", size, args, res)
+			}
+			if s.Name == s3test.Ceph && res.Verified != "etag-md5" {
+				t.Errorf("put %d bytes on Ceph RGW verified by %q, want etag-md5 (the only proof it offers)", size, res.Verified)
+			}
+			if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+				t.Fatalf("put %d bytes %v: stored object differs", size, args)
+			}
+		}
+	}
+}
+
+// At defaults (no --provider) every server's puts verify strongly.
+func TestPutDefaultsVerifyStrongly(t *testing.T) {
+	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
+		putsVerifyStrongly(t, s, s3test.NewBucket(t, s))
+	})
 }
 
 // openUpload creates an incomplete upload with one part of size n via the raw client.
