@@ -477,11 +477,19 @@ func testProbe(t *testing.T, s s3test.Server) {
 
 	// The recommendation works when passed back: puts land strongly verified and byte-identical.
 	putsVerifyStrongly(t, s, bucket, "--provider", rep.Recommendation)
+	if !t.Failed() {
+		recordProbe(s.Name, rep)
+	}
 }
 
 // putsVerifyStrongly puts 3 MiB (one PUT) and 23 MiB (multipart) through both backends with
 // the given extra flags and checks each exits 0, strongly verified, byte-identical.
 func putsVerifyStrongly(t *testing.T, s s3test.Server, bucket string, flags ...string) {
+	putsVerifyStronglyRecord(t, s, bucket, nil, flags...)
+}
+
+// putsVerifyStronglyRecord is putsVerifyStrongly that also reports each size's method to record.
+func putsVerifyStronglyRecord(t *testing.T, s s3test.Server, bucket string, record func(size int, method string), flags ...string) {
 	t.Helper()
 	for _, size := range []int{3 << 20, 23 << 20} {
 		data := s3test.RandomBytes(size)
@@ -504,6 +512,9 @@ func putsVerifyStrongly(t *testing.T, s s3test.Server, bucket string, flags ...s
 			if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
 				t.Fatalf("put %d bytes %v: stored object differs", size, args)
 			}
+			if record != nil {
+				record(size, res.Verified)
+			}
 		}
 	}
 }
@@ -511,7 +522,7 @@ func putsVerifyStrongly(t *testing.T, s s3test.Server, bucket string, flags ...s
 // At defaults (no --provider) every server's puts verify strongly.
 func TestPutDefaultsVerifyStrongly(t *testing.T) {
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
-		putsVerifyStrongly(t, s, s3test.NewBucket(t, s))
+		putsVerifyStronglyRecord(t, s, s3test.NewBucket(t, s), func(size int, method string) { recordDefault(s.Name, size, method) })
 	})
 }
 
