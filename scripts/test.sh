@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: lint, then every module's tests with -race against the real S3 servers
-# (Versity S3 Gateway and MinIO; see s3server.sh).
+# (Versity S3 Gateway, MinIO and Ceph RGW; see s3server.sh).
 # Needs only Go; installs its pinned tools into bin/ on first run.
 #   SAFEPUT_SKIP_LINT=1   skip gofmt/vet/golangci-lint (quick local loops; CI never sets it)
 #   SAFEPUT_TEST_ARGS     extra arguments for go test (e.g. "-run Contract")
