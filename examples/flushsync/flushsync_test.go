@@ -29,9 +29,10 @@ import (
 )
 
 // fastPolicy is a short inner retry budget, as Milvus uses for flush: the manager re-drives on
-// top of it. Short intervals keep the test quick; the shapes are the defaults'.
+// top of it, so throttling gets 3 attempts here too (the library's default gives it 10), and a
+// throttled task reaches the manager. Short intervals keep the test quick.
 func fastPolicy() *retry.Policy {
-	return retry.New(retry.WithMaxAttempts(3), retry.WithInitialInterval(5*time.Millisecond),
+	return retry.New(retry.WithMaxAttempts(3), retry.WithThrottleMaxAttempts(3), retry.WithInitialInterval(5*time.Millisecond),
 		retry.WithThrottleInterval(20*time.Millisecond), retry.WithMaxInterval(200*time.Millisecond))
 }
 
