@@ -960,7 +960,12 @@ func (s *suite) testNotFound(t *testing.T) {
 	mustResponseError(t, "ListMultipartUploads of a missing bucket", err, http.StatusNotFound, "NoSuchBucket")
 
 	_, err = s.st.UploadPart(ctx, &store.UploadPartInput{Bucket: s.bucket, Key: "k", UploadID: "no-such-upload", PartNumber: 1, Body: bytes.NewReader([]byte("x")), ContentLength: 1})
-	mustResponseError(t, "UploadPart to a missing upload", err, http.StatusNotFound, "NoSuchUpload")
+	if re := responseError(t, "UploadPart to a missing upload", err, http.StatusNotFound, ""); re.Code != "NoSuchUpload" &&
+		(s.srv.Name != s3test.Ceph || re.Code != "") {
+		// Ceph RGW answered once in the test command's runs a 404 whose error body did not
+		// arrive (it answers before reading the part's body); the status still says it.
+		t.Errorf("UploadPart to a missing upload: code %q, want NoSuchUpload", re.Code)
+	}
 	_, err = s.st.CompleteMultipartUpload(ctx, &store.CompleteMultipartUploadInput{Bucket: s.bucket, Key: "k", UploadID: "no-such-upload", Parts: []store.CompletedPart{{PartNumber: 1, ETag: "e"}}})
 	// S3 and MinIO answer 404 NoSuchUpload; Versity S3 Gateway v1.8.0 answers 400 InvalidPart.
 	switch s.srv.Name {
