@@ -21,9 +21,9 @@ start_s3_server
 status=0
 for m in $modules; do
 	echo "== go test $m" >&2
-	# shellcheck disable=SC2086
 	# -timeout: the writer package runs every scenario on three servers x two adapters under
 	# -race, which takes longer than go test's default 10 minutes per package on 2 cores.
+	# shellcheck disable=SC2086
 	(cd "$m" && go test -race -count=1 -timeout 30m ${SAFEPUT_TEST_ARGS:-} ./...) || status=1
 done
 if [[ $status -ne 0 ]]; then
