@@ -28,7 +28,16 @@ type RecoverOptions struct {
 	// Policy runs every store request (default retry.Default()).
 	Policy *retry.Policy
 	Logger *zap.Logger
+	// Settle is how long Recover waits after its aborts before it looks again (default
+	// DefaultRecoverSettle; negative: no second look). A part request the dead writer had in
+	// flight can still be finishing at the store when the abort lands, and some stores (Versity's
+	// gateway among them) then re-create the upload to hold that part; the second look aborts it
+	// again before the record is dropped.
+	Settle time.Duration
 }
+
+// DefaultRecoverSettle is RecoverOptions.Settle's default.
+const DefaultRecoverSettle = 2 * time.Second
 
 // RecoverOutcome is what Recover found (or did) for one record.
 type RecoverOutcome string
@@ -75,8 +84,9 @@ type RecoverReport struct {
 
 // Recover settles every upload recorded in j for the store st: when the record's intended object
 // is at the key, verified, the Complete landed before the crash and the record is dropped;
-// otherwise the upload is aborted (confirmed with ListParts) and the record dropped. It touches
-// only the uploads the valid records name: never another key, prefix or upload, never an object.
+// otherwise the upload is aborted (confirmed with ListParts, and again after opts.Settle) and the
+// record dropped. It touches only the uploads the valid records name: never another key, prefix
+// or upload, never an object.
 // A record a live writer holds, or one for another endpoint or bucket, is left alone and
 // reported; a file that is not a valid record is reported in Problems and skipped.
 //
@@ -99,7 +109,11 @@ func Recover(ctx context.Context, st store.Store, j journal.Journal, opts Recove
 	if err != nil {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "cannot list the journal", Err: err}
 	}
+	if opts.Settle == 0 {
+		opts.Settle = DefaultRecoverSettle
+	}
 	rep := &RecoverReport{DryRun: opts.DryRun, Problems: problems, Counts: map[RecoverOutcome]int{}}
+	var aborted []abortedRecord // records kept (claimed) until the second look
 	for _, p := range problems {
 		opts.Logger.Warn("journal file skipped", zap.String("path", p.Path), zap.Error(p.Err))
 	}
@@ -117,41 +131,118 @@ func Recover(ctx context.Context, st store.Store, j journal.Journal, opts Recove
 		case opts.Bucket != "" && r.Bucket != opts.Bucket:
 			u.Outcome = RecoverOtherBucket
 		default:
-			u.Outcome, u.Err = recoverOne(ctx, st, j, r.ID, recs, opts)
+			var ids []string
+			u.Outcome, ids, u.Err = recoverOne(ctx, st, j, r.ID, recs, opts)
+			if len(ids) > 0 {
+				aborted = append(aborted, abortedRecord{rec: r, index: len(rep.Uploads), uploadIDs: ids})
+				rep.Uploads = append(rep.Uploads, u)
+				continue // logged and counted after the second look
+			}
 		}
-		opts.Logger.Info("journal record", zap.String("bucket", r.Bucket), zap.String("key", r.Key),
-			zap.String("upload_id", r.UploadID), zap.Int64("size", u.Size), zap.String("outcome", string(u.Outcome)), zap.Error(u.Err))
-		rep.Counts[u.Outcome]++
-		rep.Uploads = append(rep.Uploads, u)
+		rep.add(opts.Logger, r, u)
+	}
+	if len(aborted) > 0 {
+		lookAgain(ctx, st, j, aborted, rep, opts)
 	}
 	return rep, nil
 }
 
-func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journal.ID, all []journal.Record, opts RecoverOptions) (RecoverOutcome, error) {
+// abortedRecord is a claimed record whose upload(s) Recover aborted; the record is dropped only
+// after the second look finds them gone.
+type abortedRecord struct {
+	rec       journal.Record
+	index     int // in RecoverReport.Uploads
+	uploadIDs []string
+}
+
+func (rep *RecoverReport) add(log *zap.Logger, r journal.Record, u RecoveredUpload) {
+	log.Info("journal record", zap.String("bucket", r.Bucket), zap.String("key", r.Key),
+		zap.String("upload_id", r.UploadID), zap.Int64("size", u.Size), zap.String("outcome", string(u.Outcome)), zap.Error(u.Err))
+	rep.Counts[u.Outcome]++
+	rep.Uploads = append(rep.Uploads, u)
+}
+
+// lookAgain waits opts.Settle once for all aborted records, then aborts again any upload the
+// store lists anew (a part the dead writer had in flight re-created it), and only then drops the
+// records. A record whose upload cannot be shown gone is kept and reported failed.
+func lookAgain(ctx context.Context, st store.Store, j journal.Journal, aborted []abortedRecord, rep *RecoverReport, opts RecoverOptions) {
+	if opts.Settle > 0 {
+		t := time.NewTimer(opts.Settle)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	for _, a := range aborted {
+		u := &rep.Uploads[a.index]
+		if err := reabort(ctx, st, a, opts); err != nil {
+			u.Outcome, u.Err = RecoverFailed, err
+			_ = j.Release(a.rec.ID)
+		} else if rerr := j.Remove(a.rec.ID); rerr != nil {
+			u.Outcome, u.Err = RecoverFailed, &sperrors.Error{Kind: sperrors.Permanent, Op: "Journal", Bucket: a.rec.Bucket, Key: a.rec.Key, UploadID: a.rec.UploadID,
+				Message: fmt.Sprintf("the upload was settled (%s) but its record could not be removed", u.Outcome), Err: rerr}
+		}
+		opts.Logger.Info("journal record", zap.String("bucket", a.rec.Bucket), zap.String("key", a.rec.Key),
+			zap.String("upload_id", a.rec.UploadID), zap.Int64("size", u.Size), zap.String("outcome", string(u.Outcome)), zap.Error(u.Err))
+		rep.Counts[u.Outcome]++
+	}
+}
+
+func reabort(ctx context.Context, st store.Store, a abortedRecord, opts RecoverOptions) error {
+	if ctx.Err() != nil {
+		return &sperrors.Error{Kind: sperrors.Canceled, Op: "Recover", Bucket: a.rec.Bucket, Key: a.rec.Key, UploadID: a.rec.UploadID,
+			Message: "recovery interrupted before the second look after the abort", Err: ctx.Err()}
+	}
+	w, err := recoveryWriter(ctx, st, a.rec, opts)
+	if err != nil {
+		return err
+	}
+	defer w.cancel()
+	for _, id := range a.uploadIDs {
+		if !w.uploadStillListed(w.ctx, id) {
+			continue
+		}
+		w.log.Warn("aborted upload listed again (a part the dead writer had in flight landed after the abort): aborting again", zap.String("upload_id", id))
+		w.uploadID = id
+		if aerr := w.abortUpload(w.ctx); aerr != nil {
+			return aerr
+		}
+	}
+	return nil
+}
+
+// recoverOne settles one record. When it aborted uploads, it returns their ids and keeps the
+// record claimed: the caller drops it after a second look (lookAgain).
+func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journal.ID, all []journal.Record, opts RecoverOptions) (RecoverOutcome, []string, error) {
 	rec, err := j.Claim(id)
 	switch {
 	case stderrors.Is(err, journal.ErrInUse):
-		return RecoverInUse, nil
+		return RecoverInUse, nil, nil
 	case stderrors.Is(err, journal.ErrNotFound):
-		return RecoverGone, nil // settled by someone else since the listing
+		return RecoverGone, nil, nil // settled by someone else since the listing
 	case err != nil:
-		return RecoverFailed, &sperrors.Error{Kind: sperrors.Permanent, Op: "Journal", Bucket: id.Bucket, Key: id.Key, UploadID: id.UploadID, Message: "cannot claim the record", Err: err}
+		return RecoverFailed, nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Journal", Bucket: id.Bucket, Key: id.Key, UploadID: id.UploadID, Message: "cannot claim the record", Err: err}
 	}
 	var outcome RecoverOutcome
+	var aborted []string
 	if rec.Creating {
-		outcome, err = settleCreating(ctx, st, j, rec, all, opts)
+		outcome, aborted, err = settleCreating(ctx, st, j, rec, all, opts)
 	} else {
-		outcome, err = settle(ctx, st, rec, opts)
+		outcome, aborted, err = settle(ctx, st, rec, opts)
 	}
 	if outcome == RecoverFailed || outcome == RecoverWouldAbort || outcome == RecoverInUse || opts.DryRun {
 		_ = j.Release(id)
-		return outcome, err
+		return outcome, nil, err
+	}
+	if len(aborted) > 0 && opts.Settle > 0 {
+		return outcome, aborted, nil
 	}
 	if rerr := j.Remove(id); rerr != nil {
-		return RecoverFailed, &sperrors.Error{Kind: sperrors.Permanent, Op: "Journal", Bucket: id.Bucket, Key: id.Key, UploadID: id.UploadID,
+		return RecoverFailed, nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Journal", Bucket: id.Bucket, Key: id.Key, UploadID: id.UploadID,
 			Message: fmt.Sprintf("the upload was settled (%s) but its record could not be removed", outcome), Err: rerr}
 	}
-	return outcome, nil
+	return outcome, nil, nil
 }
 
 // recoveryWriter is a Writer used only for its request and abort machinery (retries, stall
@@ -175,14 +266,14 @@ const (
 // id), initiated around the placeholder's time, that no journal record names, is that writer's,
 // and is aborted. While another writer's placeholder for the same key is claimed (its create is
 // in progress), nothing is touched.
-func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec journal.Record, all []journal.Record, opts RecoverOptions) (RecoverOutcome, error) {
+func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec journal.Record, all []journal.Record, opts RecoverOptions) (RecoverOutcome, []string, error) {
 	named := map[string]bool{}
 	for _, r := range all {
 		named[r.UploadID] = true
 		if r.Creating && r.ID != rec.ID && r.Endpoint == rec.Endpoint && r.Bucket == rec.Bucket && r.Key == rec.Key {
 			if _, err := j.Claim(r.ID); err != nil {
 				if stderrors.Is(err, journal.ErrInUse) {
-					return RecoverInUse, nil
+					return RecoverInUse, nil, nil
 				}
 				continue
 			}
@@ -191,7 +282,7 @@ func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec 
 	}
 	w, err := recoveryWriter(ctx, st, rec, opts)
 	if err != nil {
-		return RecoverFailed, err
+		return RecoverFailed, nil, err
 	}
 	defer w.cancel()
 	var list *store.ListMultipartUploadsOutput
@@ -199,10 +290,11 @@ func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec 
 		list, err = st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: rec.Bucket, Prefix: rec.Key})
 		return err
 	}); err != nil {
-		return RecoverFailed, err
+		return RecoverFailed, nil, err
 	}
 	from, to := rec.Created.Add(-creatingSkew), rec.Created.Add(creatingAfter)
 	outcome := RecoverGone
+	var aborted []string
 	for _, u := range list.Uploads {
 		if u.Key != rec.Key || named[u.UploadID] || (!u.Initiated.IsZero() && (u.Initiated.Before(from) || u.Initiated.After(to))) {
 			continue
@@ -222,18 +314,19 @@ func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec 
 		w.log.Info("aborting the upload a writer killed during its create left", zap.String("upload_id", u.UploadID))
 		w.uploadID = u.UploadID
 		if aerr := w.abortUpload(w.ctx); aerr != nil {
-			return RecoverFailed, aerr
+			return RecoverFailed, nil, aerr
 		}
 		outcome = RecoverAborted
+		aborted = append(aborted, u.UploadID)
 	}
-	return outcome, nil
+	return outcome, aborted, nil
 }
 
 // settle decides (and, unless a dry run, acts on) one claimed record.
-func settle(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions) (RecoverOutcome, error) {
+func settle(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions) (RecoverOutcome, []string, error) {
 	w, err := recoveryWriter(ctx, st, rec, opts)
 	if err != nil {
-		return RecoverFailed, err
+		return RecoverFailed, nil, err
 	}
 	defer w.cancel()
 	w.log = w.log.With(zap.String("upload_id", rec.UploadID))
@@ -253,7 +346,7 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 			landed = verr == nil && method.Strong()
 		case stderrors.As(herr, &re) && re.StatusCode == 404:
 		default:
-			return RecoverFailed, herr
+			return RecoverFailed, nil, herr
 		}
 	}
 	exists := true
@@ -266,23 +359,23 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 		return err
 	})
 	if lerr != nil {
-		return RecoverFailed, lerr
+		return RecoverFailed, nil, lerr
 	}
 	switch {
 	case !exists && landed:
-		return RecoverLanded, nil
+		return RecoverLanded, nil, nil
 	case !exists:
-		return RecoverGone, nil
+		return RecoverGone, nil, nil
 	case opts.DryRun:
-		return RecoverWouldAbort, nil
+		return RecoverWouldAbort, nil, nil
 	}
 	// The upload is still open: nobody will complete it (its writer is dead: we hold the claim).
 	w.uploadID = rec.UploadID
 	if aerr := w.abortUpload(w.ctx); aerr != nil {
-		return RecoverFailed, aerr
+		return RecoverFailed, nil, aerr
 	}
 	if landed {
-		return RecoverLanded, nil // an identical object was there already; the stray upload is gone too
+		return RecoverLanded, []string{rec.UploadID}, nil // an identical object was there already; the stray upload is gone too
 	}
-	return RecoverAborted, nil
+	return RecoverAborted, []string{rec.UploadID}, nil
 }

@@ -36,7 +36,8 @@ func (a *app) recoverCmd() *cobra.Command {
 		Long: `Read the upload journal in DIR (written by put --journal) and, for every upload recorded there
 for this endpoint, HEAD its key: when the object the crashed run was completing is there,
 verified by size and checksum, the upload landed and its record is dropped; otherwise the
-upload is aborted (confirmed with ListParts) and its record dropped. Without --run it only says
+upload is aborted (confirmed with ListParts, and looked at again 2 s later: a part the dead
+process had in flight can re-create it) and its record dropped. Without --run it only says
 what it would do. It touches only the uploads its records name: never another key, prefix or
 upload, never an object. A record another live process holds, or one for another endpoint (or
 bucket, with --bucket), is left alone and reported; a file that is not a valid record is

@@ -1,0 +1,107 @@
+package writer_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/writer"
+)
+
+// resurrecting plays a store at which a part the dead writer had in flight lands just after the
+// first abort and re-creates the upload (Versity's gateway does this): the abort's own check
+// finds the upload gone, every later ListParts finds it again until it is aborted a second time.
+type resurrecting struct {
+	store.Store
+	mu          sync.Mutex
+	aborts      int
+	confirmed   bool  // the first abort's own ListParts has run
+	secondAbort error // what the second abort answers
+	listedAgain int   // ListParts answers "still there" after the first abort was confirmed
+}
+
+func (r *resurrecting) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
+	r.mu.Lock()
+	r.aborts++
+	n := r.aborts
+	r.mu.Unlock()
+	if n == 2 && r.secondAbort != nil {
+		return r.secondAbort
+	}
+	return r.Store.AbortMultipartUpload(ctx, in)
+}
+
+func (r *resurrecting) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.aborts == 1 {
+		if r.confirmed {
+			r.listedAgain++
+			return &store.ListPartsOutput{}, nil
+		}
+		r.confirmed = true
+	}
+	return r.Store.ListParts(ctx, in)
+}
+
+func resurrectionSetup(t *testing.T) (*memstore.Store, *journal.Dir, journal.ID) {
+	t.Helper()
+	mem := memstore.New(memstore.WithBuckets("b"))
+	out, err := mem.CreateMultipartUpload(context.Background(), &store.CreateMultipartUploadInput{Bucket: "b", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := newJournal(t)
+	id := journal.ID{Endpoint: endpointID, Bucket: "b", Key: "k", UploadID: out.UploadID}
+	if err := j.Begin(journal.Record{ID: id, PartSize: part, SourceSize: 3 * part}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Release(id); err != nil {
+		t.Fatal(err)
+	}
+	return mem, j, id
+}
+
+// Recover looks again after its aborts and aborts an upload the store re-created; the record is
+// dropped only once the upload is gone.
+func TestRecoverAbortsAReCreatedUpload(t *testing.T) {
+	mem, j, _ := resurrectionSetup(t)
+	st := &resurrecting{Store: mem}
+	rep, err := writer.Recover(context.Background(), st, j, writer.RecoverOptions{Endpoint: endpointID, Settle: 10 * time.Millisecond})
+	if err != nil || rep.Counts[writer.RecoverAborted] != 1 || len(rep.Uploads) != 1 {
+		t.Fatalf("recover = %+v, %v", rep, err)
+	}
+	if st.aborts != 2 || st.listedAgain == 0 {
+		t.Fatalf("aborts sent = %d (listed again %d times), want a second abort after the second look", st.aborts, st.listedAgain)
+	}
+	if recs, _, _ := j.List(); len(recs) != 0 {
+		t.Fatalf("records left: %+v", recs)
+	}
+}
+
+// When the second abort fails, the record stays for the next recovery and the outcome says so.
+func TestRecoverKeepsTheRecordWhenTheSecondAbortFails(t *testing.T) {
+	mem, j, id := resurrectionSetup(t)
+	st := &resurrecting{Store: mem, secondAbort: &store.ResponseError{Op: "AbortMultipartUpload", StatusCode: 403, Code: "AccessDenied"}}
+	rep, err := writer.Recover(context.Background(), st, j, writer.RecoverOptions{Endpoint: endpointID, Settle: time.Millisecond})
+	if err != nil || rep.Counts[writer.RecoverFailed] != 1 || rep.Uploads[0].Err == nil {
+		t.Fatalf("recover = %+v, %v", rep, err)
+	}
+	if recs, _, _ := j.List(); len(recs) != 1 || recs[0].ID != id {
+		t.Fatalf("records left: %+v, want the one whose upload is still there", recs)
+	}
+}
+
+// A negative Settle skips the second look (one abort, as before).
+func TestRecoverWithoutSecondLook(t *testing.T) {
+	mem, j, _ := resurrectionSetup(t)
+	st := &resurrecting{Store: mem}
+	rep, err := writer.Recover(context.Background(), st, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+	if err != nil || rep.Counts[writer.RecoverAborted] != 1 || st.aborts != 1 {
+		t.Fatalf("recover = %+v, %v; aborts %d", rep, err, st.aborts)
+	}
+}
