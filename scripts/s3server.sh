@@ -176,6 +176,24 @@ start_server_ceph() {
 	srv_log="$data/cluster/log/ceph-client.rgw.a.log"
 }
 
+# start_with_retry NAME DATA_DIR: start_server_NAME, again on a fresh port (up to 3 times) when
+# the port it picked was taken before the server could bind it (another process got there first).
+start_with_retry() {
+	local name=$1 data=$2 attempt
+	for attempt in 1 2 3; do
+		srv_pid="" srv_log=""
+		if "start_server_$name" "$data"; then
+			return 0
+		fi
+		if [[ -z "$srv_log" || ! -f "$srv_log" ]] || ! grep -q "address already in use" "$srv_log"; then
+			return 1
+		fi
+		echo "$name: its port was taken before it could bind it (attempt $attempt of 3): another port" >&2
+		mv "$srv_log" "$srv_log.attempt$attempt" 2>/dev/null || true
+	done
+	return 1
+}
+
 # start_s3_server [DATA_DIR]: starts the servers (SAFEPUT_S3_START, default all) unless
 # SAFEPUT_S3_ENDPOINT is already set; each keeps its data under DATA_DIR/<name>.
 start_s3_server() {
@@ -197,8 +215,7 @@ start_s3_server() {
 			echo "unknown S3 server '$name' in SAFEPUT_S3_START (known: $SAFEPUT_S3_ALL_SERVERS)" >&2
 			return 1
 		fi
-		srv_pid=""
-		if ! "start_server_$name" "$data/$name"; then
+		if ! start_with_retry "$name" "$data/$name"; then
 			if ci_mode; then
 				echo "FAIL: S3 server $name could not be installed or started (CI=true needs every server: $SAFEPUT_S3_ALL_SERVERS)" >&2
 				return 1
