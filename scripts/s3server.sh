@@ -54,7 +54,9 @@ install_tool() {
 free_port() {
 	local p
 	for _ in $(seq 1 50); do
-		p=$((20000 + RANDOM % 40000))
+		# Below Linux's ephemeral range (32768-60999), where outgoing connections take their
+		# local ports and could hold the one picked before the server binds it.
+		p=$((10000 + RANDOM % 22000))
 		if [[ " ${safeput_ports_taken:-} " == *" $p "* ]]; then
 			continue
 		fi
@@ -185,7 +187,7 @@ start_with_retry() {
 		if "start_server_$name" "$data"; then
 			return 0
 		fi
-		if [[ -z "$srv_log" || ! -f "$srv_log" ]] || ! grep -q "address already in use" "$srv_log"; then
+		if [[ -z "$srv_log" || ! -f "$srv_log" ]] || ! grep -qiE "address already in use|port is already in use" "$srv_log"; then
 			return 1
 		fi
 		echo "$name: its port was taken before it could bind it (attempt $attempt of 3): another port" >&2
