@@ -3,16 +3,18 @@
 # a temp data dir and generated credentials:
 #   versitygw  Versity S3 Gateway, posix backend
 #   minio      MinIO, single drive
+#   ceph       Ceph RADOS Gateway 16.2.15 from Debian's packages, one-node cluster (BlueStore on a file)
+#              (scripts/ceph.sh; installing needs root and apt-get, first run about 1.5 min)
 # Sourced by test.sh, with-s3.sh and bench.sh.
 #
 # What the Go tests see (internal/s3test reads it):
-#   SAFEPUT_S3_SERVERS="versitygw,minio"            the servers up, in order
+#   SAFEPUT_S3_SERVERS="versitygw,minio,ceph"               the servers up, in order
 #   SAFEPUT_S3_<NAME>_ENDPOINT, _ACCESS_KEY, _SECRET_KEY, _REGION   per server (NAME upper-cased)
 #   SAFEPUT_S3_ENDPOINT, _ACCESS_KEY, _SECRET_KEY, _REGION          the first server again, for
 #                                                  code that uses one server (the benchmark)
 #
 # Settings:
-#   SAFEPUT_S3_START="versitygw minio"   which servers to start (default: all; quick local loops
+#   SAFEPUT_S3_START="versitygw ceph"    which servers to start (default: all; quick local loops
 #                                        may pick one). Under CI=true a server that cannot be
 #                                        installed or started fails the command; elsewhere the
 #                                        tests run on the servers that did start.
@@ -28,7 +30,7 @@ VERSITYGW_VERSION="v1.8.0"
 MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
 GOLANGCI_LINT_VERSION="v2.15.0"
 
-SAFEPUT_S3_ALL_SERVERS="versitygw minio"
+SAFEPUT_S3_ALL_SERVERS="versitygw minio ceph"
 
 safeput_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 safeput_bin="$safeput_root/bin"
@@ -114,7 +116,8 @@ wait_ready() {
 # A start_server_<name> DATA_DIR function installs and starts one server in the background with
 # its data under DATA_DIR and returns once it serves requests. It sets srv_endpoint, srv_access,
 # srv_secret, srv_region, srv_pid, srv_log and srv_version (new_server does most), or returns
-# non-zero after printing why (leaving no process behind).
+# non-zero after printing why (leaving no process behind). A server made of several processes
+# also adds its stop function to safeput_s3_stoppers.
 
 # new_server NAME VERSION DATA_DIR: what every start shares: a free port (srv_port) and the
 # endpoint on it, generated credentials, the region, the log file, the data dir.
@@ -157,6 +160,22 @@ start_server_minio() {
 	srv_pid=$!
 	# /ready answers 200 once the object layer is up, not just the listener.
 	wait_ready minio 60 http_ok "$srv_port" /minio/health/ready
+}
+
+start_server_ceph() {
+	local data=$1
+	# shellcheck source=ceph.sh
+	source "$safeput_root/scripts/ceph.sh" || return 1
+	new_server ceph "$CEPH_VERSION" "$data" || return 1
+	start_ceph_rgw "$data/cluster" || return 1
+	safeput_s3_stoppers="${safeput_s3_stoppers:-} stop_ceph_rgw"
+	srv_endpoint=$CEPH_RGW_ENDPOINT
+	srv_access=$CEPH_RGW_ACCESS_KEY
+	srv_secret=$CEPH_RGW_SECRET_KEY
+	srv_region=$CEPH_RGW_REGION
+	# The gateway is the last daemon started; the others are stop_ceph_rgw's.
+	srv_pid=${ceph_pids[${#ceph_pids[@]} - 1]}
+	srv_log="$data/cluster/log/ceph-client.rgw.a.log"
 }
 
 # start_with_retry NAME DATA_DIR: start_server_NAME, again on a fresh port (up to 3 times) when
@@ -233,7 +252,11 @@ start_s3_server() {
 }
 
 stop_s3_server() {
-	local pid
+	local pid stop
+	for stop in ${safeput_s3_stoppers:-}; do
+		"$stop"
+	done
+	safeput_s3_stoppers=""
 	for pid in ${safeput_s3_pids:-} ${srv_pid:-}; do
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true

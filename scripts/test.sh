@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: lint, then every module's tests with -race against the real S3 servers
-# (Versity S3 Gateway and MinIO; see s3server.sh).
+# (Versity S3 Gateway, MinIO and Ceph RGW; see s3server.sh).
 # Needs only Go; installs its pinned tools into bin/ on first run.
 #   SAFEPUT_SKIP_LINT=1   skip gofmt/vet/golangci-lint (quick local loops; CI never sets it)
 #   SAFEPUT_TEST_ARGS     extra arguments for go test (e.g. "-run Contract")
@@ -21,8 +21,10 @@ start_s3_server
 status=0
 for m in $modules; do
 	echo "== go test $m" >&2
+	# -timeout: the writer package runs every scenario on three servers x two adapters under
+	# -race, which takes longer than go test's default 10 minutes per package on 2 cores.
 	# shellcheck disable=SC2086
-	(cd "$m" && go test -race -count=1 ${SAFEPUT_TEST_ARGS:-} ./...) || status=1
+	(cd "$m" && go test -race -count=1 -timeout 30m ${SAFEPUT_TEST_ARGS:-} ./...) || status=1
 done
 if [[ $status -ne 0 ]]; then
 	echo "FAIL: tests failed (server logs:${safeput_s3_logs:- external endpoint})" >&2

@@ -86,7 +86,7 @@ func (w *Writer) putSingle() error {
 	if w.caps.alg != store.ChecksumNone {
 		in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
 	}
-	if w.cfg.contentMD5 {
+	if w.caps.sendMD5 {
 		in.ContentMD5 = md5Header(rec.md5)
 	}
 	want := verify.Expected{Size: int64(len(data))}
@@ -119,6 +119,13 @@ func (w *Writer) putSingle() error {
 		}
 		receipt := verify.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
 		if _, err := verify.CheckReceipt(receipt, o.ETag, o.Checksums, w.etagTrusted(false)); err != nil {
+			if in.IfNoneMatch {
+				// The key was free (the create-only PUT was accepted), so the damaged object is
+				// this request's: remove it, or the retry meets it as a 412 and it stays.
+				if derr := w.deleteObject(); derr != nil {
+					w.log.Error("could not delete the damaged object this create-only PUT stored", zap.Error(derr))
+				}
+			}
 			return w.integrity("PutObject", 0, err)
 		}
 		out = o

@@ -109,6 +109,13 @@ func chooseChecksum(cfg config, f *endpointFacts) checksumCaps {
 		// The stored checksum may not come back: MD5 ETags are the next proof.
 		c.md5 = true
 	}
+	// A store that does not check the checksum header (none listed in its profile: Ceph RGW 16.2
+	// ignores them) but checks Content-MD5 gets Content-MD5, so a body damaged on the way is
+	// refused instead of stored.
+	c.sendMD5 = cfg.contentMD5 || (cfg.rules.ContentMD5 && cfg.rules.Checksums.Types(cfg.checksum) == 0)
+	if c.sendMD5 {
+		c.md5 = true
+	}
 	return c
 }
 

@@ -373,3 +373,31 @@ func TestLearnedMD5ETagsCatchCorruption(t *testing.T) {
 		})
 	}
 }
+
+// On a store that ignores checksum headers (the ceph profile), a create-only write whose body the
+// store keeps damaged never leaves a wrong object: it lands byte-identical or fails with the key
+// empty (the damaged object was this write's own, so it is removed).
+func TestCreateOnlyDamagedBodyWhereChecksumsAreIgnored(t *testing.T) {
+	for _, c := range []struct {
+		op   string
+		size int
+	}{{faulty.OpPutObject, smallSize}, {faulty.OpUploadPart, largeSize}} {
+		t.Run(c.op, func(t *testing.T) {
+			data := randomBytes(t, c.size)
+			mem := newMem(cephLike)
+			st := faulty.New(mem, faulty.First(c.op, 1, faulty.FlipByte))
+			res, err := write(t, st, "k", data, writer.WithProfile("ceph"), writer.WithCreateOnly(true))
+			if st.Count(faulty.FlipByte) != 1 {
+				t.Fatalf("%d flips, want 1", st.Count(faulty.FlipByte))
+			}
+			if err == nil {
+				mustLand(t, mem, "k", data, res, err, verify.MethodETagMD5)
+				return
+			}
+			if sperrors.Classify(err).Kind != sperrors.Integrity {
+				t.Fatalf("err %v, want success or Integrity", err)
+			}
+			mustBeAbsent(t, mem, "k")
+		})
+	}
+}

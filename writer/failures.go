@@ -134,7 +134,10 @@ func isPrecondition(err error) bool {
 	return e != nil && e.Kind == sperrors.Precondition
 }
 
-func isNoSuchUpload(err error) bool { return hasCode(err, "NoSuchUpload") }
+// isNoSuchUpload: the upload a request names is gone. Ceph RGW answers ListParts of a finished or
+// aborted upload with 404 NoSuchKey instead of NoSuchUpload; every caller asks about a request
+// that names an upload in a bucket that exists, so NoSuchKey there means the same.
+func isNoSuchUpload(err error) bool { return hasCode(err, "NoSuchUpload") || hasCode(err, "NoSuchKey") }
 
 func hasCode(err error, code string) bool {
 	if err == nil {

@@ -113,9 +113,16 @@ func TestFaults(t *testing.T) {
 				if len(fs.Injected()) == 0 {
 					t.Fatalf("the fault was never injected")
 				}
-				checkOutcome(t, env, key, data, res, err, c.want)
-				if err == nil && c.failures != sperrors.Unknown && res.Failures[c.failures] == 0 {
-					t.Errorf("Result.Failures %v does not show the %s fault", res.Failures, c.failures)
+				want, failures := c.want, c.failures
+				if env.Srv.IgnoresChecksums() && want == sperrors.Integrity {
+					// No checksum is echoed for the lying store to fake: the answer's MD5 ETag
+					// shows the damage before anything commits, the buffered body is re-sent and
+					// the write lands.
+					want, failures = sperrors.Unknown, sperrors.Integrity
+				}
+				checkOutcome(t, env, key, data, res, err, want)
+				if err == nil && failures != sperrors.Unknown && res.Failures[failures] == 0 {
+					t.Errorf("Result.Failures %v does not show the %s fault", res.Failures, failures)
 				}
 				if c.want == sperrors.Permanent {
 					var se *sperrors.Error

@@ -112,7 +112,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		if w.caps.alg != store.ChecksumNone {
 			in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
 		}
-		if w.cfg.contentMD5 && rec.hasMD5 {
+		if w.caps.sendMD5 && rec.hasMD5 {
 			in.ContentMD5 = md5Header(rec.md5)
 		}
 		w.bytesSent.Add(size)

@@ -102,6 +102,7 @@ type checksumCaps struct {
 	local      store.ChecksumAlgorithm // computed locally (and compared with whatever the store reports) even when not sent
 	fullObject bool                    // multipart upload carries a FULL_OBJECT checksum
 	md5        bool                    // compute MD5 (Content-MD5 or ETag check)
+	sendMD5    bool                    // send Content-MD5 (asked for, or the store's only body check)
 	etagIsMD5  bool                    // single-PUT and part ETags are the body's MD5
 	mpETagMD5  bool                    // multipart ETags are md5-of-md5s-N
 	probing    bool                    // alg is offered though the profile does not list it

@@ -89,7 +89,7 @@ func runWith(t *testing.T, env []string, stdin io.Reader, args ...string) result
 // gateway's (what these tests always used) for an external endpoint.
 func provider(s s3test.Server) string {
 	switch s.Name {
-	case s3test.VersityGW, s3test.MinIO:
+	case s3test.VersityGW, s3test.MinIO, s3test.Ceph:
 		return s.Name
 	}
 	return s3test.VersityGW
@@ -156,16 +156,21 @@ func testPutAndVerify(t *testing.T, s s3test.Server) {
 			key := backend + "/file.bin"
 			r := cli(t, s, nil, append(common, "put", file, "s3://"+bucket+"/"+key)...)
 			expectCode(t, r, 0, "put file")
-			if !strings.Contains(r.stdout, "landed") || !strings.Contains(r.stdout, "crc64nvme (strong)") {
-				t.Errorf("put output:\n%s", r.stdout)
+			// Ceph RGW keeps no checksums: its proof is the MD5 ETag, in put and verify alike.
+			putProof, verifyProof := "crc64nvme (strong)", "CRC64NVME"
+			if s.IgnoresChecksums() {
+				putProof, verifyProof = "etag-md5 (strong)", "ETag (MD5 of 3 part MD5s of 5 MiB)"
+			}
+			if !strings.Contains(r.stdout, "landed") || !strings.Contains(r.stdout, putProof) {
+				t.Errorf("put output (want %q):\n%s", putProof, r.stdout)
 			}
 			if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
 				t.Fatalf("stored object differs from the file (%d vs %d bytes)", len(got), len(data))
 			}
 			r = cli(t, s, nil, append(common, "verify", file, "s3://"+bucket+"/"+key)...)
 			expectCode(t, r, 0, "verify file")
-			if !strings.Contains(r.stdout, "EQUAL") || !strings.Contains(r.stdout, "CRC64NVME") {
-				t.Errorf("verify output:\n%s", r.stdout)
+			if !strings.Contains(r.stdout, "EQUAL") || !strings.Contains(r.stdout, verifyProof) || strings.Contains(r.stdout, "WEAK") {
+				t.Errorf("verify output (want a strong %q comparison):\n%s", verifyProof, r.stdout)
 			}
 
 			// Stdin: unknown length, streamed through part buffers.
@@ -197,7 +202,7 @@ func testPutAndVerify(t *testing.T, s s3test.Server) {
 	// A different local file: exit 5.
 	other := append([]byte(nil), data...)
 	other[len(other)/2] ^= 1
-	r := cli(t, s, nil, "verify", writeFile(t, other), "s3://"+bucket+"/aws/file.bin")
+	r := cli(t, s, nil, "--provider", provider(s), "--part-size", "5MiB", "verify", writeFile(t, other), "s3://"+bucket+"/aws/file.bin")
 	expectCode(t, r, 5, "verify of a different file")
 	if !strings.Contains(r.stdout, "DIFFERENT") {
 		t.Errorf("verify output:\n%s", r.stdout)
@@ -394,18 +399,34 @@ func testProbe(t *testing.T, s s3test.Server) {
 	for _, row := range rep.Rows {
 		rows[row.Rule] = row
 	}
-	// What both servers really do.
+	// What every server really does.
 	type row struct{ rule, result, evidence string }
 	want := []row{
 		{"non-final part of 5 MiB", "accepted", "Complete 200"},
 		{"non-final part of 1 MiB", "rejected", "Complete 400 EntityTooSmall"},
 		{"effective minimum non-final part", "5 MiB", "EntityTooSmall"},
 		{"multipart CRC64NVME FULL_OBJECT", "accepted", "Complete 200"},
-		{"HEAD returns stored checksums", "yes", "HeadObject 200"},
 		{"If-None-Match: * on PUT", "honoured", "412"},
-		{"If-None-Match: * on Complete", "honoured", "Complete 412"},
+		{"wrong Content-MD5 rejected", "yes", "400 BadDigest"},
+	}
+	if s.Name != s3test.Ceph {
+		want = append(want,
+			row{"HEAD returns stored checksums", "yes", "HeadObject 200"},
+			row{"If-None-Match: * on Complete", "honoured", "Complete 412"},
+			row{"Complete answer without ETag", "no", "Complete 200 answers had an ETag"})
 	}
 	switch s.Name {
+	case s3test.Ceph:
+		// Ceph RGW 16.2.15: checksum headers accepted and ignored, nothing returned by HEAD,
+		// If-None-Match ignored on Complete, Complete answered without ETag, MD5 ETags.
+		want = append(want,
+			row{"wrong x-amz-checksum-crc64nvme rejected", "no", "PutObject 200"},
+			row{"HEAD returns stored checksums", "no", "HeadObject 200 without"},
+			row{"If-None-Match: * on Complete", "ignored", "Complete 200"},
+			row{"Complete answer without ETag", "yes", "HEAD shows the object"},
+			row{"single PUT ETag is the body's MD5", "yes", "ETag"},
+			row{"multipart ETag is md5-of-md5s-N", "yes", "HEAD ETag"},
+		)
 	case s3test.VersityGW:
 		want = append(want, row{"wrong x-amz-checksum-crc64nvme rejected", "yes", "400 BadDigest"})
 	case s3test.MinIO:
@@ -418,10 +439,11 @@ func testProbe(t *testing.T, s s3test.Server) {
 			row{"single PUT ETag is the body's MD5", "yes", "ETag"},
 			row{"multipart ETag is md5-of-md5s-N", "yes", "ETag"},
 		)
-		if rep.MatchedProfile != "minio" {
-			t.Errorf("probe on MinIO matched profile %q (closest %q, differences %v), want minio: the profile and the server disagree",
-				rep.MatchedProfile, rep.ClosestProfile, rep.Differences)
-		}
+	}
+	// The profile named after the server must be what the probe measures there.
+	if (s.Name == s3test.MinIO || s.Name == s3test.Ceph) && rep.MatchedProfile != s.Name {
+		t.Errorf("probe on %s matched profile %q (closest %q, differences %v), want %s: the profile and the server disagree",
+			s.Name, rep.MatchedProfile, rep.ClosestProfile, rep.Differences, s.Name)
 	}
 	for _, w := range want {
 		row, ok := rows[w.rule]
@@ -454,6 +476,56 @@ func testProbe(t *testing.T, s s3test.Server) {
 	if len(out.Contents) != 0 {
 		t.Errorf("objects left: %d, first %s", len(out.Contents), aws.ToString(out.Contents[0].Key))
 	}
+
+	// The recommendation works when passed back: puts land strongly verified and byte-identical.
+	putsVerifyStrongly(t, s, bucket, "--provider", rep.Recommendation)
+	if !t.Failed() {
+		recordProbe(s.Name, rep)
+	}
+}
+
+// putsVerifyStrongly puts 3 MiB (one PUT) and 23 MiB (multipart) through both backends with
+// the given extra flags and checks each exits 0, strongly verified, byte-identical.
+func putsVerifyStrongly(t *testing.T, s s3test.Server, bucket string, flags ...string) {
+	putsVerifyStronglyRecord(t, s, bucket, nil, flags...)
+}
+
+// putsVerifyStronglyRecord is putsVerifyStrongly that also reports each size's method to record.
+func putsVerifyStronglyRecord(t *testing.T, s s3test.Server, bucket string, record func(size int, method string), flags ...string) {
+	t.Helper()
+	for _, size := range []int{3 << 20, 23 << 20} {
+		data := s3test.RandomBytes(size)
+		file := writeFile(t, data)
+		for _, backend := range []string{"aws", "minio"} {
+			key := fmt.Sprintf("strong/%s/%d", backend, size)
+			args := append(append([]string{"--backend", backend, "--json"}, flags...), "put", file, "s3://"+bucket+"/"+key)
+			r := cli(t, s, nil, args...)
+			expectCode(t, r, 0, fmt.Sprintf("put %d bytes %v", size, args))
+			var res jsonResult
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+				t.Fatalf("--json output is not JSON: %v\n%q", err, r.stdout)
+			}
+			if res.Status != "landed" || !res.VerifiedStrong || res.Verified == "" {
+				t.Errorf("put %d bytes %v: %+v, want landed and strongly verified", size, args, res)
+			}
+			if s.Name == s3test.Ceph && res.Verified != "etag-md5" {
+				t.Errorf("put %d bytes on Ceph RGW verified by %q, want etag-md5 (the only proof it offers)", size, res.Verified)
+			}
+			if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+				t.Fatalf("put %d bytes %v: stored object differs", size, args)
+			}
+			if record != nil {
+				record(size, res.Verified)
+			}
+		}
+	}
+}
+
+// At defaults (no --provider) every server's puts verify strongly.
+func TestPutDefaultsVerifyStrongly(t *testing.T) {
+	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
+		putsVerifyStronglyRecord(t, s, s3test.NewBucket(t, s), func(size int, method string) { recordDefault(s.Name, size, method) })
+	})
 }
 
 // openUpload creates an incomplete upload with one part of size n via the raw client.

@@ -81,6 +81,8 @@ type prober struct {
 	objects map[string]bool // keys written (deleted at the end)
 	uploads map[string]string
 	rep     probeReport
+	// completes counts Complete 200 answers; completeNoETag those without an ETag.
+	completes, completeNoETag int
 }
 
 const (
@@ -211,6 +213,9 @@ type mpuOutcome struct {
 	key     string
 	etag    string
 	partMD5 [][md5.Size]byte
+	// noETag: the Complete was answered 200 without an ETag (Ceph RGW 16.2); etag is then the
+	// HEAD's.
+	noETag bool
 }
 
 func (o mpuOutcome) evidence() string { return evidence(o.op, o.err) }
@@ -259,14 +264,27 @@ func (p *prober) mpu(label string, parts []partSpec, o mpuOpts) mpuOutcome {
 	out.op = "Complete"
 	if err != nil {
 		out.err = err
+		if _, ok := p.objects[key]; !ok {
+			// A refused Complete should commit nothing, but delete the key at the end anyway.
+			p.objects[key] = false
+		}
 		return out
 	}
+	// A 200 Complete committed the object, whatever its answer carries: it is ours to remove.
 	delete(p.uploads, cr.UploadID)
 	if !p.objects[key] {
 		p.rep.Created.Objects++
 	}
 	p.objects[key] = true
 	out.etag = co.ETag
+	if co.ETag == "" {
+		out.noETag = true
+		p.completeNoETag++
+		if h, herr := p.st.HeadObject(p.ctx, &store.HeadObjectInput{Bucket: p.bucket, Key: key}); herr == nil {
+			out.etag = h.ETag
+		}
+	}
+	p.completes++
 	return out
 }
 
@@ -480,6 +498,14 @@ func (p *prober) run() error {
 		p.row("single PUT ETag is the body's MD5", yesNo(ok), "ETag "+out.ETag)
 		obs.rules.SinglePutETagMD5 = ok
 	}
+	switch {
+	case p.completes == 0:
+		p.row("Complete answer without ETag", "unknown", "no multipart upload completed")
+	case p.completeNoETag > 0:
+		p.row("Complete answer without ETag", "yes", fmt.Sprintf("%d of %d Complete 200 answers had no ETag; HEAD shows the object", p.completeNoETag, p.completes))
+	default:
+		p.row("Complete answer without ETag", "no", fmt.Sprintf("all %d Complete 200 answers had an ETag", p.completes))
+	}
 	mp := single
 	if mp.err != nil {
 		mp = tinyLast
@@ -489,7 +515,11 @@ func (p *prober) run() error {
 	} else {
 		want := verify.MultipartETag(mp.partMD5)
 		ok := strings.EqualFold(strings.Trim(mp.etag, `"`), want)
-		p.row("multipart ETag is md5-of-md5s-N", yesNo(ok), "ETag "+mp.etag)
+		from := "ETag "
+		if mp.noETag {
+			from = "HEAD ETag "
+		}
+		p.row("multipart ETag is md5-of-md5s-N", yesNo(ok), from+mp.etag)
 		obs.rules.MultipartETagMD5 = ok
 	}
 	p.recommend(obs.rules)

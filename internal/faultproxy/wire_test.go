@@ -328,6 +328,11 @@ func TestStoreFlipped(t *testing.T) {
 // the checksum it answers.
 func TestStoreFlippedChecksummedPart(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, w wire) {
+		if w.srv.IgnoresChecksums() {
+			// The premise (a server that checks the part's checksum) does not hold; the contract
+			// suite asserts that such a server ignores the header.
+			t.Skipf("%s ignores checksum headers", w.srv.Name)
+		}
 		data := s3test.RandomBytes(100 << 10)
 		sent := crc32Checksum(data)
 		upload := func(key string, rechecksum bool) (string, *store.UploadPartOutput, error) {
