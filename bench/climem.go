@@ -31,6 +31,7 @@ import (
 type CLIMemConfig struct {
 	Server     s3test.Server
 	ServerName string // how the report names the server, e.g. "versitygw"
+	TrashDir   string // as Config.TrashDir
 	Versions   string // safeput's revision and the servers' versions, for the report
 	Bucket     string // created when it does not exist
 	Binary     string // the safeput CLI
@@ -93,6 +94,9 @@ func RunCLIMemory(ctx context.Context, cfg CLIMemConfig) ([]CLIMemRecord, error)
 				}
 				if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String(key)}); err != nil {
 					return recs, fmt.Errorf("delete %s: %w", key, err)
+				}
+				if err := emptyDir(cfg.TrashDir); err != nil {
+					return recs, fmt.Errorf("emptying the server's trash: %w", err)
 				}
 				rec.Run = run
 				recs = append(recs, rec)

@@ -39,6 +39,10 @@ type Config struct {
 	// upload is recorded, as the work an implementation causes on the server (checksums it asks
 	// the server to verify, part assembly).
 	ServerPID int
+	// TrashDir, when set, is where the server keeps deleted objects until a sweep of its own
+	// (MinIO: .minio.sys/tmp/.trash, swept first 5 minutes after start); the harness empties
+	// it after each delete, so the server's disk (often tmpfs) holds one object at a time.
+	TrashDir string
 	// ProfileDir, when set, gets a CPU profile of every upload, named IMPL-KIND-SIZE-runN.pprof
 	// ("/" in IMPL becomes "_"). Profiling costs a few percent; leave it off for the figures.
 	ProfileDir string
@@ -149,6 +153,9 @@ func runSize(ctx context.Context, cfg Config, raw *s3.Client, impls []string, da
 				if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String(key)}); err != nil {
 					return recs, fmt.Errorf("delete %s: %w", key, err)
 				}
+				if err := emptyDir(cfg.TrashDir); err != nil {
+					return recs, fmt.Errorf("emptying the server's trash: %w", err)
+				}
 				recs = append(recs, Record{Server: cfg.Server.Name, Impl: name, Size: data.Size, Kind: kind, Run: run, Sample: s})
 				_, _ = fmt.Fprintf(logw, "%-9s %-8s %-8s run %d  %-16s %8.1f MiB/s  cpu %6.2f s  peak %6.1f MiB (heap %5.1f)  read back ok  %s\n",
 					cfg.Server.Name, multipart.FormatSize(data.Size), kind, run+1, name, mibps(data.Size, s.Seconds), s.CPUSeconds, mib(s.PeakBytes), mib(s.PeakHeapBytes), s.Note)
@@ -194,3 +201,23 @@ func mibps(size int64, seconds float64) float64 {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// emptyDir removes everything in dir (nothing when dir is empty or missing).
+func emptyDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}

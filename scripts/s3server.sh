@@ -158,6 +158,9 @@ start_server_minio() {
 		"$safeput_bin/minio" server --quiet --anonymous --address "127.0.0.1:$srv_port" \
 		--console-address "127.0.0.1:$console" "$data/drive" >"$srv_log" 2>&1 &
 	srv_pid=$!
+	# Deleted objects wait here until MinIO's first sweep, 5 minutes after start: the benchmark,
+	# which deletes a GiB every few seconds, empties it itself (tmpfs would fill).
+	srv_trash="$data/drive/.minio.sys/tmp/.trash"
 	# /ready answers 200 once the object layer is up, not just the listener.
 	wait_ready minio 60 http_ok "$srv_port" /minio/health/ready
 }
@@ -183,7 +186,7 @@ start_server_ceph() {
 start_with_retry() {
 	local name=$1 data=$2 attempt
 	for attempt in 1 2 3; do
-		srv_pid="" srv_log=""
+		srv_pid="" srv_log="" srv_trash=""
 		if "start_server_$name" "$data"; then
 			return 0
 		fi
@@ -230,7 +233,7 @@ start_s3_server() {
 		safeput_s3_logs="$safeput_s3_logs $srv_log"
 		var="SAFEPUT_S3_$(echo "$name" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')"
 		export "${var}_ENDPOINT=$srv_endpoint" "${var}_ACCESS_KEY=$srv_access" \
-			"${var}_SECRET_KEY=$srv_secret" "${var}_REGION=$srv_region" "${var}_PID=$srv_pid"
+			"${var}_SECRET_KEY=$srv_secret" "${var}_REGION=$srv_region" "${var}_PID=$srv_pid" "${var}_TRASH=$srv_trash"
 		if [[ ${#started[@]} -eq 1 ]]; then
 			# The first server is also the single-server default (the benchmark uses it).
 			safeput_s3_pid=$srv_pid

@@ -144,6 +144,7 @@ func runHarness(ctx context.Context, o options) error {
 			Log:        os.Stderr,
 			ProfileDir: o.profileDir,
 			ServerPID:  serverPID(srv.Name, o.serverPID),
+			TrashDir:   os.Getenv(serverVar(srv.Name) + "_TRASH"),
 		}
 		r, err := bench.Run(ctx, cfg)
 		if err != nil {
@@ -203,16 +204,21 @@ func harnessServers(o options) ([]s3test.Server, error) {
 
 // serverPID is the pid scripts/s3server.sh exported for the named server, else fallback.
 func serverPID(name string, fallback int) int {
-	v := os.Getenv("SAFEPUT_S3_" + strings.ToUpper(strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '_'
-	}, name)) + "_PID")
+	v := os.Getenv(serverVar(name) + "_PID")
 	if pid, err := strconv.Atoi(v); err == nil && pid > 0 {
 		return pid
 	}
 	return fallback
+}
+
+// serverVar is the prefix of the variables scripts/s3server.sh exports for the named server.
+func serverVar(name string) string {
+	return "SAFEPUT_S3_" + strings.ToUpper(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, name))
 }
 
 // reanalyseFile regenerates a report's prose from its tables; the tables are left as measured.
@@ -346,8 +352,10 @@ Run it on a quiet machine: client and server share the cores, so other work move
 - **Servers**: Versity S3 Gateway (posix backend) and MinIO (single drive), started by the
   script on loopback, their data on tmpfs (/dev/shm) when it has room, else a temporary
   directory; every implementation runs on each, one server at a time, and each server has its
-  own tables, targets and analysis. The numbers are this machine's client+server throughput,
-  not a network's.
+  own tables, targets and analysis. Every object is deleted after its check; MinIO keeps deleted
+  objects in a trash it first sweeps 5 minutes after start, so the harness empties that
+  directory after each delete (outside the measured time). The numbers are this machine's
+  client+server throughput, not a network's.
 - **Data**: non-compressible bytes (ChaCha8) generated once per size into a file beside the
   server's data. A *stream* source is ` + "`struct{io.Reader}`" + ` over the file (no size, no Seek, no
   ReadAt); a *readerat* source is an ` + "`*io.SectionReader`" + ` (Read, ReadAt, Seek, Size). Each
