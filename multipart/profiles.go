@@ -158,10 +158,13 @@ var profiles = []Rules{
 	// (s3api/middlewares/authentication.go), 10,000 parts by default (--mp-max-parts may lower it:
 	// use a custom parts= then). Object size backend-dependent: 10,000 x 5 GiB. It rejects invalid
 	// algorithm x type pairs as AWS does (s3err/s3err.go). If-None-Match: * on PUT and Complete:
-	// https://github.com/versity/versitygw/pull/1727
+	// https://github.com/versity/versitygw/pull/1727. Measured on v1.8.0 (safeput probe, README's
+	// compatibility table): MD5 and MD5-of-MD5s-N ETags; HEAD reports the stored checksums (it
+	// computes a CRC64NVME for every object).
 	{Name: "versitygw", MinPartSize: 5 * MiB, MaxPartSize: 5 * GiB, MaxParts: 10000,
 		MaxObjectSize: 10000 * 5 * GiB, MaxSinglePut: 5 * GiB,
-		Checksums: awsChecksums, ContentMD5: true, ConditionalPut: true, ConditionalComplete: true},
+		Checksums: awsChecksums, ContentMD5: true, ConditionalPut: true, ConditionalComplete: true,
+		SinglePutETagMD5: true, MultipartETagMD5: true, HeadChecksums: true},
 
 	// Wasabi. Multipart "adheres to" AWS: https://knowledgebase.wasabi.com/hc/en-us/articles/360030872392
 	// 5 GB PUT, 5 TB object (Wasabi FAQ, quoted in https://github.com/pglombardo/PasswordPusher/issues/1895).
