@@ -300,11 +300,8 @@ func SpliceCLIMem(doc, section string) string {
 	if i >= 0 && j > i {
 		return doc[:i] + block + strings.TrimPrefix(doc[j+len(CLIMemEnd):], "\n")
 	}
-	if doc != "" && !strings.HasSuffix(doc, "\n") {
-		doc += "\n"
-	}
-	if doc != "" {
-		doc += "\n"
+	if doc = strings.TrimRight(doc, "\n"); doc != "" {
+		doc += "\n\n" // one blank line before the block, however doc ended
 	}
 	return doc + block
 }
