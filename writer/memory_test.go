@@ -40,7 +40,7 @@ func TestStreamMemoryBound(t *testing.T) {
 		s := sampleHeap()
 		before := heapAllocs()
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "bound", newGen(size),
-			writer.WithProfile("versitygw"), writer.WithPartSize(partSize), writer.WithConcurrency(conc))
+			writer.WithProfile(env.Profile()), writer.WithPartSize(partSize), writer.WithConcurrency(conc))
 		allocated := heapAllocs() - before
 		top := s.Stop()
 		peak := top - min(base, top)
