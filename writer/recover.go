@@ -156,10 +156,24 @@ type abortedRecord struct {
 }
 
 func (rep *RecoverReport) add(log *zap.Logger, r journal.Record, u RecoveredUpload) {
+	rep.Uploads = append(rep.Uploads, u)
+	rep.settled(log, r, u)
+}
+
+// settled logs and counts a record's final outcome.
+func (rep *RecoverReport) settled(log *zap.Logger, r journal.Record, u RecoveredUpload) {
 	log.Info("journal record", zap.String("bucket", r.Bucket), zap.String("key", r.Key),
 		zap.String("upload_id", r.UploadID), zap.Int64("size", u.Size), zap.String("outcome", string(u.Outcome)), zap.Error(u.Err))
 	rep.Counts[u.Outcome]++
-	rep.Uploads = append(rep.Uploads, u)
+}
+
+// dropRecord removes a settled record; the error says the upload was settled nonetheless.
+func dropRecord(j journal.Journal, id journal.ID, outcome RecoverOutcome) error {
+	if err := j.Remove(id); err != nil {
+		return &sperrors.Error{Kind: sperrors.Permanent, Op: "Journal", Bucket: id.Bucket, Key: id.Key, UploadID: id.UploadID,
+			Message: fmt.Sprintf("the upload was settled (%s) but its record could not be removed", outcome), Err: err}
+	}
+	return nil
 }
 
 // lookAgain waits opts.Settle once for all aborted records, then aborts again any upload the
@@ -179,13 +193,10 @@ func lookAgain(ctx context.Context, st store.Store, j journal.Journal, aborted [
 		if err := reabort(ctx, st, a, opts); err != nil {
 			u.Outcome, u.Err = RecoverFailed, err
 			_ = j.Release(a.rec.ID)
-		} else if rerr := j.Remove(a.rec.ID); rerr != nil {
-			u.Outcome, u.Err = RecoverFailed, &sperrors.Error{Kind: sperrors.Permanent, Op: "Journal", Bucket: a.rec.Bucket, Key: a.rec.Key, UploadID: a.rec.UploadID,
-				Message: fmt.Sprintf("the upload was settled (%s) but its record could not be removed", u.Outcome), Err: rerr}
+		} else if err := dropRecord(j, a.rec.ID, u.Outcome); err != nil {
+			u.Outcome, u.Err = RecoverFailed, err
 		}
-		opts.Logger.Info("journal record", zap.String("bucket", a.rec.Bucket), zap.String("key", a.rec.Key),
-			zap.String("upload_id", a.rec.UploadID), zap.Int64("size", u.Size), zap.String("outcome", string(u.Outcome)), zap.Error(u.Err))
-		rep.Counts[u.Outcome]++
+		rep.settled(opts.Logger, a.rec, *u)
 	}
 }
 
@@ -238,9 +249,8 @@ func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journ
 	if len(aborted) > 0 && opts.Settle > 0 {
 		return outcome, aborted, nil
 	}
-	if rerr := j.Remove(id); rerr != nil {
-		return RecoverFailed, nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Journal", Bucket: id.Bucket, Key: id.Key, UploadID: id.UploadID,
-			Message: fmt.Sprintf("the upload was settled (%s) but its record could not be removed", outcome), Err: rerr}
+	if err := dropRecord(j, id, outcome); err != nil {
+		return RecoverFailed, nil, err
 	}
 	return outcome, nil, nil
 }
