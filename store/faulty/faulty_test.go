@@ -360,9 +360,11 @@ func sha256Checksum(p []byte) store.Checksum {
 func TestHang(t *testing.T) {
 	inner := newInner(memstore.Rules{})
 	s := faulty.New(inner, faulty.First(faulty.OpHeadObject, 1, faulty.Hang))
+	// start before the deadline is set, so the deadline is never earlier than start + 20 ms (a
+	// loaded machine once put 2 ms between the two).
+	start := time.Now()
 	c, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	_, err := s.HeadObject(c, &store.HeadObjectInput{Bucket: bkt, Key: "k"})
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) < 20*time.Millisecond {
 		t.Fatalf("err = %v after %v, want DeadlineExceeded after the timeout", err, time.Since(start))
