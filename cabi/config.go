@@ -14,7 +14,6 @@ import (
 	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
-	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -40,7 +39,7 @@ type Config struct {
 	Provider     string   `json:"provider"`      // provider profile or rules string (default strict)
 	PartSize     sizeJSON `json:"part_size"`     // bytes, or "16MiB" (default 16 MiB)
 	Concurrency  *int     `json:"concurrency"`   // parts in flight (default 4)
-	Checksum     *string  `json:"checksum"`      // crc64nvme (default), crc32c, crc32, none
+	Checksum     *string  `json:"checksum"`      // crc64nvme, crc32c, crc32, none (default: the provider's, crc64nvme but crc32c for minio and versitygw)
 	CreateOnly   bool     `json:"create_only"`   // fail with 7 if the key exists
 	ContentType  string   `json:"content_type"`  //
 	Size         *int64   `json:"size"`          // exact size, when known
@@ -129,7 +128,7 @@ func (c Config) writerOptions() ([]writer.Option, error) {
 		}
 		concurrency = *c.Concurrency
 	}
-	alg := store.ChecksumCRC64NVME
+	alg := rules.Checksum()
 	if c.Checksum != nil {
 		if alg, err = frontend.ParseChecksum(*c.Checksum); err != nil {
 			return nil, fmt.Errorf("checksum %w", err)

@@ -72,7 +72,9 @@ extern "C" {
  *                              or a rules string "min=5MiB,max=5GiB,parts=10000"
  *   "part_size"                bytes, or a string "16MiB" (default 16 MiB)
  *   "concurrency"              parts in flight and part buffers held (default 4)
- *   "checksum"                 "crc64nvme" (default), "crc32c", "crc32", "none"
+ *   "checksum"                 "crc64nvme", "crc32c", "crc32", "none" (default: the
+ *                              provider's choice: "crc32c" for minio and versitygw, else
+ *                              "crc64nvme")
  *   "create_only"              fail with SAFEPUT_PRECONDITION if the key exists
  *   "content_type"             the object's Content-Type
  *   "size"                     the exact size, when known (a different total fails)

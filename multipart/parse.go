@@ -103,6 +103,20 @@ var ruleKeys = []ruleKey{
 	boolKey("etagmd5", "single-PUT ETag is the MD5", func(r *Rules) *bool { return &r.SinglePutETagMD5 }),
 	boolKey("mpetagmd5", "multipart ETag is md5-of-md5s-N", func(r *Rules) *bool { return &r.MultipartETagMD5 }),
 	boolKey("headchecksums", "HEAD returns stored checksums", func(r *Rules) *bool { return &r.HeadChecksums }),
+	{"prefer", "CRC sent when none is chosen: crc64nvme, crc32c, crc32",
+		func(r *Rules, v string) error {
+			a := store.ChecksumAlgorithm(strings.ToUpper(v))
+			switch a {
+			case store.ChecksumCRC64NVME:
+				r.PreferredChecksum = "" // the default, kept empty so profiles compare equal
+			case store.ChecksumCRC32, store.ChecksumCRC32C:
+				r.PreferredChecksum = a
+			default:
+				return fmt.Errorf("%q is not crc64nvme, crc32c or crc32", v)
+			}
+			return nil
+		},
+		func(r Rules) string { return strings.ToLower(string(r.Checksum())) }},
 }
 
 // String renders every field as a compact rules string that Parse turns back into the same Rules,
@@ -132,7 +146,7 @@ func (r Rules) String() string {
 //     "custom") unless name= says otherwise. Keys: name, profile, min, max, parts, object, single,
 //     equal, lastnotlarger, nonemptylast, contiguous, crc32, crc32c, crc64nvme, sha1, sha256,
 //     checksums=none (clears all five), md5, condput, condcomplete, etagmd5, mpetagmd5,
-//     headchecksums. Sizes take the units ParseSize takes.
+//     headchecksums, prefer. Sizes take the units ParseSize takes.
 //
 // The result is validated; errors wrap store.ErrInvalidInput.
 func Parse(s string) (Rules, error) {

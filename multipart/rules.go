@@ -165,6 +165,18 @@ type Rules struct {
 	SinglePutETagMD5, MultipartETagMD5 bool
 	// HeadChecksums: HEAD with x-amz-checksum-mode: ENABLED returns the stored checksums.
 	HeadChecksums bool
+	// PreferredChecksum is the CRC a writer sends when its caller chooses none: the one the
+	// store checks most cheaply. Empty means CRC64NVME.
+	PreferredChecksum store.ChecksumAlgorithm
+}
+
+// Checksum is the CRC a writer sends when its caller chooses none: PreferredChecksum, else
+// CRC64NVME.
+func (r Rules) Checksum() store.ChecksumAlgorithm {
+	if r.PreferredChecksum == "" {
+		return store.ChecksumCRC64NVME
+	}
+	return r.PreferredChecksum
 }
 
 // Validate reports the first inconsistency in r: a limit out of range, or limits that no layout
@@ -197,6 +209,16 @@ func (r Rules) Validate() error {
 		if t := r.Checksums.Types(a); t&^(FullObject|Composite) != 0 {
 			return bad("checksum types %d for %s are not a set of full/composite", t, a)
 		}
+	}
+	switch r.PreferredChecksum {
+	case "", store.ChecksumCRC64NVME:
+	case store.ChecksumCRC32, store.ChecksumCRC32C:
+		// A preference the store does not accept would only ever be sent to be refused.
+		if r.Checksums.Types(r.PreferredChecksum) == 0 {
+			return bad("preferred checksum %s is not one the store accepts", r.PreferredChecksum)
+		}
+	default:
+		return bad("preferred checksum %q is not a CRC (want CRC64NVME, CRC32C or CRC32)", r.PreferredChecksum)
 	}
 	return nil
 }
@@ -246,6 +268,12 @@ func Intersect(name string, rs ...Rules) Rules {
 		out.SinglePutETagMD5 = out.SinglePutETagMD5 && r.SinglePutETagMD5
 		out.MultipartETagMD5 = out.MultipartETagMD5 && r.MultipartETagMD5
 		out.HeadChecksums = out.HeadChecksums && r.HeadChecksums
+		if out.PreferredChecksum != r.PreferredChecksum {
+			out.PreferredChecksum = "" // no common preference: the default
+		}
+	}
+	if out.PreferredChecksum != "" && out.Checksums.Types(out.PreferredChecksum) == 0 {
+		out.PreferredChecksum = ""
 	}
 	return out
 }

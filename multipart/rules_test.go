@@ -216,7 +216,7 @@ func TestStringRoundTripProfiles(t *testing.T) {
 	r2, _ := Profile("r2")
 	want := "name=r2,min=5MiB,max=5115MiB,parts=10000,object=5115GiB,single=5115MiB,equal,lastnotlarger,nonemptylast=false,contiguous=false," +
 		"crc32=composite,crc32c=composite,crc64nvme=full,sha1=composite,sha256=composite," +
-		"md5=false,condput,condcomplete=false,etagmd5=false,mpetagmd5,headchecksums=false"
+		"md5=false,condput,condcomplete=false,etagmd5=false,mpetagmd5,headchecksums=false,prefer=crc64nvme"
 	if got := r2.String(); got != want {
 		t.Errorf("r2.String() =\n%s\nwant\n%s", got, want)
 	}
@@ -242,6 +242,13 @@ func genRules() *rapid.Generator[Rules] {
 		r.Checksums = ChecksumSupport{types.Draw(t, "crc32"), types.Draw(t, "crc32c"), types.Draw(t, "crc64"), types.Draw(t, "sha1"), types.Draw(t, "sha256")}
 		r.ContentMD5, r.ConditionalPut, r.ConditionalComplete = b.Draw(t, "md5"), b.Draw(t, "cp"), b.Draw(t, "cc")
 		r.SinglePutETagMD5, r.MultipartETagMD5, r.HeadChecksums = b.Draw(t, "etag"), b.Draw(t, "mpetag"), b.Draw(t, "head")
+		prefs := []store.ChecksumAlgorithm{""}
+		for _, a := range []store.ChecksumAlgorithm{store.ChecksumCRC32, store.ChecksumCRC32C} {
+			if r.Checksums.Types(a) != 0 {
+				prefs = append(prefs, a)
+			}
+		}
+		r.PreferredChecksum = rapid.SampledFrom(prefs).Draw(t, "prefer")
 		return r
 	})
 }
@@ -261,6 +268,37 @@ func TestStringRoundTripProperty(t *testing.T) {
 			t.Fatalf("round trip changed the rules:\n%s\n%s", s, got)
 		}
 	})
+}
+
+func TestPreferredChecksum(t *testing.T) {
+	for _, name := range []string{"minio", "versitygw"} {
+		r, _ := Profile(name)
+		if got := r.Checksum(); got != store.ChecksumCRC32C {
+			t.Errorf("%s profile prefers %s, want CRC32C (the server checks it more cheaply than CRC64NVME)", name, got)
+		}
+	}
+	aws, _ := Profile("aws")
+	if got := aws.Checksum(); got != store.ChecksumCRC64NVME {
+		t.Errorf("aws profile prefers %s, want the default CRC64NVME", got)
+	}
+	minio, _ := Profile("minio")
+	if got := Intersect("aws+minio", aws, minio).PreferredChecksum; got != "" {
+		t.Errorf("aws+minio prefers %q, want no preference", got)
+	}
+	if r, err := Parse("profile=aws,prefer=crc32c"); err != nil || r.Checksum() != store.ChecksumCRC32C {
+		t.Errorf("prefer=crc32c: %v, %v", r.Checksum(), err)
+	}
+	if r, err := Parse("profile=minio,prefer=crc64nvme"); err != nil || r.PreferredChecksum != "" {
+		t.Errorf("prefer=crc64nvme should be stored as the default: %q, %v", r.PreferredChecksum, err)
+	}
+	for s, want := range map[string]string{
+		"profile=aws,prefer=sha256":             "not crc64nvme, crc32c or crc32",
+		"profile=aws,crc32c=none,prefer=crc32c": "preferred checksum CRC32C is not one the store accepts",
+	} {
+		if _, err := Parse(s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want an error containing %q", s, err, want)
+		}
+	}
 }
 
 func TestIntersect(t *testing.T) {

@@ -132,6 +132,30 @@ func TestDefaultsStrongOnEveryStore(t *testing.T) {
 	}
 }
 
+// TestProfilePreferredChecksum: without WithChecksum the writer sends the profile's preferred
+// CRC (CRC32C under "minio") and verifies by it; an explicit WithChecksum still wins.
+func TestProfilePreferredChecksum(t *testing.T) {
+	mem := newMem(minioLike)
+	small, large := randomBytes(t, smallSize), randomBytes(t, largeSize)
+	for _, c := range []struct {
+		key  string
+		data []byte
+		opts []writer.Option
+		want verify.Method
+	}{
+		{"single", small, []writer.Option{writer.WithProfile("minio")}, verify.MethodCRC32C},
+		{"multi", large, []writer.Option{writer.WithProfile("minio")}, verify.MethodCRC32C},
+		{"explicit", large, []writer.Option{writer.WithProfile("minio"), writer.WithChecksum(store.ChecksumCRC64NVME)}, verify.MethodCRC64NVME},
+		{"aws", large, []writer.Option{writer.WithProfile("aws")}, verify.MethodCRC64NVME},
+	} {
+		res, err := write(t, mem, c.key, c.data, c.opts...)
+		mustLand(t, mem, c.key, c.data, res, err, c.want)
+		if got := res.Checksum.Algorithm; string(got) != strings.ToUpper(string(c.want)) {
+			t.Errorf("%s: full-object checksum %s, want %s", c.key, got, strings.ToUpper(string(c.want)))
+		}
+	}
+}
+
 // TestEmptyCommitETagNoted: a 200 PutObject or Complete answer without an ETag is judged by the
 // HEAD, and the Result says the store's answer was empty.
 func TestEmptyCommitETagNoted(t *testing.T) {

@@ -92,9 +92,11 @@ func WithConcurrency(n int) Option { return func(c *config) { c.concurrency = n 
 // of concurrency × part size.
 func WithMemoryBudget(b *Budget) Option { return func(c *config) { c.budget = b } }
 
-// WithChecksum chooses the checksum: CRC64NVME (default), CRC32C, CRC32, or ChecksumNone (then
+// WithChecksum chooses the checksum: CRC64NVME, CRC32C, CRC32, or ChecksumNone (then
 // MD5 ETags or length are the only checks). A store whose profile does not accept the algorithm
-// gets none, and the Result says which method verified the object.
+// gets none, and the Result says which method verified the object. Without it the writer sends
+// the rules' preferred CRC (multipart.Rules.Checksum: CRC64NVME unless the profile names a CRC
+// its store checks more cheaply, as "minio" and "versitygw" do CRC32C).
 func WithChecksum(a store.ChecksumAlgorithm) Option {
 	return func(c *config) { c.checksum, c.checksumSet = a, true }
 }

@@ -259,7 +259,7 @@ func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journ
 // detection, confirmed abort) on one record's key.
 func recoveryWriter(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions) (*Writer, error) {
 	return newWriter(ctx, st, rec.Bucket, rec.Key, config{
-		rules: defaultConfig().rules, partSize: rec.PartSize, concurrency: 1, sizeHint: -1,
+		rules: defaultConfig().rules, partSize: rec.PartSize, concurrency: 1, sizeHint: -1, checksumSet: true,
 		policy: opts.Policy, logger: opts.Logger, abortTimeout: DefaultAbortTimeout,
 	})
 }

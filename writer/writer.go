@@ -148,6 +148,9 @@ func newWriter(ctx context.Context, st store.Store, bucket, key string, cfg conf
 	if cfg.partSize <= 0 {
 		return nil, bad("part size must be positive, got %d", cfg.partSize)
 	}
+	if !cfg.checksumSet {
+		cfg.checksum = cfg.rules.Checksum()
+	}
 	if !cfg.checksum.Valid() || (cfg.checksum != store.ChecksumNone && !verify.IsCRC(cfg.checksum)) {
 		return nil, bad("checksum %q is not supported (want CRC64NVME, CRC32C, CRC32 or none)", cfg.checksum)
 	}

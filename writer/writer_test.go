@@ -15,6 +15,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
+	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/faulty"
 	"github.com/safeput/safeput/store/memstore"
@@ -367,9 +368,11 @@ func TestObserverAndResult(t *testing.T) {
 		if seen[writer.EventPartDone] != 3 || seen[writer.EventVerify] != 1 || seen[writer.EventDone] != 1 {
 			t.Fatalf("events %v", seen)
 		}
-		sum, _ := verify.Sum(store.ChecksumCRC64NVME, data)
-		if res.Checksum.Value != sum {
-			t.Fatalf("result checksum %s, want %s", res.Checksum.Value, sum)
+		// The profile's CRC: CRC32C under minio and versitygw, CRC64NVME otherwise.
+		rules, _ := multipart.Profile(env.Profile())
+		sum, _ := verify.Sum(rules.Checksum(), data)
+		if res.Checksum.Algorithm != rules.Checksum() || res.Checksum.Value != sum {
+			t.Fatalf("result checksum %s %s, want %s %s", res.Checksum.Algorithm, res.Checksum.Value, rules.Checksum(), sum)
 		}
 		if res.Elapsed <= 0 || res.Elapsed > time.Hour {
 			t.Fatalf("elapsed %v", res.Elapsed)

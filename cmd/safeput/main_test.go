@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/multipart"
 )
 
 // bin is the safeput binary, built once: the tests run it as a user would, so flags, exit codes,
@@ -95,6 +96,15 @@ func provider(s s3test.Server) string {
 	return s3test.VersityGW
 }
 
+func mustProfile(t *testing.T, name string) multipart.Rules {
+	t.Helper()
+	r, err := multipart.Profile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // cli runs safeput against the test server (path-style, credentials from the environment).
 func cli(t *testing.T, s s3test.Server, stdin io.Reader, args ...string) result {
 	t.Helper()
@@ -156,8 +166,11 @@ func testPutAndVerify(t *testing.T, s s3test.Server) {
 			key := backend + "/file.bin"
 			r := cli(t, s, nil, append(common, "put", file, "s3://"+bucket+"/"+key)...)
 			expectCode(t, r, 0, "put file")
-			// Ceph RGW keeps no checksums: its proof is the MD5 ETag, in put and verify alike.
-			putProof, verifyProof := "crc64nvme (strong)", "CRC64NVME"
+			// The provider profile's CRC is the proof (CRC32C under minio and versitygw, CRC64NVME
+			// otherwise); Ceph RGW keeps no checksums: its proof is the MD5 ETag, in put and verify
+			// alike.
+			alg := mustProfile(t, provider(s)).Checksum()
+			putProof, verifyProof := strings.ToLower(string(alg))+" (strong)", string(alg)
 			if s.IgnoresChecksums() {
 				putProof, verifyProof = "etag-md5 (strong)", "ETag (MD5 of 3 part MD5s of 5 MiB)"
 			}

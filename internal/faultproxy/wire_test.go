@@ -348,7 +348,11 @@ func TestStoreFlippedChecksummedPart(t *testing.T) {
 		}
 
 		_, _, err := upload("dropped", false)
-		wantResponse(t, err, 400, "InvalidRequest", 0)
+		refused := "InvalidRequest"
+		if w.srv.Name == s3test.MinIO {
+			refused = "InvalidArgument" // MinIO's code for the same refusal
+		}
+		wantResponse(t, err, 400, refused, 0)
 
 		id, part, err := upload("rechecksummed", true)
 		if err != nil {
