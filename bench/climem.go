@@ -189,10 +189,15 @@ func CLIMemMarkdown(cfg CLIMemConfig, command, date string, recs []CLIMemRecord)
 		multipart.FormatSize(cfg.PartSize), cfg.Concurrency)
 	w("is concurrency × part size + 16 MiB = %.0f MiB at every size. Every object landed, verified,\n", mib(cfg.Bound()))
 	w("and read back identical with a plain client.")
-	if img, err := readOnlyImage(cfg.Binary); err == nil {
+	if img, static, err := readOnlyImage(cfg.Binary); err == nil {
 		w(" The binary's read-only segments (code, constants, the\n")
 		w("Go symbol table) are %.1f MiB: they count in RSS as they are touched, read from the binary's file;\n", mib(img))
 		w("the rest of the peak is the process's own memory.")
+		if static {
+			w(" The binary is static (`CGO_ENABLED=0`, as scripts/bench.sh builds it): no C library\nmapped beside it.")
+		} else {
+			w(" The binary is linked to the C library (cgo), whose pages count too.")
+		}
 	}
 	w("\n\n")
 	w("- Command: `%s`\n", command)
@@ -306,19 +311,23 @@ func SpliceCLIMem(doc, section string) string {
 	return doc + block
 }
 
-// readOnlyImage is the size of the non-writable loadable segments of the ELF binary at path:
-// the part of its RSS that is file-backed code and constants rather than its own memory.
-func readOnlyImage(path string) (int64, error) {
+// readOnlyImage is the size of the non-writable loadable segments of the ELF binary at path
+// (the part of its RSS that is file-backed code and constants rather than its own memory) and
+// whether it is static (no program interpreter: no C library loaded beside it).
+func readOnlyImage(path string) (size int64, static bool, err error) {
 	f, err := elf.Open(path)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer func() { _ = f.Close() }()
-	var n int64
+	static = true
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_W == 0 {
-			n += int64(p.Memsz)
+			size += int64(p.Memsz)
+		}
+		if p.Type == elf.PT_INTERP {
+			static = false
 		}
 	}
-	return n, nil
+	return size, static, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,7 +106,7 @@ func ImplByName(name string) (Impl, error) {
 }
 
 // safeputProfile is the provider profile the benchmark runs safeput with: the server's own
-// (versitygw, minio), whose CRC64NVME headers the server checks. The library's default profile
+// (versitygw, minio), whose preferred CRC headers the server checks. The library's default profile
 // ("strict", the intersection of all providers) sends no checksum header, so the integrity row
 // names what was measured. A server without a profile of its name gets the default.
 func safeputProfile(server string) string {
@@ -116,8 +117,18 @@ func safeputProfile(server string) string {
 }
 
 func safeputIntegrity(Params) string {
-	return "the server's own profile (versitygw, minio; not the default " + multipart.DefaultProfile + ", which sends no checksum header): " +
-		"CRC64NVME per part and full-object (UNSIGNED-PAYLOAD, the CRC header covers the body), ListParts check, HEAD verification of length + checksum"
+	var prefs []string
+	for _, srv := range DefaultServers {
+		prefs = append(prefs, string(rulesOf(safeputProfile(srv)).Checksum())+" on "+srv)
+	}
+	return "the server's own profile (" + strings.Join(DefaultServers, ", ") + "; not the default " + multipart.DefaultProfile + ", which sends no checksum header): " +
+		"the profile's CRC (" + strings.Join(prefs, ", ") + ") per part and full-object (UNSIGNED-PAYLOAD, the CRC header covers the body), ListParts check, HEAD verification of length + checksum"
+}
+
+// rulesOf is a profile known to exist (safeputProfile's answer).
+func rulesOf(name string) multipart.Rules {
+	r, _ := multipart.Profile(name)
+	return r
 }
 
 func tmIntegrity(p Params) string {
