@@ -38,13 +38,13 @@ func (w *Writer) commit() error {
 			if w.pending != nil {
 				full := w.pending
 				w.pending = nil // dispatch owns it now, even on error
-				if err := w.dispatch(partBody{buf: full}, false); err != nil {
+				if err := w.dispatch(partBody{buf: full, crc: w.pendingCRC}, false); err != nil {
 					return err
 				}
 			}
 			tail := w.buf[:w.fill]
 			w.buf = nil
-			if err := w.dispatch(partBody{buf: tail}, true); err != nil {
+			if err := w.dispatch(partBody{buf: tail, crc: w.fillCRC}, true); err != nil {
 				return err
 			}
 		case w.pending != nil:
@@ -54,7 +54,7 @@ func (w *Writer) commit() error {
 			}
 			full := w.pending
 			w.pending = nil
-			if err := w.dispatch(partBody{buf: full}, true); err != nil {
+			if err := w.dispatch(partBody{buf: full, crc: w.pendingCRC}, true); err != nil {
 				return err
 			}
 		case w.buf != nil:
@@ -71,13 +71,13 @@ func (w *Writer) commit() error {
 
 // single-PUT path: everything is in one buffer.
 func (w *Writer) putSingle() error {
-	data := w.pending
+	data, crc := w.pending, w.pendingCRC
 	if data == nil && w.buf != nil {
-		data = w.buf[:w.fill]
+		data, crc = w.buf[:w.fill], w.fillCRC
 	}
 	defer w.releaseHeld()
 	var rec partDone
-	w.checksum(&rec, data)
+	w.checksumFilled(&rec, data, crc)
 	in := &store.PutObjectInput{
 		Bucket: w.bucket, Key: w.key, ContentLength: int64(len(data)),
 		ContentType: w.cfg.contentType, Metadata: w.cfg.metadata,

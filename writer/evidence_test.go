@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -152,6 +153,70 @@ func TestProfilePreferredChecksum(t *testing.T) {
 		mustLand(t, mem, c.key, c.data, res, err, c.want)
 		if got := res.Checksum.Algorithm; string(got) != strings.ToUpper(string(c.want)) {
 			t.Errorf("%s: full-object checksum %s, want %s", c.key, got, strings.ToUpper(string(c.want)))
+		}
+	}
+}
+
+// chunkReader returns at most n bytes per Read, so ReadFrom fills a part in many pieces.
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
+
+// TestFillTimeCRC: a buffered part's CRC is taken piece by piece as its bytes arrive (Write in
+// odd sizes, ReadFrom in odd chunks, a one-shot Write) and must equal the CRC of the whole part:
+// the store checks every part's header against its body, and a retried part recomputes the CRC
+// from the held bytes and must agree with the first.
+func TestFillTimeCRC(t *testing.T) {
+	data := randomBytes(t, largeSize+12345)
+	for _, alg := range []store.ChecksumAlgorithm{store.ChecksumCRC64NVME, store.ChecksumCRC32C, store.ChecksumCRC32} {
+		for _, how := range []string{"odd writes", "odd reads", "one write", "single put"} {
+			t.Run(string(alg)+"/"+how, func(t *testing.T) {
+				mem := newMem(memstore.Rules{})
+				// Every part's first attempt fails once, so its retry's recomputed CRC is checked too.
+				st := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Times: 3, Fault: faulty.InternalError},
+					faulty.First(faulty.OpPutObject, 1, faulty.InternalError))
+				w, err := writer.New(context.Background(), st, unitBucket, "k", writer.WithChecksum(alg),
+					writer.WithPartSize(5*mib), writer.WithThreshold(5*mib), writer.WithRetry(fastPolicy()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				body := data
+				switch how {
+				case "odd writes":
+					for rest, i := body, 0; len(rest) > 0; i++ {
+						n := min(len(rest), 1+(i*7919)%70001)
+						if _, err := w.Write(rest[:n]); err != nil {
+							t.Fatal(err)
+						}
+						rest = rest[n:]
+					}
+				case "odd reads":
+					if _, err := w.ReadFrom(chunkReader{bytes.NewReader(body), 9999}); err != nil {
+						t.Fatal(err)
+					}
+				case "one write":
+					if _, err := w.Write(body); err != nil {
+						t.Fatal(err)
+					}
+				case "single put":
+					body = data[:smallSize+7]
+					if _, err := w.ReadFrom(chunkReader{bytes.NewReader(body), 4097}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				res := w.Result()
+				want, _ := verify.Sum(alg, body)
+				if res.Checksum.Algorithm != alg || res.Checksum.Value != want {
+					t.Fatalf("result checksum %s %s, want %s %s", res.Checksum.Algorithm, res.Checksum.Value, alg, want)
+				}
+				mustLand(t, mem, "k", body, res, nil, verify.Method(strings.ToLower(string(alg))))
+			})
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
 )
 
 // Write copies p into part buffers. It sends nothing until a part is full and more data
@@ -27,18 +29,22 @@ func (w *Writer) write(p []byte) (int, error) {
 			}
 		}
 		n := copy(w.buf[w.fill:], p)
-		w.fill += n
+		w.filled(n)
 		written += n
 		p = p[n:]
 		if err := w.account(int64(n)); err != nil {
 			return written, err
 		}
 		if w.fill == len(w.buf) {
-			w.pending, w.buf, w.fill = w.buf, nil, 0
+			w.holdFull()
 		}
 	}
 	return written, nil
 }
+
+// readChunk bounds one Read into a part buffer, so the bytes are still in the CPU's cache when
+// their CRC is taken right after.
+const readChunk = 256 << 10
 
 // ReadFrom reads r to EOF straight into part buffers (no intermediate copy).
 func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
@@ -57,11 +63,12 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 				return total, err
 			}
 		}
-		n, err := r.Read(w.buf[w.fill:])
-		if n < 0 || n > len(w.buf)-w.fill {
+		room := w.buf[w.fill:min(len(w.buf), w.fill+readChunk)]
+		n, err := r.Read(room)
+		if n < 0 || n > len(room) {
 			return total, w.fail(sperrors.New(sperrors.Internal, "ReadFrom", "reader returned invalid count %d", n))
 		}
-		w.fill += n
+		w.filled(n)
 		total += int64(n)
 		if aerr := w.account(int64(n)); aerr != nil {
 			return total, aerr
@@ -71,7 +78,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			// not start a multipart upload (or a part) it does not need.
 			var probe [1]byte
 			m, perr := io.ReadFull(r, probe[:])
-			w.pending, w.buf, w.fill = w.buf, nil, 0
+			w.holdFull()
 			if m == 0 && (perr == io.EOF || perr == io.ErrUnexpectedEOF) {
 				return total, nil
 			}
@@ -87,7 +94,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			continue
 		}
 		if w.fill == len(w.buf) {
-			w.pending, w.buf, w.fill = w.buf, nil, 0
+			w.holdFull()
 		}
 		if err == io.EOF {
 			return total, nil
@@ -99,6 +106,21 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			return total, w.fail(w.canceled("ReadFrom", err))
 		}
 	}
+}
+
+// filled takes in the n bytes just added at the end of buf[:fill], adding them to its CRC.
+func (w *Writer) filled(n int) {
+	if n > 0 && w.caps.local != store.ChecksumNone {
+		w.fillCRC = verify.Update(w.caps.local, w.fillCRC, w.buf[w.fill:w.fill+n])
+	}
+	w.fill += n
+}
+
+// holdFull holds the full buffer back as pending, with its CRC, until more data shows it is
+// not the last part.
+func (w *Writer) holdFull() {
+	w.pending, w.pendingCRC = w.buf, w.fillCRC
+	w.buf, w.fill, w.fillCRC = nil, 0, 0
 }
 
 func (w *Writer) checkWritable() error {
@@ -137,7 +159,7 @@ func (w *Writer) nextBuffer() error {
 	if w.pending != nil {
 		full := w.pending
 		w.pending = nil // dispatch owns it now, even on error
-		if err := w.dispatch(partBody{buf: full}, false); err != nil {
+		if err := w.dispatch(partBody{buf: full, crc: w.pendingCRC}, false); err != nil {
 			return err
 		}
 	}
@@ -156,7 +178,7 @@ func (w *Writer) nextBuffer() error {
 		<-w.slots
 		return w.fail(w.canceled("Write", err))
 	}
-	w.buf, w.fill = buf, 0
+	w.buf, w.fill, w.fillCRC = buf, 0, 0
 	return nil
 }
 

@@ -261,7 +261,7 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 			continue
 		}
 		// The source must still hold these bytes: recompute, compare with the record.
-		_, src, perr := w.prepareBody(p.Number, w.sectionPart(off, p.Size))
+		_, src, perr := w.prepareBody(p.Number, w.sectionPart(off, p.Size), false)
 		if perr != nil {
 			return nil, false, perr
 		}
@@ -321,7 +321,7 @@ func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 	for off := int64(0); off < w.cfg.sizeHint; off += w.plan.PartSize {
 		n++
 		size := min(w.plan.PartSize, w.cfg.sizeHint-off)
-		_, src, perr := w.prepareBody(n, w.sectionPart(off, size))
+		_, src, perr := w.prepareBody(n, w.sectionPart(off, size), false)
 		if perr != nil {
 			return nil, perr
 		}

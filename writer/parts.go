@@ -27,6 +27,7 @@ type partDone struct {
 type partBody struct {
 	buf     []byte            // a part buffer from the budget; nil for a section
 	section *io.SectionReader // a section of the ReaderAt source; nil for a buffer
+	crc     uint64            // buf's CRC, computed as it was filled (fillCRC)
 }
 
 func (b partBody) size() int64 {
@@ -85,8 +86,9 @@ func (w *Writer) sectionPart(off, size int64) partBody {
 }
 
 // uploadPart sends one part with retries. The body of every attempt is a fresh reader over the
-// same held bytes, and the checksum is recomputed from exactly those bytes each attempt, so a
-// retry can never carry a stale checksum.
+// same held bytes. A buffer's first attempt sends the CRC taken as the bytes arrived; every retry
+// recomputes it from the held bytes and must agree, so a retry can never carry a stale checksum
+// and bytes changed in memory since they were written are caught.
 func (w *Writer) uploadPart(n int32, part partBody) {
 	size := part.size()
 	uploadID := w.currentUploadID()
@@ -94,7 +96,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 	var done partDone
 	first := true
 	err := w.doSized("UploadPart", n, size, func(ctx context.Context, attempt int) error {
-		body, rec, err := w.prepareBody(n, part)
+		body, rec, err := w.prepareBody(n, part, first)
 		if err != nil {
 			return err
 		}
@@ -144,12 +146,18 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 	w.emit(Event{Type: EventPartDone, UploadID: uploadID, PartNumber: n, Size: size, BytesDone: total})
 }
 
-// prepareBody returns a fresh reader over the part and its checksums.
-func (w *Writer) prepareBody(n int32, part partBody) (io.ReadSeeker, partDone, error) {
+// prepareBody returns a fresh reader over the part and its checksums. fillCRC takes a buffer's
+// CRC from when it was filled instead of another pass over the bytes (which, by now, have left
+// the CPU's caches).
+func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeker, partDone, error) {
 	size := part.size()
 	rec := partDone{number: n, size: size}
 	if part.section == nil {
-		w.checksum(&rec, part.buf)
+		if fillCRC {
+			w.checksumFilled(&rec, part.buf, part.crc)
+		} else {
+			w.checksum(&rec, part.buf)
+		}
 		return bytes.NewReader(part.buf), rec, nil
 	}
 	section := part.section
@@ -205,8 +213,17 @@ func (w *Writer) prepareBody(n int32, part partBody) (io.ReadSeeker, partDone, e
 var sectionChunks = bufpool.New(256 << 10)
 
 func (w *Writer) checksum(rec *partDone, data []byte) {
+	crc := uint64(0)
 	if w.caps.local != store.ChecksumNone {
-		rec.crc = verify.ChecksumOf(w.caps.local, data)
+		crc = verify.ChecksumOf(w.caps.local, data)
+	}
+	w.checksumFilled(rec, data, crc)
+}
+
+// checksumFilled is checksum with data's CRC already known (taken as the data arrived).
+func (w *Writer) checksumFilled(rec *partDone, data []byte, crc uint64) {
+	if w.caps.local != store.ChecksumNone {
+		rec.crc = crc
 		rec.sum = verify.EncodeCRCValue(w.caps.local, rec.crc)
 	}
 	if w.caps.md5 {

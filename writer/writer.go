@@ -70,7 +70,9 @@ type Writer struct {
 	// Owned by the writing goroutine.
 	buf         []byte // part being filled; nil when none is held
 	fill        int
+	fillCRC     uint64 // the CRC of buf[:fill], kept as bytes arrive (while they are in cache)
 	pending     []byte // a full part held back until more data shows it is not the last
+	pendingCRC  uint64 // the CRC of pending
 	size        int64
 	nextPart    int32
 	slots       chan struct{} // one token per part buffer this writer may hold
