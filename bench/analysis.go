@@ -312,7 +312,7 @@ func analysisOf(r Report) string {
 	if low := r.lowestCPUPeer(); low != "" {
 		w("- **Client CPU: verification.** safeput spends %s s/GiB against %s's %s",
 			span(r.values(isSafeput, cpu), "%.2f"), low, span(r.values(func(row TableRow) bool { return row.Impl == low }, cpu), "%.2f"))
-		w(" (see the integrity table for what each sends and checks). The difference is what verification costs: the CRC64NVME pass and, for an io.ReaderAt source, a second read of each part (the checksum header must precede the body, and copying parts into buffers would cost the part-buffer memory that path avoids).")
+		w(" (see the integrity table for what each sends and checks). The difference is what verification costs: the CRC pass (the profile's CRC; on a stream it is taken as the bytes arrive, while they are still in the CPU's cache) and, for an io.ReaderAt source, a second read of each part (the checksum header must precede the body, and copying parts into buffers would cost the part-buffer memory that path avoids).")
 		if s := span(r.cpuSavingVsAWS(), "%.0f"); s != "" {
 			w(" Against the AWS SDK uploaders (%s) safeput uses %s %% less CPU per GiB.", joinAnd(awsSDKPeers), s)
 		}

@@ -194,9 +194,9 @@ func CLIMemMarkdown(cfg CLIMemConfig, command, date string, recs []CLIMemRecord)
 		w("Go symbol table) are %.1f MiB: they count in RSS as they are touched, read from the binary's file;\n", mib(img))
 		w("the rest of the peak is the process's own memory.")
 		if static {
-			w(" The binary is static (`CGO_ENABLED=0`, as scripts/bench.sh builds it): no C library\nmapped beside it.")
+			w("\nThe binary is static (`CGO_ENABLED=0`, as scripts/bench.sh builds it): no C library mapped\nbeside it.")
 		} else {
-			w(" The binary is linked to the C library (cgo), whose pages count too.")
+			w("\nThe binary is linked to the C library (cgo), whose pages count too.")
 		}
 	}
 	w("\n\n")
