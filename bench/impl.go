@@ -117,12 +117,21 @@ func safeputProfile(server string) string {
 }
 
 func safeputIntegrity(Params) string {
+	// One CRC when every server's profile prefers the same, else each server's.
 	var prefs []string
+	crc := string(rulesOf(safeputProfile(DefaultServers[0])).Checksum())
 	for _, srv := range DefaultServers {
-		prefs = append(prefs, string(rulesOf(safeputProfile(srv)).Checksum())+" on "+srv)
+		alg := string(rulesOf(safeputProfile(srv)).Checksum())
+		prefs = append(prefs, alg+" on "+srv)
+		if alg != crc {
+			crc = ""
+		}
+	}
+	if crc == "" {
+		crc = "the profile's CRC (" + strings.Join(prefs, ", ") + ")"
 	}
 	return "the server's own profile (" + strings.Join(DefaultServers, ", ") + "; not the default " + multipart.DefaultProfile + ", which sends no checksum header): " +
-		"the profile's CRC (" + strings.Join(prefs, ", ") + ") per part and full-object (UNSIGNED-PAYLOAD, the CRC header covers the body), ListParts check, HEAD verification of length + checksum"
+		crc + " per part and full-object (UNSIGNED-PAYLOAD, the CRC header covers the body), ListParts check, HEAD verification of length + checksum"
 }
 
 // rulesOf is a profile known to exist (safeputProfile's answer).
