@@ -86,9 +86,11 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 		if fi.IsDir() {
 			return usageErr("cannot read stdin: it is a directory")
 		}
-		// Stdin is streamed as unknown length even when redirected from a file; a reader that
-		// watches ctx lets Ctrl-C interrupt a Read blocked on a slow pipe.
-		r = newCtxReader(ctx, a.stdin)
+		// Stdin is streamed as unknown length even when redirected from a file; Ctrl-C must
+		// interrupt a Read blocked on a slow pipe (streamReader).
+		var release func()
+		r, release = streamReader(ctx, a.stdin)
+		defer release()
 	} else {
 		f, err := os.Open(src)
 		if err != nil {
@@ -105,7 +107,9 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 		if fi.Mode().IsRegular() {
 			r, size = f, fi.Size() // *os.File: a ReaderAt of known size, parts read straight from it
 		} else {
-			r = newCtxReader(ctx, f) // a FIFO or device: stream it
+			var release func()
+			r, release = streamReader(ctx, f) // a FIFO or device: stream it
+			defer release()
 		}
 	}
 	uc, err := a.uploadOptions(size)
@@ -245,6 +249,17 @@ func printResult(w io.Writer, r *writer.Result) {
 		_, _ = fmt.Fprintf(w, "  note       this exact object was already at the key (a retried create); nothing new was written\n")
 	}
 	_, _ = fmt.Fprintf(w, "  elapsed    %s\n", r.Elapsed.Round(time.Millisecond))
+}
+
+// streamReader returns the reader a stream source is read through, one that returns once ctx
+// ends, and what to call when done with it: a directReader for a pipe, FIFO, socket or regular
+// file (read straight into the part buffers), a ctxReader for anything else (a terminal, a
+// device).
+func streamReader(ctx context.Context, f *os.File) (io.Reader, func()) {
+	if p, release, ok := newDirectReader(ctx, f); ok {
+		return p, release
+	}
+	return newCtxReader(ctx, f), func() {}
 }
 
 // ctxReader reads r in a goroutine of its own so that Read returns as soon as ctx ends, even
