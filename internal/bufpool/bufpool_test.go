@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"net"
 	"runtime"
@@ -79,4 +80,110 @@ func TestCopyUsesWriterTo(t *testing.T) {
 	if err != nil || n != 3 || dst.String() != "abc" {
 		t.Fatalf("Copy = %d, %v, %q", n, err, dst.String())
 	}
+}
+
+// countingConn counts the writes that reach the connection.
+type countingConn struct {
+	net.Conn
+	writes int
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes++
+	return c.Conn.Write(p)
+}
+
+func (c *countingConn) CloseWrite() error { return c.Conn.(*net.TCPConn).CloseWrite() }
+
+// TestDialerConnSendsABodyThatWritesItself sends a 4 MiB part buffer the way net/http hands it
+// over (ReadFrom of io.LimitReader(body, ContentLength)): the bytes arrive intact in a single
+// write to the connection instead of 128 writes through a 32 KiB copy buffer. A body longer
+// than its limit sends exactly the limit and fails with ErrBodyTooLong.
+func TestDialerConnSendsABodyThatWritesItself(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	received := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			received <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		received <- b
+	}()
+	var counted *countingConn
+	dial := Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		counted = &countingConn{Conn: c}
+		return counted, nil
+	})
+	conn, err := dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf := conn.(io.ReaderFrom)
+	body := bytes.Repeat([]byte("safeput!"), 512<<10) // 4 MiB
+	n, err := rf.ReadFrom(io.LimitReader(bytes.NewReader(body), int64(len(body))))
+	if err != nil || n != int64(len(body)) {
+		t.Fatalf("ReadFrom = %d, %v; want %d, nil", n, err, len(body))
+	}
+	if counted.writes != 1 {
+		t.Errorf("the 4 MiB body took %d writes, want 1 (no copy buffer)", counted.writes)
+	}
+	long := io.LimitReader(bytes.NewReader([]byte("0123456789")), 4)
+	if n, err := rf.ReadFrom(long); !errors.Is(err, ErrBodyTooLong) || n != 4 {
+		t.Errorf("a 10-byte body limited to 4: ReadFrom = %d, %v; want 4, ErrBodyTooLong", n, err)
+	}
+	_ = conn.(interface{ CloseWrite() error }).CloseWrite()
+	want := append(bytes.Clone(body), "0123"...)
+	if got := <-received; !bytes.Equal(got, want) {
+		t.Fatalf("%d bytes arrived, want the %d sent (body, then exactly 4 bytes of the long one)", len(got), len(want))
+	}
+	_ = conn.Close()
+}
+
+// TestWriteN checks both paths: a bytes.Reader with exactly n bytes left writes them in one
+// call; a longer reader, or any other, gives exactly n bytes through the pooled buffer.
+func TestWriteN(t *testing.T) {
+	data := bytes.Repeat([]byte("abcdefgh"), 10_000)
+	for _, tc := range []struct {
+		name       string
+		r          io.Reader
+		n          int64
+		wantWrites int
+	}{
+		{"exact bytes.Reader", bytes.NewReader(data), int64(len(data)), 1},
+		{"longer bytes.Reader", bytes.NewReader(data), 50_000, 2},
+		{"other reader", io.MultiReader(bytes.NewReader(data)), 50_000, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dst bytes.Buffer
+			w := &countingWriter{w: &dst}
+			n, err := WriteN(w, tc.r, tc.n)
+			if err != nil || n != tc.n || !bytes.Equal(dst.Bytes(), data[:tc.n]) {
+				t.Fatalf("WriteN = %d, %v (%d bytes written), want %d", n, err, dst.Len(), tc.n)
+			}
+			if w.writes != tc.wantWrites {
+				t.Errorf("%d writes, want %d", w.writes, tc.wantWrites)
+			}
+		})
+	}
+}
+
+type countingWriter struct {
+	w      io.Writer
+	writes int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.writes++
+	return c.w.Write(p)
 }

@@ -2,15 +2,17 @@ package bufpool
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 )
 
-// Dialer wraps dial so that the connections it returns copy a request body through a pooled
-// buffer. net/http hands a body to the connection's ReadFrom, and *net.TCPConn's ReadFrom
-// falls back to an io.Copy that allocates 32 KiB for every request whose body is not a file or
-// a socket: one per part. Over TLS net/http writes through the *tls.Conn instead, so the
-// wrapper changes nothing there.
+// Dialer wraps dial so that the connections it returns send a request body without a copy
+// when the body can write itself, and through a pooled buffer otherwise. net/http hands a body
+// to the connection's ReadFrom as io.LimitReader(body, ContentLength), and *net.TCPConn's
+// ReadFrom falls back to an io.Copy that allocates 32 KiB for every request whose body is not a
+// file or a socket (one per part) and copies the part through it 32 KiB at a time. Over TLS
+// net/http writes through the *tls.Conn instead, so the wrapper changes nothing there.
 func Dialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
@@ -26,9 +28,42 @@ func Dialer(dial func(ctx context.Context, network, addr string) (net.Conn, erro
 
 type pooledCopyConn struct{ net.Conn }
 
-// ReadFrom copies r into the connection through a pooled buffer.
+// ReadFrom sends r to the connection. A body net/http limited to its ContentLength that can
+// write itself (io.WriterTo: a part buffer's bytes.Reader behind the SDKs' wrappers) does, in
+// large writes straight from its bytes, through a writer that refuses to run past the limit;
+// anything else is copied through a pooled buffer.
 func (c *pooledCopyConn) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if wt, ok := lr.R.(io.WriterTo); ok {
+			n, err := wt.WriteTo(&limitWriter{w: c.Conn, n: lr.N})
+			lr.N -= n
+			return n, err
+		}
+	}
 	return Copy32K.Copy(writerOnly{c.Conn}, r)
+}
+
+// ErrBodyTooLong is returned when a body that writes itself has more bytes than the request's
+// ContentLength: the request fails instead of sending bytes past its end.
+var ErrBodyTooLong = errors.New("request body is longer than its ContentLength")
+
+// limitWriter passes at most n bytes to w.
+type limitWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	var tooLong bool
+	if int64(len(p)) > l.n {
+		p, tooLong = p[:l.n], true
+	}
+	k, err := l.w.Write(p)
+	l.n -= int64(k)
+	if err == nil && tooLong {
+		err = ErrBodyTooLong
+	}
+	return k, err
 }
 
 // closeWriter is a connection that can half-close (TCP), kept visible through the wrapper.

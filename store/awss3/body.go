@@ -1,6 +1,7 @@
 package awss3
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -68,9 +69,16 @@ func (w *window) Seek(offset int64, whence int) (int64, error) {
 	return abs, nil
 }
 
-// WriteTo copies the rest of the window to dst through a pooled buffer. The SDK hashes a signed
-// body with io.Copy, which would otherwise allocate 32 KiB for every part.
+// WriteTo writes the rest of the window to dst: straight from a part buffer's bytes.Reader when
+// the window runs to its end (net/http sends a part that way without copying it, see
+// bufpool.Dialer), else through a pooled buffer. The SDK hashes a signed body with io.Copy too,
+// which would otherwise allocate 32 KiB for every part.
 func (w *window) WriteTo(dst io.Writer) (int64, error) {
+	if br, ok := w.r.(*bytes.Reader); ok && int64(br.Len()) == w.n-w.off {
+		n, err := bufpool.WriteN(dst, br, w.n-w.off)
+		w.off += n
+		return n, err
+	}
 	b := bufpool.Copy32K.Get()
 	defer bufpool.Copy32K.Put(b)
 	return io.CopyBuffer(dst, readerOnly{w}, *b) // readerOnly: no recursion into WriteTo

@@ -259,7 +259,34 @@ func userMetadata(meta map[string]string, extra map[string]string) map[string]st
 
 // body hides the caller's ReadSeeker from minio-go: as a Seeker it would be rewound to offset 0
 // (not to the caller's position), and as a Closer it would be closed after the request.
-func body(r io.Reader, n int64) io.Reader { return io.LimitReader(r, n) }
+func body(r io.Reader, n int64) io.Reader { return &limitedBody{r: r, n: n} }
+
+// limitedBody is io.LimitReader with a WriteTo, so that net/http sends a part buffer's bytes
+// without copying them (bufpool.Dialer); minio-go passes the body's WriteTo through. It is no
+// io.Seeker, as an io.LimitedReader is not: minio-go retries only seekable bodies, and safeput
+// does its own retrying.
+type limitedBody struct {
+	r io.Reader
+	n int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	k, err := b.r.Read(p)
+	b.n -= int64(k)
+	return k, err
+}
+
+func (b *limitedBody) WriteTo(dst io.Writer) (int64, error) {
+	k, err := bufpool.WriteN(dst, b.r, b.n)
+	b.n -= k
+	return k, err
+}
 
 // payloadSHA256 hashes the next n bytes of r and seeks back to where they started.
 func payloadSHA256(r io.ReadSeeker, n int64) (string, error) {
