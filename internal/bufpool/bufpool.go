@@ -51,7 +51,7 @@ func (bp *Pool) Copy(dst io.Writer, src io.Reader) (int64, error) {
 
 // WriteN writes the next n bytes of r to dst. A *bytes.Reader with exactly n bytes left (a part
 // buffer's) writes them in one call, with no copy; anything else goes through a pooled buffer.
-// Fewer than n bytes come back only with an error or when r ended first.
+// An r that ends before n bytes gives io.ErrUnexpectedEOF: a request body must not come up short.
 func WriteN(dst io.Writer, r io.Reader, n int64) (int64, error) {
 	if br, ok := r.(*bytes.Reader); ok && int64(br.Len()) == n {
 		return br.WriteTo(dst)
@@ -59,7 +59,11 @@ func WriteN(dst io.Writer, r io.Reader, n int64) (int64, error) {
 	b := Copy32K.Get()
 	defer Copy32K.Put(b)
 	// writerOnly: dst's own ReadFrom (a pooled connection's) would take all of r, not n bytes.
-	return io.CopyBuffer(writerOnly{dst}, io.LimitReader(r, n), *b)
+	k, err := io.CopyBuffer(writerOnly{dst}, io.LimitReader(r, n), *b)
+	if err == nil && k < n {
+		err = io.ErrUnexpectedEOF
+	}
+	return k, err
 }
 
 // Copy32K is the shared pool of 32 KiB buffers (io.Copy's own size).

@@ -11,29 +11,37 @@ import (
 	"testing"
 )
 
-// TestDialerConnCopiesWithoutAllocating sends 64 bodies through a wrapped loopback TCP
-// connection the way net/http does (ReadFrom of a LimitedReader) and checks the bytes that
-// arrive and what sending them allocated: *net.TCPConn alone allocates 32 KiB per body.
-func TestDialerConnCopiesWithoutAllocating(t *testing.T) {
+// sha256Sink listens on loopback for one connection and sends the SHA-256 of everything it
+// receives (nil if none came) once the sender half-closes.
+func sha256Sink(t *testing.T) (addr string, received <-chan []byte) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	received := make(chan []byte, 1)
+	t.Cleanup(func() { _ = ln.Close() })
+	ch := make(chan []byte, 1)
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
-			received <- nil
+			ch <- nil
 			return
 		}
 		defer c.Close()
 		h := sha256.New()
 		_, _ = io.Copy(h, c)
-		received <- h.Sum(nil)
+		ch <- h.Sum(nil)
 	}()
+	return ln.Addr().String(), ch
+}
+
+// TestDialerConnCopiesWithoutAllocating sends 64 bodies through a wrapped loopback TCP
+// connection the way net/http does (ReadFrom of a LimitedReader) and checks the bytes that
+// arrive and what sending them allocated: *net.TCPConn alone allocates 32 KiB per body.
+func TestDialerConnCopiesWithoutAllocating(t *testing.T) {
+	addr, received := sha256Sink(t)
 	dial := Dialer((&net.Dialer{}).DialContext)
-	conn, err := dial(context.Background(), "tcp", ln.Addr().String())
+	conn, err := dial(context.Background(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,22 +108,7 @@ func (c *countingConn) CloseWrite() error { return c.Conn.(*net.TCPConn).CloseWr
 // write to the connection instead of 128 writes through a 32 KiB copy buffer. A body longer
 // than its limit sends exactly the limit and fails with ErrBodyTooLong.
 func TestDialerConnSendsABodyThatWritesItself(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	received := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			received <- nil
-			return
-		}
-		defer c.Close()
-		b, _ := io.ReadAll(c)
-		received <- b
-	}()
+	addr, received := sha256Sink(t)
 	var counted *countingConn
 	dial := Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -125,7 +118,7 @@ func TestDialerConnSendsABodyThatWritesItself(t *testing.T) {
 		counted = &countingConn{Conn: c}
 		return counted, nil
 	})
-	conn, err := dial(context.Background(), "tcp", ln.Addr().String())
+	conn, err := dial(context.Background(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +136,9 @@ func TestDialerConnSendsABodyThatWritesItself(t *testing.T) {
 		t.Errorf("a 10-byte body limited to 4: ReadFrom = %d, %v; want 4, ErrBodyTooLong", n, err)
 	}
 	_ = conn.(interface{ CloseWrite() error }).CloseWrite()
-	want := append(bytes.Clone(body), "0123"...)
-	if got := <-received; !bytes.Equal(got, want) {
-		t.Fatalf("%d bytes arrived, want the %d sent (body, then exactly 4 bytes of the long one)", len(got), len(want))
+	want := sha256.Sum256(append(bytes.Clone(body), "0123"...))
+	if got := <-received; !bytes.Equal(got, want[:]) {
+		t.Fatal("the bytes that arrived differ from the body followed by exactly 4 bytes of the long one")
 	}
 	_ = conn.Close()
 }
@@ -175,6 +168,15 @@ func TestWriteN(t *testing.T) {
 				t.Errorf("%d writes, want %d", w.writes, tc.wantWrites)
 			}
 		})
+	}
+}
+
+// TestWriteNShortSource: a source that ends before n bytes is an error, not a short body.
+func TestWriteNShortSource(t *testing.T) {
+	var dst bytes.Buffer
+	n, err := WriteN(&dst, io.MultiReader(bytes.NewReader([]byte("abc"))), 5)
+	if n != 3 || !errors.Is(err, io.ErrUnexpectedEOF) || dst.String() != "abc" {
+		t.Fatalf("WriteN = %d, %v (%q), want 3, io.ErrUnexpectedEOF", n, err, dst.String())
 	}
 }
 

@@ -1,7 +1,6 @@
 package awss3
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -69,20 +68,15 @@ func (w *window) Seek(offset int64, whence int) (int64, error) {
 	return abs, nil
 }
 
-// WriteTo writes the rest of the window to dst: straight from a part buffer's bytes.Reader when
-// the window runs to its end (net/http sends a part that way without copying it, see
-// bufpool.Dialer), else through a pooled buffer. The SDK hashes a signed body with io.Copy too,
-// which would otherwise allocate 32 KiB for every part.
+// WriteTo writes the rest of the window to dst (bufpool.WriteN): straight from a part buffer's
+// bytes.Reader, which is how net/http sends a part without copying it (bufpool.Dialer), else
+// through a pooled buffer. The SDK hashes a signed body with io.Copy too, which would otherwise
+// allocate 32 KiB for every part.
 func (w *window) WriteTo(dst io.Writer) (int64, error) {
-	if br, ok := w.r.(*bytes.Reader); ok && int64(br.Len()) == w.n-w.off {
-		n, err := bufpool.WriteN(dst, br, w.n-w.off)
-		w.off += n
-		return n, err
+	n, err := bufpool.WriteN(dst, w.r, w.n-w.off)
+	w.off += n
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = fmt.Errorf("body ended after %d of %d bytes: %w", w.off, w.n, io.ErrUnexpectedEOF)
 	}
-	b := bufpool.Copy32K.Get()
-	defer bufpool.Copy32K.Put(b)
-	return io.CopyBuffer(dst, readerOnly{w}, *b) // readerOnly: no recursion into WriteTo
+	return n, err
 }
-
-// readerOnly hides every method but Read.
-type readerOnly struct{ io.Reader }

@@ -259,32 +259,17 @@ func userMetadata(meta map[string]string, extra map[string]string) map[string]st
 
 // body hides the caller's ReadSeeker from minio-go: as a Seeker it would be rewound to offset 0
 // (not to the caller's position), and as a Closer it would be closed after the request.
-func body(r io.Reader, n int64) io.Reader { return &limitedBody{r: r, n: n} }
+func body(r io.Reader, n int64) io.Reader { return &limitedBody{io.LimitedReader{R: r, N: n}} }
 
-// limitedBody is io.LimitReader with a WriteTo, so that net/http sends a part buffer's bytes
-// without copying them (bufpool.Dialer); minio-go passes the body's WriteTo through. It is no
-// io.Seeker, as an io.LimitedReader is not: minio-go retries only seekable bodies, and safeput
-// does its own retrying.
-type limitedBody struct {
-	r io.Reader
-	n int64
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.n <= 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > b.n {
-		p = p[:b.n]
-	}
-	k, err := b.r.Read(p)
-	b.n -= int64(k)
-	return k, err
-}
+// limitedBody is an io.LimitedReader with a WriteTo (bufpool.WriteN), so that net/http sends a
+// part buffer's bytes without copying them (bufpool.Dialer); minio-go passes the body's WriteTo
+// through. Like io.LimitedReader it is no io.Seeker: minio-go retries only seekable bodies, and
+// safeput does its own retrying.
+type limitedBody struct{ io.LimitedReader }
 
 func (b *limitedBody) WriteTo(dst io.Writer) (int64, error) {
-	k, err := bufpool.WriteN(dst, b.r, b.n)
-	b.n -= k
+	k, err := bufpool.WriteN(dst, b.R, b.N)
+	b.N -= k
 	return k, err
 }
 
