@@ -310,9 +310,24 @@ func analysisOf(r Report) string {
 	w("\n")
 
 	if low := r.lowestCPUPeer(); low != "" {
-		w("- **Client CPU: verification.** safeput spends %s s/GiB against %s's %s",
-			span(r.values(isSafeput, cpu), "%.2f"), low, span(r.values(func(row TableRow) bool { return row.Impl == low }, cpu), "%.2f"))
-		w(" (see the integrity table for what each sends and checks). The difference is what verification costs: the CRC pass (the profile's CRC; on a stream it is taken as the bytes arrive, while they are still in the CPU's cache) and, for an io.ReaderAt source, a second read of each part (the checksum header must precede the body, and copying parts into buffers would cost the part-buffer memory that path avoids).")
+		w("- **Client CPU: verification.**")
+		var perKind []string
+		for _, k := range []struct{ kind, label string }{{SourceStream, "a stream"}, {SourceReaderAt, "an io.ReaderAt source"}} {
+			mine := r.values(func(row TableRow) bool { return isSafeput(row) && row.Kind == k.kind }, cpu)
+			theirs := r.values(func(row TableRow) bool { return row.Impl == low && row.Kind == k.kind }, cpu)
+			if len(mine) > 0 && len(theirs) > 0 {
+				perKind = append(perKind, fmt.Sprintf("on %s safeput spends %s s/GiB against %s's %s", k.label, span(mine, "%.2f"), low, span(theirs, "%.2f")))
+			}
+		}
+		if len(perKind) > 0 {
+			first := perKind[0]
+			w(" %s%s", strings.ToUpper(first[:1]), first[1:])
+			for _, p := range perKind[1:] {
+				w("; %s", p)
+			}
+			w(" (see the integrity table for what each sends and checks).")
+		}
+		w(" What verification costs: the CRC pass (the profile's CRC; on a stream it is taken as the bytes arrive, while they are still in the CPU's cache) and, for an io.ReaderAt source, a second read of each part (the checksum header must precede the body, and copying parts into buffers would cost the part-buffer memory that path avoids). A file's second read is the kernel's (sendfile), which also spares the copy into the socket that the other uploaders make.")
 		if s := span(r.cpuSavingVsAWS(), "%.0f"); s != "" {
 			w(" Against the AWS SDK uploaders (%s) safeput uses %s %% less CPU per GiB.", joinAnd(awsSDKPeers), s)
 		}

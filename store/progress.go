@@ -4,6 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+
+	"github.com/safeput/safeput/internal/bufpool"
 )
 
 // Stall detection needs to know that a request is moving. Whoever runs an attempt under a stall
@@ -131,4 +134,19 @@ func (pw progressWriter) Write(p []byte) (int, error) {
 		p = p[k:]
 	}
 	return n, nil
+}
+
+// SendFile passes a file section (a ReaderAt part) on to a connection that sends it by sendfile,
+// reporting progress for every step the connection takes, as Write does for every chunk.
+func (pw progressWriter) SendFile(f *os.File, off, n int64, moved func(int64)) (int64, bool, error) {
+	fs, ok := pw.w.(bufpool.FileSender)
+	if !ok {
+		return 0, false, nil
+	}
+	return fs.SendFile(f, off, n, func(k int64) {
+		pw.fn()
+		if moved != nil {
+			moved(k)
+		}
+	})
 }

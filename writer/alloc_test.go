@@ -61,12 +61,40 @@ func (p *patternSource) Read([]byte) (int, error) { return 0, io.ErrNoProgress }
 // allocSource names a kind of source and makes one of a given size.
 type allocSource struct {
 	name string
-	make func(size int64) io.Reader
+	make func(tb testing.TB, size int64) io.Reader
 }
 
 var allocSources = []allocSource{
-	{"stream", func(size int64) io.Reader { return newGen(size) }},
-	{"readerat", func(size int64) io.Reader { return newPatternSource(size) }},
+	{"stream", func(_ testing.TB, size int64) io.Reader { return newGen(size) }},
+	{"readerat", func(_ testing.TB, size int64) io.Reader { return newPatternSource(size) }},
+	// A file: on Linux its parts go to the socket by sendfile.
+	{"file", patternFile},
+}
+
+// patternFile writes size bytes of the pattern to a temp file and opens it for reading.
+func patternFile(tb testing.TB, size int64) io.Reader {
+	return tempFileFrom(tb, io.NewSectionReader(newPatternSource(size), 0, size))
+}
+
+// fileOf writes data to a temp file and opens it for reading.
+func fileOf(tb testing.TB, data []byte) *os.File { return tempFileFrom(tb, bytes.NewReader(data)) }
+
+// tempFileFrom copies r into a temp file, closed when the test ends, and returns it at offset 0
+// (Upload sends a file from its current offset, as it would read any io.Reader).
+func tempFileFrom(tb testing.TB, r io.Reader) *os.File {
+	tb.Helper()
+	f, err := os.CreateTemp(tb.TempDir(), "source")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = f.Close() })
+	if _, err := io.Copy(f, r); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		tb.Fatal(err)
+	}
+	return f
 }
 
 // allocatedBy returns the bytes the whole process allocated while one Upload of size bytes ran.
@@ -74,7 +102,7 @@ var allocSources = []allocSource{
 // to run where heap and timing figures are not.
 func allocatedBy(tb testing.TB, st store.Store, bucket string, src allocSource, size, partSize int64, conc int) uint64 {
 	tb.Helper()
-	r := src.make(size)
+	r := src.make(tb, size)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	res, err := writer.Upload(context.Background(), st, bucket, "alloc-"+src.name, r,
@@ -105,7 +133,7 @@ func sameAsSource(t *testing.T, srv s3test.Server, bucket, key string, src alloc
 	if err != nil {
 		t.Fatalf("read back %s: %v", key, err)
 	}
-	r := src.make(size)
+	r := src.make(t, size)
 	if ra, ok := r.(io.ReaderAt); ok {
 		r = io.NewSectionReader(ra, 0, size)
 	}

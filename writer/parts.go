@@ -161,7 +161,8 @@ func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeke
 		return bytes.NewReader(part.buf), rec, nil
 	}
 	section := part.section
-	// A ReaderAt source is read twice (checksum, then send) instead of being copied.
+	// A ReaderAt source is read twice (checksum, then send) instead of being copied; the send of
+	// a file's section goes by sendfile where the connection allows (bufpool.WriteN).
 	if _, err := section.Seek(0, io.SeekStart); err != nil {
 		return nil, rec, err
 	}

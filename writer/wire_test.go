@@ -99,22 +99,33 @@ func TestWireHungServer(t *testing.T) {
 		name  string
 		size  int
 		fault faultproxy.Fault
+		file  bool // the source is an *os.File: its parts go by sendfile, which must end too
 	}{
-		{"hold-single", 100 << 10, faultproxy.Fault{Kind: faultproxy.Hold}},
-		{"hold-multipart", 2*part + 1, faultproxy.Fault{Kind: faultproxy.Hold}},
-		{"stop-reading-single", part, faultproxy.Fault{Kind: faultproxy.StopReading, Bytes: 64 << 10}},
+		{"hold-single", 100 << 10, faultproxy.Fault{Kind: faultproxy.Hold}, false},
+		{"hold-multipart", 2*part + 1, faultproxy.Fault{Kind: faultproxy.Hold}, false},
+		{"stop-reading-single", part, faultproxy.Fault{Kind: faultproxy.StopReading, Bytes: 64 << 10}, false},
+		// Only part bodies stall: the upload is created, then every part stops moving.
+		{"stop-reading-parts-file", 2*part + 1, faultproxy.Fault{Kind: faultproxy.StopReading, Bytes: 64 << 10}, true},
 	}
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		proxy, st := wirekit.Proxied(t, env, 2)
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				proxy.SetRules(faultproxy.Rule{Op: faultproxy.OpAny, Fault: c.fault})
+				op := faultproxy.OpAny
+				if c.file {
+					op = faultproxy.UploadPart
+				}
+				proxy.SetRules(faultproxy.Rule{Op: op, Fault: c.fault})
 				defer proxy.SetRules()
 				data := s3test.RandomBytes(c.size)
+				src := replayable.reader(data)
+				if c.file {
+					src = fileOf(t, data)
+				}
 				key := "wire-hung/" + c.name
 				policy := wirePolicy(retry.WithMaxAttempts(3))
 				start := time.Now()
-				res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
+				res, err := writer.Upload(context.Background(), st, env.Bucket, key, src,
 					testOpts(env, writer.WithRetry(policy), writer.WithAbortTimeout(abortTimeout), writer.WithThreshold(part))...)
 				took := time.Since(start)
 				// 3 attempts of one window each, backoff of at most 3 × 20 ms, the clean-up bound,

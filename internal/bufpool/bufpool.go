@@ -50,11 +50,15 @@ func (bp *Pool) Copy(dst io.Writer, src io.Reader) (int64, error) {
 }
 
 // WriteN writes the next n bytes of r to dst. A *bytes.Reader with exactly n bytes left (a part
-// buffer's) writes them in one call, with no copy; anything else goes through a pooled buffer.
+// buffer's) writes them in one call, with no copy; a section of an *os.File (a ReaderAt part)
+// goes by sendfile when dst is a FileSender; anything else goes through a pooled buffer.
 // An r that ends before n bytes gives io.ErrUnexpectedEOF: a request body must not come up short.
 func WriteN(dst io.Writer, r io.Reader, n int64) (int64, error) {
 	if br, ok := r.(*bytes.Reader); ok && int64(br.Len()) == n {
 		return br.WriteTo(dst)
+	}
+	if k, ok, err := sendSection(dst, r, n); ok {
+		return k, err
 	}
 	b := Copy32K.Get()
 	defer Copy32K.Put(b)

@@ -6,7 +6,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 )
@@ -156,6 +159,7 @@ func TestWriteN(t *testing.T) {
 		{"exact bytes.Reader", bytes.NewReader(data), int64(len(data)), 1},
 		{"longer bytes.Reader", bytes.NewReader(data), 50_000, 2},
 		{"other reader", io.MultiReader(bytes.NewReader(data)), 50_000, 2},
+		{"file section, no FileSender", io.NewSectionReader(tempFileOf(t, data), 0, int64(len(data))), 50_000, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var dst bytes.Buffer
@@ -188,4 +192,136 @@ type countingWriter struct {
 func (c *countingWriter) Write(p []byte) (int, error) {
 	c.writes++
 	return c.w.Write(p)
+}
+
+// countingTCPConn counts writes while keeping *net.TCPConn's SyscallConn (and so sendfile).
+type countingTCPConn struct {
+	*net.TCPConn
+	writes int
+}
+
+func (c *countingTCPConn) Write(p []byte) (int, error) {
+	c.writes++
+	return c.TCPConn.Write(p)
+}
+
+// fileBody is a request body over a file section that writes itself (as the adapters' bodies do).
+type fileBody struct{ *io.SectionReader }
+
+func (b fileBody) WriteTo(dst io.Writer) (int64, error) {
+	pos, _ := b.Seek(0, io.SeekCurrent)
+	return WriteN(dst, b.SectionReader, b.Size()-pos)
+}
+
+// tempFileOf writes data to a temp file and opens it for reading.
+func tempFileOf(t *testing.T, data []byte) *os.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "source")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// TestDialerConnSendsAFileSection sends a section of a file (a ReaderAt part) the way net/http
+// hands a body over: on Linux the kernel moves it (sendfile), so not one write of the section
+// reaches the connection, the bytes arrive intact, and the file's own offset is left alone (other
+// parts of the file may be in flight). A section longer than the limit sends exactly the limit and
+// fails with ErrBodyTooLong.
+func TestDialerConnSendsAFileSection(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("sendfile is used on Linux only; elsewhere a section is copied (TestWriteN)")
+	}
+	data := make([]byte, 6<<20)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(data)
+	f := tempFileOf(t, data)
+	addr, received := sha256Sink(t)
+	var counted *countingTCPConn
+	dial := Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		counted = &countingTCPConn{TCPConn: c.(*net.TCPConn)}
+		return counted, nil
+	})
+	conn, err := dial(context.Background(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf := conn.(io.ReaderFrom)
+	const off, size = 1<<20 + 3, 4 << 20
+	n, err := rf.ReadFrom(io.LimitReader(fileBody{io.NewSectionReader(f, off, size)}, size))
+	if err != nil || n != size {
+		t.Fatalf("ReadFrom = %d, %v; want %d, nil", n, err, size)
+	}
+	if counted.writes != 0 {
+		t.Errorf("the file section took %d writes to the connection, want 0 (sendfile)", counted.writes)
+	}
+	if pos, _ := f.Seek(0, io.SeekCurrent); pos != 0 {
+		t.Errorf("the file's own offset moved to %d", pos)
+	}
+	// A part's section of a caller's section of the file goes by sendfile too.
+	nested := fileBody{io.NewSectionReader(io.NewSectionReader(f, 2<<20, 1<<20), 5, 1000)}
+	if n, err := rf.ReadFrom(io.LimitReader(nested, 1000)); err != nil || n != 1000 {
+		t.Fatalf("nested section: ReadFrom = %d, %v; want 1000, nil", n, err)
+	}
+	if counted.writes != 0 {
+		t.Errorf("the nested section took %d writes to the connection, want 0 (sendfile)", counted.writes)
+	}
+	long := fileBody{io.NewSectionReader(f, 0, 10)}
+	if n, err := rf.ReadFrom(io.LimitReader(long, 4)); !errors.Is(err, ErrBodyTooLong) || n != 4 {
+		t.Errorf("a 10-byte section limited to 4: ReadFrom = %d, %v; want 4, ErrBodyTooLong", n, err)
+	}
+	_ = conn.(interface{ CloseWrite() error }).CloseWrite()
+	var sent []byte
+	sent = append(sent, data[off:off+size]...)
+	sent = append(sent, data[2<<20+5:2<<20+5+1000]...)
+	sent = append(sent, data[:4]...)
+	want := sha256.Sum256(sent)
+	if got := <-received; !bytes.Equal(got, want[:]) {
+		t.Fatal("the bytes that arrived differ from the sections sent, the long one cut to exactly 4 bytes")
+	}
+	_ = conn.Close()
+}
+
+// TestFileSectionPastTheEnd: a file that is shorter than its section (truncated while the upload
+// ran) is a short body, io.ErrUnexpectedEOF, on the sendfile path as on the copy path.
+func TestFileSectionPastTheEnd(t *testing.T) {
+	f := tempFileOf(t, bytes.Repeat([]byte("x"), 100_000))
+	addr, received := sha256Sink(t)
+	addr2, received2 := sha256Sink(t)
+	conn, err := Dialer((&net.Dialer{}).DialContext)(context.Background(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 300_000
+	n, err := conn.(io.ReaderFrom).ReadFrom(io.LimitReader(fileBody{io.NewSectionReader(f, 0, size)}, size))
+	if n != 100_000 || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("ReadFrom = %d, %v; want 100000, io.ErrUnexpectedEOF", n, err)
+	}
+	_ = conn.Close()
+	<-received
+	// A part's section that runs past the end of the caller's section of the file must not be
+	// sent from the file beyond it.
+	conn, err = Dialer((&net.Dialer{}).DialContext)(context.Background(), "tcp", addr2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err = conn.(io.ReaderFrom).ReadFrom(io.LimitReader(fileBody{io.NewSectionReader(io.NewSectionReader(f, 0, 10), 0, 20)}, 20))
+	if n != 10 || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("section past its outer section: ReadFrom = %d, %v; want 10, io.ErrUnexpectedEOF", n, err)
+	}
+	_ = conn.Close()
+	<-received2
+	var dst bytes.Buffer
+	n, err = WriteN(&dst, io.NewSectionReader(f, 0, size), size)
+	if n != 100_000 || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("WriteN to a buffer = %d, %v; want 100000, io.ErrUnexpectedEOF", n, err)
+	}
 }

@@ -360,9 +360,11 @@ Run it on a quiet machine: client and server share the cores, so other work move
   server's data. A *stream* source is ` + "`struct{io.Reader}`" + ` over the file (no size, no Seek, no
   ReadAt); a *readerat* source is an ` + "`*io.SectionReader`" + ` (Read, ReadAt, Seek, Size). Each
   uploader gets the same reader type and uses what it can: safeput and minio-go upload a
-  ReaderAt of known size straight from it (no part buffers); manager does too (SectionReaders);
-  transfermanager copies every part into its buffers either way; minio-go is given size -1 for a
-  stream, like the others, and ` + "`ConcurrentStreamParts`" + ` so it uses the same concurrency.
+  ReaderAt of known size straight from it (no part buffers; safeput finds the file beneath the
+  section and, over plain HTTP on Linux, has the kernel send each part: sendfile); manager does
+  too (SectionReaders); transfermanager copies every part into its buffers either way; minio-go
+  is given size -1 for a stream, like the others, and ` + "`ConcurrentStreamParts`" + ` so it uses the same
+  concurrency.
 - **Same settings**: every uploader gets the same part size and parts in flight;
   transfermanager's multipart threshold is set to the part size like the others'. Peers keep
   their SDK defaults for retries and checksums (see the integrity table). Peers sign with
