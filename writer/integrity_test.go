@@ -40,6 +40,7 @@ type source int
 const (
 	replayable source = iota // bytes.Reader: ReaderAt + Seeker
 	stream                   // plain io.Reader: one pass only
+	file                     // *os.File: replayable, its parts sent by sendfile (readerFor only)
 )
 
 func (s source) reader(data []byte) io.Reader {
@@ -49,8 +50,16 @@ func (s source) reader(data []byte) io.Reader {
 	return bytes.NewReader(data)
 }
 
+// readerFor is reader, with a file source written to a temp file of tb's first.
+func (s source) readerFor(tb testing.TB, data []byte) io.Reader {
+	if s == file {
+		return fileOf(tb, data)
+	}
+	return s.reader(data)
+}
+
 func (s source) String() string {
-	return map[source]string{replayable: "replayable", stream: "stream"}[s]
+	return map[source]string{replayable: "replayable", stream: "stream", file: "file"}[s]
 }
 
 // Every fault of the field, on the single-PUT and the multipart path, through both adapters:

@@ -225,7 +225,8 @@ var (
 
 // The campaign at the wire: every upload gets one fault of a class chosen in turn (so every
 // class is injected), on a random request of its path, plus background throttling; single PUT
-// and multipart, replayable and stream sources, both adapters. It prints its seed and counts
+// and multipart, replayable, stream and file sources (a file's parts go by sendfile), both
+// adapters. It prints its seed and counts
 // and fails on any silent corruption, any upload that does not return within its bound, any
 // failure of a kind its faults do not explain, and any unreported leftover upload.
 func TestWireCampaign(t *testing.T) {
@@ -239,7 +240,7 @@ func TestWireCampaign(t *testing.T) {
 		for i := range uploads {
 			wf := wireFaults[i%len(wireFaults)]
 			multi := rng.Intn(2) == 0
-			src := source(rng.Intn(2))
+			src := source(rng.Intn(3))
 			size := 64<<10 + rng.Intn(part-64<<10)
 			ops := singleOps
 			if multi {
@@ -260,7 +261,7 @@ func TestWireCampaign(t *testing.T) {
 			data := s3test.RandomBytes(size)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*bound)
 			start := time.Now()
-			res, err := writer.Upload(ctx, st, env.Bucket, key, src.reader(data),
+			res, err := writer.Upload(ctx, st, env.Bucket, key, src.readerFor(t, data),
 				testOpts(env, writer.WithRetry(wirePolicy()), writer.WithAbortTimeout(10*time.Second))...)
 			took := time.Since(start)
 			cancel()
@@ -270,6 +271,7 @@ func TestWireCampaign(t *testing.T) {
 			}
 			outcome := checkWireOutcome(t, env, key, data, res, err, wf, src, injected)
 			counts[outcome]++
+			counts["source "+src.String()]++
 			for _, k := range injected {
 				if k == wf.fault.Kind {
 					counts["injected "+wf.name]++
