@@ -15,9 +15,11 @@ import (
 //
 // It uses what r offers: a known size (Len() int, Size() int64 or Stat() (fs.FileInfo, error))
 // lets the plan pick the part size and turns a short or long stream into an error; an io.ReaderAt
-// of known size is uploaded part by part straight from it, with no part buffers; an io.Seeker (or
-// ReaderAt) makes the source replayable, so a write that verifies wrong after commit is retried
-// from the start within the retry policy's integrity budget.
+// of known size is uploaded part by part straight from it, with no part buffers (an *os.File, or
+// an io.SectionReader of one, has each part sent by the kernel, sendfile, through the adapters
+// over plain HTTP on Linux); an io.Seeker (or ReaderAt) makes the source replayable, so a write
+// that verifies wrong after commit is retried from the start within the retry policy's integrity
+// budget.
 func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader, opts ...Option) (*Result, error) {
 	if r == nil {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Upload", Bucket: bucket, Key: key, Message: "nil reader"}
