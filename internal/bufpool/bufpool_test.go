@@ -93,18 +93,36 @@ func TestCopyUsesWriterTo(t *testing.T) {
 	}
 }
 
-// countingConn counts the writes that reach the connection.
+// countingConn counts the writes that reach the connection, keeping *net.TCPConn's CloseWrite
+// and SyscallConn (and so sendfile).
 type countingConn struct {
-	net.Conn
+	*net.TCPConn
 	writes int
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {
 	c.writes++
-	return c.Conn.Write(p)
+	return c.TCPConn.Write(p)
 }
 
-func (c *countingConn) CloseWrite() error { return c.Conn.(*net.TCPConn).CloseWrite() }
+// dialCounting dials addr through Dialer over a countingConn.
+func dialCounting(t *testing.T, addr string) (net.Conn, *countingConn) {
+	t.Helper()
+	var counted *countingConn
+	dial := Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		counted = &countingConn{TCPConn: c.(*net.TCPConn)}
+		return counted, nil
+	})
+	conn, err := dial(context.Background(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, counted
+}
 
 // TestDialerConnSendsABodyThatWritesItself sends a 4 MiB part buffer the way net/http hands it
 // over (ReadFrom of io.LimitReader(body, ContentLength)): the bytes arrive intact in a single
@@ -112,19 +130,7 @@ func (c *countingConn) CloseWrite() error { return c.Conn.(*net.TCPConn).CloseWr
 // than its limit sends exactly the limit and fails with ErrBodyTooLong.
 func TestDialerConnSendsABodyThatWritesItself(t *testing.T) {
 	addr, received := sha256Sink(t)
-	var counted *countingConn
-	dial := Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		counted = &countingConn{Conn: c}
-		return counted, nil
-	})
-	conn, err := dial(context.Background(), "tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, counted := dialCounting(t, addr)
 	rf := conn.(io.ReaderFrom)
 	body := bytes.Repeat([]byte("safeput!"), 512<<10) // 4 MiB
 	n, err := rf.ReadFrom(io.LimitReader(bytes.NewReader(body), int64(len(body))))
@@ -194,17 +200,6 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-// countingTCPConn counts writes while keeping *net.TCPConn's SyscallConn (and so sendfile).
-type countingTCPConn struct {
-	*net.TCPConn
-	writes int
-}
-
-func (c *countingTCPConn) Write(p []byte) (int, error) {
-	c.writes++
-	return c.TCPConn.Write(p)
-}
-
 // fileBody is a request body over a file section that writes itself (as the adapters' bodies do).
 type fileBody struct{ *io.SectionReader }
 
@@ -241,19 +236,7 @@ func TestDialerConnSendsAFileSection(t *testing.T) {
 	_, _ = rand.NewChaCha8([32]byte{1}).Read(data)
 	f := tempFileOf(t, data)
 	addr, received := sha256Sink(t)
-	var counted *countingTCPConn
-	dial := Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		counted = &countingTCPConn{TCPConn: c.(*net.TCPConn)}
-		return counted, nil
-	})
-	conn, err := dial(context.Background(), "tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, counted := dialCounting(t, addr)
 	rf := conn.(io.ReaderFrom)
 	const off, size = 1<<20 + 3, 4 << 20
 	n, err := rf.ReadFrom(io.LimitReader(fileBody{io.NewSectionReader(f, off, size)}, size))

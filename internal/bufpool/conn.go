@@ -54,16 +54,22 @@ type limitWriter struct {
 }
 
 func (l *limitWriter) Write(p []byte) (int, error) {
-	var tooLong bool
-	if int64(len(p)) > l.n {
-		p, tooLong = p[:l.n], true
-	}
-	k, err := l.w.Write(p)
+	m, over := l.fit(int64(len(p)))
+	k, err := l.w.Write(p[:m])
 	l.n -= int64(k)
-	if err == nil && tooLong {
-		err = ErrBodyTooLong
+	if err == nil {
+		err = over
 	}
 	return k, err
+}
+
+// fit cuts a write of n bytes to what the limit has left; over is ErrBodyTooLong when it had to,
+// for the caller to return once the bytes that fit are sent.
+func (l *limitWriter) fit(n int64) (m int64, over error) {
+	if n > l.n {
+		return l.n, ErrBodyTooLong
+	}
+	return n, nil
 }
 
 // closeWriter is a connection that can half-close (TCP), kept visible through the wrapper.

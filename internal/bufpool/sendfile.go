@@ -25,11 +25,10 @@ func sendSection(dst io.Writer, r io.Reader, n int64) (written int64, ok bool, e
 	if !isSender || !isSection {
 		return 0, false, nil
 	}
-	pos, _ := sr.Seek(0, io.SeekCurrent) // cannot fail: SeekCurrent by 0 of a SectionReader
+	off, _ := sr.Seek(0, io.SeekCurrent) // cannot fail: SeekCurrent by 0 of a SectionReader
 	// Down to the file, through sections of sections (a caller's section of a file, then the
 	// part's section of that), each of which must hold the n bytes.
 	var outer io.ReaderAt = sr
-	off := pos
 	for {
 		inner, ok := outer.(*io.SectionReader)
 		if !ok {
@@ -66,14 +65,11 @@ func (l *limitWriter) SendFile(f *os.File, off, n int64, moved func(int64)) (int
 	if !ok {
 		return 0, false, nil
 	}
-	var tooLong bool
-	if n > l.n {
-		n, tooLong = l.n, true
-	}
-	k, handled, err := sendFile(sc, f, off, n, moved)
+	m, over := l.fit(n)
+	k, handled, err := sendFile(sc, f, off, m, moved)
 	l.n -= k
-	if handled && err == nil && tooLong {
-		err = ErrBodyTooLong
+	if handled && err == nil {
+		err = over
 	}
 	return k, handled, err
 }
