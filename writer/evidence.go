@@ -5,8 +5,10 @@ import (
 	stderrors "errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
+	"weak"
 
 	"go.uber.org/zap"
 
@@ -24,7 +26,8 @@ import (
 //  2. the ETag against the body's MD5 (single PUT) or MD5-of-part-MD5s-N (multipart), computed
 //     as the bytes pass, part MD5s in the part goroutines;
 //  3. reading the object back, for replayable sources or objects up to the read-back limit.
-// What an endpoint (and bucket) showed is kept process-wide, so later writes skip what cannot help.
+// What an endpoint (and bucket) showed is kept process-wide, so later writes skip what cannot help;
+// for a store that names no endpoint, as long as that store value lives.
 
 // tri is an unknown / yes / no fact about an endpoint.
 type tri uint8
@@ -67,7 +70,10 @@ var facts sync.Map // factsKey → *endpointFacts
 
 // factsKey is per bucket as well as per endpoint: ETags are MD5s or not per bucket (SSE-KMS).
 type factsKey struct {
-	store  any // the endpoint's name, or the Store value itself
+	endpoint string // the endpoint's name, for a store that gives one
+	// Otherwise the Store value itself, held weakly: a store its caller drops (and everything it
+	// references) must not be kept alive by what writes learned about it.
+	store  weak.Pointer[byte]
 	bucket string
 }
 
@@ -76,14 +82,34 @@ type factsKey struct {
 func factsFor(st store.Store, bucket string) *endpointFacts {
 	key := factsKey{bucket: bucket}
 	if e, ok := st.(Endpointer); ok && e.Endpoint() != "" {
-		key.store = fmt.Sprintf("%T %s", st, e.Endpoint())
-	} else if v := reflect.ValueOf(st); v.Kind() == reflect.Pointer {
-		key.store = st
-	} else {
+		key.endpoint = fmt.Sprintf("%T %s", st, e.Endpoint())
+		f, _ := facts.LoadOrStore(key, &endpointFacts{})
+		return f.(*endpointFacts)
+	}
+	v := reflect.ValueOf(st)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return &endpointFacts{}
 	}
-	f, _ := facts.LoadOrStore(key, &endpointFacts{})
+	p := (*byte)(v.UnsafePointer())
+	key.store = weak.Make(p)
+	f, loaded := facts.LoadOrStore(key, &endpointFacts{})
+	if !loaded && !forgetWhenCollected(p, key) {
+		facts.Delete(key) // not watchable: remember nothing rather than keep the entry forever
+	}
 	return f.(*endpointFacts)
+}
+
+// forgetWhenCollected drops key's facts once the store p points into is garbage: one store per
+// write must not grow the map for ever. False when the runtime cannot watch p (memory it does not
+// manage; AddCleanup panics there).
+func forgetWhenCollected(p *byte, key factsKey) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	runtime.AddCleanup(p, func(k factsKey) { facts.Delete(k) }, key)
+	return true
 }
 
 // chooseChecksum decides what this write sends and computes, from the algorithm asked for, the

@@ -5,11 +5,15 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+	"weak"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
@@ -488,5 +492,46 @@ func TestCreateOnlyDamagedBodyWhereChecksumsAreIgnored(t *testing.T) {
 			}
 			mustBeAbsent(t, mem, "k")
 		})
+	}
+}
+
+// A store the caller drops is freed, with everything it holds, although writes learned facts
+// about it and share them while it lives: a store made per write (a wrapper per flush) must not
+// keep its objects, or its entry, for the life of the process.
+func TestDroppedStoreIsFreed(t *testing.T) {
+	var gone []weak.Pointer[memstore.Store]
+	var keys []any
+	for i := range 8 {
+		mem := newMem(memstore.Rules{IgnoreChecksumHeaders: true})
+		data := randomBytes(t, smallSize)
+		res, err := write(t, mem, fmt.Sprint("k", i), data, writer.WithReadBackLimit(0))
+		mustLand(t, mem, fmt.Sprint("k", i), data, res, err, verify.MethodETagMD5)
+		key := writer.FactsKey(mem, unitBucket)
+		if !writer.Remembered(key) {
+			t.Fatalf("store %d: nothing remembered after a write", i)
+		}
+		gone, keys = append(gone, weak.Make(mem)), append(keys, key)
+	}
+	runtime.GC()
+	for i, w := range gone {
+		if w.Value() != nil {
+			t.Fatalf("store %d is still alive after the GC: the writer package keeps a store its caller dropped", i)
+		}
+	}
+	// Cleanups run on their own goroutine after the GC; give them a generous while.
+	remembered := func() (n int) {
+		for _, k := range keys {
+			if writer.Remembered(k) {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(5 * time.Second); remembered() > 0 && time.Now().Before(deadline); {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := remembered(); n > 0 {
+		t.Fatalf("the facts of %d freed stores are still kept", n)
 	}
 }

@@ -1,6 +1,12 @@
 package writer
 
-import "context"
+import (
+	"context"
+	"reflect"
+	"weak"
+
+	"github.com/safeput/safeput/store"
+)
 
 // BudgetRoundTrip takes and returns one buffer, for the pool benchmark.
 func BudgetRoundTrip(b *Budget, size int) {
@@ -8,4 +14,15 @@ func BudgetRoundTrip(b *Budget, size int) {
 	if err == nil {
 		b.put(buf)
 	}
+}
+
+// FactsKey is the key of st's facts for bucket; it holds st only weakly.
+func FactsKey(st store.Store, bucket string) any {
+	return factsKey{store: weak.Make((*byte)(reflect.ValueOf(st).UnsafePointer())), bucket: bucket}
+}
+
+// Remembered reports whether facts are kept under key.
+func Remembered(key any) bool {
+	_, ok := facts.Load(key)
+	return ok
 }
