@@ -251,10 +251,16 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 	sizes := map[int32]int64{}
 	parts := map[int32]partDone{}
 	var reusedBytes int64
+	planned := (w.cfg.sizeHint + w.plan.PartSize - 1) / w.plan.PartSize
 	for _, p := range rec.Parts {
 		lp, ok := byNumber[p.Number]
+		// Only a part this plan would send, at its place and of its size: a corrupt or edited
+		// record must not splice in a part of another layout.
+		if !ok || int64(p.Number) > planned {
+			continue
+		}
 		off := int64(p.Number-1) * w.plan.PartSize
-		if !ok || lp.Size != p.Size || trimQuotes(lp.ETag) != trimQuotes(p.ETag) || off+p.Size > w.cfg.sizeHint {
+		if p.Size != min(w.plan.PartSize, w.cfg.sizeHint-off) || lp.Size != p.Size || trimQuotes(lp.ETag) != trimQuotes(p.ETag) {
 			continue
 		}
 		if got := lp.Checksums.Get(store.ChecksumAlgorithm(rec.ChecksumAlgorithm)); got != "" && got != p.Checksum {
