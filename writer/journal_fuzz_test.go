@@ -9,7 +9,6 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -134,7 +133,6 @@ func FuzzJournalRecord(f *testing.F) {
 		if _, err := writer.Recover(ctx, mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1}); err != nil {
 			t.Fatalf("Recover over a corrupt record: %v", err)
 		}
-		t.Logf("goroutines %d", runtime.NumGoroutine())
 		if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {
 			t.Fatalf("after Recover the key holds %d bytes, not the source's", len(got))
 		}
