@@ -118,7 +118,7 @@ func Open(configJSON string) (h int64, out outcome) {
 	if err != nil {
 		return 0, badInput("%v", err)
 	}
-	st, err := frontend.NewStore(cfg.conn(), faults)
+	st, err := stores.get(cfg.conn(), faults)
 	if err != nil {
 		return 0, badInput("%v", err)
 	}

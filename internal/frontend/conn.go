@@ -134,25 +134,14 @@ func (c Conn) fromSharedConfig(r *Resolved) error {
 // NewStore resolves c and builds the adapter it names, wrapped by faults when there are any
 // (tests only: see ParseFaults).
 func NewStore(c Conn, faults []faulty.Rule) (store.Store, error) {
-	if c.Backend != "aws" && c.Backend != "minio" {
-		return nil, fmt.Errorf("backend %q: want aws or minio", c.Backend)
+	if err := c.CheckBackend(); err != nil {
+		return nil, err
 	}
 	r, err := c.Resolve()
 	if err != nil {
 		return nil, err
 	}
-	var st store.Store
-	if c.Backend == "minio" {
-		st, err = miniogo.New(miniogo.Config{
-			Endpoint: r.Endpoint, Region: r.Region, AccessKey: r.AccessKey, SecretKey: r.SecretKey,
-			SessionToken: r.SessionToken, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify,
-		})
-	} else {
-		st, err = awss3.New(awss3.Config{
-			Endpoint: r.Endpoint, Region: r.Region, AccessKey: r.AccessKey, SecretKey: r.SecretKey,
-			SessionToken: r.SessionToken, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify,
-		})
-	}
+	st, err := NewResolvedStore(c, r)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +149,31 @@ func NewStore(c Conn, faults []faulty.Rule) (store.Store, error) {
 		st = faulty.New(st, faults...)
 	}
 	return st, nil
+}
+
+// CheckBackend refuses a backend other than aws and minio.
+func (c Conn) CheckBackend() error {
+	if c.Backend != "aws" && c.Backend != "minio" {
+		return fmt.Errorf("backend %q: want aws or minio", c.Backend)
+	}
+	return nil
+}
+
+// NewResolvedStore builds the adapter c names for the connection r (from c.Resolve).
+func NewResolvedStore(c Conn, r Resolved) (store.Store, error) {
+	if err := c.CheckBackend(); err != nil {
+		return nil, err
+	}
+	if c.Backend == "minio" {
+		return miniogo.New(miniogo.Config{
+			Endpoint: r.Endpoint, Region: r.Region, AccessKey: r.AccessKey, SecretKey: r.SecretKey,
+			SessionToken: r.SessionToken, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify,
+		})
+	}
+	return awss3.New(awss3.Config{
+		Endpoint: r.Endpoint, Region: r.Region, AccessKey: r.AccessKey, SecretKey: r.SecretKey,
+		SessionToken: r.SessionToken, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify,
+	})
 }
 
 // firstEnv returns the first non-empty value among the named environment variables.
