@@ -23,8 +23,9 @@
  * release with safeput_free (not free(): the library may use another allocator). Pass NULL for
  * json_out when you do not want the text. On a failure the object is
  *   {"status":"failed","exit_code":N,"kind":"integrity","code":"BadDigest","http_status":400,
- *    "upload_id":"...","abort_failed":false,"error":"one line"}
- * (kind, code, http_status, upload_id and abort_failed only when known). The status returned is
+ *    "upload_id":"...","abort_failed":false,"object_left":false,"error":"one line"}
+ * (kind, code, http_status, upload_id, abort_failed and object_left only when known; object_left:
+ * an object of this write, not proven to be the bytes sent, is at the key). The status returned is
  * always equal to exit_code.
  *
  * INPUT. The library reads the strings and buffers passed in only during the call and keeps no

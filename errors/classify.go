@@ -112,6 +112,7 @@ func fromTemplate(t *Error, ctxAlive bool) *Error {
 	c.Kind = inner.Kind
 	c.UploadGone = c.UploadGone || inner.UploadGone
 	c.AbortFailed = c.AbortFailed || inner.AbortFailed
+	c.ObjectLeft = c.ObjectLeft || inner.ObjectLeft
 	fillString(&c.Op, inner.Op)
 	fillString(&c.Bucket, inner.Bucket)
 	fillString(&c.Key, inner.Key)

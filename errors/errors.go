@@ -82,6 +82,10 @@ type Error struct {
 	Message    string // the store's message, or ours
 	// AbortFailed is set when the upload UploadID could not be aborted: a sweep must find it.
 	AbortFailed bool
+	// ObjectLeft is set when a failed write's own object is at the key, not proven to be the
+	// source: it was committed but could not be checked, or it was found corrupt or unproven
+	// and deleting it failed. Readers of the key may see damaged bytes until it is rewritten.
+	ObjectLeft bool
 	// UploadGone is set for NoSuchUpload outside Complete: the upload id is dead, so re-sending
 	// this request cannot succeed, but restarting the whole upload can (Kind is Transient).
 	UploadGone bool
@@ -130,6 +134,9 @@ func (e *Error) Error() string {
 	}
 	if e.AbortFailed {
 		b.WriteString(" (abort failed: upload left behind)")
+	}
+	if e.ObjectLeft {
+		b.WriteString(" (object left: an unproven object of this write is at the key)")
 	}
 	if e.UploadGone {
 		b.WriteString(" (upload gone: restart it)")

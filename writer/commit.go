@@ -103,6 +103,7 @@ func (w *Writer) putSingle() error {
 		}
 	}
 	var out *store.PutObjectOutput
+	var damagedLeft error // why this write's own damaged create-only object could not be removed
 	err := w.doSized("PutObject", 0, int64(len(data)), func(ctx context.Context, _ int) error {
 		in.Body = bytes.NewReader(data)
 		w.bytesSent.Add(int64(len(data)))
@@ -124,6 +125,7 @@ func (w *Writer) putSingle() error {
 				// this request's: remove it, or the retry meets it as a 412 and it stays.
 				if derr := w.deleteObject(); derr != nil {
 					w.log.Error("could not delete the damaged object this create-only PUT stored", zap.Error(derr))
+					damagedLeft = derr
 				}
 			}
 			return w.integrity("PutObject", 0, err)
@@ -132,6 +134,13 @@ func (w *Writer) putSingle() error {
 		return nil
 	})
 	if err != nil {
+		if damagedLeft != nil && isPrecondition(err) {
+			// The retry met this write's own damaged object, not another writer's.
+			e := w.integrity("PutObject", 0, err)
+			e.Message = "the store kept a damaged copy of the body (the receipt did not match) and it could not be deleted: " + damagedLeft.Error()
+			e.ObjectLeft = true
+			return w.fail(e)
+		}
 		if w.cfg.createOnly && isPrecondition(err) {
 			return w.landedAlready(err, want, res)
 		}

@@ -287,6 +287,7 @@ func (w *Writer) unverified(j judgement, res *Result, ours bool) error {
 	}
 	if derr := w.deleteObject(); derr != nil {
 		e.Message += "; the unproven object could not be deleted: " + derr.Error()
+		e.ObjectLeft = true
 	} else {
 		e.Message += "; the unproven object was deleted"
 	}

@@ -85,7 +85,18 @@ func (w *Writer) landedAlready(cause error, want verify.Expected, res *Result) e
 func (w *Writer) verifyLanded(want verify.Expected, res *Result) error {
 	head, err := w.headWithChecksum()
 	if err != nil {
-		return w.fail(err)
+		var re *store.ResponseError
+		if stderrors.As(err, &re) && re.StatusCode == 404 {
+			return w.fail(err)
+		}
+		// Committed, not checked: the caller must know the key holds this write's object,
+		// unproven (it may be damaged), and not assume the key is as it was.
+		e := w.errorf(sperrors.KindOf(err), "HeadObject", err, "the object was committed but could not be checked: it is at the key, unproven")
+		if he := asError(err); he != nil {
+			e.StatusCode, e.Code, e.RequestID, e.Attempts = he.StatusCode, he.Code, he.RequestID, he.Attempts
+		}
+		e.ObjectLeft = true
+		return w.fail(e)
 	}
 	j := w.judge(want, head, res.Multipart)
 	method, verr := j.method, j.mismatch
@@ -104,6 +115,7 @@ func (w *Writer) verifyLanded(want verify.Expected, res *Result) error {
 		e := w.integrity("Verify", 0, verr)
 		if derr := w.deleteObject(); derr != nil {
 			e.Message += "; the corrupt object could not be deleted: " + derr.Error()
+			e.ObjectLeft = true
 		} else {
 			e.Message += "; the corrupt object was deleted"
 		}

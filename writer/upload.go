@@ -86,6 +86,11 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 		if !stderrors.Is(err, sperrors.Integrity) || isUnverifiable(err) || ctx.Err() != nil {
 			break
 		}
+		if se := asError(err); cfg.createOnly && se != nil && se.ObjectLeft {
+			// The attempt's own bad object is at the key: a create-only retry would only meet
+			// it and call it another writer's.
+			break
+		}
 	}
 	return nil, lastErr
 }

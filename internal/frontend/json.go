@@ -65,8 +65,10 @@ type JSONError struct {
 	HTTP     int    `json:"http_status,omitempty"`
 	UploadID string `json:"upload_id,omitempty"`
 	// AbortFailed: the upload could not be aborted; sweep will find it.
-	AbortFailed bool   `json:"abort_failed,omitempty"`
-	Error       string `json:"error"`
+	AbortFailed bool `json:"abort_failed,omitempty"`
+	// ObjectLeft: an object of this write, not proven to be the source, is at the key.
+	ObjectLeft bool   `json:"object_left,omitempty"`
+	Error      string `json:"error"`
 }
 
 // ErrorJSON describes err, which the front end has mapped to exit code; the classified fields
@@ -76,6 +78,7 @@ func ErrorJSON(code int, err error) JSONError {
 	var se *sperrors.Error
 	if stderrors.As(err, &se) {
 		je.Kind, je.Code, je.HTTP, je.UploadID, je.AbortFailed = se.Kind.String(), se.Code, se.StatusCode, se.UploadID, se.AbortFailed
+		je.ObjectLeft = se.ObjectLeft
 	}
 	if code == ExitCanceled {
 		je.Kind = sperrors.Canceled.String()

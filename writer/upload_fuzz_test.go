@@ -1,0 +1,131 @@
+package writer_test
+
+import (
+	"bytes"
+	"context"
+	stderrors "errors"
+	"testing"
+	"time"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/writer"
+)
+
+// The faults, operations and store quirks FuzzUpload draws from.
+var (
+	fuzzFaults = []faulty.Fault{
+		faulty.SlowDown, faulty.InternalError, faulty.ChecksumMismatch, faulty.ResetMidBody,
+		faulty.DropResponse, faulty.Truncate, faulty.FlipByte, faulty.Forbidden,
+		faulty.EntityTooSmall, faulty.NoSuchUploadAfterCommit, faulty.Hang,
+	}
+	fuzzOps = []string{
+		faulty.OpPutObject, faulty.OpCreateMultipartUpload, faulty.OpUploadPart, faulty.OpCompleteMultipart,
+		faulty.OpAbortMultipart, faulty.OpListParts, faulty.OpListMultipartUploads, faulty.OpHeadObject, faulty.OpGetObject, faulty.OpDeleteObject,
+	}
+	// Quirks under which the default (strict) profile can always prove a write: MD5 ETags stay.
+	fuzzQuirks = []memstore.Rules{
+		{}, {NoDefaultChecksum: true}, {IgnoreChecksumHeaders: true}, {EmptyCommitETag: true},
+		{RejectChecksumHeaders: true, NoDefaultChecksum: true}, {ReplayComplete: true},
+	}
+)
+
+// FuzzUpload is the fault campaign on the in-memory store, fast enough to fuzz: one upload of a
+// drawn size, part size, concurrency, source kind and store quirk, with up to two faults at
+// drawn calls. Whatever the draw, the write lands exactly the source; or it fails with a kind one
+// of its faults allows, leaving at the key nothing or exactly the source, or saying that an
+// unproven object of its own is there (ObjectLeft); and an incomplete
+// upload is left only when the result or the error names it. Fuzz with
+//
+//	go test -run '^$' -fuzz FuzzUpload -fuzztime 5m ./writer/
+func FuzzUpload(f *testing.F) {
+	f.Add(uint32(3<<20+1), uint8(1), uint8(2), uint8(0), uint8(0), uint8(0), uint8(2), uint8(1), uint8(0), uint8(0), uint8(0), false)
+	f.Add(uint32(100), uint8(1), uint8(1), uint8(1), uint8(1), uint8(4), uint8(0), uint8(1), uint8(7), uint8(8), uint8(1), true)
+	f.Add(uint32(5<<20), uint8(2), uint8(4), uint8(2), uint8(2), uint8(5), uint8(3), uint8(1), uint8(9), uint8(4), uint8(1), false)
+	f.Add(uint32(2<<20), uint8(1), uint8(3), uint8(0), uint8(3), uint8(10), uint8(2), uint8(2), uint8(4), uint8(5), uint8(1), true)
+	f.Add(uint32(0), uint8(1), uint8(1), uint8(1), uint8(5), uint8(1), uint8(0), uint8(1), uint8(0), uint8(0), uint8(2), false)
+	// A create-only PUT by If-None-Match whose body the store damaged, and the delete refused.
+	f.Add(uint32(100), uint8(0), uint8(0x80), uint8(0), uint8(0), uint8(5), uint8(0), uint8(1), uint8(7), uint8(10), uint8(1), true)
+	f.Fuzz(func(t *testing.T, size uint32, partMiB, conc, srcKind, quirk, fault1, op1, nth1, fault2, op2, nth2 uint8, createOnly bool) {
+		size %= 6<<20 + 1
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i*31 + int(size))
+		}
+		rules := fuzzQuirks[int(quirk)%len(fuzzQuirks)]
+		rules.MinPartSize = 1 << 20
+		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(rules))
+		var faults []faulty.Rule
+		for _, d := range [][3]uint8{{fault1, op1, nth1}, {fault2, op2, nth2}} {
+			if d[2] > 0 { // nth 0: no fault
+				faults = append(faults, faulty.Nth(fuzzOps[int(d[1])%len(fuzzOps)], int(d[2]%8), fuzzFaults[int(d[0])%len(fuzzFaults)]))
+			}
+		}
+		fs := faulty.New(mem, faults...)
+		policy := fastPolicy(retry.WithAttemptTimeout(300 * time.Millisecond))
+		profile := "min=1MiB"
+		if conc&0x80 != 0 {
+			profile += ",condput" // create-only by If-None-Match rather than a HEAD first
+		}
+		opts := []writer.Option{
+			writer.WithProfile(profile), writer.WithPartSize(int64(1+partMiB%3) << 20), writer.WithConcurrency(1 + int(conc%4)),
+			writer.WithRetry(policy), writer.WithCreateOnly(createOnly),
+		}
+		src := source(srcKind % 3)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		start := time.Now()
+		res, err := writer.Upload(ctx, fs, "b", "k", src.readerFor(t, data), opts...)
+		if d := time.Since(start); d > 30*time.Second {
+			t.Fatalf("took %v: a hang", d)
+		}
+		injected := fs.Injected()
+		named := map[string]bool{}
+		got, stored := mem.Object("b", "k")
+		if err == nil {
+			if !stored || !bytes.Equal(got, data) || res.Size != int64(len(data)) {
+				t.Fatalf("SILENT CORRUPTION: reported %d bytes landed, the key holds %d (stored %v), wrote %d; injected %v", res.Size, len(got), stored, len(data), injected)
+			}
+			for _, id := range res.LeftBehind {
+				if !injectedFault(injected, faulty.OpCreateMultipartUpload, faulty.DropResponse) {
+					t.Errorf("left upload %s behind with no lost CreateMultipartUpload answer; injected %v", id, injected)
+				}
+				named[id] = true
+			}
+		} else {
+			var se *sperrors.Error
+			if !stderrors.As(err, &se) {
+				t.Fatalf("unclassified error %v; injected %v", err, injected)
+			}
+			if kind := sperrors.KindOf(err); !allowedKinds(injected)[kind] {
+				t.Fatalf("failed as %s, which none of the injected faults %v allows: %v", kind, injected, err)
+			}
+			if stored && !bytes.Equal(got, data) && !se.ObjectLeft {
+				// Allowed only when the error says an unproven object of this write is there.
+				t.Fatalf("failed (%v) and left a wrong object of %d bytes at the key without saying so; injected %v", err, len(got), injected)
+			}
+			if se.ObjectLeft && !stored {
+				t.Fatalf("the error says an object was left at the key, but the key is empty: %v", err)
+			}
+			if se.AbortFailed {
+				if !injectedOn(injected, faulty.OpAbortMultipart, faulty.OpListParts) {
+					t.Errorf("abort failed with no fault on the abort or its check: %v; injected %v", err, injected)
+				}
+				named[se.UploadID] = true
+			}
+		}
+		for _, u := range mem.Uploads("b") {
+			if named[u.UploadID] {
+				continue
+			}
+			// A lost create answer whose sweep was refused: nobody can name that upload.
+			if injectedFault(injected, faulty.OpCreateMultipartUpload, faulty.DropResponse) &&
+				(injectedFault(injected, faulty.OpListMultipartUploads, faulty.Forbidden) || injectedFault(injected, faulty.OpListParts, faulty.Forbidden)) {
+				continue
+			}
+			t.Fatalf("incomplete upload %s left without a result or error naming it (err %v); injected %v", u.UploadID, err, injected)
+		}
+	})
+}
