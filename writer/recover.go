@@ -256,10 +256,12 @@ func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journ
 }
 
 // recoveryWriter is a Writer used only for its request and abort machinery (retries, stall
-// detection, confirmed abort) on one record's key.
+// detection, confirmed abort) on one record's key. It sends no part, so it takes the default
+// part size: the record's may be one only its writer's profile allows (1 MiB parts where the
+// default profile wants 5), and refusing it would leave that upload unsettled for ever.
 func recoveryWriter(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions) (*Writer, error) {
 	return newWriter(ctx, st, rec.Bucket, rec.Key, config{
-		rules: defaultConfig().rules, partSize: rec.PartSize, concurrency: 1, sizeHint: -1, checksumSet: true,
+		rules: defaultConfig().rules, partSize: DefaultPartSize, concurrency: 1, sizeHint: -1, checksumSet: true,
 		policy: opts.Policy, logger: opts.Logger, abortTimeout: DefaultAbortTimeout,
 	})
 }

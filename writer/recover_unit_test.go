@@ -1,13 +1,17 @@
 package writer_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/faulty"
 	"github.com/safeput/safeput/store/memstore"
 	"github.com/safeput/safeput/writer"
 )
@@ -103,5 +107,46 @@ func TestRecoverWithoutSecondLook(t *testing.T) {
 	rep, err := writer.Recover(context.Background(), st, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
 	if err != nil || rep.Counts[writer.RecoverAborted] != 1 || st.aborts != 1 {
 		t.Fatalf("recover = %+v, %v; aborts %d", rep, err, st.aborts)
+	}
+}
+
+// A record whose part size only its writer's profile allowed (1 MiB parts, under 5 MiB the
+// default profile asks) is settled like any other: Recover aborts the upload and drops the record.
+func TestRecoverSettlesARecordOfSmallParts(t *testing.T) {
+	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
+	crashing := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 3, Fault: faulty.Forbidden},
+		faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden))
+	j := newJournal(t)
+	_, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(make([]byte, 4<<20)),
+		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(1),
+		writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID))
+	if err == nil || len(mem.Uploads("b")) != 1 {
+		t.Fatalf("the crash: err %v, %d uploads; want a failure leaving one upload", err, len(mem.Uploads("b")))
+	}
+	rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+	if err != nil || rep.Counts[writer.RecoverAborted] != 1 {
+		t.Fatalf("recover = %+v, %v; want the upload aborted", rep, err)
+	}
+	if ups := mem.Uploads("b"); len(ups) != 0 {
+		t.Fatalf("incomplete uploads after Recover: %v", ups)
+	}
+	if recs, _, _ := j.List(); len(recs) != 0 {
+		t.Fatalf("records after Recover: %+v", recs)
+	}
+}
+
+// Upload from a ReaderAt whose part fails for good and whose abort is refused names the upload
+// it left (AbortFailed and UploadID), as the streaming Writer's Close does.
+func TestUploadNamesTheUploadItCouldNotAbort(t *testing.T) {
+	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
+	fs := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 1, Fault: faulty.Forbidden},
+		faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden))
+	// One part in flight: the failure is seen while parts are still being dispatched.
+	_, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(make([]byte, 8<<20)),
+		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(1), writer.WithRetry(fastPolicy()))
+	ups := mem.Uploads("b")
+	var se *sperrors.Error
+	if !errors.As(err, &se) || len(ups) != 1 || !se.AbortFailed || se.UploadID != ups[0].UploadID {
+		t.Fatalf("err %v (AbortFailed %v), uploads left %v: want the left upload named", err, se != nil && se.AbortFailed, ups)
 	}
 }

@@ -119,15 +119,13 @@ func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt
 		// that it had landed.
 		landed, err := w.resumeFromJournal()
 		if err != nil {
-			_ = w.Close()
-			return nil, err
+			return nil, w.closeFailed(err)
 		}
 		if landed != nil {
 			return w.closeLanded(landed)
 		}
 		if err := w.sendSections(); err != nil {
-			_ = w.Close()
-			return nil, err
+			return nil, w.closeFailed(err)
 		}
 	} else {
 		if useReaderAt {
@@ -136,14 +134,23 @@ func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt
 			r = io.NewSectionReader(ra, base, w.cfg.sizeHint)
 		}
 		if _, err := w.ReadFrom(r); err != nil {
-			_ = w.Close()
-			return nil, err
+			return nil, w.closeFailed(err)
 		}
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	return w.withResumed(w.Result()), nil
+}
+
+// closeFailed ends a write that failed before its Close: Close stops the parts, aborts the
+// upload and adds to the failure what the caller must know (an abort that failed, uploads left
+// behind), so its error is the one to return.
+func (w *Writer) closeFailed(err error) error {
+	if cerr := w.Close(); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // sendSections dispatches every part of a ReaderAt source of known size.

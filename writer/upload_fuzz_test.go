@@ -8,6 +8,7 @@ import (
 	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store/faulty"
 	"github.com/safeput/safeput/store/memstore"
@@ -37,7 +38,9 @@ var (
 // drawn calls. Whatever the draw, the write lands exactly the source; or it fails with a kind one
 // of its faults allows, leaving at the key nothing or exactly the source, or saying that an
 // unproven object of its own is there (ObjectLeft); and an incomplete
-// upload is left only when the result or the error names it. Fuzz with
+// upload is left only when the result or the error names it. With a journal (drawn too),
+// Recover on the healthy store then leaves no record and no incomplete upload, and the key as it
+// was. Fuzz with
 //
 //	go test -run '^$' -fuzz FuzzUpload -fuzztime 5m ./writer/
 func FuzzUpload(f *testing.F) {
@@ -48,6 +51,8 @@ func FuzzUpload(f *testing.F) {
 	f.Add(uint32(0), uint8(1), uint8(1), uint8(1), uint8(5), uint8(1), uint8(0), uint8(1), uint8(0), uint8(0), uint8(2), false)
 	// A create-only PUT by If-None-Match whose body the store damaged, and the delete refused.
 	f.Add(uint32(100), uint8(0), uint8(0x80), uint8(0), uint8(0), uint8(5), uint8(0), uint8(1), uint8(7), uint8(10), uint8(1), true)
+	// Journaled: a part refused for good, the abort refused too; Recover must finish the job.
+	f.Add(uint32(3<<20+5), uint8(0x80), uint8(2), uint8(0), uint8(0), uint8(7), uint8(2), uint8(2), uint8(7), uint8(4), uint8(1), false)
 	f.Fuzz(func(t *testing.T, size uint32, partMiB, conc, srcKind, quirk, fault1, op1, nth1, fault2, op2, nth2 uint8, createOnly bool) {
 		size %= 6<<20 + 1
 		data := make([]byte, size)
@@ -72,6 +77,11 @@ func FuzzUpload(f *testing.F) {
 		opts := []writer.Option{
 			writer.WithProfile(profile), writer.WithPartSize(int64(1+partMiB%3) << 20), writer.WithConcurrency(1 + int(conc%4)),
 			writer.WithRetry(policy), writer.WithCreateOnly(createOnly),
+		}
+		var j *journal.Dir
+		if partMiB&0x80 != 0 {
+			j = newJournal(t)
+			opts = append(opts, writer.WithJournal(j, endpointID))
 		}
 		src := source(srcKind % 3)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -114,6 +124,23 @@ func FuzzUpload(f *testing.F) {
 					t.Errorf("abort failed with no fault on the abort or its check: %v; injected %v", err, injected)
 				}
 				named[se.UploadID] = true
+			}
+		}
+		if j != nil {
+			// Whatever the faults left, Recover on the healthy store settles it: no record, no
+			// incomplete upload, and the key as the write left it.
+			rep, rerr := writer.Recover(ctx, mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
+			if rerr != nil {
+				t.Fatalf("Recover: %v", rerr)
+			}
+			if recs, problems, _ := j.List(); len(recs) != 0 || len(problems) != 0 {
+				t.Fatalf("after Recover the journal holds %d records, %d problems (report %+v)", len(recs), len(problems), rep)
+			}
+			if ups := mem.Uploads("b"); len(ups) != 0 {
+				t.Fatalf("after Recover %d incomplete uploads remain (report %+v); write err %v; injected %v", len(ups), rep, err, injected)
+			}
+			if again, ok := mem.Object("b", "k"); ok != stored || !bytes.Equal(again, got) {
+				t.Fatalf("Recover changed the object at the key (%d bytes, stored %v; was %d, %v)", len(again), ok, len(got), stored)
 			}
 		}
 		for _, u := range mem.Uploads("b") {
