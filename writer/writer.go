@@ -282,6 +282,14 @@ func (w *Writer) Abort(ctx context.Context) error {
 	w.wg.Wait()
 	w.releaseHeld()
 	abortErr := w.abortUpload(ctx)
+	// An upload a lost CreateMultipartUpload answer left is this write's too, as in Close.
+	if left := w.sweepLostCreates(); len(left) > 0 {
+		if abortErr == nil {
+			abortErr = w.errorf(sperrors.Transient, "Abort", nil, "write aborted by the caller")
+			abortErr.AbortFailed, abortErr.UploadID = true, left[0]
+		}
+		abortErr.Message += fmt.Sprintf("; uploads left behind by a lost CreateMultipartUpload answer: %v", left)
+	}
 	w.journalSettle(w.closeErr) // journal hook: kept for recovery when the abort failed
 	if abortErr != nil {
 		return abortErr

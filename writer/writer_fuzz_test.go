@@ -1,0 +1,121 @@
+package writer_test
+
+import (
+	"bytes"
+	"context"
+	stderrors "errors"
+	"testing"
+	"time"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/writer"
+)
+
+// How FuzzWriter ends a write.
+const (
+	endClose  = iota // Close after the last Write
+	endAbort         // Abort after the cut
+	endCancel        // cancel the writer's context after the cut, then Close
+)
+
+// FuzzWriter drives the streaming Writer as flush code does: Writes of drawn sizes, then a
+// Close, an Abort or a cancelled context at a drawn point, with a fault at a drawn call. Close
+// lands exactly what was written or fails classified; Abort and cancellation leave nothing at the
+// key and no incomplete upload, unless the error names it; nothing hangs or panics. Fuzz with
+//
+//	go test -run '^$' -fuzz FuzzWriter -fuzztime 5m ./writer/
+func FuzzWriter(f *testing.F) {
+	f.Add(uint32(3<<20+7), uint16(4093), uint8(endClose), uint32(0), uint8(0), uint8(0), uint8(0))
+	f.Add(uint32(3<<20+7), uint16(65535), uint8(endAbort), uint32(2<<20), uint8(7), uint8(2), uint8(2))
+	f.Add(uint32(5<<20), uint16(1), uint8(endCancel), uint32(1<<20+3), uint8(1), uint8(3), uint8(1))
+	f.Add(uint32(100), uint16(7), uint8(endAbort), uint32(50), uint8(10), uint8(0), uint8(1))
+	f.Add(uint32(2<<20), uint16(1000), uint8(endClose), uint32(0), uint8(4), uint8(5), uint8(1))
+	f.Fuzz(func(t *testing.T, size uint32, chunk uint16, end uint8, cut uint32, fault, op, nth uint8) {
+		size %= 5<<20 + 1
+		if chunk == 0 {
+			chunk = 1
+		}
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i*13 + 7)
+		}
+		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
+		var rules []faulty.Rule
+		if nth > 0 {
+			rules = append(rules, faulty.Nth(fuzzOps[int(op)%len(fuzzOps)], int(nth%8), fuzzFaults[int(fault)%len(fuzzFaults)]))
+		}
+		fs := faulty.New(mem, rules...)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		start := time.Now()
+		w, err := writer.New(ctx, fs, "b", "k", writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(2),
+			writer.WithRetry(fastPolicy(retry.WithAttemptTimeout(300*time.Millisecond))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ending := end % 3
+		stop := len(data)
+		if ending != endClose {
+			stop = int(cut % (size + 1))
+		}
+		var werr error
+		for off := 0; off < stop && werr == nil; off += int(chunk) {
+			_, werr = w.Write(data[off:min(off+int(chunk), stop)])
+		}
+		var cerr error
+		switch ending {
+		case endClose:
+			cerr = w.Close()
+		case endAbort:
+			cerr = w.Abort(context.Background())
+		case endCancel:
+			cancel()
+			cerr = w.Close()
+		}
+		if d := time.Since(start); d > 30*time.Second {
+			t.Fatalf("took %v: a hang", d)
+		}
+		injected := fs.Injected()
+		got, stored := mem.Object("b", "k")
+		var se *sperrors.Error
+		if cerr != nil && !stderrors.As(cerr, &se) {
+			t.Fatalf("unclassified error %v", cerr)
+		}
+		if werr != nil && cerr == nil && ending == endClose {
+			t.Fatalf("a Write failed (%v) but Close reported success", werr)
+		}
+		switch {
+		case ending == endClose && cerr == nil:
+			if !stored || !bytes.Equal(got, data) {
+				t.Fatalf("SILENT CORRUPTION: Close succeeded, the key holds %d bytes (stored %v), wrote %d; injected %v", len(got), stored, len(data), injected)
+			}
+		case ending == endClose:
+			if kind := sperrors.KindOf(cerr); !allowedKinds(injected)[kind] {
+				t.Fatalf("Close failed as %s, which none of the injected faults %v allows: %v", kind, injected, cerr)
+			}
+			if stored && !bytes.Equal(got, data) && !se.ObjectLeft {
+				t.Fatalf("Close failed (%v) and left a wrong object without saying so; injected %v", cerr, injected)
+			}
+		default: // abandoned: nothing may land
+			if ending == endCancel && cerr == nil {
+				t.Fatalf("Close after a cancelled context reported success")
+			}
+			if stored {
+				t.Fatalf("an abandoned write (%d of %d bytes written) left %d bytes at the key; err %v; injected %v", stop, len(data), len(got), cerr, injected)
+			}
+		}
+		for _, u := range mem.Uploads("b") {
+			if se != nil && se.AbortFailed && se.UploadID == u.UploadID {
+				continue
+			}
+			if injectedFault(injected, faulty.OpCreateMultipartUpload, faulty.DropResponse) &&
+				(injectedFault(injected, faulty.OpListMultipartUploads, faulty.Forbidden) || injectedFault(injected, faulty.OpListParts, faulty.Forbidden)) {
+				continue
+			}
+			t.Fatalf("incomplete upload %s left without an error naming it (write err %v, end err %v); injected %v", u.UploadID, werr, cerr, injected)
+		}
+	})
+}
