@@ -3,10 +3,7 @@ package writer_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +13,7 @@ import (
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/faulty"
 	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -81,9 +79,10 @@ func FuzzJournalRecord(f *testing.F) {
 			n := 1 + int32(uint32(storeNumber)%12)
 			off := min(int64(n-1)*fuzzPart, int64(len(data)))
 			body := data[off:min(off+int64(uint32(storeLen)%(2*fuzzPart)), int64(len(data)))]
-			var c [4]byte
-			binary.BigEndian.PutUint32(c[:], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
-			crc := base64.StdEncoding.EncodeToString(c[:])
+			crc, err := verify.Sum(store.ChecksumCRC32C, body)
+			if err != nil {
+				t.Fatal(err)
+			}
 			_, _ = mem.UploadPart(ctx, &store.UploadPartInput{Bucket: "b", Key: "k", UploadID: rec.UploadID, PartNumber: n,
 				Body: bytes.NewReader(body), ContentLength: int64(len(body)), Checksum: store.Checksum{Algorithm: store.ChecksumCRC32C, Value: crc}})
 			if edits&editPart != 0 { // an entry that agrees with what the store and the source hold

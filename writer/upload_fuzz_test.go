@@ -147,9 +147,7 @@ func FuzzUpload(f *testing.F) {
 			if named[u.UploadID] {
 				continue
 			}
-			// A lost create answer whose sweep was refused: nobody can name that upload.
-			if injectedFault(injected, faulty.OpCreateMultipartUpload, faulty.DropResponse) &&
-				(injectedFault(injected, faulty.OpListMultipartUploads, faulty.Forbidden) || injectedFault(injected, faulty.OpListParts, faulty.Forbidden)) {
+			if lostCreateUnswept(injected) {
 				continue
 			}
 			t.Fatalf("incomplete upload %s left without a result or error naming it (err %v); injected %v", u.UploadID, err, injected)

@@ -231,13 +231,7 @@ func (w *Writer) Close() error {
 			w.result.LeftBehind = left
 			w.mu.Unlock()
 		} else {
-			err = annotated(err, func(e *sperrors.Error) {
-				e.AbortFailed = true
-				if e.UploadID == "" {
-					e.UploadID = left[0]
-				}
-				e.Message += fmt.Sprintf("; uploads left behind by a lost CreateMultipartUpload answer: %v", left)
-			})
+			err = withLeftBehind(err, left)
 		}
 	}
 	w.cancel()
@@ -281,18 +275,29 @@ func (w *Writer) Abort(ctx context.Context) error {
 	defer w.op.Unlock()
 	w.wg.Wait()
 	w.releaseHeld()
-	abortErr := w.abortUpload(ctx)
+	var err error
+	if aerr := w.abortUpload(ctx); aerr != nil {
+		err = aerr
+	}
 	// An upload a lost CreateMultipartUpload answer left is this write's too, as in Close.
 	if left := w.sweepLostCreates(); len(left) > 0 {
-		if abortErr == nil {
-			abortErr = w.errorf(sperrors.Transient, "Abort", nil, "write aborted by the caller")
-			abortErr.AbortFailed, abortErr.UploadID = true, left[0]
+		if err == nil {
+			err = w.errorf(sperrors.Transient, "Abort", nil, "write aborted by the caller")
 		}
-		abortErr.Message += fmt.Sprintf("; uploads left behind by a lost CreateMultipartUpload answer: %v", left)
+		err = withLeftBehind(err, left)
 	}
 	w.journalSettle(w.closeErr) // journal hook: kept for recovery when the abort failed
-	if abortErr != nil {
-		return abortErr
-	}
-	return nil
+	return err
+}
+
+// withLeftBehind names in err the uploads a lost CreateMultipartUpload answer left, so a sweep
+// can find them.
+func withLeftBehind(err error, left []string) error {
+	return annotated(err, func(e *sperrors.Error) {
+		e.AbortFailed = true
+		if e.UploadID == "" {
+			e.UploadID = left[0]
+		}
+		e.Message += fmt.Sprintf("; uploads left behind by a lost CreateMultipartUpload answer: %v", left)
+	})
 }
