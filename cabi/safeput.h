@@ -111,6 +111,9 @@ int safeput_write(int64_t handle, const void *buf, size_t len, char **json_out);
  *    "checksum":..,"multipart":true,"parts":5,"part_size":5242880,"bytes_sent":..,
  *    "requests":..,"failures":{"integrity":1},"verified":"checksum","verified_strong":true,
  *    "already_existed":false,"upload_attempts":1,"elapsed_ms":..}
+ * plus, when a lost CreateMultipartUpload answer left an upload safeput could not abort,
+ * "left_behind":[upload ids], or, when it could not even look for one, "maybe_left_behind":true
+ * and a note: a sweep of the key finds it.
  * Otherwise the failure JSON; any multipart upload has been aborted (abort_failed and upload_id
  * say when even that failed). It blocks for as long as the write's own bounds allow (retry
  * policy, request timeouts); safeput_abort from another thread cancels it (SAFEPUT_CANCELED,

@@ -108,12 +108,14 @@ func (w *Writer) uploadStillListed(ctx context.Context, id string) bool {
 // (the store created an upload we never heard of, and the retry created another). Only uploads
 // for exactly this key, started during our create attempts, with no parts, and not ours are
 // touched: a concurrent writer's upload of the same key would have parts or another start time.
-func (w *Writer) sweepLostCreates() (leftBehind []string) {
+// leftBehind names the uploads it found but could not abort; unswept says why it could not look
+// (the listing, or a candidate's ListParts, failed), so an upload no id names may be left.
+func (w *Writer) sweepLostCreates() (leftBehind []string, unswept error) {
 	w.mu.Lock()
 	ambiguous, from, to, ours := w.createAmbiguous, w.createStart, w.createEnd, w.uploadIDs
 	w.mu.Unlock()
 	if !ambiguous {
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := w.cleanupContext(w.ctx)
 	defer cancel()
@@ -127,7 +129,7 @@ func (w *Writer) sweepLostCreates() (leftBehind []string) {
 	})
 	if err != nil {
 		w.log.Warn("could not look for uploads a lost CreateMultipartUpload answer left", zap.Error(err))
-		return nil
+		return nil, err
 	}
 	const skew = time.Minute // clocks of client and store differ
 	for _, u := range out.Uploads {
@@ -143,8 +145,15 @@ func (w *Writer) sweepLostCreates() (leftBehind []string) {
 			parts, err = w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: u.UploadID})
 			return err
 		})
-		if err != nil || len(parts.Parts) > 0 {
+		if err != nil && !isNoSuchUpload(err) {
+			w.log.Warn("could not check an upload a lost CreateMultipartUpload answer may have left", zap.String("upload_id", u.UploadID), zap.Error(err))
+			if unswept == nil {
+				unswept = err
+			}
 			continue
+		}
+		if err != nil || len(parts.Parts) > 0 {
+			continue // gone, or not ours: we had sent it no part
 		}
 		if err := w.abortConfirmed(ctx, u.UploadID); err != nil {
 			w.log.Warn("could not abort an upload a lost CreateMultipartUpload answer left", zap.String("upload_id", u.UploadID), zap.Error(err))
@@ -153,7 +162,7 @@ func (w *Writer) sweepLostCreates() (leftBehind []string) {
 		}
 		w.log.Info("aborted an upload a lost CreateMultipartUpload answer left", zap.String("upload_id", u.UploadID))
 	}
-	return leftBehind
+	return leftBehind, unswept
 }
 
 func (w *Writer) deleteObject() error {

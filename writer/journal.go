@@ -35,10 +35,13 @@ func WithJournal(j journal.Journal, endpointID string) Option {
 
 // journalRun is a writer's link to its journal record.
 type journalRun struct {
-	id     journal.ID
-	held   bool            // this writer holds the record's claim
-	reused map[int32]bool  // parts resumed from the record: not sent again
-	source map[int32]int64 // sizes of the reused parts
+	id   journal.ID
+	held bool // this writer holds the record's claim
+	// creating is the placeholder of a create whose answer was lost, held until the sweep for
+	// the upload it may have left has run (journalSettleCreate); zero when none is held.
+	creating journal.ID
+	reused   map[int32]bool  // parts resumed from the record: not sent again
+	source   map[int32]int64 // sizes of the reused parts
 }
 
 func (w *Writer) journalOn() bool { return w.cfg.journal != nil && w.cfg.journalEndpoint != "" }
@@ -48,8 +51,10 @@ func (w *Writer) journalError(what string, err error) *sperrors.Error {
 }
 
 // journalCreating writes the placeholder record of an upload about to be created; the returned
-// func removes it (after journalBegin recorded the real id, or after the create failed). Hook:
-// ensureUpload.
+// func removes it (after journalBegin recorded the real id, or after the create failed), unless
+// an attempt's answer was lost: the store may hold an upload no record names, so the placeholder
+// stays, claimed, until the sweep for it has run (journalSettleCreate), and a crash before that
+// leaves Recover the trace it follows. Hook: ensureUpload.
 func (w *Writer) journalCreating() (func(), error) {
 	if !w.journalOn() {
 		return func() {}, nil
@@ -64,10 +69,43 @@ func (w *Writer) journalCreating() (func(), error) {
 		return nil, w.journalError("the upload about to be created", err)
 	}
 	return func() {
+		w.mu.Lock()
+		keep := w.createAmbiguous
+		if keep {
+			w.jr.creating = id
+		}
+		w.mu.Unlock()
+		if keep {
+			return
+		}
 		if err := w.cfg.journal.Remove(id); err != nil {
 			w.log.Warn("journal placeholder not removed", zap.Error(err))
 		}
 	}, nil
+}
+
+// journalSettleCreate ends the hold on the placeholder of a create whose answer was lost, once
+// Close or Abort has swept for the upload it may have left: removed when the sweep left nothing
+// it could not account for, else kept (claim released) for Recover to settle. Hook: the end of
+// Close and Abort.
+func (w *Writer) journalSettleCreate(swept bool) {
+	w.mu.Lock()
+	id := w.jr.creating
+	w.jr.creating = journal.ID{}
+	w.mu.Unlock()
+	if id == (journal.ID{}) {
+		return
+	}
+	if swept {
+		if err := w.cfg.journal.Remove(id); err != nil {
+			w.log.Warn("journal placeholder not removed", zap.Error(err))
+		}
+		return
+	}
+	w.log.Warn("placeholder of a create whose answer was lost kept in the journal for recovery")
+	if err := w.cfg.journal.Release(id); err != nil {
+		w.log.Warn("journal claim not released", zap.Error(err))
+	}
 }
 
 // journalBegin records a new upload before any part is sent. Hook: ensureUpload.

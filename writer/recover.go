@@ -316,8 +316,14 @@ func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec 
 			parts, err = st.ListParts(ctx, &store.ListPartsInput{Bucket: rec.Bucket, Key: rec.Key, UploadID: u.UploadID})
 			return err
 		})
-		if lerr != nil || len(parts.Parts) > 0 {
-			continue // gone, or not the dead writer's (it had sent no part)
+		switch {
+		case lerr != nil && isNoSuchUpload(lerr):
+			continue // gone since the listing
+		case lerr != nil:
+			// It may be the dead writer's: keep the placeholder rather than forget the upload.
+			return RecoverFailed, nil, lerr
+		case len(parts.Parts) > 0:
+			continue // not the dead writer's: it had sent no part
 		}
 		if opts.DryRun {
 			outcome = RecoverWouldAbort

@@ -150,3 +150,70 @@ func TestUploadNamesTheUploadItCouldNotAbort(t *testing.T) {
 		t.Fatalf("err %v (AbortFailed %v), uploads left %v: want the left upload named", err, se != nil && se.AbortFailed, ups)
 	}
 }
+
+// A create whose answer was lost may have left an upload no id names. When the look for it is
+// refused, the write that landed says so (MaybeLeftBehind, a note), and with a journal the
+// create's placeholder stays on disk, so Recover finds and aborts that upload; without it, a
+// crash or a refused sweep forgot it for good.
+func TestALostCreateIsNeverForgotten(t *testing.T) {
+	data := make([]byte, 3<<20+5)
+	for _, journaled := range []bool{false, true} {
+		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
+		fs := faulty.New(mem, faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse),
+			faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden))
+		opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithRetry(fastPolicy())}
+		j := newJournal(t)
+		if journaled {
+			opts = append(opts, writer.WithJournal(j, endpointID))
+		}
+		res, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), opts...)
+		if err != nil {
+			t.Fatalf("journal %v: %v", journaled, err)
+		}
+		if !res.MaybeLeftBehind || len(res.Notes) == 0 || len(mem.Uploads("b")) != 1 {
+			t.Fatalf("journal %v: MaybeLeftBehind %v, notes %q, %d uploads left; want the lost create's upload reported",
+				journaled, res.MaybeLeftBehind, res.Notes, len(mem.Uploads("b")))
+		}
+		if !journaled {
+			continue
+		}
+		rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+		if err != nil || rep.Counts[writer.RecoverAborted] != 1 {
+			t.Fatalf("recover = %+v, %v; want the lost create's upload aborted", rep, err)
+		}
+		if ups := mem.Uploads("b"); len(ups) != 0 {
+			t.Fatalf("incomplete uploads after Recover: %v", ups)
+		}
+		if recs, _, _ := j.List(); len(recs) != 0 {
+			t.Fatalf("records after Recover: %+v", recs)
+		}
+		if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {
+			t.Fatalf("Recover changed the object: %d bytes", len(got))
+		}
+	}
+}
+
+// A placeholder whose candidate upload Recover cannot inspect (ListParts refused) is kept and
+// reported failed, not dropped as if nothing were there: the next Recover aborts that upload.
+func TestRecoverKeepsAPlaceholderItCouldNotFollow(t *testing.T) {
+	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
+	lost := faulty.New(mem, faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse),
+		faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden))
+	j := newJournal(t)
+	if _, err := writer.Upload(context.Background(), lost, "b", "k", bytes.NewReader(make([]byte, 3<<20)),
+		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err != nil {
+		t.Fatal(err)
+	}
+	refused := faulty.New(mem, faulty.Always(faulty.OpListParts, faulty.Forbidden))
+	rep, err := writer.Recover(context.Background(), refused, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
+	if err != nil || rep.Counts[writer.RecoverFailed] != 1 {
+		t.Fatalf("recover with ListParts refused = %+v, %v; want the placeholder failed and kept", rep, err)
+	}
+	if recs, _, _ := j.List(); len(recs) != 1 || len(mem.Uploads("b")) != 1 {
+		t.Fatalf("after the failed Recover: records %+v, uploads %v; want both kept", recs, mem.Uploads("b"))
+	}
+	rep, err = writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+	if err != nil || rep.Counts[writer.RecoverAborted] != 1 || len(mem.Uploads("b")) != 0 {
+		t.Fatalf("recover = %+v, %v, uploads %v; want the upload aborted", rep, err, mem.Uploads("b"))
+	}
+}

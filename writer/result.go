@@ -42,6 +42,10 @@ type Result struct {
 	// LeftBehind lists incomplete uploads of this key that safeput knows it caused but could not
 	// abort (a lost CreateMultipartUpload answer, then a failed abort): a sweep must remove them.
 	LeftBehind []string
+	// MaybeLeftBehind is true when a CreateMultipartUpload answer was lost and the look for the
+	// upload it may have left failed (Notes says how): an empty incomplete upload of this key that
+	// no id names may remain. A sweep of the key finds it; with WithJournal, so does Recover.
+	MaybeLeftBehind bool
 	// UploadAttempts counts whole-upload attempts (above 1 after an integrity retry of a
 	// replayable source).
 	UploadAttempts int

@@ -53,6 +53,9 @@ func FuzzUpload(f *testing.F) {
 	f.Add(uint32(100), uint8(0), uint8(0x80), uint8(0), uint8(0), uint8(5), uint8(0), uint8(1), uint8(7), uint8(10), uint8(1), true)
 	// Journaled: a part refused for good, the abort refused too; Recover must finish the job.
 	f.Add(uint32(3<<20+5), uint8(0x80), uint8(2), uint8(0), uint8(0), uint8(7), uint8(2), uint8(2), uint8(7), uint8(4), uint8(1), false)
+	// Journaled: the create's answer lost, then the sweep for the upload it left refused; the
+	// journal must keep a trace of it for Recover.
+	f.Add(uint32(3<<20+5), uint8(0x80), uint8(1), uint8(0), uint8(0), uint8(4), uint8(1), uint8(1), uint8(7), uint8(6), uint8(1), false)
 	f.Fuzz(func(t *testing.T, size uint32, partMiB, conc, srcKind, quirk, fault1, op1, nth1, fault2, op2, nth2 uint8, createOnly bool) {
 		size %= 6<<20 + 1
 		data := make([]byte, size)
@@ -147,7 +150,7 @@ func FuzzUpload(f *testing.F) {
 			if named[u.UploadID] {
 				continue
 			}
-			if lostCreateUnswept(injected) {
+			if lostCreateUnswept(injected) && saidMaybeLeft(res, err) {
 				continue
 			}
 			t.Fatalf("incomplete upload %s left without a result or error naming it (err %v); injected %v", u.UploadID, err, injected)

@@ -224,18 +224,24 @@ func (w *Writer) Close() error {
 		w.emit(Event{Type: EventFailed, UploadID: uploadID, Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.start)})
 		w.log.Warn("write failed", zap.Int64("size", w.size), zap.String("upload_id", uploadID), zap.Error(err))
 	}
-	if left := w.sweepLostCreates(); len(left) > 0 {
+	left, unswept := w.sweepLostCreates()
+	if len(left) > 0 || unswept != nil {
 		// Say so, in the Result or the error, so a sweep can find them.
 		if err == nil {
 			w.mu.Lock()
 			w.result.LeftBehind = left
+			if unswept != nil {
+				w.result.MaybeLeftBehind = true
+				w.result.Notes = append(w.result.Notes, unsweptNote(unswept))
+			}
 			w.mu.Unlock()
 		} else {
-			err = withLeftBehind(err, left)
+			err = withLeftBehind(err, left, unswept)
 		}
 	}
 	w.cancel()
-	w.journalSettle(err) // journal hook: record removed if landed, else kept for recovery
+	w.journalSettleCreate(len(left) == 0 && unswept == nil) // journal hook: a lost create's placeholder
+	w.journalSettle(err)                                    // journal hook: record removed if landed, else kept for recovery
 	w.mu.Lock()
 	w.closeErr = err
 	w.mu.Unlock()
@@ -280,24 +286,38 @@ func (w *Writer) Abort(ctx context.Context) error {
 		err = aerr
 	}
 	// An upload a lost CreateMultipartUpload answer left is this write's too, as in Close.
-	if left := w.sweepLostCreates(); len(left) > 0 {
+	left, unswept := w.sweepLostCreates()
+	if len(left) > 0 || unswept != nil {
 		if err == nil {
 			err = w.errorf(sperrors.Transient, "Abort", nil, "write aborted by the caller")
 		}
-		err = withLeftBehind(err, left)
+		err = withLeftBehind(err, left, unswept)
 	}
-	w.journalSettle(w.closeErr) // journal hook: kept for recovery when the abort failed
+	w.journalSettleCreate(len(left) == 0 && unswept == nil) // journal hook: a lost create's placeholder
+	w.journalSettle(w.closeErr)                             // journal hook: kept for recovery when the abort failed
 	return err
 }
 
 // withLeftBehind names in err the uploads a lost CreateMultipartUpload answer left, so a sweep
-// can find them.
-func withLeftBehind(err error, left []string) error {
+// can find them, and says when the look for them failed (unswept).
+func withLeftBehind(err error, left []string, unswept error) error {
 	return annotated(err, func(e *sperrors.Error) {
 		e.AbortFailed = true
-		if e.UploadID == "" {
+		if e.UploadID == "" && len(left) > 0 {
 			e.UploadID = left[0]
 		}
-		e.Message += fmt.Sprintf("; uploads left behind by a lost CreateMultipartUpload answer: %v", left)
+		if len(left) > 0 {
+			e.Message += fmt.Sprintf("; uploads left behind by a lost CreateMultipartUpload answer: %v", left)
+		}
+		if unswept != nil {
+			e.Message += "; " + unsweptNote(unswept)
+		}
 	})
+}
+
+// unsweptNote says that a lost CreateMultipartUpload answer may have left an upload nobody can
+// name, and how to find it.
+func unsweptNote(err error) string {
+	return fmt.Sprintf("a CreateMultipartUpload answer was lost and the look for the upload it may have left failed (%s): "+
+		"sweep the key for an empty incomplete upload", sperrors.Redact(err.Error()))
 }

@@ -248,6 +248,12 @@ func printResult(w io.Writer, r *writer.Result) {
 	case r.AlreadyExisted:
 		_, _ = fmt.Fprintf(w, "  note       this exact object was already at the key (a retried create); nothing new was written\n")
 	}
+	for _, id := range r.LeftBehind {
+		_, _ = fmt.Fprintf(w, "  LEFT       incomplete upload %s (a lost create answer; its abort failed): `safeput sweep s3://%s/%s` lists it\n", id, r.Bucket, r.Key)
+	}
+	if r.MaybeLeftBehind {
+		_, _ = fmt.Fprintf(w, "  LEFT?      an empty incomplete upload may remain (see the note): `safeput sweep s3://%s/%s` lists it\n", r.Bucket, r.Key)
+	}
 	_, _ = fmt.Fprintf(w, "  elapsed    %s\n", r.Elapsed.Round(time.Millisecond))
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,5 +60,53 @@ func TestRecoverMessages(t *testing.T) {
 	}
 	if _, err := os.Stat(junk); err != nil {
 		t.Fatalf("the foreign file was touched: %v", err)
+	}
+}
+
+// A create whose answer was lost may leave an upload that no id names. When the look for it is
+// refused, put says so (text and JSON), a sweep of the key lists it, and with --journal recover
+// finds and aborts it.
+func TestPutReportsWhatALostCreateMayHaveLeft(t *testing.T) { s3test.ForEach(t, testLostCreate) }
+
+func testLostCreate(t *testing.T, s s3test.Server) {
+	bucket := s3test.NewBucket(t, s)
+	data := s3test.RandomBytes(6 << 20)
+	file := writeFile(t, data)
+	dir := filepath.Join(t.TempDir(), "journal")
+	common := []string{"--provider", provider(s), "--part-size", "5MiB", "--fault", "CreateMultipartUpload:DropResponse:1,ListMultipartUploads:Forbidden"}
+	r := cli(t, s, nil, append(common, "--json", "put", "--journal", dir, file, "s3://"+bucket+"/journaled")...)
+	expectCode(t, r, 0, "journaled put")
+	var res struct {
+		MaybeLeftBehind bool     `json:"maybe_left_behind"`
+		Notes           []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || !res.MaybeLeftBehind || len(res.Notes) == 0 {
+		t.Fatalf("--json result %q (%v): want maybe_left_behind and a note", r.stdout, err)
+	}
+	r = cli(t, s, nil, append(common, "put", file, "s3://"+bucket+"/plain")...)
+	expectCode(t, r, 0, "put")
+	if !strings.Contains(r.stdout, "LEFT?") || !strings.Contains(r.stdout, "safeput sweep s3://"+bucket+"/plain") {
+		t.Fatalf("put output does not say an upload may be left:\n%s", r.stdout)
+	}
+	if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 2 {
+		t.Fatalf("incomplete uploads %v: want the one each lost create left", ups)
+	}
+	r = cli(t, s, nil, "sweep", "s3://"+bucket+"/plain")
+	expectCode(t, r, 0, "sweep (dry run)")
+	r = cli(t, s, nil, "recover", "--journal", dir, "--run")
+	expectCode(t, r, 0, "recover")
+	ups := s3test.IncompleteUploads(t, s, bucket, "")
+	if len(ups) != 1 || !strings.HasPrefix(ups[0], "plain@") {
+		t.Fatalf("after recover: incomplete uploads %v; want only the unjournaled put's", ups)
+	}
+	r = cli(t, s, nil, "sweep", "--run", "s3://"+bucket+"/plain")
+	expectCode(t, r, 0, "sweep")
+	if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 0 {
+		t.Fatalf("after the sweep: incomplete uploads %v", ups)
+	}
+	for _, key := range []string{"journaled", "plain"} {
+		if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+			t.Fatalf("%s reads back %d bytes, not the %d written", key, len(got), len(data))
+		}
 	}
 }

@@ -35,9 +35,11 @@ type JSONResult struct {
 	Notes          []string `json:"notes,omitempty"`
 	AlreadyExisted bool     `json:"already_existed"`
 	// LeftBehind: incomplete uploads safeput caused but could not abort; a sweep removes them.
-	LeftBehind     []string `json:"left_behind,omitempty"`
-	UploadAttempts int      `json:"upload_attempts"`
-	ElapsedMS      int64    `json:"elapsed_ms"`
+	LeftBehind []string `json:"left_behind,omitempty"`
+	// MaybeLeftBehind: a lost create's upload may remain that no id names (notes says why).
+	MaybeLeftBehind bool  `json:"maybe_left_behind,omitempty"`
+	UploadAttempts  int   `json:"upload_attempts"`
+	ElapsedMS       int64 `json:"elapsed_ms"`
 }
 
 // ResultJSON converts a Result.
@@ -47,7 +49,7 @@ func ResultJSON(r *writer.Result) JSONResult {
 		ChecksumAlg: string(r.Checksum.Algorithm), Checksum: r.Checksum.Value, Multipart: r.Multipart,
 		Parts: r.Parts, PartSize: r.PartSize, UploadID: r.UploadID, BytesSent: r.BytesSent, Requests: r.Requests,
 		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong,
-		AlreadyExisted: r.AlreadyExisted, LeftBehind: r.LeftBehind, UploadAttempts: r.UploadAttempts,
+		AlreadyExisted: r.AlreadyExisted, LeftBehind: r.LeftBehind, MaybeLeftBehind: r.MaybeLeftBehind, UploadAttempts: r.UploadAttempts,
 		ElapsedMS: r.Elapsed.Milliseconds(), AllowLengthOnly: len(r.Unproven) > 0, Unproven: r.Unproven, Notes: r.Notes,
 	}
 	for k, n := range r.Failures {
