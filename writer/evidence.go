@@ -285,13 +285,7 @@ func (w *Writer) unverified(j judgement, res *Result, ours bool) error {
 		e.Message += "; the object at the key was left in place: it may be another writer's"
 		return w.fail(e)
 	}
-	if derr := w.deleteObject(); derr != nil {
-		e.Message += "; the unproven object could not be deleted: " + derr.Error()
-		e.ObjectLeft = true
-	} else {
-		e.Message += "; the unproven object was deleted"
-	}
-	return w.fail(e)
+	return w.fail(w.removeDamaged(e, "unproven"))
 }
 
 // headWithChecksum reads the object's metadata with its stored checksums.

@@ -422,6 +422,21 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		}
 		mustBeAbsent(t, mem, "k")
 	})
+	t.Run("our own damaged commit", func(t *testing.T) {
+		// A part damaged on the way (the store answered with its real ETag), then the Complete's
+		// answer lost: the object at the key is the one our parts assembled, so it is ours,
+		// corrupt, and deleted; not another writer's, left in place as a Precondition.
+		for _, createOnly := range []bool{false, true} {
+			mem := newMem(cephLike)
+			st := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte), lost)
+			_, err := write(t, st, "k", data, writer.WithCreateOnly(createOnly))
+			var e *sperrors.Error
+			if !errors.As(err, &e) || e.Kind != sperrors.Integrity || !strings.Contains(e.Message, "deleted") {
+				t.Fatalf("create-only %v: err %v; want Integrity, the corrupt object deleted", createOnly, err)
+			}
+			mustBeAbsent(t, mem, "k")
+		}
+	})
 	t.Run("a different object", func(t *testing.T) {
 		mem := newMem(minioLike)
 		other := randomBytes(t, largeSize)

@@ -1,10 +1,14 @@
 package writer
 
 import (
+	"cmp"
 	"context"
+	"encoding/hex"
 	stderrors "errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -44,8 +48,9 @@ func (w *Writer) precheckCreateOnly(want verify.Expected, res *Result) (done boo
 // Precondition error and the existing object is left untouched.
 func (w *Writer) landedAlready(cause error, want verify.Expected, res *Result) error {
 	head, herr := w.headWithChecksum()
+	var j judgement
 	if herr == nil {
-		j := w.judge(want, head, res.Multipart)
+		j = w.judge(want, head, res.Multipart)
 		if j.mismatch == nil {
 			res.AlreadyExisted = true
 			res.ETag, res.VersionID = head.ETag, head.VersionID
@@ -63,7 +68,7 @@ func (w *Writer) landedAlready(cause error, want verify.Expected, res *Result) e
 			// Landed, perhaps ours, but unproven. Without create-only the caller asked to
 			// write the key, so what is there is (most likely) ours to remove; with it, it
 			// may be another writer's.
-			if err := w.unverified(j, res, !w.cfg.createOnly); err != nil {
+			if err := w.unverified(j, res, !w.cfg.createOnly || (res.Multipart && w.assembledFromOurParts(head))); err != nil {
 				return err
 			}
 			w.takeNotes(res)
@@ -72,6 +77,15 @@ func (w *Writer) landedAlready(cause error, want verify.Expected, res *Result) e
 	}
 	if herr != nil {
 		return w.fail(w.nothingLanded(cause, herr))
+	}
+	if res.Multipart && w.assembledFromOurParts(head) {
+		// Our own Complete landed (its answer was lost, or the 412 met it) and assembled our
+		// parts as the store holds them, but that is not what was written: a part was damaged
+		// on the way. The object is ours, not another writer's: remove it.
+		w.mu.Lock()
+		w.uploadID = "" // committed: nothing to abort any more
+		w.mu.Unlock()
+		return w.fail(w.removeDamaged(w.integrity("Verify", 0, fmt.Errorf("the object this write's Complete assembled is not what was written: %w", j.mismatch)), "corrupt"))
 	}
 	e := w.errorf(sperrors.Precondition, "Complete", cause, "an object already exists at the key and is not the one written; it was left untouched")
 	if ce := asError(cause); ce != nil {
@@ -112,14 +126,7 @@ func (w *Writer) verifyLanded(want verify.Expected, res *Result) error {
 		return w.finish(res)
 	}
 	if verr != nil {
-		e := w.integrity("Verify", 0, verr)
-		if derr := w.deleteObject(); derr != nil {
-			e.Message += "; the corrupt object could not be deleted: " + derr.Error()
-			e.ObjectLeft = true
-		} else {
-			e.Message += "; the corrupt object was deleted"
-		}
-		return w.fail(e)
+		return w.fail(w.removeDamaged(w.integrity("Verify", 0, verr), "corrupt"))
 	}
 	res.Verified, res.VerifiedStrong = method, method.Strong()
 	if res.ETag == "" {
@@ -190,4 +197,45 @@ func (w *Writer) finish(res *Result) error {
 	w.log.Debug("write landed", zap.Int64("size", res.Size), zap.Int("parts", res.Parts),
 		zap.String("verified", string(res.Verified)), zap.Bool("already_existed", res.AlreadyExisted))
 	return nil
+}
+
+// removeDamaged deletes this write's own committed object, which e says is not what was written
+// (what: "corrupt" or "unproven"), and says in e whether it is gone or still at the key.
+func (w *Writer) removeDamaged(e *sperrors.Error, what string) *sperrors.Error {
+	if derr := w.deleteObject(); derr != nil {
+		e.Message += "; the " + what + " object could not be deleted: " + derr.Error()
+		e.ObjectLeft = true
+	} else {
+		e.Message += "; the " + what + " object was deleted"
+	}
+	return e
+}
+
+// assembledFromOurParts reports whether head is the object a Complete of this writer's upload
+// made from its parts as the store holds them: its multipart ETag is the MD5 of the ETags the
+// store gave our parts. That tells our own commit (even a damaged one) from another writer's
+// object where the content cannot. Stores whose ETags are not MD5-based never match.
+func (w *Writer) assembledFromOurParts(head *store.HeadObjectOutput) bool {
+	w.mu.Lock()
+	parts := make([]partDone, 0, len(w.parts))
+	for _, p := range w.parts {
+		parts = append(parts, p)
+	}
+	w.mu.Unlock()
+	got, ok := verify.ParseETag(head.ETag)
+	if !ok || len(parts) == 0 || got.Parts != len(parts) {
+		return false
+	}
+	slices.SortFunc(parts, func(a, b partDone) int { return cmp.Compare(a.number, b.number) })
+	md5s := make([][16]byte, len(parts))
+	for i, p := range parts {
+		e, ok := verify.ParseETag(p.etag)
+		if !ok || !e.IsMD5() {
+			return false
+		}
+		if _, err := hex.Decode(md5s[i][:], []byte(e.Hex)); err != nil {
+			return false
+		}
+	}
+	return verify.MultipartETag(md5s) == got.Hex+"-"+strconv.Itoa(got.Parts)
 }
