@@ -83,8 +83,9 @@ type Error struct {
 	// AbortFailed is set when the upload UploadID could not be aborted: a sweep must find it.
 	AbortFailed bool
 	// ObjectLeft is set when a failed write's own object is at the key, not proven to be the
-	// source: it was committed but could not be checked, or it was found corrupt or unproven
-	// and deleting it failed. Readers of the key may see damaged bytes until it is rewritten.
+	// source: it was committed (or, after a lost Complete answer, most likely was) but could not
+	// be checked, or it was found corrupt or unproven and deleting it failed. Readers of the key
+	// may see damaged bytes until it is rewritten.
 	ObjectLeft bool
 	// UploadGone is set for NoSuchUpload outside Complete: the upload id is dead, so re-sending
 	// this request cannot succeed, but restarting the whole upload can (Kind is Transient).

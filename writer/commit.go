@@ -265,6 +265,9 @@ func (w *Writer) complete() error {
 	switch {
 	case err == nil:
 	case stderrors.As(err, &lost):
+		w.mu.Lock()
+		w.completeLost = true
+		w.mu.Unlock()
 		return w.landedAlready(lost.err, want, res)
 	case w.cfg.createOnly && isPrecondition(err):
 		return w.landedAlready(err, want, res)

@@ -164,6 +164,12 @@ func (w *Writer) journalIntend(want verify.Expected) error {
 // journalForget removes the record of an upload that is gone (aborted). Hook: abortUpload.
 func (w *Writer) journalForget(uploadID string) {
 	w.mu.Lock()
+	if w.completeLost {
+		// The upload is gone because a Complete may have landed: the record's intended object is
+		// what tells Recover which. journalSettle removes it once the write proved it landed.
+		w.mu.Unlock()
+		return
+	}
 	id, held := w.jr.id, w.jr.held
 	if held && id.UploadID == uploadID {
 		w.jr.held = false

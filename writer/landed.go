@@ -212,9 +212,9 @@ func (w *Writer) removeDamaged(e *sperrors.Error, what string) *sperrors.Error {
 }
 
 // assembledFromOurParts reports whether head is the object a Complete of this writer's upload
-// made from its parts as the store holds them: its multipart ETag is the MD5 of the ETags the
-// store gave our parts. That tells our own commit (even a damaged one) from another writer's
-// object where the content cannot. Stores whose ETags are not MD5-based never match.
+// made from its parts as the store holds them (isAssembledFrom the ETags the store gave our
+// parts). That tells our own commit (even a damaged one) from another writer's object where the
+// content cannot.
 func (w *Writer) assembledFromOurParts(head *store.HeadObjectOutput) bool {
 	w.mu.Lock()
 	parts := make([]partDone, 0, len(w.parts))
@@ -222,14 +222,25 @@ func (w *Writer) assembledFromOurParts(head *store.HeadObjectOutput) bool {
 		parts = append(parts, p)
 	}
 	w.mu.Unlock()
-	got, ok := verify.ParseETag(head.ETag)
-	if !ok || len(parts) == 0 || got.Parts != len(parts) {
+	slices.SortFunc(parts, func(a, b partDone) int { return cmp.Compare(a.number, b.number) })
+	etags := make([]string, len(parts))
+	for i, p := range parts {
+		etags[i] = p.etag
+	}
+	return isAssembledFrom(head.ETag, etags)
+}
+
+// isAssembledFrom reports whether an object's ETag is the one S3-style stores give the object
+// they assemble from parts with these ETags, in part order: the MD5 of the parts' MD5s, "-n".
+// Stores whose ETags are not MD5-based never match.
+func isAssembledFrom(objectETag string, partETags []string) bool {
+	got, ok := verify.ParseETag(objectETag)
+	if !ok || len(partETags) == 0 || got.Parts != len(partETags) {
 		return false
 	}
-	slices.SortFunc(parts, func(a, b partDone) int { return cmp.Compare(a.number, b.number) })
-	md5s := make([][16]byte, len(parts))
-	for i, p := range parts {
-		e, ok := verify.ParseETag(p.etag)
+	md5s := make([][16]byte, len(partETags))
+	for i, etag := range partETags {
+		e, ok := verify.ParseETag(etag)
 		if !ok || !e.IsMD5() {
 			return false
 		}

@@ -1,9 +1,11 @@
 package writer
 
 import (
+	"cmp"
 	"context"
 	stderrors "errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -59,7 +61,9 @@ const (
 	// RecoverOtherEndpoint, RecoverOtherBucket: not this run's to touch; left alone.
 	RecoverOtherEndpoint RecoverOutcome = "other-endpoint"
 	RecoverOtherBucket   RecoverOutcome = "other-bucket"
-	// RecoverFailed: a store request failed (Err says which); the record is kept.
+	// RecoverFailed: a store request failed (Err says which), or the key holds the object the
+	// upload's Complete assembled and it is not the intended one (Err: Integrity, ObjectLeft; a
+	// part was damaged on the way and the dead writer never checked); the record is kept.
 	RecoverFailed RecoverOutcome = "failed"
 )
 
@@ -349,6 +353,7 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 	defer w.cancel()
 	w.log = w.log.With(zap.String("upload_id", rec.UploadID))
 	landed := false
+	var damaged error // the key holds what this upload's Complete assembled, not the intended object
 	if rec.Object != nil {
 		want := expectedOf(*rec.Object)
 		var head *store.HeadObjectOutput
@@ -362,6 +367,9 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 		case herr == nil:
 			method, verr := verify.CheckHead(want, head)
 			landed = verr == nil && method.Strong()
+			if verr != nil && isAssembledFrom(head.ETag, recordETags(rec)) {
+				damaged = verr
+			}
 		case stderrors.As(herr, &re) && re.StatusCode == 404:
 		default:
 			return RecoverFailed, nil, herr
@@ -382,6 +390,14 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 	switch {
 	case !exists && landed:
 		return RecoverLanded, nil, nil
+	case !exists && damaged != nil:
+		// The dead writer's Complete landed a part damaged on the way, and it died before its
+		// check. Not "gone": readers of the key see those bytes. Recover never touches an
+		// object, so it says so and keeps the record until the key is rewritten.
+		e := w.integrity("Verify", 0, fmt.Errorf("the key holds the object this upload's Complete assembled, and it is not the object the crashed write intended: %w", damaged))
+		e.ObjectLeft = true
+		e.Message += "; rewrite the key (recover leaves objects alone)"
+		return RecoverFailed, nil, e
 	case !exists:
 		return RecoverGone, nil, nil
 	case opts.DryRun:
@@ -396,4 +412,15 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 		return RecoverLanded, []string{rec.UploadID}, nil // an identical object was there already; the stray upload is gone too
 	}
 	return RecoverAborted, []string{rec.UploadID}, nil
+}
+
+// recordETags lists the ETags a record holds for its parts, in part order.
+func recordETags(rec journal.Record) []string {
+	parts := slices.Clone(rec.Parts)
+	slices.SortFunc(parts, func(a, b journal.Part) int { return cmp.Compare(a.Number, b.Number) })
+	etags := make([]string, len(parts))
+	for i, p := range parts {
+		etags[i] = p.ETag
+	}
+	return etags
 }

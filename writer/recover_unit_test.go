@@ -217,3 +217,48 @@ func TestRecoverKeepsAPlaceholderItCouldNotFollow(t *testing.T) {
 		t.Fatalf("recover = %+v, %v, uploads %v; want the upload aborted", rep, err, mem.Uploads("b"))
 	}
 }
+
+// A crashed write whose Complete landed a part damaged on the way (no checksum to catch it, the
+// check never ran) left its own corrupt object at the key. Recover does not call that "gone": it
+// reports it failed, Integrity with ObjectLeft, keeps the record, and leaves the object alone;
+// a re-run of the write replaces it and settles the record.
+func TestRecoverReportsADamagedCommit(t *testing.T) {
+	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true}))
+	crashing := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte),
+		faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse), faulty.Always(faulty.OpHeadObject, faulty.Forbidden),
+		faulty.Always(faulty.OpGetObject, faulty.Forbidden))
+	j := newJournal(t)
+	data := make([]byte, 3<<20+7)
+	for i := range data {
+		data[i] = byte(i * 5)
+	}
+	opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
+		writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)}
+	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), opts...); err == nil {
+		t.Fatal("the crashing write succeeded")
+	}
+	damaged, ok := mem.Object("b", "k")
+	if !ok || bytes.Equal(damaged, data) {
+		t.Fatalf("the crash left no damaged object (stored %v): the test tests nothing", ok)
+	}
+	rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+	var se *sperrors.Error
+	if err != nil || rep.Counts[writer.RecoverFailed] != 1 || !errors.As(rep.Uploads[0].Err, &se) || se.Kind != sperrors.Integrity || !se.ObjectLeft {
+		t.Fatalf("recover = %+v, %v; want the record failed: Integrity, ObjectLeft", rep, err)
+	}
+	if recs, _, _ := j.List(); len(recs) != 1 {
+		t.Fatalf("records after Recover: %+v; want the damaged commit's kept", recs)
+	}
+	if got, _ := mem.Object("b", "k"); !bytes.Equal(got, damaged) {
+		t.Fatal("Recover touched the object")
+	}
+	if _, err := writer.Upload(context.Background(), mem, "b", "k", bytes.NewReader(data), opts...); err != nil {
+		t.Fatalf("the re-run: %v", err)
+	}
+	if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {
+		t.Fatal("the re-run did not land the source")
+	}
+	if recs, _, _ := j.List(); len(recs) != 0 {
+		t.Fatalf("records after the re-run: %+v", recs)
+	}
+}

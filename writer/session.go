@@ -20,6 +20,10 @@ type session struct {
 	createAmbiguous        bool
 	createStart, createEnd time.Time
 	uploadIDs              map[string]bool // every upload id this writer was given
+	// completeLost: a CompleteMultipartUpload's answer was lost and its retry found the upload
+	// gone, so the object may have landed; the journal record keeps what was intended until the
+	// outcome is proven (journalForget leaves it).
+	completeLost bool
 }
 
 // ensureUpload creates the multipart upload before the first part, once.
