@@ -3,9 +3,11 @@ package writer_test
 import (
 	"bytes"
 	"context"
+	stderrors "errors"
 	"testing"
 	"time"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store/faulty"
@@ -29,6 +31,10 @@ var recoverCrashes = [][]faulty.Rule{
 		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden)},
 	// A create's answer lost and the sweep refused, the write landed: a placeholder alone.
 	{faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse), faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden)},
+	// A part damaged on the way, the Complete's answer lost, the check refused: the key holds
+	// the upload's own corrupt commit, which Recover must report, not call gone.
+	{faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte), faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse),
+		faulty.Always(faulty.OpHeadObject, faulty.Forbidden), faulty.Always(faulty.OpGetObject, faulty.Forbidden)},
 	// No crash: nothing journaled.
 	nil,
 }
@@ -46,6 +52,9 @@ func FuzzRecover(f *testing.F) {
 	f.Add(uint16(0x0033), uint8(2), uint8(7), uint8(6), uint8(1), uint8(7), uint8(4), uint8(1), false)
 	f.Add(uint16(0x0212), uint8(3), uint8(1), uint8(7), uint8(1), uint8(10), uint8(5), uint8(2), true)
 	f.Add(uint16(0x0041), uint8(2), uint8(4), uint8(4), uint8(1), uint8(7), uint8(8), uint8(1), false)
+	// A damaged commit at k0, then a clean crash of k1 and a landed write over k0.
+	f.Add(uint16(0x0615), uint8(0x82), uint8(0), uint8(0), uint8(0), uint8(0), uint8(0), uint8(0), false)
+	f.Add(uint16(0x0005), uint8(0x80), uint8(7), uint8(7), uint8(1), uint8(0), uint8(0), uint8(0), true)
 	// A placeholder whose empty upload Recover cannot inspect: ListParts refused.
 	f.Add(uint16(0x0004), uint8(0), uint8(7), uint8(5), uint8(1), uint8(0), uint8(0), uint8(0), false)
 	data := make([]byte, 3<<20+5)
@@ -55,7 +64,9 @@ func FuzzRecover(f *testing.F) {
 	f.Fuzz(func(t *testing.T, crashes uint16, writes, fault1, op1, nth1, fault2, op2, nth2 uint8, dryRunFirst bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
+		// writes&0x80: a store that ignores checksum headers (MD5 ETags only, as Ceph's RGW), where
+		// a part damaged on the way gets past ListParts.
+		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: writes&0x80 != 0}))
 		j := newJournal(t)
 		opts := []writer.Option{
 			writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
@@ -113,11 +124,19 @@ func FuzzRecover(f *testing.F) {
 		sameObjects(t, "Recover at the faulty store", mem, objects)
 		traceable(t, "after Recover at the faulty store (injected "+faultsText(fs)+")", mem, j)
 
-		if _, err := writer.Recover(ctx, mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1}); err != nil {
+		rep, err = writer.Recover(ctx, mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+		if err != nil {
 			t.Fatalf("Recover at the healthy store: %v", err)
 		}
-		if recs, problems, _ := j.List(); len(recs) != 0 || len(problems) != 0 {
-			t.Fatalf("after Recover at the healthy store the journal holds %+v, problems %v", recs, problems)
+		// Only a damaged commit at the key keeps its record: reported, never called gone.
+		for _, u := range rep.Uploads {
+			var se *sperrors.Error
+			if u.Outcome == writer.RecoverFailed && !(stderrors.As(u.Err, &se) && se.Kind == sperrors.Integrity && se.ObjectLeft) {
+				t.Fatalf("record %s failed at the healthy store: %v", u.UploadID, u.Err)
+			}
+		}
+		if recs, problems, _ := j.List(); len(recs) != rep.Counts[writer.RecoverFailed] || len(problems) != 0 {
+			t.Fatalf("after Recover at the healthy store the journal holds %+v, problems %v (report %+v)", recs, problems, rep)
 		}
 		if ups := mem.Uploads("b"); len(ups) != 0 {
 			t.Fatalf("after Recover at the healthy store %d incomplete uploads remain: %+v", len(ups), ups)
