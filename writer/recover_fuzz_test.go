@@ -131,7 +131,8 @@ func FuzzRecover(f *testing.F) {
 		// Only a damaged commit at the key keeps its record: reported, never called gone.
 		for _, u := range rep.Uploads {
 			var se *sperrors.Error
-			if u.Outcome == writer.RecoverFailed && !(stderrors.As(u.Err, &se) && se.Kind == sperrors.Integrity && se.ObjectLeft) {
+			damaged := stderrors.As(u.Err, &se) && se.Kind == sperrors.Integrity && se.ObjectLeft
+			if u.Outcome == writer.RecoverFailed && !damaged {
 				t.Fatalf("record %s failed at the healthy store: %v", u.UploadID, u.Err)
 			}
 		}
