@@ -26,3 +26,6 @@ func Remembered(key any) bool {
 	_, ok := facts.Load(key)
 	return ok
 }
+
+// PartsShowDamage exposes partsShowDamage: when Recover may call a commit damaged.
+var PartsShowDamage = partsShowDamage

@@ -6,6 +6,7 @@ import (
 	stderrors "errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -367,7 +368,7 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 		case herr == nil:
 			method, verr := verify.CheckHead(want, head)
 			landed = verr == nil && method.Strong()
-			if verr != nil && isAssembledFrom(head.ETag, recordETags(rec)) {
+			if verr != nil && isAssembledFrom(head.ETag, recordETags(rec)) && partsShowDamage(rec) {
 				damaged = verr
 			}
 		case stderrors.As(herr, &re) && re.StatusCode == 404:
@@ -412,6 +413,26 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 		return RecoverLanded, []string{rec.UploadID}, nil // an identical object was there already; the stray upload is gone too
 	}
 	return RecoverAborted, []string{rec.UploadID}, nil
+}
+
+// partsShowDamage reports whether the record proves that a part was damaged on the way: the
+// store's ETag of one part is the MD5 the writer computed (so this store's part ETags are MD5s of
+// what it received) while another's is not. Stores whose ETags are not content MD5s (SSE-KMS, for
+// one) never show it, so an object assembled from correct parts is never called damaged there.
+func partsShowDamage(rec journal.Record) bool {
+	var md5ETags, differs bool
+	for _, p := range rec.Parts {
+		e, ok := verify.ParseETag(p.ETag)
+		if !ok || !e.IsMD5() || p.MD5 == "" {
+			continue
+		}
+		if strings.EqualFold(e.Hex, p.MD5) {
+			md5ETags = true
+		} else {
+			differs = true
+		}
+	}
+	return md5ETags && differs
 }
 
 // recordETags lists the ETags a record holds for its parts, in part order.

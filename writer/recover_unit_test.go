@@ -262,3 +262,24 @@ func TestRecoverReportsADamagedCommit(t *testing.T) {
 		t.Fatalf("records after the re-run: %+v", recs)
 	}
 }
+
+// Recover calls a commit damaged only when the record proves it: one part's store ETag is its MD5
+// (the store's ETags are content MD5s), another's is not. ETags that are never MD5s (SSE-KMS)
+// prove nothing, so a correct object there is never reported damaged.
+func TestRecoverCallsDamagedOnlyWhatTheRecordProves(t *testing.T) {
+	const a, b = "0cc175b9c0f1b6a831c399e269772661", "92eb5ffee6ae2fec3ad71c777531578f"
+	for _, c := range []struct {
+		name  string
+		parts []journal.Part
+		want  bool
+	}{
+		{"every ETag its MD5", []journal.Part{{Number: 1, ETag: a, MD5: a}, {Number: 2, ETag: `"` + b + `"`, MD5: b}}, false},
+		{"one part damaged", []journal.Part{{Number: 1, ETag: a, MD5: a}, {Number: 2, ETag: a, MD5: b}}, true},
+		{"no ETag is an MD5 (SSE-KMS)", []journal.Part{{Number: 1, ETag: b, MD5: a}, {Number: 2, ETag: a, MD5: b}}, false},
+		{"no MD5 recorded", []journal.Part{{Number: 1, ETag: a}, {Number: 2, ETag: b}}, false},
+	} {
+		if got := writer.PartsShowDamage(journal.Record{Parts: c.parts}); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
