@@ -26,6 +26,8 @@ const recoverExitHelp = `Exit codes of recover:
   2  usage: no --journal, or the directory is missing or unreadable; nothing was touched
   3  a store request failed transiently after retries; those records are kept: run it again
   4  a store request failed permanently (credentials, permissions); those records are kept
+  5  the key holds the object a crashed run's Complete assembled, damaged on the way (object
+     left): that record is kept until the key is rewritten (recover never touches an object)
   8  cancelled (SIGINT/SIGTERM); records not yet settled are kept`
 
 func (a *app) recoverCmd() *cobra.Command {
