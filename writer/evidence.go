@@ -324,11 +324,5 @@ func (w *Writer) nothingLanded(cause, headErr error) error {
 		return headErr
 	}
 	// The retried Complete found the upload gone: most likely the first one committed it.
-	e := w.errorf(sperrors.KindOf(headErr), "HeadObject", headErr,
-		"the CompleteMultipartUpload answer was lost and the key could not be checked: the object most likely landed and is at the key, unproven")
-	if he := asError(headErr); he != nil {
-		e.StatusCode, e.Code, e.RequestID, e.Attempts = he.StatusCode, he.Code, he.RequestID, he.Attempts
-	}
-	e.ObjectLeft = true
-	return e
+	return w.leftUnchecked(headErr, "the CompleteMultipartUpload answer was lost and the key could not be checked: the object most likely landed and is at the key, unproven")
 }

@@ -105,12 +105,7 @@ func (w *Writer) verifyLanded(want verify.Expected, res *Result) error {
 		}
 		// Committed, not checked: the caller must know the key holds this write's object,
 		// unproven (it may be damaged), and not assume the key is as it was.
-		e := w.errorf(sperrors.KindOf(err), "HeadObject", err, "the object was committed but could not be checked: it is at the key, unproven")
-		if he := asError(err); he != nil {
-			e.StatusCode, e.Code, e.RequestID, e.Attempts = he.StatusCode, he.Code, he.RequestID, he.Attempts
-		}
-		e.ObjectLeft = true
-		return w.fail(e)
+		return w.fail(w.leftUnchecked(err, "the object was committed but could not be checked: it is at the key, unproven"))
 	}
 	j := w.judge(want, head, res.Multipart)
 	method, verr := j.method, j.mismatch
@@ -197,6 +192,17 @@ func (w *Writer) finish(res *Result) error {
 	w.log.Debug("write landed", zap.Int64("size", res.Size), zap.Int("parts", res.Parts),
 		zap.String("verified", string(res.Verified)), zap.Bool("already_existed", res.AlreadyExisted))
 	return nil
+}
+
+// leftUnchecked is the error of a write whose committed object is at the key but whose check
+// (the HEAD) failed with headErr: the HEAD's kind and status, and ObjectLeft.
+func (w *Writer) leftUnchecked(headErr error, message string) *sperrors.Error {
+	e := w.errorf(sperrors.KindOf(headErr), "HeadObject", headErr, "%s", message)
+	if he := asError(headErr); he != nil {
+		e.StatusCode, e.Code, e.RequestID, e.Attempts = he.StatusCode, he.Code, he.RequestID, he.Attempts
+	}
+	e.ObjectLeft = true
+	return e
 }
 
 // removeDamaged deletes this write's own committed object, which e says is not what was written

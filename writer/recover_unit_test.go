@@ -123,6 +123,13 @@ func TestRecoverSettlesARecordOfSmallParts(t *testing.T) {
 	if err == nil || len(mem.Uploads("b")) != 1 {
 		t.Fatalf("the crash: err %v, %d uploads; want a failure leaving one upload", err, len(mem.Uploads("b")))
 	}
+	recoverAbortsTheOne(t, mem, j)
+}
+
+// recoverAbortsTheOne runs Recover at mem and wants exactly one upload aborted, no incomplete
+// upload and no record left.
+func recoverAbortsTheOne(t *testing.T, mem *memstore.Store, j *journal.Dir) {
+	t.Helper()
 	rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
 	if err != nil || rep.Counts[writer.RecoverAborted] != 1 {
 		t.Fatalf("recover = %+v, %v; want the upload aborted", rep, err)
@@ -177,16 +184,7 @@ func TestALostCreateIsNeverForgotten(t *testing.T) {
 		if !journaled {
 			continue
 		}
-		rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
-		if err != nil || rep.Counts[writer.RecoverAborted] != 1 {
-			t.Fatalf("recover = %+v, %v; want the lost create's upload aborted", rep, err)
-		}
-		if ups := mem.Uploads("b"); len(ups) != 0 {
-			t.Fatalf("incomplete uploads after Recover: %v", ups)
-		}
-		if recs, _, _ := j.List(); len(recs) != 0 {
-			t.Fatalf("records after Recover: %+v", recs)
-		}
+		recoverAbortsTheOne(t, mem, j)
 		if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {
 			t.Fatalf("Recover changed the object: %d bytes", len(got))
 		}
