@@ -171,5 +171,8 @@ func (w *Writer) deleteObject() error {
 	_, err := w.policy.Do(ctx, retry.Op{Name: "DeleteObject", Bucket: w.bucket, Key: w.key}, func(ctx context.Context, _ int) error {
 		return w.st.DeleteObject(ctx, &store.DeleteObjectInput{Bucket: w.bucket, Key: w.key})
 	})
+	if err == nil {
+		w.keyDeleted.Store(true)
+	}
 	return err
 }

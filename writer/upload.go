@@ -56,6 +56,9 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 		maxAttempts = 1 + cfg.policyIntegrityRetries()
 	}
 	var lastErr error
+	// leftBy: the error of an attempt that left its unproven object at the key, while no later
+	// attempt has deleted the key. A later attempt refused before it wrote must not hide it.
+	var leftBy error
 	var total retry.Stats
 	var sent int64
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -83,6 +86,11 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 			total.Add(retry.Stats{ByKind: map[sperrors.Kind]int{sperrors.Integrity: 1}})
 		}
 		lastErr = err
+		if se := asError(err); se != nil && se.ObjectLeft {
+			leftBy = err
+		} else if spent.keyDeleted {
+			leftBy = nil
+		}
 		if !stderrors.Is(err, sperrors.Integrity) || isUnverifiable(err) || ctx.Err() != nil {
 			break
 		}
@@ -92,13 +100,20 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 			break
 		}
 	}
+	if se := asError(lastErr); leftBy != nil && se != nil && !se.ObjectLeft {
+		return nil, annotated(lastErr, func(e *sperrors.Error) {
+			e.ObjectLeft = true
+			e.Message += "; an earlier attempt's unproven object is still at the key: " + sperrors.Redact(leftBy.Error())
+		})
+	}
 	return nil, lastErr
 }
 
 // spent is what one upload attempt cost, for the Result of the whole Upload.
 type spent struct {
-	stats     retry.Stats
-	bytesSent int64
+	stats      retry.Stats
+	bytesSent  int64
+	keyDeleted bool
 }
 
 func uploadOnce(ctx context.Context, st store.Store, bucket, key string, r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool, cfg config) (*Result, spent, error) {
@@ -109,7 +124,7 @@ func uploadOnce(ctx context.Context, st store.Store, bucket, key string, r io.Re
 	res, err := w.uploadFrom(r, ra, base, useReaderAt)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return res, spent{stats: w.stats, bytesSent: w.bytesSent.Load()}, err
+	return res, spent{stats: w.stats, bytesSent: w.bytesSent.Load(), keyDeleted: w.keyDeleted.Load()}, err
 }
 
 func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool) (*Result, error) {

@@ -34,7 +34,7 @@ var (
 )
 
 // FuzzUpload is the fault campaign on the in-memory store, fast enough to fuzz: one upload of a
-// drawn size, part size, concurrency, source kind and store quirk, with up to two faults at
+// drawn size, part size, concurrency, source kind and store quirk, with up to three faults at
 // drawn calls. Whatever the draw, the write lands exactly the source; or it fails with a kind one
 // of its faults allows, leaving at the key nothing or exactly the source, or saying that an
 // unproven object of its own is there (ObjectLeft); and an incomplete
@@ -44,19 +44,22 @@ var (
 //
 //	go test -run '^$' -fuzz FuzzUpload -fuzztime 5m ./writer/
 func FuzzUpload(f *testing.F) {
-	f.Add(uint32(3<<20+1), uint8(1), uint8(2), uint8(0), uint8(0), uint8(0), uint8(2), uint8(1), uint8(0), uint8(0), uint8(0), false)
-	f.Add(uint32(100), uint8(1), uint8(1), uint8(1), uint8(1), uint8(4), uint8(0), uint8(1), uint8(7), uint8(8), uint8(1), true)
-	f.Add(uint32(5<<20), uint8(2), uint8(4), uint8(2), uint8(2), uint8(5), uint8(3), uint8(1), uint8(9), uint8(4), uint8(1), false)
-	f.Add(uint32(2<<20), uint8(1), uint8(3), uint8(0), uint8(3), uint8(10), uint8(2), uint8(2), uint8(4), uint8(5), uint8(1), true)
-	f.Add(uint32(0), uint8(1), uint8(1), uint8(1), uint8(5), uint8(1), uint8(0), uint8(1), uint8(0), uint8(0), uint8(2), false)
+	f.Add(uint32(3<<20+1), uint8(1), uint8(2), uint8(0), uint8(0), uint8(0), uint8(2), uint8(1), uint8(0), uint8(0), uint8(0), uint8(0), uint8(0), uint8(0), false)
+	f.Add(uint32(100), uint8(1), uint8(1), uint8(1), uint8(1), uint8(4), uint8(0), uint8(1), uint8(7), uint8(8), uint8(1), uint8(0), uint8(0), uint8(0), true)
+	f.Add(uint32(5<<20), uint8(2), uint8(4), uint8(2), uint8(2), uint8(5), uint8(3), uint8(1), uint8(9), uint8(4), uint8(1), uint8(0), uint8(0), uint8(0), false)
+	f.Add(uint32(2<<20), uint8(1), uint8(3), uint8(0), uint8(3), uint8(10), uint8(2), uint8(2), uint8(4), uint8(5), uint8(1), uint8(0), uint8(0), uint8(0), true)
+	f.Add(uint32(0), uint8(1), uint8(1), uint8(1), uint8(5), uint8(1), uint8(0), uint8(1), uint8(0), uint8(0), uint8(2), uint8(0), uint8(0), uint8(0), false)
 	// A create-only PUT by If-None-Match whose body the store damaged, and the delete refused.
-	f.Add(uint32(100), uint8(0), uint8(0x80), uint8(0), uint8(0), uint8(5), uint8(0), uint8(1), uint8(7), uint8(10), uint8(1), true)
+	f.Add(uint32(100), uint8(0), uint8(0x80), uint8(0), uint8(0), uint8(5), uint8(0), uint8(1), uint8(7), uint8(10), uint8(1), uint8(0), uint8(0), uint8(0), true)
 	// Journaled: a part refused for good, the abort refused too; Recover must finish the job.
-	f.Add(uint32(3<<20+5), uint8(0x80), uint8(2), uint8(0), uint8(0), uint8(7), uint8(2), uint8(2), uint8(7), uint8(4), uint8(1), false)
+	f.Add(uint32(3<<20+5), uint8(0x80), uint8(2), uint8(0), uint8(0), uint8(7), uint8(2), uint8(2), uint8(7), uint8(4), uint8(1), uint8(0), uint8(0), uint8(0), false)
 	// Journaled: the create's answer lost, then the sweep for the upload it left refused; the
 	// journal must keep a trace of it for Recover.
-	f.Add(uint32(3<<20+5), uint8(0x80), uint8(1), uint8(0), uint8(0), uint8(4), uint8(1), uint8(1), uint8(7), uint8(6), uint8(1), false)
-	f.Fuzz(func(t *testing.T, size uint32, partMiB, conc, srcKind, quirk, fault1, op1, nth1, fault2, op2, nth2 uint8, createOnly bool) {
+	f.Add(uint32(3<<20+5), uint8(0x80), uint8(1), uint8(0), uint8(0), uint8(4), uint8(1), uint8(1), uint8(7), uint8(6), uint8(1), uint8(0), uint8(0), uint8(0), false)
+	// Journaled, on a store that ignores checksum headers: a part damaged on the way, the
+	// Complete's answer lost, the check refused. The record stays for Recover to report.
+	f.Add(uint32(3<<20+5), uint8(0x80), uint8(0), uint8(0), uint8(2), uint8(6), uint8(2), uint8(1), uint8(4), uint8(3), uint8(1), uint8(7), uint8(7), uint8(1), false)
+	f.Fuzz(func(t *testing.T, size uint32, partMiB, conc, srcKind, quirk, fault1, op1, nth1, fault2, op2, nth2, fault3, op3, nth3 uint8, createOnly bool) {
 		size %= 6<<20 + 1
 		data := make([]byte, size)
 		for i := range data {
@@ -66,7 +69,7 @@ func FuzzUpload(f *testing.F) {
 		rules.MinPartSize = 1 << 20
 		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(rules))
 		var faults []faulty.Rule
-		for _, d := range [][3]uint8{{fault1, op1, nth1}, {fault2, op2, nth2}} {
+		for _, d := range [][3]uint8{{fault1, op1, nth1}, {fault2, op2, nth2}, {fault3, op3, nth3}} {
 			if d[2] > 0 { // nth 0: no fault
 				faults = append(faults, faulty.Nth(fuzzOps[int(d[1])%len(fuzzOps)], int(d[2]%8), fuzzFaults[int(d[0])%len(fuzzFaults)]))
 			}
@@ -136,7 +139,15 @@ func FuzzUpload(f *testing.F) {
 			if rerr != nil {
 				t.Fatalf("Recover: %v", rerr)
 			}
-			if recs, problems, _ := j.List(); len(recs) != 0 || len(problems) != 0 {
+			// Only a damaged commit of this write keeps its record: reported, never called gone.
+			for _, u := range rep.Uploads {
+				var se *sperrors.Error
+				damaged := stderrors.As(u.Err, &se) && se.Kind == sperrors.Integrity && se.ObjectLeft
+				if u.Outcome == writer.RecoverFailed && !damaged {
+					t.Fatalf("Recover failed record %s at the healthy store: %v; write err %v; injected %v", u.UploadID, u.Err, err, injected)
+				}
+			}
+			if recs, problems, _ := j.List(); len(recs) != rep.Counts[writer.RecoverFailed] || len(problems) != 0 {
 				t.Fatalf("after Recover the journal holds %d records, %d problems (report %+v)", len(recs), len(problems), rep)
 			}
 			if ups := mem.Uploads("b"); len(ups) != 0 {

@@ -95,7 +95,10 @@ type Writer struct {
 	stats     retry.Stats
 	bytesSent atomic.Int64
 	bytesDone atomic.Int64
-	jr        journalRun // the upload's journal record (journal.go)
+	// keyDeleted: this writer deleted the object at the key (its own damaged or unproven one),
+	// so an earlier Upload attempt's object is no longer there.
+	keyDeleted atomic.Bool
+	jr         journalRun // the upload's journal record (journal.go)
 }
 
 // checksumCaps is what this write sends, given the algorithm asked for and the store's rules.
