@@ -132,12 +132,24 @@ func partWhat(n int32, what string) string {
 
 // CheckLayout compares the store's ListParts answer with the parts sent, before Complete: every
 // part present, with the size sent and (when both are known) the ETag received and the part
-// checksum sent. It returns the
+// checksum sent. When one part's ETag is the MD5 of the bytes sent (Receipt.MD5), the store's
+// part ETags are MD5s of what it received, so a part whose MD5-shaped ETag is not its MD5 was
+// damaged on the way, even on a store that checks no checksum. It returns the
 // part numbers that are missing or wrong, and a *Mismatch describing the first.
 func CheckLayout(sent []Receipt, etags map[int32]string, listed []store.Part) (bad []int32, err error) {
 	byNumber := make(map[int32]store.Part, len(listed))
 	for _, p := range listed {
 		byNumber[p.PartNumber] = p
+	}
+	etagOf := func(s Receipt) string {
+		if p, ok := byNumber[s.PartNumber]; ok && p.ETag != "" {
+			return p.ETag
+		}
+		return etags[s.PartNumber]
+	}
+	md5ETags := false
+	for _, s := range sent {
+		md5ETags = md5ETags || etagMatchesMD5(s, etagOf(s)) == matches
 	}
 	for _, s := range sent {
 		p, ok := byNumber[s.PartNumber]
@@ -163,6 +175,11 @@ func CheckLayout(sent []Receipt, etags map[int32]string, listed []store.Part) (b
 			if err == nil {
 				err = &Mismatch{What: partWhat(s.PartNumber, "stored "+string(s.Checksum.Algorithm)), PartNumber: s.PartNumber, Want: s.Checksum.Value, Got: p.Checksums.Get(s.Checksum.Algorithm)}
 			}
+		case md5ETags && etagMatchesMD5(s, etagOf(s)) == differs:
+			bad = append(bad, s.PartNumber)
+			if err == nil {
+				err = &Mismatch{What: partWhat(s.PartNumber, "ETag (MD5)"), PartNumber: s.PartNumber, Want: hex.EncodeToString(s.MD5[:]), Got: etagOf(s)}
+			}
 		}
 		delete(byNumber, s.PartNumber)
 	}
@@ -173,6 +190,28 @@ func CheckLayout(sent []Receipt, etags map[int32]string, listed []store.Part) (b
 		}
 	}
 	return bad, err
+}
+
+type md5Evidence uint8
+
+const (
+	unknown md5Evidence = iota // no MD5 computed, or an ETag not shaped like one
+	matches
+	differs
+)
+
+// etagMatchesMD5 compares a part's ETag with the MD5 computed of the bytes sent. Only a match
+// says anything about the store on its own (128 bits do not match by chance): its ETags are
+// MD5s of what it received. A difference means damage only on such a store.
+func etagMatchesMD5(s Receipt, etag string) md5Evidence {
+	e, ok := ParseETag(etag)
+	if !s.HasMD5 || !ok || !e.IsMD5() {
+		return unknown
+	}
+	if strings.EqualFold(e.Hex, hex.EncodeToString(s.MD5[:])) {
+		return matches
+	}
+	return differs
 }
 
 func trimETag(s string) string { return strings.Trim(strings.TrimPrefix(s, "W/"), `"`) }

@@ -184,6 +184,33 @@ func TestCheckLayout(t *testing.T) {
 	}
 }
 
+// On a store that checks no checksum, a part damaged on the way is seen before Complete when
+// another part's ETag is its MD5; ETags that are never MD5s (SSE-KMS) prove nothing.
+func TestCheckLayoutSeesADamagedPartByItsETag(t *testing.T) {
+	one, two := md5.Sum([]byte("part one")), md5.Sum([]byte("part two"))
+	damaged := md5.Sum([]byte("part twO"))
+	sent := []Receipt{{PartNumber: 1, Size: 8, MD5: one, HasMD5: true}, {PartNumber: 2, Size: 8, MD5: two, HasMD5: true}}
+	layout := func(e1, e2 [16]byte) ([]int32, error) {
+		h1, h2 := `"`+hex.EncodeToString(e1[:])+`"`, hex.EncodeToString(e2[:])
+		return CheckLayout(sent, map[int32]string{1: h1, 2: h2}, []store.Part{{PartNumber: 1, Size: 8, ETag: h1}, {PartNumber: 2, Size: 8, ETag: h2}})
+	}
+	if bad, err := layout(one, two); err != nil || len(bad) != 0 {
+		t.Fatalf("every ETag its MD5: %v %v", bad, err)
+	}
+	var m *Mismatch
+	if bad, err := layout(one, damaged); !errors.As(err, &m) || len(bad) != 1 || bad[0] != 2 || m.What != "part 2 ETag (MD5)" {
+		t.Fatalf("part 2 damaged: %v %v", bad, err)
+	}
+	if bad, err := layout(two, one); err != nil || len(bad) != 0 {
+		t.Fatalf("no ETag an MD5 of its part (SSE-KMS): %v %v", bad, err)
+	}
+	noMD5 := []Receipt{{PartNumber: 1, Size: 8}, {PartNumber: 2, Size: 8, MD5: two, HasMD5: true}}
+	h1, h2 := hex.EncodeToString(one[:]), hex.EncodeToString(damaged[:])
+	if bad, err := CheckLayout(noMD5, nil, []store.Part{{PartNumber: 1, Size: 8, ETag: h1}, {PartNumber: 2, Size: 8, ETag: h2}}); err != nil || len(bad) != 0 {
+		t.Fatalf("no MD5 computed for the matching part: %v %v", bad, err)
+	}
+}
+
 func TestCheckHead(t *testing.T) {
 	body := bytes.Repeat([]byte("x"), 100)
 	sum, _ := Sum(store.ChecksumCRC64NVME, body)

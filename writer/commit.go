@@ -189,7 +189,9 @@ func (w *Writer) complete() error {
 	}
 	md5s := make([][16]byte, 0, len(parts))
 	for i, p := range parts {
-		receipts[i] = verify.Receipt{PartNumber: p.number, Size: p.size}
+		// The MD5s let the layout check see a part damaged on the way on a store that checks no
+		// checksum (its ETags are MD5s of what it got): re-sent or failed before Complete.
+		receipts[i] = verify.Receipt{PartNumber: p.number, Size: p.size, MD5: p.md5, HasMD5: p.hasMD5}
 		if crc != nil {
 			// Compared with ListParts whenever the store reports that algorithm, sent or not.
 			receipts[i].Checksum = store.Checksum{Algorithm: w.caps.local, Value: p.sum}

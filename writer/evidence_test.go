@@ -422,13 +422,44 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		}
 		mustBeAbsent(t, mem, "k")
 	})
+	t.Run("a damaged part caught before Complete", func(t *testing.T) {
+		// One part damaged on the way on a store that checks no checksum: its ETag is not its
+		// MD5 while another part's is, so the write fails before Complete (which would be
+		// refused here) and nothing lands.
+		mem := newMem(cephLike)
+		st := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte), faulty.Always(faulty.OpCompleteMultipart, faulty.Forbidden))
+		_, err := write(t, st, "k", data)
+		var e *sperrors.Error
+		if !errors.As(err, &e) || e.Kind != sperrors.Integrity || !strings.Contains(e.Message, "ETag (MD5)") {
+			t.Fatalf("err %v; want Integrity naming the damaged part's ETag, before Complete", err)
+		}
+		if in := st.Injected(); len(in) != 1 {
+			t.Fatalf("injected %v: Complete was sent", in)
+		}
+		mustBeAbsent(t, mem, "k")
+		if ups := mem.Uploads(unitBucket); len(ups) != 0 {
+			t.Fatalf("incomplete uploads left: %+v", ups)
+		}
+		// From an io.ReaderAt the part is sent again, and the same upload lands.
+		mem = newMem(cephLike)
+		res, err := writer.Upload(context.Background(), faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte)), unitBucket, "k",
+			bytes.NewReader(data), writer.WithPartSize(5*mib), writer.WithThreshold(5*mib))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustLand(t, mem, "k", data, res, err, res.Verified)
+		if res.UploadAttempts != 1 || res.Failures[sperrors.Integrity] != 1 {
+			t.Fatalf("upload attempts %d, failures %v; want the one part re-sent in the first attempt", res.UploadAttempts, res.Failures)
+		}
+	})
 	t.Run("our own damaged commit", func(t *testing.T) {
-		// A part damaged on the way (the store answered with its real ETag), then the Complete's
-		// answer lost: the object at the key is the one our parts assembled, so it is ours,
-		// corrupt, and deleted; not another writer's, left in place as a Precondition.
+		// Every part damaged on the way (the store answered with its real ETags, so nothing
+		// before Complete can tell), then the Complete's answer lost: the object at the key is
+		// the one our parts assembled, so it is ours, corrupt, and deleted; not another
+		// writer's, left in place as a Precondition.
 		for _, createOnly := range []bool{false, true} {
 			mem := newMem(cephLike)
-			st := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte), lost)
+			st := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.FlipByte), lost)
 			_, err := write(t, st, "k", data, writer.WithCreateOnly(createOnly))
 			var e *sperrors.Error
 			if !errors.As(err, &e) || e.Kind != sperrors.Integrity || !strings.Contains(e.Message, "deleted") {

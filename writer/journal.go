@@ -296,11 +296,12 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 	parts := map[int32]partDone{}
 	var reusedBytes int64
 	planned := (w.cfg.sizeHint + w.plan.PartSize - 1) / w.plan.PartSize
+	damaged := damagedParts(rec)
 	for _, p := range rec.Parts {
 		lp, ok := byNumber[p.Number]
 		// Only a part this plan would send, at its place and of its size: a corrupt or edited
-		// record must not splice in a part of another layout.
-		if !ok || int64(p.Number) > planned {
+		// record must not splice in a part of another layout. Nor one the store got damaged.
+		if !ok || int64(p.Number) > planned || damaged[p.Number] {
 			continue
 		}
 		off := int64(p.Number-1) * w.plan.PartSize

@@ -415,12 +415,17 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 	return RecoverAborted, []string{rec.UploadID}, nil
 }
 
-// partsShowDamage reports whether the record proves that a part was damaged on the way: the
-// store's ETag of one part is the MD5 the writer computed (so this store's part ETags are MD5s of
-// what it received) while another's is not. Stores whose ETags are not content MD5s (SSE-KMS, for
-// one) never show it, so an object assembled from correct parts is never called damaged there.
-func partsShowDamage(rec journal.Record) bool {
-	var md5ETags, differs bool
+// partsShowDamage reports whether the record proves that a part was damaged on the way (see
+// damagedParts).
+func partsShowDamage(rec journal.Record) bool { return len(damagedParts(rec)) > 0 }
+
+// damagedParts returns the parts the record proves were damaged on the way: when the store's ETag
+// of one part is the MD5 the writer computed (so this store's part ETags are MD5s of what it
+// received), every part whose MD5-shaped ETag is not its MD5. Stores whose ETags are not content
+// MD5s (SSE-KMS, for one) never show it, so a correct part is never called damaged there.
+func damagedParts(rec journal.Record) map[int32]bool {
+	var md5ETags bool
+	differs := map[int32]bool{}
 	for _, p := range rec.Parts {
 		e, ok := verify.ParseETag(p.ETag)
 		if !ok || !e.IsMD5() || p.MD5 == "" {
@@ -429,10 +434,13 @@ func partsShowDamage(rec journal.Record) bool {
 		if strings.EqualFold(e.Hex, p.MD5) {
 			md5ETags = true
 		} else {
-			differs = true
+			differs[p.Number] = true
 		}
 	}
-	return md5ETags && differs
+	if !md5ETags {
+		return nil
+	}
+	return differs
 }
 
 // recordETags lists the ETags a record holds for its parts, in part order.

@@ -31,9 +31,10 @@ var recoverCrashes = [][]faulty.Rule{
 		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden)},
 	// A create's answer lost and the sweep refused, the write landed: a placeholder alone.
 	{faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse), faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden)},
-	// A part damaged on the way, the Complete's answer lost, the check refused: the key holds
-	// the upload's own corrupt commit, which Recover must report, not call gone.
-	{faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte), faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse),
+	// Every part damaged on the way (one alone is caught before Complete), the Complete's answer
+	// lost, the check refused: the key holds the upload's own corrupt commit, which Recover must
+	// leave alone.
+	{faulty.Always(faulty.OpUploadPart, faulty.FlipByte), faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse),
 		faulty.Always(faulty.OpHeadObject, faulty.Forbidden), faulty.Always(faulty.OpGetObject, faulty.Forbidden)},
 	// No crash: nothing journaled.
 	nil,

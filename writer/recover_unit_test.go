@@ -3,6 +3,8 @@ package writer_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/faulty"
 	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -217,27 +220,22 @@ func TestRecoverKeepsAPlaceholderItCouldNotFollow(t *testing.T) {
 }
 
 // A crashed write whose Complete landed a part damaged on the way (no checksum to catch it, the
-// check never ran) left its own corrupt object at the key. Recover does not call that "gone": it
-// reports it failed, Integrity with ObjectLeft, keeps the record, and leaves the object alone;
-// a re-run of the write replaces it and settles the record.
+// check never ran) left its own corrupt object at the key. The writer no longer commits such a
+// part when another part's ETag shows the store's ETags are MD5s, but a record an older safeput
+// left can still say so. Recover does not call that "gone": it reports it failed, Integrity with
+// ObjectLeft, keeps the record, and leaves the object alone; a re-run of the write replaces it
+// and settles the record.
 func TestRecoverReportsADamagedCommit(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true}))
-	crashing := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte),
-		faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse), faulty.Always(faulty.OpHeadObject, faulty.Forbidden),
-		faulty.Always(faulty.OpGetObject, faulty.Forbidden))
 	j := newJournal(t)
 	data := make([]byte, 3<<20+7)
 	for i := range data {
 		data[i] = byte(i * 5)
 	}
-	opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
-		writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)}
-	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), opts...); err == nil {
-		t.Fatal("the crashing write succeeded")
-	}
+	damagedCommit(t, mem, j, "k", data, 2)
 	damaged, ok := mem.Object("b", "k")
 	if !ok || bytes.Equal(damaged, data) {
-		t.Fatalf("the crash left no damaged object (stored %v): the test tests nothing", ok)
+		t.Fatalf("no damaged object at the key (stored %v): the test tests nothing", ok)
 	}
 	rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
 	var se *sperrors.Error
@@ -250,6 +248,8 @@ func TestRecoverReportsADamagedCommit(t *testing.T) {
 	if got, _ := mem.Object("b", "k"); !bytes.Equal(got, damaged) {
 		t.Fatal("Recover touched the object")
 	}
+	opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
+		writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)}
 	if _, err := writer.Upload(context.Background(), mem, "b", "k", bytes.NewReader(data), opts...); err != nil {
 		t.Fatalf("the re-run: %v", err)
 	}
@@ -258,6 +258,86 @@ func TestRecoverReportsADamagedCommit(t *testing.T) {
 	}
 	if recs, _, _ := j.List(); len(recs) != 0 {
 		t.Fatalf("records after the re-run: %+v", recs)
+	}
+}
+
+// A re-run after a crash does not reuse a journaled part the store got damaged (on a store that
+// checks no checksum, its ETag is not its MD5 while another part's is): it sends that part again
+// and the one upload lands.
+func TestResumeSendsADamagedPartAgain(t *testing.T) {
+	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true}))
+	j := newJournal(t)
+	data := make([]byte, 3<<20+7)
+	for i := range data {
+		data[i] = byte(i*7 + i>>12)
+	}
+	opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
+		writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)}
+	crashing := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.FlipByte},
+		faulty.Rule{Op: faulty.OpUploadPart, Part: 4, Fault: faulty.Forbidden}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden))
+	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), opts...); err == nil {
+		t.Fatal("the crashing write succeeded")
+	}
+	if recs, _, _ := j.List(); len(recs) != 1 || len(recs[0].Parts) != 3 {
+		t.Fatalf("journal after the crash: %+v; want one record of parts 1-3", recs)
+	}
+	res, err := writer.Upload(context.Background(), mem, "b", "k", bytes.NewReader(data), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {
+		t.Fatal("the re-run did not land the source")
+	}
+	if res.ResumedParts != 2 || res.UploadAttempts != 1 || res.BytesSent != 1<<20+7 {
+		t.Fatalf("resumed %d parts, %d attempts, sent %d bytes; want parts 1 and 3 reused, 2 and 4 sent", res.ResumedParts, res.UploadAttempts, res.BytesSent)
+	}
+	if recs, _, _ := j.List(); len(recs) != 0 || len(mem.Uploads("b")) != 0 {
+		t.Fatalf("after the re-run: records %+v, uploads %v", recs, mem.Uploads("b"))
+	}
+}
+
+// damagedCommit leaves what a writer that crashed right after committing a part damaged on the
+// way leaves: the object its 1 MiB parts assembled (part bad with one byte flipped) at the key,
+// and a journal record of the parts as sent (their MD5s, the store's ETags) and of the object
+// intended.
+func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, data []byte, bad int32) {
+	t.Helper()
+	ctx := context.Background()
+	up, err := st.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: "b", Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := journal.ID{Endpoint: endpointID, Bucket: "b", Key: key, UploadID: up.UploadID}
+	rec := journal.Record{ID: id, PartSize: 1 << 20, SourceSize: int64(len(data)), ChecksumAlgorithm: string(store.ChecksumCRC64NVME)}
+	var completed []store.CompletedPart
+	var md5s [][16]byte
+	for n, off := int32(1), 0; off < len(data); n, off = n+1, off+1<<20 {
+		body := bytes.Clone(data[off:min(off+1<<20, len(data))])
+		sum := md5.Sum(body)
+		md5s = append(md5s, sum)
+		crc, err := verify.Sum(store.ChecksumCRC64NVME, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == bad {
+			body[len(body)/2] ^= 0xff
+		}
+		out, err := st.UploadPart(ctx, &store.UploadPartInput{Bucket: "b", Key: key, UploadID: up.UploadID, PartNumber: n, Body: bytes.NewReader(body), ContentLength: int64(len(body))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		completed = append(completed, store.CompletedPart{PartNumber: n, ETag: out.ETag})
+		rec.Parts = append(rec.Parts, journal.Part{Number: n, Size: int64(len(body)), Checksum: crc, MD5: hex.EncodeToString(sum[:]), ETag: out.ETag})
+	}
+	rec.Object = &journal.Object{Size: int64(len(data)), ETag: verify.MultipartETag(md5s)}
+	if err := j.Begin(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CompleteMultipartUpload(ctx, &store.CompleteMultipartUploadInput{Bucket: "b", Key: key, UploadID: up.UploadID, Parts: completed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Release(id); err != nil {
+		t.Fatal(err)
 	}
 }
 
