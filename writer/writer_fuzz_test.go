@@ -22,19 +22,22 @@ const (
 )
 
 // FuzzWriter drives the streaming Writer as flush code does: Writes of drawn sizes, then a
-// Close, an Abort or a cancelled context at a drawn point, with a fault at a drawn call. Close
+// Close, an Abort or a cancelled context at a drawn point, on a store of a drawn quirk, with up
+// to two faults at drawn calls. Close
 // lands exactly what was written or fails classified; Abort and cancellation leave nothing at the
 // key and no incomplete upload, unless the error names it; every part buffer is back in the
 // shared memory budget when the write ends; nothing hangs or panics. Fuzz with
 //
 //	go test -run '^$' -fuzz FuzzWriter -fuzztime 5m ./writer/
 func FuzzWriter(f *testing.F) {
-	f.Add(uint32(3<<20+7), uint16(4093), uint8(endClose), uint32(0), uint8(0), uint8(0), uint8(0))
-	f.Add(uint32(3<<20+7), uint16(65535), uint8(endAbort), uint32(2<<20), uint8(7), uint8(2), uint8(2))
-	f.Add(uint32(5<<20), uint16(1), uint8(endCancel), uint32(1<<20+3), uint8(1), uint8(3), uint8(1))
-	f.Add(uint32(100), uint16(7), uint8(endAbort), uint32(50), uint8(10), uint8(0), uint8(1))
-	f.Add(uint32(2<<20), uint16(1000), uint8(endClose), uint32(0), uint8(4), uint8(5), uint8(1))
-	f.Fuzz(func(t *testing.T, size uint32, chunk uint16, end uint8, cut uint32, fault, op, nth uint8) {
+	f.Add(uint32(3<<20+7), uint16(4093), uint8(endClose), uint32(0), uint8(0), uint8(0), uint8(0), uint8(0), uint8(0), uint8(0), uint8(0))
+	f.Add(uint32(3<<20+7), uint16(65535), uint8(endAbort), uint32(2<<20), uint8(7), uint8(2), uint8(2), uint8(0), uint8(0), uint8(0), uint8(0))
+	f.Add(uint32(5<<20), uint16(1), uint8(endCancel), uint32(1<<20+3), uint8(1), uint8(3), uint8(1), uint8(0), uint8(0), uint8(0), uint8(0))
+	f.Add(uint32(100), uint16(7), uint8(endAbort), uint32(50), uint8(10), uint8(0), uint8(1), uint8(0), uint8(0), uint8(0), uint8(0))
+	f.Add(uint32(2<<20), uint16(1000), uint8(endClose), uint32(0), uint8(4), uint8(5), uint8(1), uint8(0), uint8(0), uint8(0), uint8(0))
+	// A part damaged on the way at a store that ignores checksum headers: caught before Complete.
+	f.Add(uint32(3<<20+7), uint16(4093), uint8(endClose), uint32(0), uint8(6), uint8(2), uint8(2), uint8(2), uint8(0), uint8(0), uint8(0))
+	f.Fuzz(func(t *testing.T, size uint32, chunk uint16, end uint8, cut uint32, fault, op, nth, quirk, fault2, op2, nth2 uint8) {
 		size %= 5<<20 + 1
 		if chunk == 0 {
 			chunk = 1
@@ -43,12 +46,16 @@ func FuzzWriter(f *testing.F) {
 		for i := range data {
 			data[i] = byte(i*13 + 7)
 		}
-		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
-		var rules []faulty.Rule
-		if nth > 0 {
-			rules = append(rules, faulty.Nth(fuzzOps[int(op)%len(fuzzOps)], int(nth%8), fuzzFaults[int(fault)%len(fuzzFaults)]))
+		rules := fuzzQuirks[int(quirk)%len(fuzzQuirks)]
+		rules.MinPartSize = 1 << 20
+		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(rules))
+		var faults []faulty.Rule
+		for _, d := range [][3]uint8{{fault, op, nth}, {fault2, op2, nth2}} {
+			if d[2] > 0 { // nth 0: no fault
+				faults = append(faults, faulty.Nth(fuzzOps[int(d[1])%len(fuzzOps)], int(d[2]%8), fuzzFaults[int(d[0])%len(fuzzFaults)]))
+			}
 		}
-		fs := faulty.New(mem, rules...)
+		fs := faulty.New(mem, faults...)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		start := time.Now()
