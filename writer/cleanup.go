@@ -21,6 +21,9 @@ func (w *Writer) cleanup(err error) error {
 			e.AbortFailed = true
 			e.UploadID = aerr.UploadID
 		})
+		w.mu.Lock()
+		w.leftUploads = append(w.leftUploads, aerr.UploadID)
+		w.mu.Unlock()
 	}
 	return err
 }

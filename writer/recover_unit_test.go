@@ -161,6 +161,64 @@ func TestUploadNamesTheUploadItCouldNotAbort(t *testing.T) {
 	}
 }
 
+// Upload retries a whole upload that failed verification; the caller hears only of the last
+// attempt, so it must still name an upload an earlier attempt could not abort (and an unproven
+// object it left at the key): in the error when the retries fail too, in Result.LeftBehind when
+// one lands. Here the store ignores checksum headers and damages part 2, its abort is refused once.
+func TestUploadNamesWhatEarlierAttemptsLeft(t *testing.T) {
+	data := make([]byte, 3<<20+7)
+	for i := range data {
+		data[i] = byte(i*7 + i>>12)
+	}
+	opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1), writer.WithRetry(fastPolicy())}
+	newMem := func() *memstore.Store {
+		return memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true}))
+	}
+	t.Run("every attempt fails", func(t *testing.T) {
+		mem := newMem()
+		fs := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.FlipByte}, faulty.Nth(faulty.OpAbortMultipart, 1, faulty.Forbidden))
+		_, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), opts...)
+		ups := mem.Uploads("b")
+		var se *sperrors.Error
+		if !errors.As(err, &se) || se.Kind != sperrors.Integrity || len(ups) != 1 || !se.AbortFailed || se.UploadID != ups[0].UploadID {
+			t.Fatalf("err %v, uploads left %v: want Integrity naming the first attempt's upload", err, ups)
+		}
+	})
+	t.Run("a later attempt lands", func(t *testing.T) {
+		mem := newMem()
+		// Part 2 damaged when first sent and when re-sent (calls 2 and 5): the first attempt fails.
+		fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte), faulty.Nth(faulty.OpUploadPart, 5, faulty.FlipByte),
+			faulty.Nth(faulty.OpAbortMultipart, 1, faulty.Forbidden))
+		res, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ups := mem.Uploads("b")
+		if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) || res.UploadAttempts != 2 || len(ups) != 1 ||
+			len(res.LeftBehind) != 1 || res.LeftBehind[0] != ups[0].UploadID || len(res.Notes) == 0 {
+			t.Fatalf("attempts %d, LeftBehind %v, notes %q, uploads left %v: want the source landed and the first attempt's upload named",
+				res.UploadAttempts, res.LeftBehind, res.Notes, ups)
+		}
+	})
+	t.Run("a later attempt resumes it", func(t *testing.T) {
+		// With a journal the second attempt resumes the upload the first could not abort and
+		// lands it: nothing is left, so nothing may be named.
+		mem := newMem()
+		j := newJournal(t)
+		fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte), faulty.Nth(faulty.OpUploadPart, 5, faulty.FlipByte),
+			faulty.Nth(faulty.OpAbortMultipart, 1, faulty.Forbidden))
+		res, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), append(opts, writer.WithJournal(j, endpointID))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) || res.UploadAttempts != 2 || res.ResumedParts == 0 ||
+			len(mem.Uploads("b")) != 0 || len(res.LeftBehind) != 0 || res.MaybeLeftBehind {
+			t.Fatalf("attempts %d, resumed %d, LeftBehind %v, uploads left %v: want the first attempt's upload resumed and landed, none named",
+				res.UploadAttempts, res.ResumedParts, res.LeftBehind, mem.Uploads("b"))
+		}
+	})
+}
+
 // A create whose answer was lost may have left an upload no id names. When the look for it is
 // refused, the write that landed says so (MaybeLeftBehind, a note), and with a journal the
 // create's placeholder stays on disk, so Recover finds and aborts that upload; without it, a

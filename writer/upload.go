@@ -5,6 +5,8 @@ import (
 	stderrors "errors"
 	"io"
 	"io/fs"
+	"maps"
+	"slices"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/retry"
@@ -56,9 +58,7 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 		maxAttempts = 1 + cfg.policyIntegrityRetries()
 	}
 	var lastErr error
-	// leftBy: the error of an attempt that left its unproven object at the key, while no later
-	// attempt has deleted the key. A later attempt refused before it wrote must not hide it.
-	var leftBy error
+	var left leftovers
 	var total retry.Stats
 	var sent int64
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -79,6 +79,7 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 			for k, v := range total.ByKind {
 				res.Failures[k] = v
 			}
+			left.report(res, spent)
 			return res, nil
 		}
 		if stderrors.Is(err, sperrors.Integrity) {
@@ -86,11 +87,7 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 			total.Add(retry.Stats{ByKind: map[sperrors.Kind]int{sperrors.Integrity: 1}})
 		}
 		lastErr = err
-		if se := asError(err); se != nil && se.ObjectLeft {
-			leftBy = err
-		} else if spent.keyDeleted {
-			leftBy = nil
-		}
+		left.track(err, spent)
 		if !stderrors.Is(err, sperrors.Integrity) || isUnverifiable(err) || ctx.Err() != nil {
 			break
 		}
@@ -100,13 +97,95 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 			break
 		}
 	}
-	if se := asError(lastErr); leftBy != nil && se != nil && !se.ObjectLeft {
-		return nil, annotated(lastErr, func(e *sperrors.Error) {
-			e.ObjectLeft = true
-			e.Message += "; an earlier attempt's unproven object is still at the key: " + sperrors.Redact(leftBy.Error())
-		})
+	return nil, left.annotate(lastErr)
+}
+
+// leftovers is what the failed attempts of one Upload left that a later attempt's error or
+// Result would not name: the caller learns only of the last attempt, and must still hear of
+// an unproven object at the key and of every upload that could not be aborted.
+type leftovers struct {
+	// object: the error of an attempt that left its unproven object at the key, while no later
+	// attempt deleted the key. A later attempt refused before it wrote must not hide it.
+	object error
+	// attempts: what each failed attempt left behind, in order.
+	attempts []spent
+}
+
+// settledLater reports whether an attempt after the i-th took over upload id (resumed it from
+// the journal): then that attempt completed or aborted it, or its own outcome names it.
+func settledLater(later []spent, id string) bool {
+	for _, s := range later {
+		if slices.Contains(s.uploads, id) {
+			return true
+		}
 	}
-	return nil, lastErr
+	return false
+}
+
+// track follows an attempt that failed with err.
+func (l *leftovers) track(err error, s spent) {
+	if se := asError(err); se != nil && se.ObjectLeft {
+		l.object = err
+	} else if s.keyDeleted {
+		l.object = nil
+	}
+	l.attempts = append(l.attempts, s)
+}
+
+// annotate adds to the last attempt's error what the earlier ones left.
+func (l *leftovers) annotate(last error) error {
+	var earlier []spent
+	if n := len(l.attempts); n > 1 {
+		earlier = l.attempts[:n-1] // the last attempt's own error names what it left
+	}
+	if asError(last) == nil {
+		return last
+	}
+	return annotated(last, func(e *sperrors.Error) {
+		if l.object != nil && !e.ObjectLeft {
+			e.ObjectLeft = true
+			e.Message += "; an earlier attempt's unproven object is still at the key (" + brief(l.object) + ")"
+		}
+		for i, a := range earlier {
+			for _, id := range a.leftUploads {
+				if settledLater(l.attempts[i+1:], id) {
+					continue
+				}
+				if !e.AbortFailed {
+					// The one upload id the error names is then an earlier attempt's.
+					e.AbortFailed, e.UploadID = true, id
+				}
+				e.Message += "; an earlier attempt could not abort upload " + id
+			}
+			if a.unswept != nil {
+				e.AbortFailed = true
+				e.Message += "; an earlier attempt: " + unsweptNote(a.unswept)
+			}
+		}
+	})
+}
+
+// report adds to a landed Result what the failed attempts before it left.
+func (l *leftovers) report(res *Result, landed spent) {
+	attempts := append(slices.Clone(l.attempts), landed)
+	for i, a := range l.attempts {
+		for _, id := range a.leftUploads {
+			if !settledLater(attempts[i+1:], id) && !slices.Contains(res.LeftBehind, id) {
+				res.LeftBehind = append(res.LeftBehind, id)
+				res.Notes = append(res.Notes, "an earlier attempt failed and could not abort upload "+id)
+			}
+		}
+		if a.unswept != nil {
+			res.MaybeLeftBehind = true
+			res.Notes = append(res.Notes, "an earlier attempt: "+unsweptNote(a.unswept))
+		}
+	}
+}
+
+// brief says how an attempt ended: its kind and message, not the whole chain.
+func brief(err error) string {
+	e := asError(err)
+	return sperrors.Redact(e.Kind.String() + ": " + e.Message)
 }
 
 // spent is what one upload attempt cost, for the Result of the whole Upload.
@@ -114,6 +193,11 @@ type spent struct {
 	stats      retry.Stats
 	bytesSent  int64
 	keyDeleted bool
+	// What a failed attempt left behind: uploads it could not abort, and why the look for a
+	// lost create's upload failed.
+	leftUploads []string
+	unswept     error
+	uploads     []string // every upload id the attempt created or resumed
 }
 
 func uploadOnce(ctx context.Context, st store.Store, bucket, key string, r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool, cfg config) (*Result, spent, error) {
@@ -124,7 +208,8 @@ func uploadOnce(ctx context.Context, st store.Store, bucket, key string, r io.Re
 	res, err := w.uploadFrom(r, ra, base, useReaderAt)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return res, spent{stats: w.stats, bytesSent: w.bytesSent.Load(), keyDeleted: w.keyDeleted.Load()}, err
+	return res, spent{stats: w.stats, bytesSent: w.bytesSent.Load(), keyDeleted: w.keyDeleted.Load(),
+		leftUploads: w.leftUploads, unswept: w.unswept, uploads: slices.Collect(maps.Keys(w.uploadIDs))}, err
 }
 
 func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool) (*Result, error) {

@@ -98,7 +98,11 @@ type Writer struct {
 	// keyDeleted: this writer deleted the object at the key (its own damaged or unproven one),
 	// so an earlier Upload attempt's object is no longer there.
 	keyDeleted atomic.Bool
-	jr         journalRun // the upload's journal record (journal.go)
+	// leftUploads and unswept: what a failed write's error names as left behind (uploads it could
+	// not abort, why the look for a lost create's upload failed), for a later Upload attempt.
+	leftUploads []string
+	unswept     error
+	jr          journalRun // the upload's journal record (journal.go)
 }
 
 // checksumCaps is what this write sends, given the algorithm asked for and the store's rules.
@@ -240,6 +244,9 @@ func (w *Writer) Close() error {
 			w.mu.Unlock()
 		} else {
 			err = withLeftBehind(err, left, unswept)
+			w.mu.Lock()
+			w.leftUploads, w.unswept = append(w.leftUploads, left...), unswept
+			w.mu.Unlock()
 		}
 	}
 	w.cancel()
