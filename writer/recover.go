@@ -26,7 +26,8 @@ type RecoverOptions struct {
 	// Bucket, when set, restricts recovery to that bucket; records of others are reported as
 	// RecoverOtherBucket and left alone.
 	Bucket string
-	// DryRun reads (HEAD, ListParts) and reports what it would do, changing nothing.
+	// DryRun reads (HEAD, ListParts, a read-back of an object the HEAD cannot prove) and reports
+	// what it would do, changing nothing.
 	DryRun bool
 	// Policy runs every store request (default retry.Default()).
 	Policy *retry.Policy
@@ -48,7 +49,7 @@ type RecoverOutcome string
 // Outcomes. Landed, Aborted and Gone drop the record (not in a dry run); the others keep it.
 const (
 	// RecoverLanded: the intended object is at the key, verified by size and checksum (or MD5
-	// ETag): the Complete got through before the crash.
+	// ETag, or a read-back against the record's CRC): the Complete got through before the crash.
 	RecoverLanded RecoverOutcome = "landed"
 	// RecoverAborted: the upload did not land; it was aborted and the abort confirmed.
 	RecoverAborted RecoverOutcome = "aborted"
@@ -368,8 +369,25 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 		case herr == nil:
 			method, verr := verify.CheckHead(want, head)
 			landed = verr == nil && method.Strong()
-			if verr != nil && isAssembledFrom(head.ETag, recordETags(rec)) && partsShowDamage(rec) {
+			ours := isAssembledFrom(head.ETag, recordETags(rec))
+			switch {
+			case landed:
+			case verr != nil && ours && partsShowDamage(rec):
 				damaged = verr
+			case head.Size == want.Size && readBackProves(want):
+				// The HEAD did not decide it (no checksum of ours; an ETag that need not be an
+				// MD5), but the record holds the object's CRC: read the object back (bounded
+				// by the read-back limit) to prove it either way.
+				m, rerr := w.readBack(want)
+				var mm *verify.Mismatch
+				switch {
+				case rerr == nil:
+					landed = m == verify.MethodReadBack
+				case stderrors.As(rerr, &mm) && ours:
+					damaged = rerr
+				case ours:
+					return RecoverFailed, nil, rerr
+				}
 			}
 		case stderrors.As(herr, &re) && re.StatusCode == 404:
 		default:
@@ -413,6 +431,12 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 		return RecoverLanded, []string{rec.UploadID}, nil // an identical object was there already; the stray upload is gone too
 	}
 	return RecoverAborted, []string{rec.UploadID}, nil
+}
+
+// readBackProves reports whether reading the object back can prove it: the record holds its
+// full-object CRC, and it is within the read-back limit.
+func readBackProves(want verify.Expected) bool {
+	return verify.IsCRC(want.Checksum.Algorithm) && want.Checksum.Value != "" && want.Size <= DefaultReadBackLimit
 }
 
 // partsShowDamage reports whether the record proves that a part was damaged on the way (see

@@ -354,8 +354,53 @@ func TestResumeSendsADamagedPartAgain(t *testing.T) {
 	}
 }
 
+// When the HEAD cannot decide whether a crashed write's Complete landed its object, Recover
+// reads the object back against the record's CRC: a commit whose every part was damaged (no
+// ETag shows it) is reported, Integrity with ObjectLeft, not called gone; on a store whose HEAD
+// shows nothing but the length, a landed commit is proven landed.
+func TestRecoverReadsBackWhatTheHeadCannotProve(t *testing.T) {
+	data := make([]byte, 3<<20+7)
+	for i := range data {
+		data[i] = byte(i*11 + i>>10)
+	}
+	t.Run("every part damaged", func(t *testing.T) {
+		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true}))
+		j := newJournal(t)
+		damagedCommit(t, mem, j, "k", data, 0)
+		rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+		var se *sperrors.Error
+		if err != nil || rep.Counts[writer.RecoverFailed] != 1 || !errors.As(rep.Uploads[0].Err, &se) || se.Kind != sperrors.Integrity || !se.ObjectLeft {
+			t.Fatalf("recover = %+v, %v; want the record failed: Integrity, ObjectLeft", rep, err)
+		}
+		if recs, _, _ := j.List(); len(recs) != 1 {
+			t.Fatalf("records after Recover: %+v; want the damaged commit's kept", recs)
+		}
+	})
+	t.Run("landed, only the length in the HEAD", func(t *testing.T) {
+		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true, OpaqueETags: true}))
+		j := newJournal(t)
+		crashing := faulty.New(mem, faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse),
+			faulty.Always(faulty.OpHeadObject, faulty.Forbidden), faulty.Always(faulty.OpGetObject, faulty.Forbidden))
+		if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), writer.WithProfile("min=1MiB"),
+			writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err == nil {
+			t.Fatal("the crashing write succeeded")
+		}
+		if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {
+			t.Fatal("the crashing write did not land its object: the test tests nothing")
+		}
+		rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+		if err != nil || rep.Counts[writer.RecoverLanded] != 1 {
+			t.Fatalf("recover = %+v, %v; want landed", rep, err)
+		}
+		if recs, _, _ := j.List(); len(recs) != 0 {
+			t.Fatalf("records after Recover: %+v", recs)
+		}
+	})
+}
+
 // damagedCommit leaves what a writer that crashed right after committing a part damaged on the
-// way leaves: the object its 1 MiB parts assembled (part bad with one byte flipped) at the key,
+// way leaves: the object its 1 MiB parts assembled (part bad, or every part when bad is 0, with
+// one byte flipped) at the key,
 // and a journal record of the parts as sent (their MD5s, the store's ETags) and of the object
 // intended.
 func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, data []byte, bad int32) {
@@ -367,6 +412,10 @@ func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, 
 	}
 	id := journal.ID{Endpoint: endpointID, Bucket: "b", Key: key, UploadID: up.UploadID}
 	rec := journal.Record{ID: id, PartSize: 1 << 20, SourceSize: int64(len(data)), ChecksumAlgorithm: string(store.ChecksumCRC64NVME)}
+	full, err := verify.Sum(store.ChecksumCRC64NVME, data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var completed []store.CompletedPart
 	var md5s [][16]byte
 	for n, off := int32(1), 0; off < len(data); n, off = n+1, off+1<<20 {
@@ -377,7 +426,7 @@ func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == bad {
+		if n == bad || bad == 0 {
 			body[len(body)/2] ^= 0xff
 		}
 		out, err := st.UploadPart(ctx, &store.UploadPartInput{Bucket: "b", Key: key, UploadID: up.UploadID, PartNumber: n, Body: bytes.NewReader(body), ContentLength: int64(len(body))})
@@ -387,7 +436,7 @@ func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, 
 		completed = append(completed, store.CompletedPart{PartNumber: n, ETag: out.ETag})
 		rec.Parts = append(rec.Parts, journal.Part{Number: n, Size: int64(len(body)), Checksum: crc, MD5: hex.EncodeToString(sum[:]), ETag: out.ETag})
 	}
-	rec.Object = &journal.Object{Size: int64(len(data)), ETag: verify.MultipartETag(md5s)}
+	rec.Object = &journal.Object{Size: int64(len(data)), ETag: verify.MultipartETag(md5s), ChecksumAlgorithm: string(store.ChecksumCRC64NVME), Checksum: full}
 	if err := j.Begin(rec); err != nil {
 		t.Fatal(err)
 	}
