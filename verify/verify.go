@@ -141,16 +141,13 @@ func CheckLayout(sent []Receipt, etags map[int32]string, listed []store.Part) (b
 	for _, p := range listed {
 		byNumber[p.PartNumber] = p
 	}
-	etagOf := func(s Receipt) string {
-		if p, ok := byNumber[s.PartNumber]; ok && p.ETag != "" {
+	etagOf := func(n int32) string {
+		if p, ok := byNumber[n]; ok && p.ETag != "" {
 			return p.ETag
 		}
-		return etags[s.PartNumber]
+		return etags[n]
 	}
-	md5ETags := false
-	for _, s := range sent {
-		md5ETags = md5ETags || etagMatchesMD5(s, etagOf(s)) == matches
-	}
+	damaged := DamagedByETag(sent, etagOf)
 	for _, s := range sent {
 		p, ok := byNumber[s.PartNumber]
 		switch {
@@ -175,10 +172,10 @@ func CheckLayout(sent []Receipt, etags map[int32]string, listed []store.Part) (b
 			if err == nil {
 				err = &Mismatch{What: partWhat(s.PartNumber, "stored "+string(s.Checksum.Algorithm)), PartNumber: s.PartNumber, Want: s.Checksum.Value, Got: p.Checksums.Get(s.Checksum.Algorithm)}
 			}
-		case md5ETags && etagMatchesMD5(s, etagOf(s)) == differs:
+		case damaged[s.PartNumber]:
 			bad = append(bad, s.PartNumber)
 			if err == nil {
-				err = &Mismatch{What: partWhat(s.PartNumber, "ETag (MD5)"), PartNumber: s.PartNumber, Want: hex.EncodeToString(s.MD5[:]), Got: etagOf(s)}
+				err = &Mismatch{What: partWhat(s.PartNumber, "ETag (MD5)"), PartNumber: s.PartNumber, Want: hex.EncodeToString(s.MD5[:]), Got: etagOf(s.PartNumber)}
 			}
 		}
 		delete(byNumber, s.PartNumber)
@@ -192,24 +189,27 @@ func CheckLayout(sent []Receipt, etags map[int32]string, listed []store.Part) (b
 	return bad, err
 }
 
-type md5Evidence uint8
-
-const (
-	unknown md5Evidence = iota // no MD5 computed, or an ETag not shaped like one
-	matches
-	differs
-)
-
-// etagMatchesMD5 compares a part's ETag with the MD5 computed of the bytes sent. Only a match
-// says anything about the store on its own (128 bits do not match by chance): its ETags are
-// MD5s of what it received. A difference means damage only on such a store.
-func etagMatchesMD5(s Receipt, etag string) md5Evidence {
-	e, ok := ParseETag(etag)
-	if !s.HasMD5 || !ok || !e.IsMD5() {
-		return unknown
+// DamagedByETag returns the parts (by number) that were damaged on the way, as their ETags show:
+// when one part's ETag is the MD5 of the bytes sent (Receipt.MD5), the store's part ETags are MD5s
+// of what it received (128 bits do not match by chance), so every part whose MD5-shaped ETag is
+// not its MD5 got other bytes. A store whose ETags are never content MD5s (SSE-KMS) shows no
+// match, so nothing is called damaged there. etagOf gives the store's ETag of a part.
+func DamagedByETag(sent []Receipt, etagOf func(part int32) string) map[int32]bool {
+	var md5ETags bool
+	differs := map[int32]bool{}
+	for _, s := range sent {
+		e, ok := ParseETag(etagOf(s.PartNumber))
+		if !s.HasMD5 || !ok || !e.IsMD5() {
+			continue
+		}
+		if strings.EqualFold(e.Hex, hex.EncodeToString(s.MD5[:])) {
+			md5ETags = true
+		} else {
+			differs[s.PartNumber] = true
+		}
 	}
-	if strings.EqualFold(e.Hex, hex.EncodeToString(s.MD5[:])) {
-		return matches
+	if !md5ETags {
+		return nil
 	}
 	return differs
 }

@@ -3,10 +3,10 @@ package writer
 import (
 	"cmp"
 	"context"
+	"encoding/hex"
 	stderrors "errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -443,28 +443,21 @@ func readBackProves(want verify.Expected) bool {
 // damagedParts).
 func partsShowDamage(rec journal.Record) bool { return len(damagedParts(rec)) > 0 }
 
-// damagedParts returns the parts the record proves were damaged on the way: when the store's ETag
-// of one part is the MD5 the writer computed (so this store's part ETags are MD5s of what it
-// received), every part whose MD5-shaped ETag is not its MD5. Stores whose ETags are not content
-// MD5s (SSE-KMS, for one) never show it, so a correct part is never called damaged there.
+// damagedParts returns the parts the record proves were damaged on the way (verify.DamagedByETag
+// over the MD5s the writer computed and the ETags the store gave).
 func damagedParts(rec journal.Record) map[int32]bool {
-	var md5ETags bool
-	differs := map[int32]bool{}
+	sent := make([]verify.Receipt, 0, len(rec.Parts))
+	etags := make(map[int32]string, len(rec.Parts))
 	for _, p := range rec.Parts {
-		e, ok := verify.ParseETag(p.ETag)
-		if !ok || !e.IsMD5() || p.MD5 == "" {
-			continue
+		r := verify.Receipt{PartNumber: p.Number, Size: p.Size}
+		if sum, err := hex.DecodeString(p.MD5); err == nil && len(sum) == len(r.MD5) {
+			copy(r.MD5[:], sum)
+			r.HasMD5 = true
 		}
-		if strings.EqualFold(e.Hex, p.MD5) {
-			md5ETags = true
-		} else {
-			differs[p.Number] = true
-		}
+		sent = append(sent, r)
+		etags[p.Number] = p.ETag
 	}
-	if !md5ETags {
-		return nil
-	}
-	return differs
+	return verify.DamagedByETag(sent, func(n int32) string { return etags[n] })
 }
 
 // recordETags lists the ETags a record holds for its parts, in part order.

@@ -295,14 +295,7 @@ func TestRecoverReportsADamagedCommit(t *testing.T) {
 	if !ok || bytes.Equal(damaged, data) {
 		t.Fatalf("no damaged object at the key (stored %v): the test tests nothing", ok)
 	}
-	rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
-	var se *sperrors.Error
-	if err != nil || rep.Counts[writer.RecoverFailed] != 1 || !errors.As(rep.Uploads[0].Err, &se) || se.Kind != sperrors.Integrity || !se.ObjectLeft {
-		t.Fatalf("recover = %+v, %v; want the record failed: Integrity, ObjectLeft", rep, err)
-	}
-	if recs, _, _ := j.List(); len(recs) != 1 {
-		t.Fatalf("records after Recover: %+v; want the damaged commit's kept", recs)
-	}
+	recoverReportsDamaged(t, mem, j)
 	if got, _ := mem.Object("b", "k"); !bytes.Equal(got, damaged) {
 		t.Fatal("Recover touched the object")
 	}
@@ -367,14 +360,7 @@ func TestRecoverReadsBackWhatTheHeadCannotProve(t *testing.T) {
 		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true}))
 		j := newJournal(t)
 		damagedCommit(t, mem, j, "k", data, 0)
-		rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
-		var se *sperrors.Error
-		if err != nil || rep.Counts[writer.RecoverFailed] != 1 || !errors.As(rep.Uploads[0].Err, &se) || se.Kind != sperrors.Integrity || !se.ObjectLeft {
-			t.Fatalf("recover = %+v, %v; want the record failed: Integrity, ObjectLeft", rep, err)
-		}
-		if recs, _, _ := j.List(); len(recs) != 1 {
-			t.Fatalf("records after Recover: %+v; want the damaged commit's kept", recs)
-		}
+		recoverReportsDamaged(t, mem, j)
 	})
 	t.Run("landed, only the length in the HEAD", func(t *testing.T) {
 		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true, OpaqueETags: true}))
@@ -396,6 +382,20 @@ func TestRecoverReadsBackWhatTheHeadCannotProve(t *testing.T) {
 			t.Fatalf("records after Recover: %+v", recs)
 		}
 	})
+}
+
+// recoverReportsDamaged runs Recover over the journal's one record of a damaged commit: it must
+// report it failed, Integrity with ObjectLeft, and keep the record.
+func recoverReportsDamaged(t *testing.T, mem *memstore.Store, j journal.Journal) {
+	t.Helper()
+	rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+	var se *sperrors.Error
+	if err != nil || rep.Counts[writer.RecoverFailed] != 1 || !errors.As(rep.Uploads[0].Err, &se) || se.Kind != sperrors.Integrity || !se.ObjectLeft {
+		t.Fatalf("recover = %+v, %v; want the record failed: Integrity, ObjectLeft", rep, err)
+	}
+	if recs, _, _ := j.List(); len(recs) != 1 {
+		t.Fatalf("records after Recover: %+v; want the damaged commit's kept", recs)
+	}
 }
 
 // damagedCommit leaves what a writer that crashed right after committing a part damaged on the

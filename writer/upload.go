@@ -111,15 +111,22 @@ type leftovers struct {
 	attempts []spent
 }
 
-// settledLater reports whether an attempt after the i-th took over upload id (resumed it from
-// the journal): then that attempt completed or aborted it, or its own outcome names it.
-func settledLater(later []spent, id string) bool {
-	for _, s := range later {
-		if slices.Contains(s.uploads, id) {
-			return true
+// unsettled returns the uploads the earlier attempts could not abort that no attempt after them
+// in all took over (resumed from the journal, and so completed, aborted or named it), and their
+// failed looks for a lost create's upload.
+func unsettled(earlier, all []spent) (ids []string, unswept []error) {
+	for i, a := range earlier {
+		for _, id := range a.leftUploads {
+			taken := slices.ContainsFunc(all[i+1:], func(s spent) bool { return slices.Contains(s.uploads, id) })
+			if !taken && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+		if a.unswept != nil {
+			unswept = append(unswept, a.unswept)
 		}
 	}
-	return false
+	return ids, unswept
 }
 
 // track follows an attempt that failed with err.
@@ -134,51 +141,42 @@ func (l *leftovers) track(err error, s spent) {
 
 // annotate adds to the last attempt's error what the earlier ones left.
 func (l *leftovers) annotate(last error) error {
-	var earlier []spent
-	if n := len(l.attempts); n > 1 {
-		earlier = l.attempts[:n-1] // the last attempt's own error names what it left
-	}
 	if asError(last) == nil {
 		return last
 	}
+	// The last attempt's own error names what it left.
+	ids, unswept := unsettled(l.attempts[:len(l.attempts)-1], l.attempts)
 	return annotated(last, func(e *sperrors.Error) {
 		if l.object != nil && !e.ObjectLeft {
 			e.ObjectLeft = true
 			e.Message += "; an earlier attempt's unproven object is still at the key (" + brief(l.object) + ")"
 		}
-		for i, a := range earlier {
-			for _, id := range a.leftUploads {
-				if settledLater(l.attempts[i+1:], id) {
-					continue
-				}
-				if !e.AbortFailed {
-					// The one upload id the error names is then an earlier attempt's.
-					e.AbortFailed, e.UploadID = true, id
-				}
-				e.Message += "; an earlier attempt could not abort upload " + id
+		for _, id := range ids {
+			if !e.AbortFailed {
+				// The one upload id the error names is then an earlier attempt's.
+				e.AbortFailed, e.UploadID = true, id
 			}
-			if a.unswept != nil {
-				e.AbortFailed = true
-				e.Message += "; an earlier attempt: " + unsweptNote(a.unswept)
-			}
+			e.Message += "; an earlier attempt could not abort upload " + id
+		}
+		for _, u := range unswept {
+			e.AbortFailed = true
+			e.Message += "; an earlier attempt: " + unsweptNote(u)
 		}
 	})
 }
 
 // report adds to a landed Result what the failed attempts before it left.
 func (l *leftovers) report(res *Result, landed spent) {
-	attempts := append(slices.Clone(l.attempts), landed)
-	for i, a := range l.attempts {
-		for _, id := range a.leftUploads {
-			if !settledLater(attempts[i+1:], id) && !slices.Contains(res.LeftBehind, id) {
-				res.LeftBehind = append(res.LeftBehind, id)
-				res.Notes = append(res.Notes, "an earlier attempt failed and could not abort upload "+id)
-			}
+	ids, unswept := unsettled(l.attempts, append(slices.Clone(l.attempts), landed))
+	for _, id := range ids {
+		if !slices.Contains(res.LeftBehind, id) {
+			res.LeftBehind = append(res.LeftBehind, id)
+			res.Notes = append(res.Notes, "an earlier attempt failed and could not abort upload "+id)
 		}
-		if a.unswept != nil {
-			res.MaybeLeftBehind = true
-			res.Notes = append(res.Notes, "an earlier attempt: "+unsweptNote(a.unswept))
-		}
+	}
+	for _, u := range unswept {
+		res.MaybeLeftBehind = true
+		res.Notes = append(res.Notes, "an earlier attempt: "+unsweptNote(u))
 	}
 }
 
