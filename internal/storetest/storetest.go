@@ -198,6 +198,22 @@ func responseError(t *testing.T, what string, err error, status int, code string
 	return re
 }
 
+// refusedAgainIfBodyLost sends a request the store must refuse once more when the refusal
+// arrived without its error document (HTTP 400, no code): Ceph RGW under load has been seen
+// answering a wrong Content-MD5 with a 400 whose body the client never read (once in many CI
+// runs). The same request is refused the same way, so the second answer is the one asserted;
+// a store that stores the object or answers anything else still fails the test.
+func refusedAgainIfBodyLost(t *testing.T, send func() error) error {
+	t.Helper()
+	err := send()
+	var re *store.ResponseError
+	if errors.As(err, &re) && re.StatusCode == http.StatusBadRequest && re.Code == "" {
+		t.Logf("HTTP 400 without an error document (%v); sending it again", err)
+		err = send()
+	}
+	return err
+}
+
 func (s *suite) put(t *testing.T, key string, data []byte) *store.PutObjectOutput {
 	t.Helper()
 	out, err := s.st.PutObject(testCtx(t), &store.PutObjectInput{Bucket: s.bucket, Key: key, Body: bytes.NewReader(data), ContentLength: int64(len(data))})
@@ -396,8 +412,11 @@ func (s *suite) checksumMismatchCode() string {
 func (s *suite) testPutObjectBadDigest(t *testing.T) {
 	data := s3test.RandomBytes(1000)
 	other := s3test.RandomBytes(1000)
-	_, err := s.st.PutObject(testCtx(t), &store.PutObjectInput{Bucket: s.bucket, Key: "put/bad-crc", Body: bytes.NewReader(data), ContentLength: int64(len(data)),
-		Checksum: store.Checksum{Algorithm: store.ChecksumCRC64NVME, Value: CRC64NVME(other)}})
+	err := refusedAgainIfBodyLost(t, func() error {
+		_, err := s.st.PutObject(testCtx(t), &store.PutObjectInput{Bucket: s.bucket, Key: "put/bad-crc", Body: bytes.NewReader(data), ContentLength: int64(len(data)),
+			Checksum: store.Checksum{Algorithm: store.ChecksumCRC64NVME, Value: CRC64NVME(other)}})
+		return err
+	})
 	if s.storesChecksums() {
 		mustResponseError(t, "PutObject with a wrong CRC64NVME", err, http.StatusBadRequest, s.checksumMismatchCode())
 		if s3test.Exists(t, s.srv, s.bucket, "put/bad-crc") {
@@ -410,8 +429,11 @@ func (s *suite) testPutObjectBadDigest(t *testing.T) {
 		}
 		s.readBack(t, "put/bad-crc", data)
 	}
-	_, err = s.st.PutObject(testCtx(t), &store.PutObjectInput{Bucket: s.bucket, Key: "put/bad-md5", Body: bytes.NewReader(data), ContentLength: int64(len(data)),
-		ContentMD5: base64.StdEncoding.EncodeToString(md5Of(other))})
+	err = refusedAgainIfBodyLost(t, func() error {
+		_, err := s.st.PutObject(testCtx(t), &store.PutObjectInput{Bucket: s.bucket, Key: "put/bad-md5", Body: bytes.NewReader(data), ContentLength: int64(len(data)),
+			ContentMD5: base64.StdEncoding.EncodeToString(md5Of(other))})
+		return err
+	})
 	mustResponseError(t, "PutObject with a wrong Content-MD5", err, http.StatusBadRequest, "BadDigest")
 	if s3test.Exists(t, s.srv, s.bucket, "put/bad-md5") {
 		t.Error("object with a wrong Content-MD5 was stored")
