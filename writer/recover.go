@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	stderrors "errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -38,6 +40,10 @@ type RecoverOptions struct {
 	// gateway among them) then re-create the upload to hold that part; the second look aborts it
 	// again before the record is dropped.
 	Settle time.Duration
+	// ReadBackLimit is the largest object read back when a crashed write's Complete may have
+	// landed and the HEAD cannot prove it either way (default DefaultReadBackLimit; negative:
+	// never). A larger one is reported gone with a Note saying it was not proven.
+	ReadBackLimit int64
 }
 
 // DefaultRecoverSettle is RecoverOptions.Settle's default.
@@ -78,6 +84,10 @@ type RecoveredUpload struct {
 	Parts   int
 	Outcome RecoverOutcome
 	Err     error
+	// Note says what Recover could not prove: a gone record whose key holds an object of the
+	// intended size that the HEAD could not tell from this write's commit and that was not read
+	// back (larger than ReadBackLimit).
+	Note string
 }
 
 // RecoverReport is what Recover did.
@@ -118,6 +128,9 @@ func Recover(ctx context.Context, st store.Store, j journal.Journal, opts Recove
 	if opts.Settle == 0 {
 		opts.Settle = DefaultRecoverSettle
 	}
+	if opts.ReadBackLimit == 0 {
+		opts.ReadBackLimit = DefaultReadBackLimit
+	}
 	rep := &RecoverReport{DryRun: opts.DryRun, Problems: problems, Counts: map[RecoverOutcome]int{}}
 	var aborted []abortedRecord // records kept (claimed) until the second look
 	for _, p := range problems {
@@ -138,7 +151,7 @@ func Recover(ctx context.Context, st store.Store, j journal.Journal, opts Recove
 			u.Outcome = RecoverOtherBucket
 		default:
 			var ids []string
-			u.Outcome, ids, u.Err = recoverOne(ctx, st, j, r.ID, recs, opts)
+			u.Outcome, ids, u.Err = recoverOne(ctx, st, j, r.ID, recs, opts, &u.Note)
 			if len(ids) > 0 {
 				aborted = append(aborted, abortedRecord{rec: r, index: len(rep.Uploads), uploadIDs: ids})
 				rep.Uploads = append(rep.Uploads, u)
@@ -231,7 +244,7 @@ func reabort(ctx context.Context, st store.Store, a abortedRecord, opts RecoverO
 
 // recoverOne settles one record. When it aborted uploads, it returns their ids and keeps the
 // record claimed: the caller drops it after a second look (lookAgain).
-func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journal.ID, all []journal.Record, opts RecoverOptions) (RecoverOutcome, []string, error) {
+func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journal.ID, all []journal.Record, opts RecoverOptions, note *string) (RecoverOutcome, []string, error) {
 	rec, err := j.Claim(id)
 	switch {
 	case stderrors.Is(err, journal.ErrInUse):
@@ -246,7 +259,7 @@ func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journ
 	if rec.Creating {
 		outcome, aborted, err = settleCreating(ctx, st, j, rec, all, opts)
 	} else {
-		outcome, aborted, err = settle(ctx, st, rec, opts)
+		outcome, aborted, err = settle(ctx, st, rec, opts, note)
 	}
 	if outcome == RecoverFailed || outcome == RecoverWouldAbort || outcome == RecoverInUse || opts.DryRun {
 		_ = j.Release(id)
@@ -346,8 +359,9 @@ func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec 
 	return outcome, aborted, nil
 }
 
-// settle decides (and, unless a dry run, acts on) one claimed record.
-func settle(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions) (RecoverOutcome, []string, error) {
+// settle decides (and, unless a dry run, acts on) one claimed record; note gets what it could not
+// prove.
+func settle(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions, note *string) (RecoverOutcome, []string, error) {
 	w, err := recoveryWriter(ctx, st, rec, opts)
 	if err != nil {
 		return RecoverFailed, nil, err
@@ -356,6 +370,7 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 	w.log = w.log.With(zap.String("upload_id", rec.UploadID))
 	landed := false
 	var damaged error // the key holds what this upload's Complete assembled, not the intended object
+	unproven := ""    // the key holds an object the HEAD could not judge, not read back
 	if rec.Object != nil {
 		want := expectedOf(*rec.Object)
 		var head *store.HeadObjectOutput
@@ -374,7 +389,7 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 			case landed:
 			case verr != nil && ours && partsShowDamage(rec):
 				damaged = verr
-			case head.Size == want.Size && readBackProves(want):
+			case head.Size == want.Size && readBackProves(want, opts.ReadBackLimit):
 				// The HEAD did not decide it (no checksum of ours; an ETag that need not be an
 				// MD5), but the record holds the object's CRC: read the object back (bounded
 				// by the read-back limit) to prove it either way.
@@ -388,6 +403,16 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 				case ours:
 					return RecoverFailed, nil, rerr
 				}
+			case head.Size == want.Size && !headHasChecksum(want, head):
+				// Nothing decided it, and the object was not read back: dropped as gone, but
+				// the report says what was left unproven.
+				unproven = fmt.Sprintf("the key holds an object of the intended size (%d bytes) that its HEAD cannot prove or disprove (no checksum of ours; an ETag that need not be an MD5), not read back", want.Size)
+				if readBackProves(want, math.MaxInt64) {
+					unproven += fmt.Sprintf(": larger than the read-back limit (%d bytes)", opts.ReadBackLimit)
+				} else {
+					unproven += ": the record holds no CRC of the whole object"
+				}
+				unproven += "; it may be this write's commit, unverified"
 			}
 		case stderrors.As(herr, &re) && re.StatusCode == 404:
 		default:
@@ -418,6 +443,7 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 		e.Message += "; rewrite the key (recover leaves objects alone)"
 		return RecoverFailed, nil, e
 	case !exists:
+		*note = unproven
 		return RecoverGone, nil, nil
 	case opts.DryRun:
 		return RecoverWouldAbort, nil, nil
@@ -434,9 +460,19 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 }
 
 // readBackProves reports whether reading the object back can prove it: the record holds its
-// full-object CRC, and it is within the read-back limit.
-func readBackProves(want verify.Expected) bool {
-	return verify.IsCRC(want.Checksum.Algorithm) && want.Checksum.Value != "" && want.Size <= DefaultReadBackLimit
+// full-object CRC, and it is within the read-back limit (negative: never read back).
+func readBackProves(want verify.Expected, limit int64) bool {
+	return verify.IsCRC(want.Checksum.Algorithm) && want.Checksum.Value != "" && limit >= 0 && want.Size <= limit
+}
+
+// headHasChecksum reports whether the HEAD gave the record's full-object checksum, which
+// decides the object either way.
+func headHasChecksum(want verify.Expected, head *store.HeadObjectOutput) bool {
+	if want.Checksum.IsZero() {
+		return false
+	}
+	got := head.Checksums.Get(want.Checksum.Algorithm)
+	return got != "" && !strings.Contains(got, "-")
 }
 
 // partsShowDamage reports whether the record proves that a part was damaged on the way (see

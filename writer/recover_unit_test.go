@@ -6,6 +6,8 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -363,25 +365,52 @@ func TestRecoverReadsBackWhatTheHeadCannotProve(t *testing.T) {
 		recoverReportsDamaged(t, mem, j)
 	})
 	t.Run("landed, only the length in the HEAD", func(t *testing.T) {
-		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true, OpaqueETags: true}))
-		j := newJournal(t)
-		crashing := faulty.New(mem, faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse),
-			faulty.Always(faulty.OpHeadObject, faulty.Forbidden), faulty.Always(faulty.OpGetObject, faulty.Forbidden))
-		if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), writer.WithProfile("min=1MiB"),
-			writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err == nil {
-			t.Fatal("the crashing write succeeded")
-		}
-		if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {
-			t.Fatal("the crashing write did not land its object: the test tests nothing")
-		}
+		mem, j := crashedLandingOpaque(t, data)
 		rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
-		if err != nil || rep.Counts[writer.RecoverLanded] != 1 {
-			t.Fatalf("recover = %+v, %v; want landed", rep, err)
+		if err != nil || rep.Counts[writer.RecoverLanded] != 1 || rep.Uploads[0].Note != "" {
+			t.Fatalf("recover = %+v, %v; want landed, no note", rep, err)
 		}
 		if recs, _, _ := j.List(); len(recs) != 0 {
 			t.Fatalf("records after Recover: %+v", recs)
 		}
 	})
+	// Over the caller's read-back limit (or with read-back off) nothing proves the object either
+	// way: the record is gone, and the report says what was not proven.
+	for _, limit := range []int64{1 << 20, -1} {
+		t.Run(fmt.Sprintf("not read back, limit %d", limit), func(t *testing.T) {
+			mem, j := crashedLandingOpaque(t, data)
+			reads := faulty.New(mem, faulty.Always(faulty.OpGetObject, faulty.Forbidden)) // counts read-backs
+			rep, err := writer.Recover(context.Background(), reads, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, ReadBackLimit: limit})
+			if err != nil || rep.Counts[writer.RecoverGone] != 1 {
+				t.Fatalf("recover = %+v, %v; want gone", rep, err)
+			}
+			if n := reads.Count(faulty.Forbidden); n != 0 {
+				t.Errorf("%d GetObject calls; the limit forbids reading the object back", n)
+			}
+			note := rep.Uploads[0].Note
+			if !strings.Contains(note, "cannot prove or disprove") || !strings.Contains(note, "not read back") {
+				t.Errorf("note %q; want it to say the object was not proven and not read back (%+v)", note, rep.Uploads)
+			}
+		})
+	}
+}
+
+// crashedLandingOpaque leaves what a journaled write killed after its Complete landed leaves on
+// a store whose HEAD gives only the length: the intended object at the key, its record.
+func crashedLandingOpaque(t *testing.T, data []byte) (*memstore.Store, journal.Journal) {
+	t.Helper()
+	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true, OpaqueETags: true}))
+	j := newJournal(t)
+	crashing := faulty.New(mem, faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse),
+		faulty.Always(faulty.OpHeadObject, faulty.Forbidden), faulty.Always(faulty.OpGetObject, faulty.Forbidden))
+	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), writer.WithProfile("min=1MiB"),
+		writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err == nil {
+		t.Fatal("the crashing write succeeded")
+	}
+	if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {
+		t.Fatal("the crashing write did not land its object: the test tests nothing")
+	}
+	return mem, j
 }
 
 // recoverReportsDamaged runs Recover over the journal's one record of a damaged commit: it must

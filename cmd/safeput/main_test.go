@@ -278,6 +278,7 @@ func testBadInputIsUsageError(t *testing.T, s s3test.Server) {
 		{"negative stall timeout", nil, nil, []string{"--stall-timeout", "-1s", "put", file, dst}},
 		{"absurd stall timeout", nil, nil, []string{"--stall-timeout", "48h", "put", file, dst}},
 		{"malformed stall timeout", nil, nil, []string{"--stall-timeout", "soon", "put", file, dst}},
+		{"malformed read-back limit", nil, nil, []string{"recover", "--journal", t.TempDir(), "--read-back-limit", "lots"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -287,7 +288,8 @@ func testBadInputIsUsageError(t *testing.T, s s3test.Server) {
 			}
 			r := runWith(t, env, c.stdin, append([]string{"--path-style"}, c.args...)...)
 			expectCode(t, r, 2, c.name)
-			if strings.Contains(c.name, "stall") && !strings.Contains(r.stderr, "--stall-timeout") {
+			if strings.Contains(c.name, "stall") && !strings.Contains(r.stderr, "--stall-timeout") ||
+				strings.Contains(c.name, "read-back") && !strings.Contains(r.stderr, "--read-back-limit") {
 				t.Errorf("the error does not name the flag: %q", r.stderr)
 			}
 			if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "safeput: ") {

@@ -11,13 +11,15 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/writer"
 )
 
 type recoverOpts struct {
-	journal string
-	run     bool
-	bucket  string
+	journal       string
+	run           bool
+	bucket        string
+	readBackLimit string
 }
 
 const recoverExitHelp = `Exit codes of recover:
@@ -56,6 +58,7 @@ the same put --journal again: it resumes.
 	f.StringVar(&o.journal, "journal", "", "the journal directory (required)")
 	f.BoolVar(&o.run, "run", false, "act: drop landed records, abort the other uploads (default: dry run)")
 	f.StringVar(&o.bucket, "bucket", "", "only records of this bucket")
+	f.StringVar(&o.readBackLimit, "read-back-limit", "64MiB", "read back an object whose HEAD cannot prove it up to this size, e.g. 1GiB (0: never; unlimited)")
 	return cmd
 }
 
@@ -76,6 +79,7 @@ type recoveredJSON struct {
 	Parts    int    `json:"parts"`
 	Outcome  string `json:"outcome"`
 	Error    string `json:"error,omitempty"`
+	Note     string `json:"note,omitempty"`
 }
 
 type recoverJSON struct {
@@ -90,6 +94,13 @@ type recoverJSON struct {
 func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
 	if o.journal == "" {
 		return usageErr("--journal DIR is required")
+	}
+	readBackLimit, err := multipart.ParseSize(o.readBackLimit)
+	if err != nil {
+		return usageErr("--read-back-limit: %v", err)
+	}
+	if readBackLimit == 0 {
+		readBackLimit = -1 // RecoverOptions' zero is the default limit; 0 here means never
 	}
 	j, err := journal.Open(o.journal)
 	if err != nil {
@@ -107,7 +118,7 @@ func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
 	if err != nil {
 		return err
 	}
-	rep, err := writer.Recover(ctx, st, j, writer.RecoverOptions{Endpoint: endpoint, Bucket: o.bucket, DryRun: !o.run, Policy: pol, Logger: a.log})
+	rep, err := writer.Recover(ctx, st, j, writer.RecoverOptions{Endpoint: endpoint, Bucket: o.bucket, DryRun: !o.run, Policy: pol, Logger: a.log, ReadBackLimit: readBackLimit})
 	if err != nil && rep == nil {
 		if ctx.Err() != nil {
 			return withCode(exitCanceled, err)
@@ -120,7 +131,7 @@ func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
 	}
 	var failed error
 	for _, u := range rep.Uploads {
-		rj := recoveredJSON{Bucket: u.Bucket, Key: u.Key, UploadID: u.UploadID, Endpoint: u.Endpoint, Size: u.Size, Parts: u.Parts, Outcome: string(u.Outcome)}
+		rj := recoveredJSON{Bucket: u.Bucket, Key: u.Key, UploadID: u.UploadID, Endpoint: u.Endpoint, Size: u.Size, Parts: u.Parts, Outcome: string(u.Outcome), Note: u.Note}
 		if u.Err != nil {
 			rj.Error = oneLine(sperrors.Classify(u.Err))
 			if failed == nil {
@@ -175,6 +186,9 @@ func printRecover(w io.Writer, r recoverJSON) {
 		}
 		if u.Error != "" {
 			_, _ = fmt.Fprintf(w, "                 error: %s\n", u.Error)
+		}
+		if u.Note != "" {
+			_, _ = fmt.Fprintf(w, "                 note: %s\n", u.Note)
 		}
 	}
 	var counts []string

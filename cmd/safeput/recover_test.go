@@ -2,14 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
 )
 
 // What recover says about a journal with nothing to do, and about bad input: a clear message,
@@ -108,5 +115,73 @@ func testLostCreate(t *testing.T, s s3test.Server) {
 		if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
 			t.Fatalf("%s reads back %d bytes, not the %d written", key, len(got), len(data))
 		}
+	}
+}
+
+// A crashed write whose Complete may have landed, on a key whose HEAD cannot decide it (no
+// checksum of the record's algorithm, no ETag to compare): recover reads the object back against
+// the record's CRC and reports it landed; with --read-back-limit below its size it does not read
+// it, reports it gone, and says what it left unproven.
+func TestRecoverReadBackLimit(t *testing.T) { s3test.ForEach(t, testRecoverReadBackLimit) }
+
+func testRecoverReadBackLimit(t *testing.T, s s3test.Server) {
+	bucket := s3test.NewBucket(t, s)
+	data := s3test.RandomBytes(64 << 10)
+	if _, err := s.RawClient().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("k"),
+		Body: bytes.NewReader(data), ChecksumAlgorithm: s3types.ChecksumAlgorithmCrc32}); err != nil {
+		t.Fatal(err)
+	}
+	crc, err := verify.Sum(store.ChecksumCRC32C, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed := func(t *testing.T) string {
+		dir := t.TempDir()
+		j, err := journal.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The upload id names no upload: the crashed write's Complete consumed it, or it never was.
+		id := journal.ID{Endpoint: strings.TrimRight(s.Endpoint, "/"), Bucket: bucket, Key: "k", UploadID: "completed-before-the-crash"}
+		if err := j.Begin(journal.Record{ID: id, PartSize: 5 << 20, SourceSize: int64(len(data)), ChecksumAlgorithm: string(store.ChecksumCRC32C)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Intend(id, journal.Object{Size: int64(len(data)), ChecksumAlgorithm: string(store.ChecksumCRC32C), Checksum: crc}); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Release(id); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	var out struct {
+		Uploads []struct {
+			Outcome string `json:"outcome"`
+			Note    string `json:"note"`
+		} `json:"uploads"`
+	}
+	for _, c := range []struct {
+		limit   []string
+		outcome string
+		note    string
+	}{
+		{nil, "landed", ""},
+		{[]string{"--read-back-limit", "32KiB"}, "gone", "larger than the read-back limit (32768 bytes)"},
+		{[]string{"--read-back-limit", "0"}, "gone", "not read back"},
+	} {
+		t.Run(strings.Join(append([]string{"limit"}, c.limit...), " "), func(t *testing.T) {
+			r := cli(t, s, nil, append([]string{"--json", "recover", "--run", "--journal", crashed(t)}, c.limit...)...)
+			expectCode(t, r, 0, "recover")
+			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out.Uploads) != 1 {
+				t.Fatalf("recover --json: %v\n%s", err, r.stdout)
+			}
+			u := out.Uploads[0]
+			if u.Outcome != c.outcome || (c.note == "") != (u.Note == "") || !strings.Contains(u.Note, c.note) {
+				t.Errorf("outcome %q, note %q; want %q, a note saying %q", u.Outcome, u.Note, c.outcome, c.note)
+			}
+		})
+	}
+	if got := s3test.ReadAll(t, s, bucket, "k"); !bytes.Equal(got, data) {
+		t.Error("recover changed the object")
 	}
 }
