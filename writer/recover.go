@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	stderrors "errors"
 	"fmt"
-	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -403,11 +401,11 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 				case ours:
 					return RecoverFailed, nil, rerr
 				}
-			case head.Size == want.Size && !headHasChecksum(want, head):
+			case head.Size == want.Size && !verify.Assess(want, head, false).ChecksumReported:
 				// Nothing decided it, and the object was not read back: dropped as gone, but
 				// the report says what was left unproven.
 				unproven = fmt.Sprintf("the key holds an object of the intended size (%d bytes) that its HEAD cannot prove or disprove (no checksum of ours; an ETag that need not be an MD5), not read back", want.Size)
-				if readBackProves(want, math.MaxInt64) {
+				if recordsCRC(want) {
 					unproven += fmt.Sprintf(": larger than the read-back limit (%d bytes)", opts.ReadBackLimit)
 				} else {
 					unproven += ": the record holds no CRC of the whole object"
@@ -462,17 +460,13 @@ func settle(ctx context.Context, st store.Store, rec journal.Record, opts Recove
 // readBackProves reports whether reading the object back can prove it: the record holds its
 // full-object CRC, and it is within the read-back limit (negative: never read back).
 func readBackProves(want verify.Expected, limit int64) bool {
-	return verify.IsCRC(want.Checksum.Algorithm) && want.Checksum.Value != "" && limit >= 0 && want.Size <= limit
+	return recordsCRC(want) && limit >= 0 && want.Size <= limit
 }
 
-// headHasChecksum reports whether the HEAD gave the record's full-object checksum, which
-// decides the object either way.
-func headHasChecksum(want verify.Expected, head *store.HeadObjectOutput) bool {
-	if want.Checksum.IsZero() {
-		return false
-	}
-	got := head.Checksums.Get(want.Checksum.Algorithm)
-	return got != "" && !strings.Contains(got, "-")
+// recordsCRC reports whether the record holds the object's full-object CRC, which a read-back
+// can compare.
+func recordsCRC(want verify.Expected) bool {
+	return verify.IsCRC(want.Checksum.Algorithm) && want.Checksum.Value != ""
 }
 
 // partsShowDamage reports whether the record proves that a part was damaged on the way (see
