@@ -646,4 +646,38 @@ func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 	expectCode(t, r, 0, "verify with AWS_PROFILE")
 	r = runWith(t, env, nil, "--path-style", "--profile", "nope", "put", file, "s3://"+bucket+"/nope")
 	expectCode(t, r, 2, "unknown profile")
+	if !strings.Contains(r.stderr, "safeput-test") {
+		t.Errorf("unknown profile: stderr %q; want the profiles there named", r.stderr)
+	}
+
+	// credential_process (how SSO, assumed roles and vaults reach tools that do not call STS),
+	// in the default profile, through both backends.
+	script := dir + "/creds.sh"
+	out := fmt.Sprintf(`{"Version":1,"AccessKeyId":%q,"SecretAccessKey":%q}`, s.AccessKey, s.SecretKey)
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '%s' '"+out+"'\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conf2 := dir + "/config2"
+	if err := os.WriteFile(conf2, []byte("[default]\nregion = "+s.Region+"\nendpoint_url = "+s.Endpoint+"\ncredential_process = "+script+" # inline comment\n"+
+		"[profile role]\nrole_arn = arn:aws:iam::123456789012:role/x\nsource_profile = default\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env2 := append(cleanEnv(), "AWS_SHARED_CREDENTIALS_FILE="+dir+"/none", "AWS_CONFIG_FILE="+conf2)
+	for _, backend := range []string{"aws", "minio"} {
+		key := "process-" + backend
+		r = runWith(t, env2, nil, "--path-style", "--backend", backend, "put", file, "s3://"+bucket+"/"+key)
+		expectCode(t, r, 0, "put with credential_process ("+backend+")")
+		if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+			t.Fatalf("%s: read back differs", key)
+		}
+	}
+	// A profile that assumes a role is refused before anything is sent, with the way round it.
+	r = runWith(t, env2, nil, "--path-style", "--profile", "role", "put", file, "s3://"+bucket+"/role")
+	expectCode(t, r, 2, "profile with role_arn")
+	if !strings.Contains(r.stderr, "role_arn") || !strings.Contains(r.stderr, "credential_process") {
+		t.Errorf("role profile: stderr %q; want role_arn named and credential_process offered", r.stderr)
+	}
+	if s3test.Exists(t, s, bucket, "role") {
+		t.Error("a refused profile stored an object")
+	}
 }

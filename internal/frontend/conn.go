@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
@@ -92,42 +88,57 @@ func (c Conn) Resolve() (Resolved, error) {
 	return r, nil
 }
 
-// fromSharedConfig fills what c and the environment left empty from the shared config and
-// credentials files (~/.aws/config, ~/.aws/credentials, or AWS_CONFIG_FILE and
-// AWS_SHARED_CREDENTIALS_FILE), for c.Profile or AWS_PROFILE (else "default"). The instance
-// metadata service is not asked: a process off EC2 would wait on it for nothing.
+// fromSharedConfig fills what c and the environment left empty, in the SDKs' order: a profile
+// named by c.Profile or AWS_PROFILE; else a web identity or container task the environment points
+// at; else the "default" profile of the shared config and credentials files (~/.aws/config,
+// ~/.aws/credentials, or AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE). A profile gives keys
+// (static, credential_process or SSO; see shared.go), region and endpoint_url. A named profile
+// that is missing or gives no keys is an error; a missing default is not (the caller reports the
+// missing credentials).
 func (c Conn) fromSharedConfig(r *Resolved) error {
 	profile := c.Profile
 	if profile == "" {
 		profile = os.Getenv("AWS_PROFILE")
 	}
-	opts := []func(*config.LoadOptions) error{config.WithEC2IMDSClientEnableState(imds.ClientDisabled)}
-	if profile != "" {
-		opts = append(opts, config.WithSharedConfigProfile(profile))
+	named := profile != ""
+	if !named {
+		profile = "default"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	props, found, err := loadProfile(profile)
 	if err != nil {
-		if profile != "" {
-			return fmt.Errorf("profile %q: %w", profile, err)
+		return err
+	}
+	if named && !found {
+		known := "none"
+		if names := profileNames(); len(names) > 0 {
+			known = strings.Join(names, ", ")
 		}
-		return nil // no shared config: the caller reports the missing credentials
+		return fmt.Errorf("profile %q: not in the shared config or credentials files (profiles there: %s)", profile, known)
 	}
-	creds, err := cfg.Credentials.Retrieve(ctx)
-	if err != nil {
-		if profile != "" {
-			return fmt.Errorf("profile %q: no credentials: %w", profile, err)
+	if found {
+		if c.Region == "" && firstEnv("AWS_REGION", "AWS_DEFAULT_REGION") == "" && props["region"] != "" {
+			r.Region = props["region"]
 		}
-		return nil
+		if r.Endpoint == "" && props["endpoint_url"] != "" {
+			r.Endpoint = props["endpoint_url"]
+		}
 	}
-	r.AccessKey, r.SecretKey, r.SessionToken = creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken
-	if c.Region == "" && firstEnv("AWS_REGION", "AWS_DEFAULT_REGION") == "" && cfg.Region != "" {
-		r.Region = cfg.Region
+	var keys Resolved
+	ok := false
+	if !named {
+		if keys, ok, err = ambientCredentials(); err != nil {
+			return err
+		}
 	}
-	if r.Endpoint == "" && cfg.BaseEndpoint != nil {
-		r.Endpoint = *cfg.BaseEndpoint
+	if !ok && found {
+		if keys, ok, err = profileCredentials(context.Background(), profile, props); err != nil {
+			return err
+		}
 	}
+	if !ok && named {
+		return fmt.Errorf("profile %q: no credentials (want aws_access_key_id and aws_secret_access_key, credential_process, or an SSO profile)", profile)
+	}
+	r.AccessKey, r.SecretKey, r.SessionToken = keys.AccessKey, keys.SecretKey, keys.SessionToken
 	return nil
 }
 

@@ -1,0 +1,248 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials/processcreds"
+	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// The shared config and credentials files are read here rather than by aws-sdk-go-v2's config
+// package: that package links the SDK's STS, SSO, SSO-OIDC and sign-in clients, whose code pages
+// alone put the CLI about 1.7 MiB over its memory promise on a stream (BENCHMARKS.md). What it
+// reads instead is what minio-go, linked anyway, and the SDK's small processcreds package give:
+// static keys, credential_process, and AWS IAM Identity Center (SSO) profiles from the token
+// cache `aws sso login` writes. A profile that assumes a role is refused with the way round it.
+
+// credentialTimeout bounds a credential_process, an SSO portal call, or a container or web
+// identity credential request: nothing waits forever, not even for credentials.
+const credentialTimeout = time.Minute
+
+// sharedFiles are the shared config and credentials files, as the SDKs find them.
+func sharedFiles() (config, credentials string) {
+	config, credentials = os.Getenv("AWS_CONFIG_FILE"), os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
+	if config == "" || credentials == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			if config == "" {
+				config = filepath.Join(home, ".aws", "config")
+			}
+			if credentials == "" {
+				credentials = filepath.Join(home, ".aws", "credentials")
+			}
+		}
+	}
+	return config, credentials
+}
+
+// loadProfile returns the named profile's properties, merged as the SDKs merge them: the config
+// file's [default] or [profile NAME], overridden key by key by the credentials file's [NAME].
+// found is false when neither file has the profile; a missing file counts as empty.
+func loadProfile(name string) (props map[string]string, found bool, err error) {
+	configFile, credentialsFile := sharedFiles()
+	props = map[string]string{}
+	for _, f := range []struct {
+		path     string
+		sections []string // later sections override earlier ones
+	}{
+		{configFile, configSections(name)},
+		{credentialsFile, []string{name}},
+	} {
+		if f.path == "" {
+			continue
+		}
+		data, err := os.ReadFile(f.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("shared config: %w", err)
+		}
+		sections := parseShared(string(data))
+		for _, s := range f.sections {
+			if sec, ok := sections[s]; ok {
+				found = true
+				for k, v := range sec {
+					props[k] = v
+				}
+			}
+		}
+	}
+	return props, found, nil
+}
+
+// configSections are the config file's names for a profile: only "default" may go without the
+// "profile " prefix there (a bare [NAME] in the config file is not a profile to the SDKs).
+func configSections(name string) []string {
+	if name == "default" {
+		return []string{"default", "profile default"}
+	}
+	return []string{"profile " + name}
+}
+
+// parseShared reads a shared config or credentials file: sections of lower-cased keys. It
+// follows the SDKs' format: full-line comments (# or ;), an inline comment only after
+// whitespace, indented lines continuing the property above (a nested block, under a property
+// with no value, is skipped: none of the keys read here is nested). It never fails: what it
+// cannot read is left out, and a profile missing what it needs is reported by its caller.
+func parseShared(data string) map[string]map[string]string {
+	sections := map[string]map[string]string{}
+	var cur map[string]string
+	lastKey := ""
+	for _, line := range strings.Split(data, "\n") {
+		line = strings.TrimRight(line, "\r")
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || trimmed[0] == '#' || trimmed[0] == ';' {
+			continue
+		}
+		if trimmed[0] == '[' {
+			cur, lastKey = nil, ""
+			end := strings.IndexByte(trimmed, ']')
+			if end < 0 {
+				continue // a malformed header: its keys belong to no profile
+			}
+			name := strings.Join(strings.Fields(trimmed[1:end]), " ")
+			if cur = sections[name]; cur == nil {
+				cur = map[string]string{}
+				sections[name] = cur
+			}
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if lastKey != "" && cur[lastKey] != "" {
+				cur[lastKey] += "\n" + trimComment(trimmed)
+			}
+			continue
+		}
+		k, v, ok := strings.Cut(trimmed, "=")
+		if !ok {
+			lastKey = ""
+			continue
+		}
+		lastKey = strings.ToLower(strings.TrimSpace(k))
+		cur[lastKey] = strings.TrimSpace(trimComment(v))
+	}
+	return sections
+}
+
+// trimComment cuts an inline comment: a # or ; that follows whitespace.
+func trimComment(v string) string {
+	for i := 1; i < len(v); i++ {
+		if (v[i] == '#' || v[i] == ';') && (v[i-1] == ' ' || v[i-1] == '\t') {
+			return v[:i]
+		}
+	}
+	return v
+}
+
+// assumesRole names the property that makes a profile's credentials come from STS.
+func assumesRole(props map[string]string) string {
+	for _, k := range []string{"role_arn", "source_profile", "credential_source", "web_identity_token_file", "login_session"} {
+		if props[k] != "" {
+			return k
+		}
+	}
+	return ""
+}
+
+// usesSSO reports an IAM Identity Center profile.
+func usesSSO(props map[string]string) bool {
+	return props["sso_role_name"] != "" || props["sso_account_id"] != "" || props["sso_session"] != "" || props["sso_start_url"] != ""
+}
+
+// profileCredentials resolves the profile's keys: static keys, SSO, or credential_process, in
+// the SDK's order. ok is false when the profile names no credentials at all.
+func profileCredentials(ctx context.Context, name string, props map[string]string) (keys Resolved, ok bool, err error) {
+	if k := assumesRole(props); k != "" {
+		return keys, false, fmt.Errorf("profile %q sets %s: assuming a role needs STS, which safeput does not call; add credential_process = aws configure export-credentials --profile %s --format process to a profile of its own and name that one, or export the keys", name, k, name)
+	}
+	id, secret := props["aws_access_key_id"], props["aws_secret_access_key"]
+	switch {
+	case id != "" && secret != "":
+		return Resolved{AccessKey: id, SecretKey: secret, SessionToken: props["aws_session_token"]}, true, nil
+	case id != "":
+		return keys, false, fmt.Errorf("profile %q has aws_access_key_id without aws_secret_access_key", name)
+	case secret != "":
+		return keys, false, fmt.Errorf("profile %q has aws_secret_access_key without aws_access_key_id", name)
+	case usesSSO(props):
+		if props["sso_role_name"] == "" {
+			return keys, false, fmt.Errorf("profile %q: an SSO profile needs sso_role_name and sso_account_id (an sso-session alone gives no credentials)", name)
+		}
+		p := &miniocreds.FileAWSCredentials{Profile: name}
+		v, err := p.RetrieveWithCredContext(&miniocreds.CredContext{Client: &http.Client{Timeout: credentialTimeout}})
+		if err != nil {
+			return keys, false, fmt.Errorf("profile %q (SSO): %w", name, err)
+		}
+		return Resolved{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken}, true, nil
+	case props["credential_process"] != "":
+		ctx, cancel := context.WithTimeout(ctx, credentialTimeout)
+		defer cancel()
+		v, err := processcreds.NewProvider(props["credential_process"]).Retrieve(ctx)
+		if err != nil {
+			return keys, false, fmt.Errorf("profile %q: credential_process: %w", name, err)
+		}
+		return Resolved{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken}, true, nil
+	}
+	return keys, false, nil
+}
+
+// ambientCredentials are the credentials of a Kubernetes service account (web identity) or a
+// container task (ECS, EKS Pod Identity), when the environment points at them; never the EC2
+// instance metadata service, which a process off EC2 would wait on for nothing.
+func ambientCredentials() (keys Resolved, ok bool, err error) {
+	source := ""
+	switch {
+	case os.Getenv("AWS_WEB_IDENTITY_TOKEN_FILE") != "":
+		source = "AWS_WEB_IDENTITY_TOKEN_FILE"
+	case os.Getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI") != "":
+		source = "AWS_CONTAINER_CREDENTIALS_FULL_URI"
+	case os.Getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") != "":
+		source = "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"
+	default:
+		return keys, false, nil
+	}
+	v, err := (&miniocreds.IAM{}).RetrieveWithCredContext(&miniocreds.CredContext{Client: &http.Client{Timeout: credentialTimeout}})
+	if err != nil {
+		return keys, false, fmt.Errorf("credentials from %s: %w", source, err)
+	}
+	return Resolved{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken}, true, nil
+}
+
+// profileNames lists the profiles of the shared files, for the unknown-profile message.
+func profileNames() []string {
+	seen := map[string]bool{}
+	configFile, credentialsFile := sharedFiles()
+	for i, path := range []string{configFile, credentialsFile} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for s := range parseShared(string(data)) {
+			switch {
+			case i == 1:
+				seen[s] = true
+			case s == "default":
+				seen[s] = true
+			case strings.HasPrefix(s, "profile "):
+				seen[strings.TrimPrefix(s, "profile ")] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

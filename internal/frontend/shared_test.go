@@ -1,0 +1,140 @@
+package frontend
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseShared(t *testing.T) {
+	got := parseShared("# comment\r\n; also\n[default]\nAWS_Access_Key_ID = AK # inline\nregion=eu-west-1;not a comment\n" +
+		"s3 =\n  endpoint_url = http://nested\n[ profile   two ]\nsecret = a#b\ncredential_process = run\n  --flag\n" +
+		"[broken\nlost = yes\nnot a property\n")
+	want := map[string]map[string]string{
+		"default":     {"aws_access_key_id": "AK", "region": "eu-west-1;not a comment", "s3": ""},
+		"profile two": {"secret": "a#b", "credential_process": "run\n--flag"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseShared:\n got %q\nwant %q", got, want)
+	}
+}
+
+// sharedFilesIn points the shared files at dir, writing those given.
+func sharedFilesIn(t *testing.T, dir, config, credentials string) {
+	t.Helper()
+	for name, body := range map[string]string{"config": config, "credentials": credentials} {
+		if body != "" {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+}
+
+func TestSharedProfiles(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	sharedFilesIn(t, dir,
+		"[default]\nregion = eu-west-1\n[profile p]\nregion = ap-south-1\nendpoint_url = http://p:1\naws_access_key_id = fromconfig\n"+
+			"[bare]\naws_access_key_id = ignored\naws_secret_access_key = ignored\n"+
+			"[profile role]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = p\n[profile half]\naws_access_key_id = a\n"+
+			"[profile sso]\nsso_session = s\nsso_account_id = 1\nsso_role_name = r\n[sso-session s]\nsso_region = us-east-1\nsso_start_url = https://x\n"+
+			"[profile empty]\nregion = us-west-2\n",
+		"[default]\naws_access_key_id = dk\naws_secret_access_key = ds\n[p]\naws_access_key_id = pk\naws_secret_access_key = ps\naws_session_token = pt\n")
+	t.Setenv("HOME", dir) // the SSO token cache: empty
+
+	r, err := Conn{}.Resolve()
+	if err != nil || r.AccessKey != "dk" || r.SecretKey != "ds" || r.Region != "eu-west-1" {
+		t.Fatalf("default profile: %+v, %v", r, err)
+	}
+	// The credentials file overrides the config file key by key; region and endpoint come along.
+	r, err = Conn{Profile: "p"}.Resolve()
+	if err != nil || r.AccessKey != "pk" || r.SessionToken != "pt" || r.Region != "ap-south-1" || r.Endpoint != "http://p:1" {
+		t.Fatalf("profile p: %+v, %v", r, err)
+	}
+	t.Setenv("AWS_PROFILE", "p")
+	if r, err = (Conn{Region: "given"}).Resolve(); err != nil || r.AccessKey != "pk" || r.Region != "given" {
+		t.Fatalf("AWS_PROFILE=p with a given region: %+v, %v", r, err)
+	}
+	t.Setenv("AWS_PROFILE", "")
+
+	for _, tc := range []struct{ profile, want string }{
+		{"bare", `profile "bare": not in the shared config or credentials files (profiles there: default, empty, half, p, role, sso)`},
+		{"role", "sets role_arn"},
+		{"half", "aws_access_key_id without aws_secret_access_key"},
+		{"sso", "aws sso login"},
+		{"empty", `profile "empty": no credentials`},
+	} {
+		_, err := Conn{Profile: tc.profile}.Resolve()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("profile %s: %v; want %q", tc.profile, err, tc.want)
+		}
+	}
+}
+
+func TestCredentialProcess(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "creds.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '%s' '{\"Version\":1,\"AccessKeyId\":\"proc\",\"SecretAccessKey\":\"procsecret\",\"SessionToken\":\"tok\"}'\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sharedFilesIn(t, dir, "[profile proc]\ncredential_process = "+script+"\n[profile fails]\ncredential_process = "+filepath.Join(dir, "missing")+"\n", "")
+	r, err := Conn{Profile: "proc"}.Resolve()
+	if err != nil || r.AccessKey != "proc" || r.SecretKey != "procsecret" || r.SessionToken != "tok" {
+		t.Fatalf("credential_process: %+v, %v", r, err)
+	}
+	if _, err := (Conn{Profile: "fails"}).Resolve(); err == nil || !strings.Contains(err.Error(), "credential_process") {
+		t.Fatalf("failing credential_process: %v", err)
+	}
+}
+
+// A container task's credentials (ECS, EKS Pod Identity), when no profile is named and the
+// environment gives no keys; never the instance metadata service.
+func TestContainerCredentials(t *testing.T) {
+	isolate(t)
+	sharedFilesIn(t, t.TempDir(), "", "")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Header.Get("Authorization") != "task-token" {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write([]byte(`{"AccessKeyId":"ck","SecretAccessKey":"cs","Token":"ct","Expiration":"2999-01-01T00:00:00Z"}`))
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", srv.URL+"/creds")
+	t.Setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "task-token")
+	r, err := Conn{}.Resolve()
+	if err != nil || r.AccessKey != "ck" || r.SecretKey != "cs" || r.SessionToken != "ct" {
+		t.Fatalf("container credentials: %+v, %v", r, err)
+	}
+	t.Setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "wrong")
+	if _, err := (Conn{}).Resolve(); err == nil || !strings.Contains(err.Error(), "AWS_CONTAINER_CREDENTIALS_FULL_URI") {
+		t.Fatalf("refused container credentials: %v; want the source named", err)
+	}
+}
+
+// The shared files are the user's, so any text must parse without a panic, into trimmed,
+// lower-cased keys.
+func FuzzParseShared(f *testing.F) {
+	f.Add("[default]\naws_access_key_id = a\n")
+	f.Add("[profile x]\r\nk=v ;c\n  cont\n[\n]=\n\t=\n")
+	f.Fuzz(func(t *testing.T, data string) {
+		for name, sec := range parseShared(data) {
+			if name != strings.TrimSpace(name) {
+				t.Fatalf("section %q not trimmed", name)
+			}
+			for k := range sec {
+				if k != strings.ToLower(strings.TrimSpace(k)) {
+					t.Fatalf("key %q not trimmed and lower-cased", k)
+				}
+			}
+		}
+	})
+}
