@@ -123,7 +123,10 @@ func TestSharedLibraryValgrind(t *testing.T) {
 	s3test.Require(t)
 	valgrind, err := exec.LookPath("valgrind")
 	if err != nil {
-		t.Skip("valgrind is not installed")
+		if ci := os.Getenv("CI"); ci != "" && ci != "false" {
+			t.Fatal("valgrind is not installed: the test command installs it (scripts/valgrind.sh)")
+		}
+		t.Skip("valgrind is not installed (scripts/valgrind.sh installs it)")
 	}
 	prog := build(t, "valgrind", ",valgrind")
 	supp := filepath.Join(buildDir, "go-heap.supp")

@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
 # The test command: lint, then every module's tests with -race against the real S3 servers
 # (Versity S3 Gateway, MinIO and Ceph RGW; see s3server.sh).
-# Needs only Go; installs its pinned tools into bin/ on first run.
+# Needs Go; installs its pinned tools into bin/ on first run, and (as root, with apt-get)
+# Debian's Ceph RGW and valgrind at pinned versions.
 #   SAFEPUT_SKIP_LINT=1   skip gofmt/vet/golangci-lint (quick local loops; CI never sets it)
 #   SAFEPUT_TEST_ARGS     extra arguments for go test (e.g. "-run Contract")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=s3server.sh
 source scripts/s3server.sh
+# shellcheck source=valgrind.sh
+source scripts/valgrind.sh
 
 modules=$(find . -name go.mod -not -path './bin/*' -not -path './.tmp/*' -exec dirname {} \; | sort)
 
 if [[ "${SAFEPUT_SKIP_LINT:-}" != "1" ]]; then
 	bash scripts/lint.sh
+fi
+
+if ! install_valgrind; then
+	if [[ -n "${CI:-}" && "${CI:-}" != "false" ]]; then
+		echo "FAIL: valgrind is needed for the C ABI's memcheck test" >&2
+		exit 1
+	fi
+	echo "test.sh: without valgrind, TestSharedLibraryValgrind skips (it fails under CI=true)" >&2
 fi
 
 trap stop_s3_server EXIT
