@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -24,8 +25,27 @@ import (
 // cache `aws sso login` writes. A profile that assumes a role is refused with the way round it.
 
 // credentialTimeout bounds a credential_process, an SSO portal call, or a container or web
-// identity credential request: nothing waits forever, not even for credentials.
-const credentialTimeout = time.Minute
+// identity credential request: nothing waits forever, not even for credentials. (A variable
+// so a test can show the bound.)
+var credentialTimeout = time.Minute
+
+// processWaitDelay bounds the wait, once a credential_process has ended or been killed at
+// credentialTimeout, for its output pipe to close: a child it left running holds the pipe open,
+// and without a bound the SDK's provider would wait for that child however long it runs.
+const processWaitDelay = time.Second
+
+// boundedProcess builds the credential_process command as the SDK does (sh -c, or cmd.exe /C),
+// with processWaitDelay.
+type boundedProcess struct{ command string }
+
+func (b boundedProcess) NewCommand(ctx context.Context) (*exec.Cmd, error) {
+	cmd, err := processcreds.DefaultNewCommandBuilder{Args: []string{b.command}}.NewCommand(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cmd.WaitDelay = processWaitDelay
+	return cmd, nil
+}
 
 // sharedFiles are the shared config and credentials files, as the SDKs find them.
 func sharedFiles() (config, credentials string) {
@@ -188,7 +208,9 @@ func profileCredentials(ctx context.Context, name string, props map[string]strin
 	case props["credential_process"] != "":
 		ctx, cancel := context.WithTimeout(ctx, credentialTimeout)
 		defer cancel()
-		v, err := processcreds.NewProvider(props["credential_process"]).Retrieve(ctx)
+		v, err := processcreds.NewProviderCommand(boundedProcess{props["credential_process"]}, func(o *processcreds.Options) {
+			o.Timeout = credentialTimeout
+		}).Retrieve(ctx)
 		if err != nil {
 			return keys, false, fmt.Errorf("profile %q: credential_process: %w", name, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseShared(t *testing.T) {
@@ -137,4 +138,28 @@ func FuzzParseShared(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A credential_process that never answers, and leaves a child holding its output open, fails
+// within the bound instead of holding the CLI (or a C caller's open) forever.
+func TestCredentialProcessIsBounded(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "hangs.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec 2>/dev/null\nsleep 20 &\nsleep 20\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sharedFilesIn(t, dir, "[profile hangs]\ncredential_process = "+script+"\n", "")
+	old := credentialTimeout
+	credentialTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { credentialTimeout = old })
+	start := time.Now()
+	_, err := Conn{Profile: "hangs"}.Resolve()
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "credential_process") {
+		t.Fatalf("hanging credential_process: %v", err)
+	}
+	if bound := credentialTimeout + processWaitDelay + 5*time.Second; took > bound {
+		t.Fatalf("hanging credential_process returned after %v, bound %v", took, bound)
+	}
 }
