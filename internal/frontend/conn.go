@@ -89,9 +89,10 @@ func (c Conn) Resolve() (Resolved, error) {
 }
 
 // fromSharedConfig fills what c and the environment left empty, in the SDKs' order: a profile
-// named by c.Profile or AWS_PROFILE; else a web identity or container task the environment points
-// at; else the "default" profile of the shared config and credentials files (~/.aws/config,
-// ~/.aws/credentials, or AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE). A profile gives keys
+// named by c.Profile or AWS_PROFILE; else a web identity the environment points at; else the
+// "default" profile of the shared config and credentials files (~/.aws/config,
+// ~/.aws/credentials, or AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE); else a container
+// task's credentials the environment points at. A profile gives keys
 // (static, credential_process or SSO; see shared.go), region and endpoint_url. A named profile
 // that is missing or gives no keys is an error; a missing default is not (the caller reports the
 // missing credentials).
@@ -126,12 +127,17 @@ func (c Conn) fromSharedConfig(r *Resolved) error {
 	var keys Resolved
 	ok := false
 	if !named {
-		if keys, ok, err = ambientCredentials(); err != nil {
+		if keys, ok, err = ambientCredentials(webIdentityEnv); err != nil {
 			return err
 		}
 	}
 	if !ok && found {
 		if keys, ok, err = profileCredentials(context.Background(), profile, props); err != nil {
+			return err
+		}
+	}
+	if !ok && !named {
+		if keys, ok, err = ambientCredentials(containerEnv); err != nil {
 			return err
 		}
 	}

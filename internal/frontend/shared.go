@@ -219,19 +219,25 @@ func profileCredentials(ctx context.Context, name string, props map[string]strin
 	return keys, false, nil
 }
 
-// ambientCredentials are the credentials of a Kubernetes service account (web identity) or a
-// container task (ECS, EKS Pod Identity), when the environment points at them; never the EC2
-// instance metadata service, which a process off EC2 would wait on for nothing.
-func ambientCredentials() (keys Resolved, ok bool, err error) {
+// The environment variables that point at ambient credentials: a Kubernetes service account's
+// web identity, which the SDKs take before the default profile, and a container task's (ECS,
+// EKS Pod Identity), which they take only when the default profile gives none.
+var (
+	webIdentityEnv = []string{"AWS_WEB_IDENTITY_TOKEN_FILE"}
+	containerEnv   = []string{"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"}
+)
+
+// ambientCredentials fetches the credentials the first set variable of env points at; never the
+// EC2 instance metadata service, which a process off EC2 would wait on for nothing.
+func ambientCredentials(env []string) (keys Resolved, ok bool, err error) {
 	source := ""
-	switch {
-	case os.Getenv("AWS_WEB_IDENTITY_TOKEN_FILE") != "":
-		source = "AWS_WEB_IDENTITY_TOKEN_FILE"
-	case os.Getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI") != "":
-		source = "AWS_CONTAINER_CREDENTIALS_FULL_URI"
-	case os.Getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") != "":
-		source = "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"
-	default:
+	for _, name := range env {
+		if os.Getenv(name) != "" {
+			source = name
+			break
+		}
+	}
+	if source == "" {
 		return keys, false, nil
 	}
 	v, err := (&miniocreds.IAM{}).RetrieveWithCredContext(&miniocreds.CredContext{Client: &http.Client{Timeout: credentialTimeout}})

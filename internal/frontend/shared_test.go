@@ -100,7 +100,8 @@ func TestCredentialProcess(t *testing.T) {
 // environment gives no keys; never the instance metadata service.
 func TestContainerCredentials(t *testing.T) {
 	isolate(t)
-	sharedFilesIn(t, t.TempDir(), "", "")
+	dir := t.TempDir()
+	sharedFilesIn(t, dir, "", "")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Header.Get("Authorization") != "task-token" {
 			http.Error(w, "no token", http.StatusUnauthorized)
@@ -115,6 +116,12 @@ func TestContainerCredentials(t *testing.T) {
 	if err != nil || r.AccessKey != "ck" || r.SecretKey != "cs" || r.SessionToken != "ct" {
 		t.Fatalf("container credentials: %+v, %v", r, err)
 	}
+	// As in the SDKs, the default profile's keys come before the container's.
+	sharedFilesIn(t, dir, "", "[default]\naws_access_key_id = dk\naws_secret_access_key = ds\n")
+	if r, err = (Conn{}).Resolve(); err != nil || r.AccessKey != "dk" {
+		t.Fatalf("default profile beside container credentials: %+v, %v; want the profile's keys", r, err)
+	}
+	sharedFilesIn(t, t.TempDir(), "", "")
 	t.Setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "wrong")
 	if _, err := (Conn{}).Resolve(); err == nil || !strings.Contains(err.Error(), "AWS_CONTAINER_CREDENTIALS_FULL_URI") {
 		t.Fatalf("refused container credentials: %v; want the source named", err)
