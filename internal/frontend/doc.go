@@ -3,6 +3,7 @@
 // credential sources, the same exit codes (the ABI's status codes), and the same JSON shapes for
 // a Result and a failure.
 //
-// It is a module of its own so that the library's go.mod does not gain the shared-config loader
-// (aws-sdk-go-v2/config) that only the front ends need.
+// It is a module of its own, beside the library's: the front ends' conventions (credential
+// sources, exit codes, JSON) are not the library's API, and what it links in for them stays out
+// of the library's go.mod.
 package frontend
