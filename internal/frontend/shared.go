@@ -211,6 +211,10 @@ func profileCredentials(ctx context.Context, name string, props map[string]strin
 		v, err := processcreds.NewProviderCommand(boundedProcess{props["credential_process"]}, func(o *processcreds.Options) {
 			o.Timeout = credentialTimeout
 		}).Retrieve(ctx)
+		if err != nil && strings.Contains(err.Error(), "process output") {
+			// The SDK's message quotes the output, which may hold the very secrets it failed to parse.
+			return keys, false, fmt.Errorf("profile %q: credential_process: its output is not the credential JSON (Version 1, AccessKeyId, SecretAccessKey)", name)
+		}
 		if err != nil {
 			return keys, false, fmt.Errorf("profile %q: credential_process: %w", name, err)
 		}

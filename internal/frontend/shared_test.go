@@ -86,13 +86,23 @@ func TestCredentialProcess(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '%s' '{\"Version\":1,\"AccessKeyId\":\"proc\",\"SecretAccessKey\":\"procsecret\",\"SessionToken\":\"tok\"}'\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	sharedFilesIn(t, dir, "[profile proc]\ncredential_process = "+script+"\n[profile fails]\ncredential_process = "+filepath.Join(dir, "missing")+"\n", "")
+	garbled := filepath.Join(dir, "garbled.sh")
+	if err := os.WriteFile(garbled, []byte("#!/bin/sh\necho 'AccessKeyId=AKIDSECRET SecretAccessKey=TOPSECRET'\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sharedFilesIn(t, dir, "[profile proc]\ncredential_process = "+script+"\n[profile fails]\ncredential_process = "+filepath.Join(dir, "missing")+"\n"+
+		"[profile garbled]\ncredential_process = "+garbled+"\n", "")
 	r, err := Conn{Profile: "proc"}.Resolve()
 	if err != nil || r.AccessKey != "proc" || r.SecretKey != "procsecret" || r.SessionToken != "tok" {
 		t.Fatalf("credential_process: %+v, %v", r, err)
 	}
 	if _, err := (Conn{Profile: "fails"}).Resolve(); err == nil || !strings.Contains(err.Error(), "credential_process") {
 		t.Fatalf("failing credential_process: %v", err)
+	}
+	// Output that is not the credential JSON is reported without quoting it: it may hold secrets.
+	_, err = Conn{Profile: "garbled"}.Resolve()
+	if err == nil || !strings.Contains(err.Error(), "not the credential JSON") || strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("garbled credential_process: %v; want the output left out", err)
 	}
 }
 
