@@ -29,6 +29,9 @@ type call struct {
 	// emptyErrorBody is true when an error status came with no body, in which case the SDK
 	// invents a code from the status text ("NotFound"); the contract wants "" then.
 	emptyErrorBody bool
+	// errorBodyLost is why reading an error status's body failed (the connection dropped
+	// before the error document arrived), so the error can say the code is unknown, not absent.
+	errorBodyLost error
 }
 
 func newCall(op string) *call { return &call{op: op} }
@@ -56,8 +59,9 @@ func (m captureMiddleware) HandleDeserialize(ctx context.Context, in middleware.
 	}
 	m.c.status = resp.StatusCode
 	if resp.StatusCode >= 300 && resp.Body != nil {
-		buf, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		buf, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		m.c.emptyErrorBody = len(bytes.TrimSpace(buf)) == 0
+		m.c.errorBodyLost = rerr
 		// Hand the deserializer the same bytes (and any read error) it would have seen.
 		resp.Body = replayBody{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), Closer: resp.Body}
 	}
@@ -93,6 +97,9 @@ func (c *call) wrap(err error) error {
 		Err:        err,
 	}
 	switch {
+	case c.errorBodyLost != nil:
+		// Whatever the SDK made of a cut-off document is not the store's word.
+		out.Message = "error document lost: " + c.errorBodyLost.Error()
 	case isAPI && !c.emptyErrorBody:
 		out.Code, out.Message = api.ErrorCode(), api.ErrorMessage()
 	case !isAPI && status >= 200 && status < 300:

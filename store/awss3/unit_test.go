@@ -488,6 +488,28 @@ func TestNotFound(t *testing.T) {
 	}
 }
 
+// An error status whose document the connection dropped says so: the code is unknown, not
+// absent (Ceph RGW has been seen to answer a PUT that way).
+func TestErrorDocumentLost(t *testing.T) {
+	_, srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "200")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, "<Error><Code>NoSuchBu")
+		rc := http.NewResponseController(w)
+		_ = rc.Flush() // part of the document arrives, then the connection drops
+		conn, _, err := rc.Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	})
+	st := newTestStore(t, srv.URL, false)
+	_, err := st.PutObject(context.Background(), &store.PutObjectInput{Bucket: "b", Key: "k", Body: strings.NewReader("x"), ContentLength: 1})
+	var re *store.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != 404 || re.Code != "" || !strings.Contains(re.Message, "error document lost") {
+		t.Fatalf("PutObject: %#v, want a 404 ResponseError saying its document was lost", err)
+	}
+}
+
 func TestTransportErrors(t *testing.T) {
 	// A port nothing listens on: dial fails, nothing answered.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
