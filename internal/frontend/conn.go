@@ -3,7 +3,9 @@ package frontend
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/safeput/safeput/store"
@@ -105,14 +107,15 @@ func (c Conn) fromSharedConfig(r *Resolved) error {
 	if !named {
 		profile = "default"
 	}
-	props, found, err := loadProfile(profile)
+	profiles, err := sharedProfiles()
 	if err != nil {
 		return err
 	}
+	props, found := profiles[profile]
 	if named && !found {
 		known := "none"
-		if names := profileNames(); len(names) > 0 {
-			known = strings.Join(names, ", ")
+		if len(profiles) > 0 {
+			known = strings.Join(slices.Sorted(maps.Keys(profiles)), ", ")
 		}
 		return fmt.Errorf("profile %q: not in the shared config or credentials files (profiles there: %s)", profile, known)
 	}

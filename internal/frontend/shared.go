@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -63,49 +63,47 @@ func sharedFiles() (config, credentials string) {
 	return config, credentials
 }
 
-// loadProfile returns the named profile's properties, merged as the SDKs merge them: the config
-// file's [default] or [profile NAME], overridden key by key by the credentials file's [NAME].
-// found is false when neither file has the profile; a missing file counts as empty.
-func loadProfile(name string) (props map[string]string, found bool, err error) {
+// sharedProfiles reads the shared config and credentials files once into their profiles,
+// merged as the SDKs merge them: the config file's [default], then its [profile NAME] (a bare
+// [NAME] there is not a profile to the SDKs), overridden key by key by the credentials file's
+// [NAME]. A missing file counts as empty.
+func sharedProfiles() (map[string]map[string]string, error) {
 	configFile, credentialsFile := sharedFiles()
-	props = map[string]string{}
-	for _, f := range []struct {
-		path     string
-		sections []string // later sections override earlier ones
-	}{
-		{configFile, configSections(name)},
-		{credentialsFile, []string{name}},
-	} {
-		if f.path == "" {
+	profiles := map[string]map[string]string{}
+	merge := func(name string, section map[string]string) {
+		if profiles[name] == nil {
+			profiles[name] = map[string]string{}
+		}
+		maps.Copy(profiles[name], section)
+	}
+	for i, path := range []string{configFile, credentialsFile} {
+		if path == "" {
 			continue
 		}
-		data, err := os.ReadFile(f.path)
+		data, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, false, fmt.Errorf("shared config: %w", err)
+			return nil, fmt.Errorf("shared config: %w", err)
 		}
 		sections := parseShared(string(data))
-		for _, s := range f.sections {
-			if sec, ok := sections[s]; ok {
-				found = true
-				for k, v := range sec {
-					props[k] = v
-				}
+		if i == 1 { // the credentials file: every section is a profile
+			for name, section := range sections {
+				merge(name, section)
+			}
+			continue
+		}
+		if section, ok := sections["default"]; ok {
+			merge("default", section)
+		}
+		for s, section := range sections {
+			if name, ok := strings.CutPrefix(s, "profile "); ok {
+				merge(name, section)
 			}
 		}
 	}
-	return props, found, nil
-}
-
-// configSections are the config file's names for a profile: only "default" may go without the
-// "profile " prefix there (a bare [NAME] in the config file is not a profile to the SDKs).
-func configSections(name string) []string {
-	if name == "default" {
-		return []string{"default", "profile default"}
-	}
-	return []string{"profile " + name}
+	return profiles, nil
 }
 
 // parseShared reads a shared config or credentials file: sections of lower-cased keys. It
@@ -204,7 +202,7 @@ func profileCredentials(ctx context.Context, name string, props map[string]strin
 		if err != nil {
 			return keys, false, fmt.Errorf("profile %q (SSO): %w", name, err)
 		}
-		return Resolved{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken}, true, nil
+		return minioKeys(v), true, nil
 	case props["credential_process"] != "":
 		ctx, cancel := context.WithTimeout(ctx, credentialTimeout)
 		defer cancel()
@@ -248,33 +246,9 @@ func ambientCredentials(env []string) (keys Resolved, ok bool, err error) {
 	if err != nil {
 		return keys, false, fmt.Errorf("credentials from %s: %w", source, err)
 	}
-	return Resolved{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken}, true, nil
+	return minioKeys(v), true, nil
 }
 
-// profileNames lists the profiles of the shared files, for the unknown-profile message.
-func profileNames() []string {
-	seen := map[string]bool{}
-	configFile, credentialsFile := sharedFiles()
-	for i, path := range []string{configFile, credentialsFile} {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		for s := range parseShared(string(data)) {
-			switch {
-			case i == 1:
-				seen[s] = true
-			case s == "default":
-				seen[s] = true
-			case strings.HasPrefix(s, "profile "):
-				seen[strings.TrimPrefix(s, "profile ")] = true
-			}
-		}
-	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+func minioKeys(v miniocreds.Value) Resolved {
+	return Resolved{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken}
 }

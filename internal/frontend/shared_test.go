@@ -79,17 +79,21 @@ func TestSharedProfiles(t *testing.T) {
 	}
 }
 
+// writeScript writes an executable shell script into dir and returns its path.
+func writeScript(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestCredentialProcess(t *testing.T) {
 	isolate(t)
 	dir := t.TempDir()
-	script := filepath.Join(dir, "creds.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '%s' '{\"Version\":1,\"AccessKeyId\":\"proc\",\"SecretAccessKey\":\"procsecret\",\"SessionToken\":\"tok\"}'\n"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	garbled := filepath.Join(dir, "garbled.sh")
-	if err := os.WriteFile(garbled, []byte("#!/bin/sh\necho 'AccessKeyId=AKIDSECRET SecretAccessKey=TOPSECRET'\n"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	script := writeScript(t, dir, "creds.sh", `printf '%s' '{"Version":1,"AccessKeyId":"proc","SecretAccessKey":"procsecret","SessionToken":"tok"}'`)
+	garbled := writeScript(t, dir, "garbled.sh", "echo 'AccessKeyId=AKIDSECRET SecretAccessKey=TOPSECRET'")
 	sharedFilesIn(t, dir, "[profile proc]\ncredential_process = "+script+"\n[profile fails]\ncredential_process = "+filepath.Join(dir, "missing")+"\n"+
 		"[profile garbled]\ncredential_process = "+garbled+"\n", "")
 	r, err := Conn{Profile: "proc"}.Resolve()
@@ -162,10 +166,7 @@ func FuzzParseShared(f *testing.F) {
 func TestCredentialProcessIsBounded(t *testing.T) {
 	isolate(t)
 	dir := t.TempDir()
-	script := filepath.Join(dir, "hangs.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec 2>/dev/null\nsleep 20 &\nsleep 20\n"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	script := writeScript(t, dir, "hangs.sh", "exec 2>/dev/null\nsleep 20 &\nsleep 20")
 	sharedFilesIn(t, dir, "[profile hangs]\ncredential_process = "+script+"\n", "")
 	old := credentialTimeout
 	credentialTimeout = 300 * time.Millisecond
