@@ -12,6 +12,9 @@
 # Installing needs root (apt-get). A failure prints why and returns 1; s3server.sh decides whether
 # that fails the test command (it does under CI=true).
 
+# shellcheck source=apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+
 CEPH_VERSION="16.2.15+ds-0+deb12u2"
 # radosgw-admin comes with radosgw; ceph (the CLI), monmaptool and ceph-authtool with ceph-common
 # and ceph-base, which the daemons depend on.
@@ -47,25 +50,10 @@ install_ceph() {
 		ceph_fail "Ceph $CEPH_VERSION is not installed and there is no apt-get to install it (Debian 12 packages)"
 		return 1
 	fi
-	local p pinned=()
-	for p in "${ceph_packages[@]}"; do
-		pinned+=("$p=$CEPH_VERSION")
-	done
-	if [[ "$(apt-cache policy radosgw 2>/dev/null)" != *"$CEPH_VERSION"* ]]; then
-		echo "ceph.sh: radosgw $CEPH_VERSION not in the package lists, running apt-get update" >&2
-		DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 || true
-	fi
-	echo "ceph.sh: installing Ceph $CEPH_VERSION (first run only)" >&2
-	local log
-	log=$(mktemp "${TMPDIR:-/tmp}/safeput-ceph-install.XXXXXX")
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		"${pinned[@]}" >"$log" 2>&1; then
-		tail -20 "$log" >&2
-		rm -f "$log"
+	if ! apt_install_pinned ceph.sh "$CEPH_VERSION" "${ceph_packages[@]}"; then
 		ceph_fail "apt-get install of Ceph $CEPH_VERSION failed (output above); Ceph RGW cannot be tested"
 		return 1
 	fi
-	rm -f "$log"
 	if ! ceph_installed_ok; then
 		ceph_fail "after apt-get install, the installed Ceph packages are not all at $CEPH_VERSION"
 		return 1

@@ -6,6 +6,9 @@
 #                      # prints why and returns 1 when it cannot (the test command fails under
 #                      # CI=true, as the test itself does without valgrind)
 
+# shellcheck source=apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+
 VALGRIND_VERSION="1:3.19.0-1"
 
 install_valgrind() {
@@ -18,18 +21,8 @@ install_valgrind() {
 		echo "valgrind.sh: valgrind $VALGRIND_VERSION is not installed and installing it needs root and apt-get" >&2
 		return 1
 	fi
-	if [[ "$(apt-cache policy valgrind 2>/dev/null)" != *"$VALGRIND_VERSION"* ]]; then
-		DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 || true
-	fi
-	echo "valgrind.sh: installing valgrind $VALGRIND_VERSION (first run only)" >&2
-	local log
-	log=$(mktemp "${TMPDIR:-/tmp}/safeput-valgrind-install.XXXXXX")
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		"valgrind=$VALGRIND_VERSION" >"$log" 2>&1; then
-		tail -20 "$log" >&2
-		rm -f "$log"
+	if ! apt_install_pinned valgrind.sh "$VALGRIND_VERSION" valgrind; then
 		echo "valgrind.sh: apt-get install of valgrind $VALGRIND_VERSION failed (output above)" >&2
 		return 1
 	fi
-	rm -f "$log"
 }
