@@ -101,6 +101,22 @@ func (b *Budget) put(buf []byte) {
 	if idle+int64(size)+b.used <= b.limit {
 		b.free[size] = append(b.free[size], buf[:size])
 	}
+	b.unlockAndWake()
+}
+
+// drop returns buf's bytes to the budget without keeping buf for reuse: something may still
+// read it.
+func (b *Budget) drop(buf []byte) {
+	if buf == nil {
+		return
+	}
+	b.mu.Lock()
+	b.used -= int64(cap(buf))
+	b.unlockAndWake()
+}
+
+// unlockAndWake unlocks b.mu, which the caller holds, and wakes every waiter.
+func (b *Budget) unlockAndWake() {
 	waiters := b.waiters
 	b.waiters = nil
 	b.mu.Unlock()

@@ -1,7 +1,6 @@
 package writer
 
 import (
-	"bytes"
 	"context"
 	stderrors "errors"
 	"fmt"
@@ -75,7 +74,11 @@ func (w *Writer) putSingle() error {
 	if data == nil && w.buf != nil {
 		data, crc = w.buf[:w.fill], w.fillCRC
 	}
-	defer w.releaseHeld()
+	fence := new(bodyFence)
+	defer func() {
+		w.releaseLent(fence, w.buf, w.pending)
+		w.buf, w.pending = nil, nil
+	}()
 	var rec partDone
 	w.checksumFilled(&rec, data, crc)
 	in := &store.PutObjectInput{
@@ -105,13 +108,13 @@ func (w *Writer) putSingle() error {
 	var out *store.PutObjectOutput
 	var damagedLeft error // why this write's own damaged create-only object could not be removed
 	err := w.doSized("PutObject", 0, int64(len(data)), func(ctx context.Context, _ int) error {
-		in.Body = bytes.NewReader(data)
+		in.Body = newFencedReader(data, fence)
 		w.bytesSent.Add(int64(len(data)))
 		o, err := w.st.PutObject(ctx, in)
 		if err != nil && w.caps.probing && headerRefused(err) {
 			w.dropOfferedChecksum("PutObject", err)
 			in.Checksum = store.Checksum{}
-			in.Body = bytes.NewReader(data)
+			in.Body = newFencedReader(data, fence)
 			w.bytesSent.Add(int64(len(data)))
 			o, err = w.st.PutObject(ctx, in)
 		}

@@ -29,3 +29,7 @@ func Remembered(key any) bool {
 
 // PartsShowDamage exposes partsShowDamage: when Recover may call a commit damaged.
 var PartsShowDamage = partsShowDamage
+
+// LentDropped is how many part buffers w left to the garbage collector because a request that
+// had returned still read them.
+func LentDropped(w *Writer) int64 { return w.lentDropped.Load() }

@@ -7,6 +7,7 @@ import (
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/verify"
+	"go.uber.org/zap"
 )
 
 // Write copies p into part buffers. It sends nothing until a part is full and more data
@@ -188,6 +189,27 @@ func (w *Writer) release(buf []byte) {
 	}
 	w.cfg.budget.put(buf)
 	<-w.slots
+}
+
+// releaseLent releases bufs that were lent to requests through f. When a request that has
+// already returned is still reading (bodyFence), they go to the garbage collector instead of
+// back to the budget's free list, where the next part would overwrite what is being sent; the
+// budget counts them free either way.
+func (w *Writer) releaseLent(f *bodyFence, bufs ...[]byte) {
+	busy := f != nil && f.close()
+	for _, buf := range bufs {
+		if buf == nil {
+			continue
+		}
+		if busy {
+			w.lentDropped.Add(1)
+			w.log.Debug("a returned request still reads this buffer: not reused", zap.Int("size", cap(buf)))
+			w.cfg.budget.drop(buf)
+			<-w.slots
+			continue
+		}
+		w.release(buf)
+	}
 }
 
 func (w *Writer) releaseHeld() {

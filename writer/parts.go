@@ -1,7 +1,6 @@
 package writer
 
 import (
-	"bytes"
 	"context"
 	"io"
 
@@ -28,6 +27,7 @@ type partBody struct {
 	buf     []byte            // a part buffer from the budget; nil for a section
 	section *io.SectionReader // a section of the ReaderAt source; nil for a buffer
 	crc     uint64            // buf's CRC, computed as it was filled (fillCRC)
+	fence   *bodyFence        // guards buf against requests that outlive the part (dispatch sets it)
 }
 
 func (b partBody) size() int64 {
@@ -38,12 +38,13 @@ func (b partBody) size() int64 {
 }
 
 // releaseBody gives back what b holds: the buffer (with its slot) to the budget, or the slot.
+// A buffer a finished request still reads is not recycled (releaseLent).
 func (w *Writer) releaseBody(b partBody) {
 	if b.section != nil {
 		<-w.slots
 		return
 	}
-	w.release(b.buf)
+	w.releaseLent(b.fence, b.buf)
 }
 
 // dispatch sends body as the next part in the background, starting the multipart upload first
@@ -58,6 +59,9 @@ func (w *Writer) dispatch(body partBody, final bool) error {
 	if err := w.plan.CheckPart(int(n), body.size(), final); err != nil {
 		w.releaseBody(body)
 		return w.fail(classifyRule("UploadPart", w.bucket, w.key, err))
+	}
+	if body.buf != nil {
+		body.fence = new(bodyFence)
 	}
 	w.wg.Add(1)
 	go func() {
@@ -158,7 +162,7 @@ func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeke
 		} else {
 			w.checksum(&rec, part.buf)
 		}
-		return bytes.NewReader(part.buf), rec, nil
+		return newFencedReader(part.buf, part.fence), rec, nil
 	}
 	section := part.section
 	// A ReaderAt source is read twice (checksum, then send) instead of being copied; the send of

@@ -146,6 +146,43 @@ func TestWireHungServer(t *testing.T) {
 	})
 }
 
+// A server that answers a part before reading its body (503 SlowDown from its headers): the
+// part is sent again and the write lands, on every server and adapter, with buffers from one
+// small shared budget reused at once. minio-go's transport is still sending the refused body
+// when the call returns (aws-sdk-go-v2 sends Expect: 100-continue and never starts it); here
+// that send ends with its connection before the part's retry does, so the buffer's fence
+// rarely has to keep it: TestLateBodyReadKeepsItsBuffer shows the case where it must.
+func TestWireAnswerBeforeBody(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		proxy, st := wirekit.Proxied(t, env, 3)
+		proxy.SetRules(faultproxy.Rule{Op: faultproxy.UploadPart, Times: 3,
+			Fault: faultproxy.Fault{Kind: faultproxy.AnswerEarly, Code: "SlowDown"}})
+		budget, err := writer.NewBudget(3 * part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := s3test.RandomBytes(6*part + 1)
+		key := "wire-answer-early"
+		w, err := writer.New(context.Background(), st, env.Bucket, key, testOpts(env, writer.WithReadBackLimit(0),
+			writer.WithRetry(fastPolicy(retry.WithMaxAttempts(6))), writer.WithMemoryBudget(budget), writer.WithConcurrency(2))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = w.Write(data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if n := proxy.Stats().Injected[faultproxy.AnswerEarly]; n != 3 {
+			t.Fatalf("%d early answers injected, want 3", n)
+		}
+		checkOutcome(t, env, key, data, w.Result(), err, sperrors.Unknown)
+		if budget.InUse() != 0 {
+			t.Errorf("%d bytes of the budget still held", budget.InUse())
+		}
+		t.Logf("%s: %d part buffers still read by a returned request, left to the GC", env.Adapter, writer.LentDropped(w))
+	})
+}
+
 // A throttling storm at the wire: 30 % of all requests answered 503 SlowDown (some with
 // Retry-After) by the proxy. Every 23 MiB upload (5 MiB parts, 4 in flight) lands identical.
 func TestWireThrottleStorm(t *testing.T) {

@@ -95,6 +95,9 @@ type Writer struct {
 	stats     retry.Stats
 	bytesSent atomic.Int64
 	bytesDone atomic.Int64
+	// lentDropped counts part buffers left to the garbage collector because a request that had
+	// returned still read them (releaseLent).
+	lentDropped atomic.Int64
 	// keyDeleted: this writer deleted the object at the key (its own damaged or unproven one),
 	// so an earlier Upload attempt's object is no longer there.
 	keyDeleted atomic.Bool

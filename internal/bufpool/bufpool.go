@@ -4,7 +4,6 @@
 package bufpool
 
 import (
-	"bytes"
 	"io"
 	"sync"
 )
@@ -49,12 +48,13 @@ func (bp *Pool) Copy(dst io.Writer, src io.Reader) (int64, error) {
 	return io.CopyBuffer(dst, src, *b)
 }
 
-// WriteN writes the next n bytes of r to dst. A *bytes.Reader with exactly n bytes left (a part
-// buffer's) writes them in one call, with no copy; a section of an *os.File (a ReaderAt part)
+// WriteN writes the next n bytes of r to dst. A reader that can write itself and has exactly n
+// bytes left (a part buffer's *bytes.Reader, or the writer's fenced reader over one) writes them
+// in one call, with no copy; a section of an *os.File (a ReaderAt part)
 // goes by sendfile when dst is a FileSender; anything else goes through a pooled buffer.
 // An r that ends before n bytes gives io.ErrUnexpectedEOF: a request body must not come up short.
 func WriteN(dst io.Writer, r io.Reader, n int64) (int64, error) {
-	if br, ok := r.(*bytes.Reader); ok && int64(br.Len()) == n {
+	if br, ok := r.(lenWriterTo); ok && int64(br.Len()) == n {
 		return br.WriteTo(dst)
 	}
 	if k, ok, err := sendSection(dst, r, n); ok {
@@ -68,6 +68,12 @@ func WriteN(dst io.Writer, r io.Reader, n int64) (int64, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return k, err
+}
+
+// lenWriterTo is a reader that writes all it has left in WriteTo, and says how much that is.
+type lenWriterTo interface {
+	io.WriterTo
+	Len() int
 }
 
 // Copy32K is the shared pool of 32 KiB buffers (io.Copy's own size).

@@ -18,6 +18,9 @@
 //   - CutResponse: a response that stops halfway (connection closed with Content-Length unmet).
 //   - Status: throttling and server errors (503 SlowDown, 500 InternalError, 429) with an S3 XML
 //     body and an optional Retry-After.
+//   - AnswerEarly: the same answer sent before the request body is read (a server refusing on
+//     the headers, or shedding load): the client's transport is still sending the body when
+//     the call returns.
 //   - StoreTruncated, StoreFlipped: silent corruption. The store keeps bytes other than the ones
 //     sent and still answers 200 with an ETag; only an end-to-end check (read back, checksum
 //     compare) notices.
@@ -86,6 +89,9 @@ const (
 	CutResponse Kind = "CutResponse"
 	// Status answers Fault.Status with an S3 XML error body, without forwarding.
 	Status Kind = "Status"
+	// AnswerEarly answers as Status does but without reading the request body first (net/http's
+	// server then reads at most 256 KiB of it and closes the connection after the answer).
+	AnswerEarly Kind = "AnswerEarly"
 	// StoreTruncated forwards half the body (at least one byte removed), re-signed, and passes
 	// the store's answer back unchanged.
 	StoreTruncated Kind = "StoreTruncated"
@@ -99,9 +105,9 @@ type Fault struct {
 	Kind       Kind
 	Bytes      int64         // ResetAfterBytes: body bytes read before the RST; StopReading: before stopping (0 = half)
 	Hold       time.Duration // Hold: how long; 0 = forever
-	Status     int           // Status: HTTP status; 0 = 503
-	Code       string        // Status: S3 error code in the body, e.g. SlowDown; "" = no <Code>
-	RetryAfter string        // Status: Retry-After header value; "" = none
+	Status     int           // Status, AnswerEarly: HTTP status; 0 = 503
+	Code       string        // Status, AnswerEarly: S3 error code in the body, e.g. SlowDown; "" = no <Code>
+	RetryAfter string        // Status, AnswerEarly: Retry-After header value; "" = none
 	// Rechecksum (StoreTruncated, StoreFlipped) sends Content-MD5 and x-amz-checksum-<alg>
 	// recomputed over the altered body instead of dropping them. Needed on parts of uploads
 	// created with a checksum algorithm: Versity S3 Gateway refuses a COMPOSITE part without its

@@ -53,7 +53,12 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case CutResponse:
 		p.cutResponse(w, r)
 	case Status:
+		// A server reads the request before answering; not reading it would race the client's
+		// write of the body against our answer (AnswerEarly does that on purpose).
+		_, _ = io.Copy(io.Discard, r.Body)
 		p.status(w, r, fault)
+	case AnswerEarly:
+		p.answerEarly(w, r, fault)
 	case StoreTruncated, StoreFlipped:
 		p.storeAltered(w, r, fault.Kind, fault.Rechecksum)
 	default:
@@ -166,9 +171,6 @@ func (p *Proxy) cutResponse(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Proxy) status(w http.ResponseWriter, r *http.Request, f Fault) {
-	// A server reads the request before answering; not reading it would race the client's
-	// write of the body against our answer.
-	_, _ = io.Copy(io.Discard, r.Body)
 	code := f.Status
 	if code == 0 {
 		code = http.StatusServiceUnavailable
@@ -177,6 +179,20 @@ func (p *Proxy) status(w http.ResponseWriter, r *http.Request, f Fault) {
 		w.Header().Set("Retry-After", f.RetryAfter)
 	}
 	p.writeError(w, r, code, f.Code, "injected by faultproxy")
+}
+
+// answerEarly sends the answer, then takes whatever body the client goes on sending, so the
+// answer arrives while the client may still be sending and the connection ends cleanly: a server
+// that closed with the body unread would reset it, and the client could see the reset before
+// the answer. A client waiting for 100 Continue is not sent one.
+func (p *Proxy) answerEarly(w http.ResponseWriter, r *http.Request, f Fault) {
+	rc := http.NewResponseController(w)
+	if err := rc.EnableFullDuplex(); err != nil {
+		p.logf("AnswerEarly: %v", err)
+	}
+	p.status(w, r, f)
+	_ = rc.Flush()
+	_, _ = io.Copy(io.Discard, r.Body)
 }
 
 // storeAltered forwards an altered body. The checksum headers and the signature's payload hash

@@ -213,6 +213,20 @@ func TestStatus(t *testing.T) {
 	})
 }
 
+// AnswerEarly answers before taking the body: the client gets the answer (not a broken
+// connection) while its transport may still be sending, and nothing is stored.
+func TestAnswerEarly(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, w wire) {
+		w.proxy.SetRules(Rule{Op: PutObject, Fault: Fault{Kind: AnswerEarly, Code: "SlowDown"}})
+		_, err := w.put(t, "k", s3test.RandomBytes(8<<20), true) // far more than the socket buffers hold
+		wantResponse(t, err, 503, "SlowDown", 0)
+		w.wantInjected(t, PutObject, AnswerEarly, "k")
+		if s3test.Exists(t, w.srv, w.bucket, "k") {
+			t.Error("a request answered by the proxy reached the store")
+		}
+	})
+}
+
 func wantResponse(t *testing.T, err error, status int, code string, retryAfter time.Duration) {
 	t.Helper()
 	var re *store.ResponseError

@@ -1,0 +1,94 @@
+package writer_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/writer"
+)
+
+// lateReader stands in for net/http after RoundTrip has returned while its writing goroutine
+// still sends the body (a server that answered before reading all of it): UploadPart of part 1
+// stores the part, leaves a goroutine in the middle of WriteTo on the body, and returns.
+type lateReader struct {
+	store.Store
+	once    sync.Once
+	started chan struct{} // the late goroutine holds the body's bytes
+	finish  chan struct{} // let it copy them
+	done    chan struct{}
+	saw     []byte // what the late goroutine read, once done is closed
+	lateErr error  // a Read of the body after the part was done
+}
+
+func (s *lateReader) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
+	data, err := io.ReadAll(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		body := in.Body
+		if _, err := body.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		go func() {
+			defer close(s.done)
+			_, _ = body.(io.WriterTo).WriteTo(writerFunc(func(p []byte) (int, error) {
+				close(s.started)
+				<-s.finish
+				s.saw = append([]byte(nil), p...)
+				return len(p), nil
+			}))
+			_, s.lateErr = body.Read(make([]byte, 1))
+		}()
+		<-s.started
+	}
+	in.Body = bytes.NewReader(data)
+	return s.Store.UploadPart(ctx, in)
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A part buffer a returned request still reads is not reused: the late reader sees part 1's
+// bytes, not a later part's written over them, and cannot read again once the part is done.
+// Under -race, reusing the buffer is also a data race between the late read and the next fill.
+func TestLateBodyReadKeepsItsBuffer(t *testing.T) {
+	mem := memstore.New()
+	mem.CreateBucket("b")
+	st := &lateReader{Store: mem, started: make(chan struct{}), finish: make(chan struct{}), done: make(chan struct{})}
+	w, err := writer.New(context.Background(), st, "b", "k", writer.WithProfile("minio"), writer.WithPartSize(part),
+		writer.WithConcurrency(1), writer.WithRetry(fastPolicy()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := s3test.RandomBytes(4*part + 1)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(st.finish)
+	<-st.done
+	if !bytes.Equal(st.saw, data[:part]) {
+		t.Errorf("the late reader of part 1 saw other bytes than part 1's: its buffer was reused while it read")
+	}
+	if st.lateErr == nil {
+		t.Error("a read of part 1's body after the part was done succeeded")
+	}
+	if n := writer.LentDropped(w); n != 1 {
+		t.Errorf("%d buffers left to the garbage collector, want 1 (part 1's)", n)
+	}
+	if got, ok := mem.Object("b", "k"); !ok || !bytes.Equal(got, data) {
+		t.Fatalf("stored object differs from what was written (found %v)", ok)
+	}
+}
