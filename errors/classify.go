@@ -26,6 +26,9 @@ type (
 	operationer interface{ Operation() string }
 	// invalidInputer lets an error mark itself as rejected input without sharing a sentinel.
 	invalidInputer interface{ InvalidInput() bool }
+	// documentLoser is an error status whose error document the connection lost on the way
+	// (store.ResponseError.DocumentLost).
+	documentLoser interface{ ErrorDocumentLost() bool }
 )
 
 // Limits on what is copied from a store's answer into an *Error, to keep a log line a line.
@@ -45,8 +48,11 @@ const (
 //     cannot tell the caller's context from a per-attempt timeout; ClassifyContext can.
 //  2. Rejected input (store.ErrInvalidInput, or an error with InvalidInput() true): Permanent.
 //  3. An S3 error code in the code table (CodeTable): its Kind.
-//  4. An HTTP status of 400 or more: the status table (StatusTable), else 5xx Transient and 4xx
-//     Permanent.
+//  4. An HTTP status of 400 or more without a code whose error document the connection lost
+//     on the way (store.ResponseError.DocumentLost, or ErrorDocumentLost() true): Transient,
+//     since the status alone cannot tell a refusal worth another attempt from a final one.
+//     Otherwise an HTTP status of 400 or more: the status table (StatusTable), else 5xx
+//     Transient and 4xx Permanent.
 //  5. An unknown code in a success answer (an <Error> in a 200 Complete body): Transient.
 //  6. TLS certificate and handshake failures: Permanent.
 //  7. fs.ErrNotExist or fs.ErrPermission (reading the source, a unix socket): Permanent.
@@ -191,6 +197,12 @@ func kindFor(err error, op string, status int, code string, ctxAlive bool) (Kind
 			return k, gone
 		}
 	}
+	if status >= 400 && code == "" && documentLost(err) {
+		// The connection broke while the store explained its refusal: the status alone cannot
+		// tell a refusal worth another attempt (BadDigest, SlowDown) from a final one, and
+		// another attempt gets the store's whole answer.
+		return Transient, false
+	}
 	if status >= 400 {
 		return statusKind(status), false
 	}
@@ -225,6 +237,11 @@ func isContextErr(err error) bool {
 func isInvalidInput(err error) bool {
 	var ii invalidInputer
 	return stderrors.As(err, &ii) && ii.InvalidInput()
+}
+
+func documentLost(err error) bool {
+	var dl documentLoser
+	return stderrors.As(err, &dl) && dl.ErrorDocumentLost()
 }
 
 // isTLSFailure: a certificate the client does not trust, or a server that does not speak TLS.

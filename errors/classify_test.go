@@ -124,6 +124,11 @@ func TestEmbeddedAndNonCompliantAnswers(t *testing.T) {
 		{"499 no code", response("UploadPart", 499, ""), errors.Transient},
 		{"429 no code", response("UploadPart", 429, ""), errors.Throttled},
 		{"412 HEAD", response("Head", 412, ""), errors.Precondition},
+		// The connection dropped while the error document arrived: the status alone is not the
+		// store's whole word, and another attempt gets it.
+		{"400 document lost", &store.ResponseError{Op: "UploadPart", StatusCode: 400, Message: "error document lost: unexpected EOF", DocumentLost: io.ErrUnexpectedEOF}, errors.Transient},
+		{"403 document lost", &store.ResponseError{Op: "PutObject", StatusCode: 403, DocumentLost: io.ErrUnexpectedEOF}, errors.Transient},
+		{"403 document lost, code from a header", &store.ResponseError{Op: "PutObject", StatusCode: 403, Code: "AccessDenied", DocumentLost: io.ErrUnexpectedEOF}, errors.Permanent},
 		{"NoSuchUpload on Complete", response("Complete", 404, "NoSuchUpload"), errors.Transient /* op unknown: no template */},
 	}
 	for _, c := range cases {

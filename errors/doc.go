@@ -96,7 +96,8 @@
 //
 // # HTTP statuses without a known code
 //
-// StatusTable. Any other status of 500 and above is Transient; any other 4xx is Permanent. A
+// StatusTable. Any other status of 500 and above is Transient; any other 4xx is Permanent. An
+// error status whose document the connection lost on the way (no code known) is Transient. A
 // success status with an unknown code (an <Error> in a 200 Complete body) is Transient; a success
 // status with no code at all is a non-compliant answer: Compatibility.
 //

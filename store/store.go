@@ -579,9 +579,16 @@ type ResponseError struct {
 	RequestID string
 	// RetryAfter is the store's Retry-After / x-amz-retry-after hint, 0 when absent.
 	RetryAfter time.Duration
+	// DocumentLost is why the error document could not be read (the connection dropped while
+	// it arrived): Code is then unknown, not absent, and the error is retried as Transient.
+	DocumentLost error
 	// Err is the SDK's error, kept so errors.As can still reach SDK types.
 	Err error
 }
+
+// ErrorDocumentLost reports whether the store's error document was lost on the way (the
+// errors package classifies such an answer by that, not by its status alone).
+func (e *ResponseError) ErrorDocumentLost() bool { return e.DocumentLost != nil }
 
 func (e *ResponseError) Error() string {
 	s := fmt.Sprintf("%s: HTTP %d", e.Op, e.StatusCode)

@@ -100,6 +100,7 @@ func (c *call) wrap(err error) error {
 	case c.errorBodyLost != nil:
 		// Whatever the SDK made of a cut-off document is not the store's word.
 		out.Message = "error document lost: " + c.errorBodyLost.Error()
+		out.DocumentLost = c.errorBodyLost
 	case isAPI && !c.emptyErrorBody:
 		out.Code, out.Message = api.ErrorCode(), api.ErrorMessage()
 	case !isAPI && status >= 200 && status < 300:

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
 )
 
@@ -505,8 +506,11 @@ func TestErrorDocumentLost(t *testing.T) {
 	st := newTestStore(t, srv.URL, false)
 	_, err := st.PutObject(context.Background(), &store.PutObjectInput{Bucket: "b", Key: "k", Body: strings.NewReader("x"), ContentLength: 1})
 	var re *store.ResponseError
-	if !errors.As(err, &re) || re.StatusCode != 404 || re.Code != "" || !strings.Contains(re.Message, "error document lost") {
+	if !errors.As(err, &re) || re.StatusCode != 404 || re.Code != "" || !strings.Contains(re.Message, "error document lost") || re.DocumentLost == nil {
 		t.Fatalf("PutObject: %#v, want a 404 ResponseError saying its document was lost", err)
+	}
+	if k := sperrors.Classify(err).Kind; k != sperrors.Transient {
+		t.Errorf("classified %s, want Transient: another attempt gets the store's whole answer", k)
 	}
 }
 

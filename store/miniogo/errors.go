@@ -33,6 +33,7 @@ type exchange struct {
 	status    int  // 0 when unknown (NewFromCore)
 	header    http.Header
 	errBody   *bytes.Buffer // first bytes of a non-2xx body
+	errLost   error         // why reading that body failed (the connection dropped), nil if it did not
 	rtErr     error         // last error from the transport, unchanged
 	// extra are headers minio-go cannot send (it prefixes unknown names with x-amz-meta-); the
 	// recording transport adds them and signs the request again.
@@ -96,7 +97,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	ex.responded = true
 	ex.status = resp.StatusCode
 	ex.header = resp.Header.Clone()
-	ex.errBody = nil
+	ex.errBody, ex.errLost = nil, nil
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Keep a copy of the error body as minio-go reads (or drains) it.
 		ex.errBody = &bytes.Buffer{}
@@ -120,10 +121,13 @@ type teeBody struct {
 
 func (b *teeBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
+	if n > 0 || (err != nil && err != io.EOF) { //nolint:errorlint // io.EOF is returned unwrapped by contract
 		b.ex.mu.Lock()
 		if room := errBodyLimit - b.buf.Len(); room > 0 {
 			b.buf.Write(p[:min(n, room)])
+		}
+		if err != nil && err != io.EOF { //nolint:errorlint // as above
+			b.ex.errLost = err
 		}
 		b.ex.mu.Unlock()
 	}
@@ -135,13 +139,14 @@ type snapshot struct {
 	status    int
 	header    http.Header
 	errBody   []byte
+	errLost   error
 	rtErr     error
 }
 
 func (ex *exchange) snapshot() snapshot {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	s := snapshot{responded: ex.responded, status: ex.status, header: ex.header, rtErr: ex.rtErr}
+	s := snapshot{responded: ex.responded, status: ex.status, header: ex.header, errLost: ex.errLost, rtErr: ex.rtErr}
 	if ex.errBody != nil {
 		s.errBody = bytes.Clone(ex.errBody.Bytes())
 	}
@@ -199,6 +204,20 @@ func (s *Store) fail(op string, ex *exchange, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, store.ErrInvalidInput, err)
 	}
 
+	if st.status >= 300 && st.errLost != nil {
+		// The status arrived, then the connection dropped in the error document: an answer
+		// whose code is unknown, whatever minio-go made of the rest.
+		return &store.ResponseError{
+			Op:           op,
+			StatusCode:   st.status,
+			Code:         st.header.Get("x-minio-error-code"), // MinIO's code in a header, if sent
+			Message:      "error document lost: " + st.errLost.Error(),
+			RequestID:    st.header.Get("x-amz-request-id"),
+			RetryAfter:   retryAfter(st.header, time.Now()),
+			DocumentLost: st.errLost,
+			Err:          restoreTransportError(err, st.rtErr),
+		}
+	}
 	if !isER {
 		if isTransportError(err) {
 			// The answer started but its body could not be read: a transport failure.

@@ -26,6 +26,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/miniogo"
 )
@@ -938,5 +939,29 @@ func TestGetObjectRangeIgnored(t *testing.T) {
 	out, err := f.store(t).GetObject(context.Background(), &store.GetObjectInput{Bucket: "bkt", Key: "k", Offset: 5, Length: 4})
 	if out != nil || !errors.Is(err, store.ErrNonCompliant) {
 		t.Fatalf("GetObject on a server ignoring Range = %+v, %v; want ErrNonCompliant", out, err)
+	}
+}
+
+// An error status whose document the connection dropped says so, with no code (whatever
+// minio-go made of the cut-off document is not the store's), and is retried as Transient.
+func TestErrorDocumentLost(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, _ *request) {
+		w.Header().Set("Content-Length", "200")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, "<Error><Code>BadDig")
+		rc := http.NewResponseController(w)
+		_ = rc.Flush() // part of the document arrives, then the connection drops
+		conn, _, err := rc.Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	})
+	_, err := f.store(t).PutObject(context.Background(), &store.PutObjectInput{Bucket: "bucket", Key: "k", Body: strings.NewReader("x"), ContentLength: 1})
+	var re *store.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != 400 || re.Code != "" || !strings.Contains(re.Message, "error document lost") || re.DocumentLost == nil {
+		t.Fatalf("PutObject: %#v, want a 400 ResponseError saying its document was lost", err)
+	}
+	if k := sperrors.Classify(err).Kind; k != sperrors.Transient {
+		t.Errorf("classified %s, want Transient: another attempt gets the store's whole answer", k)
 	}
 }
