@@ -8,7 +8,8 @@ import (
 
 // Budget bounds the part-buffer memory of every writer that shares it. A flush node that runs
 // many uploads at once gives them one Budget: a writer waits for room instead of allocating past
-// it. Buffers are recycled between the writers that share it.
+// it. Buffers are recycled between the writers that share it, except one that a request which
+// has already returned may still be sending from (it is left to the garbage collector).
 type Budget struct {
 	limit int64
 

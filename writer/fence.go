@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 )
 
 // errBodyFenced is what a request reading a part's bytes after the part was done gets.
@@ -18,10 +19,13 @@ var errBodyFenced = errors.New("safeput: request body read after its part was do
 // part would then be read by the old request: a data race, and bytes of one part on another's
 // wire. Every read of the buffer by a request goes through the fence; when the part is done,
 // close refuses further reads and reports one still under way, and then the buffer is not reused.
+// A section of the caller's ReaderAt source is fenced too, and waited for (closeAndWait): the
+// caller may reuse its memory as soon as Upload returns.
 type bodyFence struct {
 	mu     sync.Mutex
 	reads  int
 	closed bool
+	idle   chan struct{} // closed when the reads under way at closeAndWait have ended
 }
 
 func (f *bodyFence) enter() error {
@@ -37,6 +41,10 @@ func (f *bodyFence) enter() error {
 func (f *bodyFence) exit() {
 	f.mu.Lock()
 	f.reads--
+	if f.reads == 0 && f.idle != nil {
+		close(f.idle)
+		f.idle = nil
+	}
 	f.mu.Unlock()
 }
 
@@ -47,6 +55,29 @@ func (f *bodyFence) close() (busy bool) {
 	defer f.mu.Unlock()
 	f.closed = true
 	return f.reads > 0
+}
+
+// closeAndWait closes f and waits up to d for the reads under way to end; false if one had not.
+func (f *bodyFence) closeAndWait(d time.Duration) bool {
+	f.mu.Lock()
+	f.closed = true
+	if f.reads == 0 {
+		f.mu.Unlock()
+		return true
+	}
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
+	idle := f.idle
+	f.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // fencedReader is one request's reader over a fenced buffer. It keeps what the adapters and
@@ -95,4 +126,28 @@ func (b *fencedReader) Len() int {
 	}
 	defer b.f.exit()
 	return b.r.Len()
+}
+
+// fencedSection is one request's reader over a part of an in-memory (not file) ReaderAt source.
+// It has no WriteTo: the connection copies it through a pooled buffer, one short read at a
+// time, so a read under way when the part ends is one ReadAt of at most 32 KiB.
+type fencedSection struct {
+	s *io.SectionReader
+	f *bodyFence
+}
+
+func (b *fencedSection) Read(p []byte) (int, error) {
+	if err := b.f.enter(); err != nil {
+		return 0, err
+	}
+	defer b.f.exit()
+	return b.s.Read(p)
+}
+
+func (b *fencedSection) Seek(offset int64, whence int) (int64, error) {
+	if err := b.f.enter(); err != nil {
+		return 0, err
+	}
+	defer b.f.exit()
+	return b.s.Seek(offset, whence)
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
@@ -87,6 +89,83 @@ func TestLateBodyReadKeepsItsBuffer(t *testing.T) {
 	}
 	if n := writer.LentDropped(w); n != 1 {
 		t.Errorf("%d buffers left to the garbage collector, want 1 (part 1's)", n)
+	}
+	if got, ok := mem.Object("b", "k"); !ok || !bytes.Equal(got, data) {
+		t.Fatalf("stored object differs from what was written (found %v)", ok)
+	}
+}
+
+// gatedSource is an in-memory ReaderAt source whose next ReadAt, once armed, waits for open.
+type gatedSource struct {
+	*bytes.Reader
+	armed    atomic.Bool
+	entered  chan struct{}
+	open     chan struct{}
+	lateDone atomic.Bool // the armed ReadAt has returned
+}
+
+func (s *gatedSource) ReadAt(p []byte, off int64) (int, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.entered)
+		<-s.open
+		defer s.lateDone.Store(true)
+	}
+	return s.Reader.ReadAt(p, off)
+}
+
+// lateSectionReader leaves a read of part 1's body under way in the caller's source when
+// UploadPart returns, as net/http's writing goroutine may.
+type lateSectionReader struct {
+	store.Store
+	src  *gatedSource
+	once sync.Once
+	body io.Reader
+}
+
+func (s *lateSectionReader) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
+	data, err := io.ReadAll(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	s.once.Do(func() {
+		if _, err = in.Body.Seek(0, io.SeekStart); err != nil {
+			return
+		}
+		s.body = in.Body
+		s.src.armed.Store(true)
+		go func() { _, _ = in.Body.Read(make([]byte, 1000)) }()
+		<-s.src.entered
+	})
+	if err != nil {
+		return nil, err
+	}
+	in.Body = bytes.NewReader(data)
+	return s.Store.UploadPart(ctx, in)
+}
+
+// Upload of a caller's in-memory ReaderAt does not return while a returned request still reads
+// it (the caller may reuse that memory at once), and no read of it starts afterwards.
+func TestLateSourceReadEndsBeforeUpload(t *testing.T) {
+	mem := memstore.New()
+	mem.CreateBucket("b")
+	data := s3test.RandomBytes(part + 1)
+	src := &gatedSource{Reader: bytes.NewReader(data), entered: make(chan struct{}), open: make(chan struct{})}
+	st := &lateSectionReader{Store: mem, src: src}
+	go func() {
+		<-src.entered
+		time.Sleep(2 * time.Second) // longer than the rest of the upload takes
+		close(src.open)
+	}()
+	_, err := writer.Upload(context.Background(), st, "b", "k", src, writer.WithProfile("minio"), writer.WithPartSize(part),
+		writer.WithConcurrency(1), writer.WithRetry(fastPolicy()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !src.lateDone.Load() {
+		t.Error("Upload returned while a request still read the caller's source")
+	}
+	if _, err := st.body.Read(make([]byte, 1)); err == nil {
+		t.Error("a read of part 1's body after Upload returned succeeded")
 	}
 	if got, ok := mem.Object("b", "k"); !ok || !bytes.Equal(got, data) {
 		t.Fatalf("stored object differs from what was written (found %v)", ok)

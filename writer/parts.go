@@ -3,11 +3,13 @@ package writer
 import (
 	"context"
 	"io"
+	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/verify"
+	"go.uber.org/zap"
 )
 
 type partDone struct {
@@ -27,7 +29,7 @@ type partBody struct {
 	buf     []byte            // a part buffer from the budget; nil for a section
 	section *io.SectionReader // a section of the ReaderAt source; nil for a buffer
 	crc     uint64            // buf's CRC, computed as it was filled (fillCRC)
-	fence   *bodyFence        // guards buf against requests that outlive the part (dispatch sets it)
+	fence   *bodyFence        // guards the bytes against requests that outlive the part (dispatch sets it)
 }
 
 func (b partBody) size() int64 {
@@ -38,9 +40,13 @@ func (b partBody) size() int64 {
 }
 
 // releaseBody gives back what b holds: the buffer (with its slot) to the budget, or the slot.
-// A buffer a finished request still reads is not recycled (releaseLent).
+// A buffer a finished request still reads is not recycled (releaseLent); a read of the caller's
+// source still under way is waited for, briefly, since the caller may reuse it once Upload returns.
 func (w *Writer) releaseBody(b partBody) {
 	if b.section != nil {
+		if b.fence != nil && !b.fence.closeAndWait(lateReadWait) {
+			w.log.Warn("a request that has returned still reads the source", zap.Int64("size", b.section.Size()), zap.Duration("waited", lateReadWait))
+		}
 		<-w.slots
 		return
 	}
@@ -60,7 +66,7 @@ func (w *Writer) dispatch(body partBody, final bool) error {
 		w.releaseBody(body)
 		return w.fail(classifyRule("UploadPart", w.bucket, w.key, err))
 	}
-	if body.buf != nil {
+	if body.buf != nil || (body.section != nil && !w.sectionInFile) {
 		body.fence = new(bodyFence)
 	}
 	w.wg.Add(1)
@@ -164,12 +170,10 @@ func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeke
 		}
 		return newFencedReader(part.buf, part.fence), rec, nil
 	}
-	section := part.section
 	// A ReaderAt source is read twice (checksum, then send) instead of being copied; the send of
-	// a file's section goes by sendfile where the connection allows (bufpool.WriteN).
-	if _, err := section.Seek(0, io.SeekStart); err != nil {
-		return nil, rec, err
-	}
+	// a file's section goes by sendfile where the connection allows (bufpool.WriteN). Each
+	// attempt gets its own reader: an earlier attempt's request may still be reading its own.
+	section := io.NewSectionReader(part.section.Outer())
 	crc := verify.ChecksumOf(w.caps.local, nil)
 	var md5h md5Hasher
 	if w.caps.md5 {
@@ -210,8 +214,15 @@ func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeke
 	if _, err := section.Seek(0, io.SeekStart); err != nil {
 		return nil, rec, err
 	}
+	if part.fence != nil {
+		return &fencedSection{s: section, f: part.fence}, rec, nil
+	}
 	return section, rec, nil
 }
+
+// lateReadWait bounds how long a part's end waits for a read of the caller's source that a
+// returned request still has under way (one ReadAt of at most 32 KiB: fencedSection).
+const lateReadWait = 5 * time.Second
 
 // sectionChunks are the read buffers prepareBody checksums a ReaderAt part through, shared by
 // all writers so a part costs no allocation.

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 )
@@ -213,6 +214,7 @@ func uploadOnce(ctx context.Context, st store.Store, bucket, key string, r io.Re
 func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool) (*Result, error) {
 	if useReaderAt && w.cfg.sizeHint > w.plan.Threshold {
 		w.section, w.sectionBase = ra, base
+		w.sectionInFile = bufpool.FileBacked(ra)
 		// A journaled upload of this source that a dead process left: continue it, or find
 		// that it had landed.
 		landed, err := w.resumeFromJournal()

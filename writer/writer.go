@@ -78,7 +78,10 @@ type Writer struct {
 	slots       chan struct{} // one token per part buffer this writer may hold
 	section     io.ReaderAt   // set by Upload for a ReaderAt source: parts come from it, no buffers
 	sectionBase int64         // the source's offset where the object starts
-	resent      bool          // parts were re-sent once after a failed layout check
+	// sectionInFile: the source is a file (or a section of one), whose bytes the kernel sends:
+	// no request reads the caller's memory, so its parts need no fence.
+	sectionInFile bool
+	resent        bool // parts were re-sent once after a failed layout check
 
 	wg sync.WaitGroup
 	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from

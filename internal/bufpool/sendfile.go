@@ -73,3 +73,18 @@ func (l *limitWriter) SendFile(f *os.File, off, n int64, moved func(int64)) (int
 	}
 	return k, handled, err
 }
+
+// FileBacked reports whether r is an *os.File or a section (of sections) of one: bytes that the
+// kernel sends (sendFile) or that are read from the file, never from the caller's memory.
+func FileBacked(r io.ReaderAt) bool {
+	for {
+		switch v := r.(type) {
+		case *os.File:
+			return true
+		case *io.SectionReader:
+			r, _, _ = v.Outer()
+		default:
+			return false
+		}
+	}
+}
