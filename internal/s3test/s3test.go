@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -247,3 +248,16 @@ func (s Server) IgnoresChecksums() bool { return s.Name == Ceph }
 // EmptyCompleteETag reports whether a successful CompleteMultipartUpload answers without an
 // ETag. Ceph RGW 16.2 answers 200 with <ETag></ETag>; the object is committed and HEAD has it.
 func (s Server) EmptyCompleteETag() bool { return s.Name == Ceph }
+
+// CutErrorDocument answers status promising a 200-byte error document, sends only prefix of it,
+// then drops the connection: an error document lost on the way (fake servers' handlers).
+func CutErrorDocument(w http.ResponseWriter, status int, prefix string) {
+	w.Header().Set("Content-Length", "200")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, prefix)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	if conn, _, err := rc.Hijack(); err == nil {
+		_ = conn.Close()
+	}
+}

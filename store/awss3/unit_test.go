@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
 )
 
@@ -492,16 +493,8 @@ func TestNotFound(t *testing.T) {
 // An error status whose document the connection dropped says so: the code is unknown, not
 // absent (Ceph RGW has been seen to answer a PUT that way).
 func TestErrorDocumentLost(t *testing.T) {
-	_, srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "200")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = io.WriteString(w, "<Error><Code>NoSuchBu")
-		rc := http.NewResponseController(w)
-		_ = rc.Flush() // part of the document arrives, then the connection drops
-		conn, _, err := rc.Hijack()
-		if err == nil {
-			_ = conn.Close()
-		}
+	_, srv := newFake(t, func(w http.ResponseWriter, _ *http.Request) {
+		s3test.CutErrorDocument(w, http.StatusNotFound, "<Error><Code>NoSuchBu")
 	})
 	st := newTestStore(t, srv.URL, false)
 	_, err := st.PutObject(context.Background(), &store.PutObjectInput{Bucket: "b", Key: "k", Body: strings.NewReader("x"), ContentLength: 1})

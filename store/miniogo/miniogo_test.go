@@ -27,6 +27,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/miniogo"
 )
@@ -946,15 +947,7 @@ func TestGetObjectRangeIgnored(t *testing.T) {
 // minio-go made of the cut-off document is not the store's), and is retried as Transient.
 func TestErrorDocumentLost(t *testing.T) {
 	f := newFake(t, func(w http.ResponseWriter, _ *request) {
-		w.Header().Set("Content-Length", "200")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, "<Error><Code>BadDig")
-		rc := http.NewResponseController(w)
-		_ = rc.Flush() // part of the document arrives, then the connection drops
-		conn, _, err := rc.Hijack()
-		if err == nil {
-			_ = conn.Close()
-		}
+		s3test.CutErrorDocument(w, http.StatusBadRequest, "<Error><Code>BadDig")
 	})
 	_, err := f.store(t).PutObject(context.Background(), &store.PutObjectInput{Bucket: "bucket", Key: "k", Body: strings.NewReader("x"), ContentLength: 1})
 	var re *store.ResponseError
