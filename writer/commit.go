@@ -75,10 +75,7 @@ func (w *Writer) putSingle() error {
 		data, crc = w.buf[:w.fill], w.fillCRC
 	}
 	fence := new(bodyFence)
-	defer func() {
-		w.releaseLent(fence, w.buf, w.pending)
-		w.buf, w.pending = nil, nil
-	}()
+	defer w.releaseHeldLent(fence)
 	var rec partDone
 	w.checksumFilled(&rec, data, crc)
 	in := &store.PutObjectInput{

@@ -212,13 +212,11 @@ func (w *Writer) releaseLent(f *bodyFence, bufs ...[]byte) {
 	}
 }
 
-func (w *Writer) releaseHeld() {
-	if w.buf != nil {
-		w.release(w.buf)
-		w.buf = nil
-	}
-	if w.pending != nil {
-		w.release(w.pending)
-		w.pending = nil
-	}
+func (w *Writer) releaseHeld() { w.releaseHeldLent(nil) }
+
+// releaseHeldLent releases the buffers the writer holds, which were lent to requests through f
+// (nil: not lent).
+func (w *Writer) releaseHeldLent(f *bodyFence) {
+	w.releaseLent(f, w.buf, w.pending)
+	w.buf, w.pending = nil, nil
 }
