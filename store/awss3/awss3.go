@@ -201,7 +201,7 @@ func (c *call) opts(p payloadMode) func(*s3.Options) {
 		if _, ok := o.HTTPClient.(progressClient); !ok && o.HTTPClient != nil {
 			o.HTTPClient = progressClient{next: o.HTTPClient}
 		}
-		o.APIOptions = append(o.APIOptions, c.addCapture)
+		o.APIOptions = append(o.APIOptions, c.addCapture, skip200CheckWhenEmpty)
 		switch p {
 		case payloadUnsigned:
 			o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)

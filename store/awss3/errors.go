@@ -143,3 +143,45 @@ func requestID(md middleware.Metadata) string {
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	return sperrors.ParseRetryAfter(h.Get("Retry-After"), h.Get("x-amz-retry-after"), now)
 }
+
+// s3Error200ID names the SDK's check for an error document in a 200 answer.
+const s3Error200ID = "S3:ProcessResponseFor200Error"
+
+// skip200CheckWhenEmpty wraps the SDK's check for an error document in a 200 answer so it runs
+// only on an answer that may have a body. The check builds an XML decoder (about 9 KiB) for
+// every answer, the body-less 200 of each UploadPart included, where it can only find nothing.
+func skip200CheckWhenEmpty(stack *middleware.Stack) error {
+	check, ok := stack.Deserialize.Get(s3Error200ID)
+	if !ok {
+		return nil
+	}
+	_, err := stack.Deserialize.Swap(s3Error200ID, skipWhenEmpty{check: check})
+	return err
+}
+
+type skipWhenEmpty struct {
+	check middleware.DeserializeMiddleware
+}
+
+func (skipWhenEmpty) ID() string { return s3Error200ID }
+
+func (m skipWhenEmpty) HandleDeserialize(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (
+	middleware.DeserializeOutput, middleware.Metadata, error,
+) {
+	out, md, err := next.HandleDeserialize(ctx, in)
+	if resp, ok := out.RawResponse.(*smithyhttp.Response); err == nil && ok && resp.Response != nil && resp.ContentLength == 0 {
+		return out, md, nil // nothing to find: the check would stop at the empty body
+	}
+	return m.check.HandleDeserialize(ctx, in, answered{out, md, err})
+}
+
+// answered hands the check the answer already received, so the request is not sent twice.
+type answered struct {
+	out middleware.DeserializeOutput
+	md  middleware.Metadata
+	err error
+}
+
+func (a answered) HandleDeserialize(context.Context, middleware.DeserializeInput) (middleware.DeserializeOutput, middleware.Metadata, error) {
+	return a.out, a.md, a.err
+}
