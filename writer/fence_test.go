@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/memstore"
@@ -67,8 +70,9 @@ func TestLateBodyReadKeepsItsBuffer(t *testing.T) {
 	mem := memstore.New()
 	mem.CreateBucket("b")
 	st := &lateReader{Store: mem, started: make(chan struct{}), finish: make(chan struct{}), done: make(chan struct{})}
+	core, logs := observer.New(zap.DebugLevel)
 	w, err := writer.New(context.Background(), st, "b", "k", writer.WithProfile("minio"), writer.WithPartSize(part),
-		writer.WithConcurrency(1), writer.WithRetry(fastPolicy()))
+		writer.WithConcurrency(1), writer.WithRetry(fastPolicy()), writer.WithLogger(zap.New(core)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +93,13 @@ func TestLateBodyReadKeepsItsBuffer(t *testing.T) {
 	}
 	if n := writer.LentDropped(w); n != 1 {
 		t.Errorf("%d buffers left to the garbage collector, want 1 (part 1's)", n)
+	}
+	dropped := logs.FilterMessageSnippet("not reused").All()
+	if len(dropped) != 1 {
+		t.Fatalf("%d log lines about a buffer not reused, want 1", len(dropped))
+	}
+	if f := dropped[0].ContextMap(); f["part"] != int32(1) || f["bucket"] != "b" || f["key"] != "k" || f["upload_id"] == "" || f["size"] == nil {
+		t.Errorf("the dropped buffer's log line carries %v, want part 1, bucket, key, size and upload id", f)
 	}
 	if got, ok := mem.Object("b", "k"); !ok || !bytes.Equal(got, data) {
 		t.Fatalf("stored object differs from what was written (found %v)", ok)

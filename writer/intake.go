@@ -194,8 +194,8 @@ func (w *Writer) release(buf []byte) {
 // releaseLent releases bufs that were lent to requests through f. When a request that has
 // already returned is still reading (bodyFence), they go to the garbage collector instead of
 // back to the budget's free list, where the next part would overwrite what is being sent; the
-// budget counts them free either way.
-func (w *Writer) releaseLent(f *bodyFence, bufs ...[]byte) {
+// budget counts them free either way. part is the part they were sent as, 0 for a single PUT.
+func (w *Writer) releaseLent(f *bodyFence, part int32, bufs ...[]byte) {
 	busy := f != nil && f.close()
 	for _, buf := range bufs {
 		if buf == nil {
@@ -203,7 +203,8 @@ func (w *Writer) releaseLent(f *bodyFence, bufs ...[]byte) {
 		}
 		if busy {
 			w.lentDropped.Add(1)
-			w.log.Debug("a returned request still reads this buffer: not reused", zap.Int("size", cap(buf)))
+			w.log.Debug("a returned request still reads this buffer: not reused", zap.Int32("part", part), zap.Int("size", cap(buf)),
+				zap.String("upload_id", w.currentUploadID()))
 			w.cfg.budget.drop(buf)
 			<-w.slots
 			continue
@@ -217,6 +218,6 @@ func (w *Writer) releaseHeld() { w.releaseHeldLent(nil) }
 // releaseHeldLent releases the buffers the writer holds, which were lent to requests through f
 // (nil: not lent).
 func (w *Writer) releaseHeldLent(f *bodyFence) {
-	w.releaseLent(f, w.buf, w.pending)
+	w.releaseLent(f, 0, w.buf, w.pending)
 	w.buf, w.pending = nil, nil
 }

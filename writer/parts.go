@@ -30,6 +30,7 @@ type partBody struct {
 	section *io.SectionReader // a section of the ReaderAt source; nil for a buffer
 	crc     uint64            // buf's CRC, computed as it was filled (fillCRC)
 	fence   *bodyFence        // guards the bytes against requests that outlive the part (dispatch sets it)
+	part    int32             // its part number, once dispatched (for the log)
 }
 
 func (b partBody) size() int64 {
@@ -45,12 +46,13 @@ func (b partBody) size() int64 {
 func (w *Writer) releaseBody(b partBody) {
 	if b.section != nil {
 		if b.fence != nil && !b.fence.closeAndWait(lateReadWait) {
-			w.log.Warn("a request that has returned still reads the source", zap.Int64("size", b.section.Size()), zap.Duration("waited", lateReadWait))
+			w.log.Warn("a request that has returned still reads the source", zap.Int32("part", b.part), zap.Int64("size", b.section.Size()),
+				zap.String("upload_id", w.currentUploadID()), zap.Duration("waited", lateReadWait))
 		}
 		<-w.slots
 		return
 	}
-	w.releaseLent(b.fence, b.buf)
+	w.releaseLent(b.fence, b.part, b.buf)
 }
 
 // dispatch sends body as the next part in the background, starting the multipart upload first
@@ -66,6 +68,7 @@ func (w *Writer) dispatch(body partBody, final bool) error {
 		w.releaseBody(body)
 		return w.fail(classifyRule("UploadPart", w.bucket, w.key, err))
 	}
+	body.part = n
 	if body.buf != nil || (body.section != nil && !w.sectionInFile) {
 		body.fence = new(bodyFence)
 	}
