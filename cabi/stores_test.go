@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/internal/s3test"
@@ -116,5 +121,45 @@ func TestStoreCacheKeepsTheRecent(t *testing.T) {
 	}
 	if _, err := sc.get(frontend.Conn{Endpoint: "http://127.0.0.1:9", AccessKey: "k", SecretKey: "s", Backend: "gcs"}, nil); err == nil || !strings.Contains(err.Error(), "backend") {
 		t.Fatalf("an unknown backend: %v, want an error naming the backend", err)
+	}
+}
+
+// A role profile's handles share one client: the keys STS answered are reused at the next open
+// (frontend's role cache), so opening file after file neither calls STS each time nor makes a
+// client per file.
+func TestRoleProfileHandlesShareAClient(t *testing.T) {
+	var calls atomic.Int32
+	sts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		_, _ = fmt.Fprintf(w, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>`+
+			`<AccessKeyId>role%d</AccessKeyId><SecretAccessKey>s</SecretAccessKey><Expiration>%s</Expiration></Credentials>`+
+			`</AssumeRoleResult></AssumeRoleResponse>`, n, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	}))
+	defer sts.Close()
+	conf := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(conf, []byte("[profile role]\nrole_arn = arn:aws:iam::1:role/cabi-share\nsource_profile = base\n"+
+		"[profile base]\naws_access_key_id = basekey\naws_secret_access_key = basesecret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", conf)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_ENDPOINT_URL_STS", sts.URL)
+	sc := storeCache{max: 3}
+	c := frontend.Conn{Endpoint: "http://127.0.0.1:9", Profile: "role", Backend: "aws"}
+	first, err := sc.get(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		st, err := sc.get(c, nil)
+		if err != nil || st != first {
+			t.Fatalf("another open of the role profile: %v, same client %v; want the first open's client", err, st == first)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d AssumeRole calls for 6 opens, want 1", n)
 	}
 }

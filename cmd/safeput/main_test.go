@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -650,7 +654,7 @@ func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 		t.Errorf("unknown profile: stderr %q; want the profiles there named", r.stderr)
 	}
 
-	// credential_process (how SSO, assumed roles and vaults reach tools that do not call STS),
+	// credential_process (how vaults and other credential tools reach the CLI),
 	// in the default profile, through both backends.
 	script := dir + "/creds.sh"
 	out := fmt.Sprintf(`{"Version":1,"AccessKeyId":%q,"SecretAccessKey":%q}`, s.AccessKey, s.SecretKey)
@@ -658,8 +662,7 @@ func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 		t.Fatal(err)
 	}
 	conf2 := dir + "/config2"
-	if err := os.WriteFile(conf2, []byte("[default]\nregion = "+s.Region+"\nendpoint_url = "+s.Endpoint+"\ncredential_process = "+script+" # inline comment\n"+
-		"[profile role]\nrole_arn = arn:aws:iam::123456789012:role/x\nsource_profile = default\n"), 0o600); err != nil {
+	if err := os.WriteFile(conf2, []byte("[default]\nregion = "+s.Region+"\nendpoint_url = "+s.Endpoint+"\ncredential_process = "+script+" # inline comment\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env2 := append(cleanEnv(), "AWS_SHARED_CREDENTIALS_FILE="+dir+"/none", "AWS_CONFIG_FILE="+conf2)
@@ -671,13 +674,49 @@ func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 			t.Fatalf("%s: read back differs", key)
 		}
 	}
-	// A profile that assumes a role is refused before anything is sent, with the way round it.
-	r = runWith(t, env2, nil, "--path-style", "--profile", "role", "put", file, "s3://"+bucket+"/role")
-	expectCode(t, r, 2, "profile with role_arn")
-	if !strings.Contains(r.stderr, "role_arn") || !strings.Contains(r.stderr, "credential_process") {
-		t.Errorf("role profile: stderr %q; want role_arn named and credential_process offered", r.stderr)
+	// A profile that assumes a role gets its keys from STS AssumeRole (AWS_ENDPOINT_URL_STS: a
+	// stand-in that checks the call is signed with the source profile's keys and answers with
+	// the server's), through both backends; a refused AssumeRole stores nothing.
+	var roleCalls atomic.Int32
+	sts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		form, _ := url.ParseQuery(string(body))
+		if form.Get("Action") != "AssumeRole" || !strings.Contains(r.Header.Get("Authorization"), "Credential=sourcekey/") ||
+			form.Get("RoleArn") != "arn:aws:iam::123456789012:role/x" {
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Code>AccessDenied</Code><Message>not this role</Message></Error></ErrorResponse>`)
+			return
+		}
+		roleCalls.Add(1)
+		_, _ = fmt.Fprintf(w, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>`+
+			`<AccessKeyId>%s</AccessKeyId><SecretAccessKey>%s</SecretAccessKey><Expiration>2999-01-01T00:00:00Z</Expiration>`+
+			`</Credentials></AssumeRoleResult></AssumeRoleResponse>`, s.AccessKey, s.SecretKey)
+	}))
+	defer sts.Close()
+	conf3 := dir + "/config3"
+	if err := os.WriteFile(conf3, []byte("[profile source]\naws_access_key_id = sourcekey\naws_secret_access_key = sourcesecret\n"+
+		"[profile role]\nregion = "+s.Region+"\nendpoint_url = "+s.Endpoint+"\nrole_arn = arn:aws:iam::123456789012:role/x\nsource_profile = source\n"+
+		"[profile other]\nregion = "+s.Region+"\nendpoint_url = "+s.Endpoint+"\nrole_arn = arn:aws:iam::123456789012:role/other\nsource_profile = source\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if s3test.Exists(t, s, bucket, "role") {
+	env3 := append(cleanEnv(), "AWS_SHARED_CREDENTIALS_FILE="+dir+"/none", "AWS_CONFIG_FILE="+conf3, "AWS_ENDPOINT_URL_STS="+sts.URL)
+	for _, backend := range []string{"aws", "minio"} {
+		key := "role-" + backend
+		r = runWith(t, env3, nil, "--path-style", "--backend", backend, "--profile", "role", "put", file, "s3://"+bucket+"/"+key)
+		expectCode(t, r, 0, "put with an assumed role ("+backend+")")
+		if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+			t.Fatalf("%s: read back differs", key)
+		}
+	}
+	if n := roleCalls.Load(); n != 2 {
+		t.Errorf("%d AssumeRole calls, want 2 (one per put)", n)
+	}
+	r = runWith(t, env3, nil, "--path-style", "--profile", "other", "put", file, "s3://"+bucket+"/role-refused")
+	expectCode(t, r, 2, "profile whose role STS refuses")
+	if !strings.Contains(r.stderr, "role/other") || !strings.Contains(r.stderr, "not this role") {
+		t.Errorf("refused role: stderr %q; want the role and STS's message", r.stderr)
+	}
+	if s3test.Exists(t, s, bucket, "role-refused") {
 		t.Error("a refused profile stored an object")
 	}
 }

@@ -95,7 +95,7 @@ func (c Conn) Resolve() (Resolved, error) {
 // "default" profile of the shared config and credentials files (~/.aws/config,
 // ~/.aws/credentials, or AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE); else a container
 // task's credentials the environment points at. A profile gives keys
-// (static, credential_process or SSO; see shared.go), region and endpoint_url. A named profile
+// (static, credential_process, SSO or an assumed role; see shared.go), region and endpoint_url. A named profile
 // that is missing or gives no keys is an error; a missing default is not (the caller reports the
 // missing credentials).
 func (c Conn) fromSharedConfig(r *Resolved) error {
@@ -135,7 +135,7 @@ func (c Conn) fromSharedConfig(r *Resolved) error {
 		}
 	}
 	if !ok && found {
-		if keys, ok, err = profileCredentials(context.Background(), profile, props); err != nil {
+		if keys, ok, err = profileCredentials(context.Background(), profile, profiles, r.Region, nil); err != nil {
 			return err
 		}
 	}
@@ -145,7 +145,7 @@ func (c Conn) fromSharedConfig(r *Resolved) error {
 		}
 	}
 	if !ok && named {
-		return fmt.Errorf("profile %q: no credentials (want aws_access_key_id and aws_secret_access_key, credential_process, or an SSO profile)", profile)
+		return fmt.Errorf("profile %q: no credentials (want aws_access_key_id and aws_secret_access_key, credential_process, an SSO profile, or role_arn with source_profile or credential_source)", profile)
 	}
 	r.AccessKey, r.SecretKey, r.SessionToken = keys.AccessKey, keys.SecretKey, keys.SessionToken
 	return nil

@@ -21,8 +21,8 @@ import (
 // package: that package links the SDK's STS, SSO, SSO-OIDC and sign-in clients, whose code pages
 // alone put the CLI about 1.7 MiB over its memory promise on a stream (BENCHMARKS.md). What it
 // reads instead is what minio-go, linked anyway, and the SDK's small processcreds package give:
-// static keys, credential_process, and AWS IAM Identity Center (SSO) profiles from the token
-// cache `aws sso login` writes. A profile that assumes a role is refused with the way round it.
+// static keys, credential_process, AWS IAM Identity Center (SSO) profiles from the token
+// cache `aws sso login` writes, and roles assumed through STS AssumeRole (role.go).
 
 // credentialTimeout bounds a credential_process, an SSO portal call, or a container or web
 // identity credential request: nothing waits forever, not even for credentials. (A variable
@@ -164,26 +164,19 @@ func trimComment(v string) string {
 	return v
 }
 
-// assumesRole names the property that makes a profile's credentials come from STS.
-func assumesRole(props map[string]string) string {
-	for _, k := range []string{"role_arn", "source_profile", "credential_source", "web_identity_token_file", "login_session"} {
-		if props[k] != "" {
-			return k
-		}
-	}
-	return ""
-}
-
 // usesSSO reports an IAM Identity Center profile.
 func usesSSO(props map[string]string) bool {
 	return props["sso_role_name"] != "" || props["sso_account_id"] != "" || props["sso_session"] != "" || props["sso_start_url"] != ""
 }
 
-// profileCredentials resolves the profile's keys: static keys, SSO, or credential_process, in
-// the SDK's order. ok is false when the profile names no credentials at all.
-func profileCredentials(ctx context.Context, name string, props map[string]string) (keys Resolved, ok bool, err error) {
-	if k := assumesRole(props); k != "" {
-		return keys, false, fmt.Errorf("profile %q sets %s: assuming a role needs STS, which safeput does not call; add credential_process = aws configure export-credentials --profile %s --format process to a profile of its own and name that one, or export the keys", name, k, name)
+// profileCredentials resolves the named profile's keys: an assumed role, static keys, SSO, or
+// credential_process, in the SDK's order. ok is false when the profile names no credentials at
+// all. region signs an STS call; chain holds the profiles whose roles led here (role.go).
+func profileCredentials(ctx context.Context, name string, profiles map[string]map[string]string, region string, chain []string) (keys Resolved, ok bool, err error) {
+	props := profiles[name]
+	if k := rolePropertyOf(props); k != "" {
+		keys, err := roleCredentials(ctx, name, profiles, region, chain)
+		return keys, err == nil, err
 	}
 	id, secret := props["aws_access_key_id"], props["aws_secret_access_key"]
 	switch {

@@ -49,6 +49,7 @@ func TestSharedProfiles(t *testing.T) {
 			"[profile empty]\nregion = us-west-2\n",
 		"[default]\naws_access_key_id = dk\naws_secret_access_key = ds\n[p]\naws_access_key_id = pk\naws_secret_access_key = ps\naws_session_token = pt\n")
 	t.Setenv("HOME", dir) // the SSO token cache: empty
+	t.Setenv("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:1")
 
 	r, err := Conn{}.Resolve()
 	if err != nil || r.AccessKey != "dk" || r.SecretKey != "ds" || r.Region != "eu-west-1" {
@@ -67,7 +68,7 @@ func TestSharedProfiles(t *testing.T) {
 
 	for _, tc := range []struct{ profile, want string }{
 		{"bare", `profile "bare": not in the shared config or credentials files (profiles there: default, empty, half, p, role, sso)`},
-		{"role", "sets role_arn"},
+		{"role", "assuming role arn:aws:iam::1:role/r through STS at http://127.0.0.1:1"}, // role_test.go has the rest
 		{"half", "aws_access_key_id without aws_secret_access_key"},
 		{"sso", "aws sso login"},
 		{"empty", `profile "empty": no credentials`},
