@@ -15,8 +15,8 @@ func isolate(t *testing.T) {
 		"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"} {
 		t.Setenv(k, "")
 	}
-	assumedRoles.reset()
-	t.Cleanup(assumedRoles.reset)
+	fetchedKeys.reset()
+	t.Cleanup(fetchedKeys.reset)
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent/safeput-test-config")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/safeput-test-credentials")
 }

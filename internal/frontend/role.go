@@ -67,7 +67,7 @@ func roleCredentials(ctx context.Context, name string, profiles map[string]map[s
 	endpoint := stsEndpoint(region)
 	key := roleKey{endpoint: endpoint, region: region, arn: props["role_arn"], session: props["role_session_name"],
 		externalID: props["external_id"], duration: duration, source: source}
-	if keys, ok := assumedRoles.get(key); ok {
+	if keys, ok := fetchedKeys.get(key); ok {
 		return keys, nil
 	}
 	session := props["role_session_name"]
@@ -86,56 +86,57 @@ func roleCredentials(ctx context.Context, name string, profiles map[string]map[s
 	if err != nil {
 		return refuse("assuming role %s through STS at %s: %v", props["role_arn"], endpoint, err)
 	}
-	assumedRoles.put(key, minioKeys(v), v.Expiration)
+	fetchedKeys.put(key, minioKeys(v), v.Expiration)
 	return minioKeys(v), nil
 }
 
-// roleKey is what an AssumeRole call depends on.
+// roleKey is what an AssumeRole call depends on (credCache).
 type roleKey struct {
 	endpoint, region, arn, session, externalID string
 	duration                                   int
 	source                                     Resolved
 }
 
-// roleCache keeps assumed-role keys until shortly before they expire, so a process that resolves
-// the same profile again (every C ABI open; the CLI's journal identity) neither calls STS each
-// time nor gets new keys each time (the C ABI shares one client per set of keys).
-type roleCache struct {
+// credCache keeps keys that cost a call (STS, a credential_process, the SSO portal) until shortly
+// before they expire, so a process that resolves the same profile again (every C ABI open; the
+// CLI's journal identity) neither makes the call each time nor gets new keys each time (the C ABI
+// shares one client per set of keys). Keys given with no expiry are kept, as the SDKs keep them.
+type credCache struct {
 	mu sync.Mutex
-	m  map[roleKey]cachedRole
+	m  map[any]cachedKeys // roleKey, processKey, ssoKey
 }
 
-type cachedRole struct {
+type cachedKeys struct {
 	keys    Resolved
-	expires time.Time
+	expires time.Time // zero: no expiry given
 }
 
-// roleRefreshBefore is how long before expiry cached keys are given up for new ones: long enough
+// refreshBefore is how long before expiry cached keys are given up for new ones: long enough
 // for a write started with them to finish.
-const roleRefreshBefore = 15 * time.Minute
+const refreshBefore = 15 * time.Minute
 
-var assumedRoles roleCache
+var fetchedKeys credCache
 
-func (c *roleCache) get(k roleKey) (Resolved, bool) {
+func (c *credCache) get(k any) (Resolved, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.m[k]
-	if !ok || time.Until(r.expires) < roleRefreshBefore {
+	if !ok || (!r.expires.IsZero() && time.Until(r.expires) < refreshBefore) {
 		return Resolved{}, false
 	}
 	return r.keys, true
 }
 
-func (c *roleCache) put(k roleKey, keys Resolved, expires time.Time) {
+func (c *credCache) put(k any, keys Resolved, expires time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[roleKey]cachedRole{}
+		c.m = map[any]cachedKeys{}
 	}
-	c.m[k] = cachedRole{keys: keys, expires: expires}
+	c.m[k] = cachedKeys{keys: keys, expires: expires}
 }
 
-func (c *roleCache) reset() {
+func (c *credCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m = nil

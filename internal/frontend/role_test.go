@@ -140,9 +140,9 @@ func TestAssumedRoleCache(t *testing.T) {
 			t.Fatalf("resolve %d: %+v, %v, %d STS calls; want k1 from one call", i, r, err, len(sts.seen()))
 		}
 	}
-	// Keys that expire within roleRefreshBefore are replaced.
-	expires = time.Now().Add(roleRefreshBefore / 2)
-	assumedRoles.reset()
+	// Keys that expire within refreshBefore are replaced.
+	expires = time.Now().Add(refreshBefore / 2)
+	fetchedKeys.reset()
 	for i, want := range []string{"k2", "k3"} {
 		r, err := Conn{Profile: "role"}.Resolve()
 		if err != nil || r.AccessKey != want {

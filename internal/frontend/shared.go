@@ -190,13 +190,22 @@ func profileCredentials(ctx context.Context, name string, profiles map[string]ma
 		if props["sso_role_name"] == "" {
 			return keys, false, fmt.Errorf("profile %q: an SSO profile needs sso_role_name and sso_account_id (an sso-session alone gives no credentials)", name)
 		}
+		key := ssoKey{profile: name, account: props["sso_account_id"], role: props["sso_role_name"], session: props["sso_session"], startURL: props["sso_start_url"]}
+		if keys, ok := fetchedKeys.get(key); ok {
+			return keys, true, nil
+		}
 		p := &miniocreds.FileAWSCredentials{Profile: name}
 		v, err := p.RetrieveWithCredContext(&miniocreds.CredContext{Client: &http.Client{Timeout: credentialTimeout}})
 		if err != nil {
 			return keys, false, fmt.Errorf("profile %q (SSO): %w", name, err)
 		}
+		fetchedKeys.put(key, minioKeys(v), v.Expiration)
 		return minioKeys(v), true, nil
 	case props["credential_process"] != "":
+		key := processKey{command: props["credential_process"]}
+		if keys, ok := fetchedKeys.get(key); ok {
+			return keys, true, nil
+		}
 		ctx, cancel := context.WithTimeout(ctx, credentialTimeout)
 		defer cancel()
 		v, err := processcreds.NewProviderCommand(boundedProcess{props["credential_process"]}, func(o *processcreds.Options) {
@@ -209,10 +218,23 @@ func profileCredentials(ctx context.Context, name string, profiles map[string]ma
 		if err != nil {
 			return keys, false, fmt.Errorf("profile %q: credential_process: %w", name, err)
 		}
-		return Resolved{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken}, true, nil
+		keys = Resolved{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken}
+		var expires time.Time
+		if v.CanExpire {
+			expires = v.Expires
+		}
+		fetchedKeys.put(key, keys, expires)
+		return keys, true, nil
 	}
 	return keys, false, nil
 }
+
+// processKey and ssoKey are what a credential_process run and an SSO profile's keys depend on
+// (credCache).
+type (
+	processKey struct{ command string }
+	ssoKey     struct{ profile, account, role, session, startURL string }
+)
 
 // The environment variables that point at ambient credentials: a Kubernetes service account's
 // web identity, which the SDKs take before the default profile, and a container task's (ECS,

@@ -182,3 +182,36 @@ func TestCredentialProcessIsBounded(t *testing.T) {
 		t.Fatalf("hanging credential_process returned after %v, bound %v", took, bound)
 	}
 }
+
+// A credential_process's keys are reused until shortly before they expire, as the SDKs cache
+// them: each C ABI open does not run the process again. Keys that expire soon are fetched anew.
+func TestCredentialProcessKeysReused(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	soon := time.Now().Add(refreshBefore / 2).UTC().Format(time.RFC3339)
+	lasting := writeScript(t, dir, "lasting.sh", `echo run >> `+runs+`; printf '{"Version":1,"AccessKeyId":"a","SecretAccessKey":"s","Expiration":"`+later+`"}'`)
+	forever := writeScript(t, dir, "forever.sh", `echo run >> `+runs+`; printf '{"Version":1,"AccessKeyId":"f","SecretAccessKey":"s"}'`)
+	brief := writeScript(t, dir, "brief.sh", `echo run >> `+runs+`; printf '{"Version":1,"AccessKeyId":"b","SecretAccessKey":"s","Expiration":"`+soon+`"}'`)
+	sharedFilesIn(t, dir, "[profile lasting]\ncredential_process = "+lasting+"\n[profile forever]\ncredential_process = "+forever+"\n"+
+		"[profile brief]\ncredential_process = "+brief+"\n", "")
+	countRuns := func() int {
+		data, _ := os.ReadFile(runs)
+		return strings.Count(string(data), "run")
+	}
+	for _, tc := range []struct {
+		profile, key string
+		wantRuns     int
+	}{{"lasting", "a", 1}, {"forever", "f", 1}, {"brief", "b", 3}} {
+		_ = os.Remove(runs)
+		for range 3 {
+			if r, err := (Conn{Profile: tc.profile}).Resolve(); err != nil || r.AccessKey != tc.key {
+				t.Fatalf("%s: %+v, %v", tc.profile, r, err)
+			}
+		}
+		if n := countRuns(); n != tc.wantRuns {
+			t.Errorf("%s: the process ran %d times for 3 resolves, want %d", tc.profile, n, tc.wantRuns)
+		}
+	}
+}
