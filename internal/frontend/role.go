@@ -107,12 +107,12 @@ type credCache struct {
 }
 
 type cachedKeys struct {
-	keys    Resolved
-	expires time.Time // zero: no expiry given
+	keys      Resolved
+	refreshAt time.Time // zero: no expiry given
 }
 
-// refreshBefore is how long before expiry cached keys are given up for new ones: long enough
-// for a write started with them to finish.
+// refreshBefore is how long before expiry cached keys are given up for new ones, long enough for
+// a write started with them to finish; a quarter of what is left for keys that live shorter.
 const refreshBefore = 15 * time.Minute
 
 var fetchedKeys credCache
@@ -121,19 +121,28 @@ func (c *credCache) get(k any) (Resolved, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.m[k]
-	if !ok || (!r.expires.IsZero() && time.Until(r.expires) < refreshBefore) {
+	if !ok || (!r.refreshAt.IsZero() && !time.Now().Before(r.refreshAt)) {
 		return Resolved{}, false
 	}
 	return r.keys, true
 }
 
+// put keeps keys that expire at expires (zero: never). Keys already expired are not kept.
 func (c *credCache) put(k any, keys Resolved, expires time.Time) {
+	var refreshAt time.Time
+	if !expires.IsZero() {
+		left := time.Until(expires)
+		if left <= 0 {
+			return
+		}
+		refreshAt = expires.Add(-min(refreshBefore, left/4))
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = map[any]cachedKeys{}
 	}
-	c.m[k] = cachedKeys{keys: keys, expires: expires}
+	c.m[k] = cachedKeys{keys: keys, refreshAt: refreshAt}
 }
 
 func (c *credCache) reset() {

@@ -140,13 +140,24 @@ func TestAssumedRoleCache(t *testing.T) {
 			t.Fatalf("resolve %d: %+v, %v, %d STS calls; want k1 from one call", i, r, err, len(sts.seen()))
 		}
 	}
-	// Keys that expire within refreshBefore are replaced.
-	expires = time.Now().Add(refreshBefore / 2)
-	fetchedKeys.reset()
-	for i, want := range []string{"k2", "k3"} {
-		r, err := Conn{Profile: "role"}.Resolve()
-		if err != nil || r.AccessKey != want {
-			t.Fatalf("resolve %d of soon-expiring keys: %+v, %v; want %s (a new call each time)", i, r, err, want)
+	// Keys due for refresh are replaced: within refreshBefore of expiry, or within a quarter of
+	// their life for short-lived keys.
+	for _, c := range []struct {
+		life, age time.Duration
+		cached    bool
+	}{
+		{time.Hour, 40 * time.Minute, true}, {time.Hour, 50 * time.Minute, false},
+		{8 * time.Minute, 5 * time.Minute, true}, {8 * time.Minute, 7 * time.Minute, false},
+	} {
+		fetchedKeys.reset()
+		fetchedKeys.put("k", Resolved{AccessKey: "x"}, time.Now().Add(c.life))
+		fetchedKeys.mu.Lock()
+		e := fetchedKeys.m["k"]
+		e.refreshAt = e.refreshAt.Add(-c.age) // as if put c.age ago
+		fetchedKeys.m["k"] = e
+		fetchedKeys.mu.Unlock()
+		if _, ok := fetchedKeys.get("k"); ok != c.cached {
+			t.Errorf("keys living %s, %s old: reused %v, want %v", c.life, c.age, ok, c.cached)
 		}
 	}
 }

@@ -184,16 +184,16 @@ func TestCredentialProcessIsBounded(t *testing.T) {
 }
 
 // A credential_process's keys are reused until shortly before they expire, as the SDKs cache
-// them: each C ABI open does not run the process again. Keys that expire soon are fetched anew.
+// them: each C ABI open does not run the process again. Keys already expired are fetched anew.
 func TestCredentialProcessKeysReused(t *testing.T) {
 	isolate(t)
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	soon := time.Now().Add(refreshBefore / 2).UTC().Format(time.RFC3339)
+	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 	lasting := writeScript(t, dir, "lasting.sh", `echo run >> `+runs+`; printf '{"Version":1,"AccessKeyId":"a","SecretAccessKey":"s","Expiration":"`+later+`"}'`)
 	forever := writeScript(t, dir, "forever.sh", `echo run >> `+runs+`; printf '{"Version":1,"AccessKeyId":"f","SecretAccessKey":"s"}'`)
-	brief := writeScript(t, dir, "brief.sh", `echo run >> `+runs+`; printf '{"Version":1,"AccessKeyId":"b","SecretAccessKey":"s","Expiration":"`+soon+`"}'`)
+	brief := writeScript(t, dir, "brief.sh", `echo run >> `+runs+`; printf '{"Version":1,"AccessKeyId":"b","SecretAccessKey":"s","Expiration":"`+past+`"}'`)
 	sharedFilesIn(t, dir, "[profile lasting]\ncredential_process = "+lasting+"\n[profile forever]\ncredential_process = "+forever+"\n"+
 		"[profile brief]\ncredential_process = "+brief+"\n", "")
 	countRuns := func() int {
