@@ -130,10 +130,7 @@ func TestStoreCacheKeepsTheRecent(t *testing.T) {
 func TestRoleProfileHandlesShareAClient(t *testing.T) {
 	var calls atomic.Int32
 	sts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := calls.Add(1)
-		_, _ = fmt.Fprintf(w, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>`+
-			`<AccessKeyId>role%d</AccessKeyId><SecretAccessKey>s</SecretAccessKey><Expiration>%s</Expiration></Credentials>`+
-			`</AssumeRoleResult></AssumeRoleResponse>`, n, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+		s3test.AssumeRoleAnswer(w, fmt.Sprintf("role%d", calls.Add(1)), "s", "", time.Now().Add(time.Hour))
 	}))
 	defer sts.Close()
 	conf := filepath.Join(t.TempDir(), "config")

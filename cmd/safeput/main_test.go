@@ -688,9 +688,7 @@ func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 			return
 		}
 		roleCalls.Add(1)
-		_, _ = fmt.Fprintf(w, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>`+
-			`<AccessKeyId>%s</AccessKeyId><SecretAccessKey>%s</SecretAccessKey><Expiration>2999-01-01T00:00:00Z</Expiration>`+
-			`</Credentials></AssumeRoleResult></AssumeRoleResponse>`, s.AccessKey, s.SecretKey)
+		s3test.AssumeRoleAnswer(w, s.AccessKey, s.SecretKey, "", time.Now().Add(time.Hour))
 	}))
 	defer sts.Close()
 	conf3 := dir + "/config3"

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/safeput/safeput/internal/s3test"
 )
 
 // stsCall is one AssumeRole request a fakeSTS saw.
@@ -45,11 +47,16 @@ func (f *fakeSTS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.answer != nil && f.answer(w) {
 		return
 	}
-	_, arn, _ := strings.Cut(form.Get("RoleArn"), "role/")
-	w.Header().Set("Content-Type", "text/xml")
-	_, _ = fmt.Fprintf(w, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult>`+
-		`<Credentials><AccessKeyId>key-%s</AccessKeyId><SecretAccessKey>secret-%s</SecretAccessKey><SessionToken>token-%s</SessionToken>`+
-		`<Expiration>2999-01-01T00:00:00Z</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`, arn, arn, arn)
+	_, role, _ := strings.Cut(form.Get("RoleArn"), "role/")
+	s3test.AssumeRoleAnswer(w, "key-"+role, "secret-"+role, "token-"+role, time.Now().Add(time.Hour))
+}
+
+// serveSTS starts f as the STS endpoint (AWS_ENDPOINT_URL_STS) for the rest of the test.
+func serveSTS(t *testing.T, f *fakeSTS) {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close) // after the test's defers: a hung handler is released first
+	t.Setenv("AWS_ENDPOINT_URL_STS", srv.URL)
 }
 
 func (f *fakeSTS) seen() []stsCall {
@@ -63,9 +70,7 @@ func (f *fakeSTS) seen() []stsCall {
 func TestAssumeRole(t *testing.T) {
 	isolate(t)
 	sts := &fakeSTS{}
-	srv := httptest.NewServer(sts)
-	defer srv.Close()
-	t.Setenv("AWS_ENDPOINT_URL_STS", srv.URL)
+	serveSTS(t, sts)
 	dir := t.TempDir()
 	sharedFilesIn(t, dir,
 		"[profile role]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = base\nexternal_id = ext\nrole_session_name = mine\nduration_seconds = 900\nregion = eu-west-2\n"+
@@ -124,14 +129,10 @@ func TestAssumedRoleCache(t *testing.T) {
 	expires := time.Now().Add(time.Hour)
 	sts := &fakeSTS{}
 	sts.answer = func(w http.ResponseWriter) bool {
-		_, _ = fmt.Fprintf(w, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult>`+
-			`<Credentials><AccessKeyId>k%d</AccessKeyId><SecretAccessKey>s</SecretAccessKey><Expiration>%s</Expiration></Credentials>`+
-			`</AssumeRoleResult></AssumeRoleResponse>`, len(sts.seen()), expires.UTC().Format(time.RFC3339))
+		s3test.AssumeRoleAnswer(w, fmt.Sprintf("k%d", len(sts.seen())), "s", "", expires)
 		return true
 	}
-	srv := httptest.NewServer(sts)
-	defer srv.Close()
-	t.Setenv("AWS_ENDPOINT_URL_STS", srv.URL)
+	serveSTS(t, sts)
 	sharedFilesIn(t, t.TempDir(), "[profile role]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = base\n",
 		"[base]\naws_access_key_id = basekey\naws_secret_access_key = basesecret\n")
 	for i := range 3 {
@@ -176,11 +177,9 @@ func mustProfiles(t *testing.T) map[string]map[string]string {
 func TestAssumeRoleRefusals(t *testing.T) {
 	isolate(t)
 	sts := &fakeSTS{}
-	srv := httptest.NewServer(sts)
-	defer srv.Close()
+	serveSTS(t, sts)
 	hang := make(chan struct{})
-	defer close(hang) // before srv.Close, which waits for the hung handler
-	t.Setenv("AWS_ENDPOINT_URL_STS", srv.URL)
+	defer close(hang) // before the server's Close, which waits for the hung handler
 	dir := t.TempDir()
 	sharedFilesIn(t, dir,
 		"[profile mfa]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = base\nmfa_serial = arn:aws:iam::1:mfa/u\n"+

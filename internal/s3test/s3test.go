@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -260,4 +261,14 @@ func CutErrorDocument(w http.ResponseWriter, status int, prefix string) {
 	if conn, _, err := rc.Hijack(); err == nil {
 		_ = conn.Close()
 	}
+}
+
+// AssumeRoleAnswer answers an STS AssumeRole request with these keys, expiring at expires, in the
+// document STS sends (stand-in STS servers' handlers).
+func AssumeRoleAnswer(w http.ResponseWriter, accessKey, secretKey, sessionToken string, expires time.Time) {
+	w.Header().Set("Content-Type", "text/xml")
+	_, _ = fmt.Fprintf(w, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>`+
+		`<AccessKeyId>%s</AccessKeyId><SecretAccessKey>%s</SecretAccessKey><SessionToken>%s</SessionToken>`+
+		`<Expiration>%s</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`,
+		accessKey, secretKey, sessionToken, expires.UTC().Format(time.RFC3339))
 }
