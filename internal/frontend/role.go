@@ -86,8 +86,9 @@ func roleCredentials(ctx context.Context, name string, profiles map[string]map[s
 	if err != nil {
 		return refuse("assuming role %s through STS at %s: %v", props["role_arn"], endpoint, err)
 	}
-	fetchedKeys.put(key, minioKeys(v), v.Expiration)
-	return minioKeys(v), nil
+	keys := minioKeys(v)
+	fetchedKeys.put(key, keys, v.Expiration)
+	return keys, nil
 }
 
 // roleKey is what an AssumeRole call depends on (credCache).
