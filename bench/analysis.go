@@ -34,15 +34,18 @@ type TableRow struct {
 	VsPeer    float64 // 0 when not measured
 }
 
-// Report is what ParseReport reads back from a report: the settings and the table rows.
+// Report is what ParseReport reads back from a report: the settings, the machine's cores (0
+// when the report does not say) and the table rows.
 type Report struct {
 	Params Params
+	Cores  int
 	Rows   []TableRow
 }
 
 var (
 	settingsLine = regexp.MustCompile("^- Settings: part size ([^,]+), concurrency (\\d+), .*peer payload signing `([^`]*)`")
 	groupLine    = regexp.MustCompile(`^### (?:([A-Za-z0-9_.-]+): )?(.+), (\w+) source$`)
+	machineLine  = regexp.MustCompile(`^- Machine: .*?, (\d+) cores,`)
 )
 
 // ParseReport reads the settings and the per-size tables of a report written by Markdown.
@@ -62,6 +65,10 @@ func ParseReport(md string) (Report, error) {
 			r.Params.PartSize = ps
 			r.Params.Concurrency, _ = strconv.Atoi(m[2])
 			r.Params.Signing = Signing(m[3])
+			continue
+		}
+		if m := machineLine.FindStringSubmatch(line); m != nil {
+			r.Cores, _ = strconv.Atoi(m[1])
 			continue
 		}
 		if m := groupLine.FindStringSubmatch(line); m != nil {
@@ -160,7 +167,7 @@ func (r Report) Servers() []string {
 
 // On is the report restricted to one server's rows.
 func (r Report) On(server string) Report {
-	out := Report{Params: r.Params}
+	out := Report{Params: r.Params, Cores: r.Cores}
 	for _, row := range r.Rows {
 		if row.Server == server {
 			out.Rows = append(out.Rows, row)
@@ -175,6 +182,58 @@ func (r Report) serverBound() bool {
 	srv := r.values(func(row TableRow) bool { return row.Role != RoleCeiling && row.ServerCPU > 0 }, func(row TableRow) float64 { return row.ServerCPU })
 	cli := r.values(func(TableRow) bool { return true }, func(row TableRow) float64 { return row.CPU })
 	return len(srv) > 0 && len(cli) > 0 && slices.Min(srv) > slices.Max(cli)
+}
+
+// cpuBound is the bullet that compares each multipart uploader's rate with what the machine's
+// cores allow for the CPU that uploader and the server spend together per GiB: when both share
+// the cores, an uploader cannot go faster than cores / (client + server CPU per GiB), so the
+// rates rank as those sums do, and work one uploader makes the server do (checking a checksum,
+// answering a verification) costs it throughput that the client's side cannot win back.
+func (r Report) cpuBound() string {
+	if r.Cores <= 0 {
+		return ""
+	}
+	var parts []string
+	var shares []float64
+	for _, im := range Impls() {
+		if im.Role == RoleCeiling {
+			continue
+		}
+		mine := func(row TableRow) bool { return row.Impl == im.Name && row.ServerCPU > 0 && row.CPU > 0 }
+		total := r.values(mine, func(row TableRow) float64 { return row.CPU + row.ServerCPU })
+		if len(total) == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", im.Name, span(total, "%.2f")))
+		shares = append(shares, r.values(mine, func(row TableRow) float64 {
+			return 100 * row.MiBps / (float64(r.Cores) * 1024 / (row.CPU + row.ServerCPU))
+		})...)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	agree, pairs := r.rankedBySum()
+	return fmt.Sprintf("- **CPU, both sides.** Client plus server CPU per GiB, in s: %s. On %d shared cores an uploader cannot go faster than %d GiB/s divided by that sum; the multipart uploaders ran at %s %% of that bound, and in %d of %d pairs of them in one table the one with the lower sum was the faster. The sum, not the client's column alone, is what an upload costs this machine: the server's share includes what the uploader asks of it (a checksum to check on every part, a verification's ListParts and HEAD; see the integrity table), work that a server with cores of its own would do without slowing the client.\n",
+		strings.Join(parts, ", "), r.Cores, r.Cores, span(shares, "%.0f"), agree, pairs)
+}
+
+// rankedBySum counts, over every pair of multipart rows in one table, those where the row with
+// the lower client+server CPU per GiB had the higher MiB/s (agree), out of pairs whose sums differ.
+func (r Report) rankedBySum() (agree, pairs int) {
+	sum := func(row TableRow) float64 { return row.CPU + row.ServerCPU }
+	for i, a := range r.Rows {
+		for _, b := range r.Rows[i+1:] {
+			if a.Role == RoleCeiling || b.Role == RoleCeiling || a.ServerCPU <= 0 || b.ServerCPU <= 0 ||
+				a.Server != b.Server || a.Size != b.Size || a.Kind != b.Kind || sum(a) == sum(b) {
+				continue
+			}
+			pairs++
+			if (sum(a) < sum(b)) == (a.MiBps > b.MiBps) {
+				agree++
+			}
+		}
+	}
+	return agree, pairs
 }
 
 // peer returns the row of impl at row's server, size and kind.
@@ -308,6 +367,7 @@ func analysisOf(r Report) string {
 		w(".")
 	}
 	w("\n")
+	b.WriteString(r.cpuBound())
 
 	if low := r.lowestCPUPeer(); low != "" {
 		w("- **Client CPU: verification.**")

@@ -68,10 +68,13 @@ func TestParseReportRoundTrip(t *testing.T) {
 				PeakBytes: int64(20+i) << 20, IdleBytes: 11 << 20})
 		}
 	}
-	md := Markdown(Env{Command: "test", Params: p, Runs: 1}, rows, Evaluate(rows, p))
+	md := Markdown(Env{Command: "test", Params: p, Runs: 1, Machine: "Some CPU, 3 cores, 8.0 GiB RAM, linux/amd64"}, rows, Evaluate(rows, p))
 	r, err := ParseReport(md)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r.Cores != 3 {
+		t.Errorf("parsed %d cores from the machine line, want 3", r.Cores)
 	}
 	if r.Params != p || len(r.Rows) != len(rows) {
 		t.Fatalf("parsed %+v with %d rows, want %+v with %d", r.Params, len(r.Rows), p, len(rows))
@@ -104,3 +107,37 @@ func TestParseReportRoundTrip(t *testing.T) {
 }
 
 func roundTo(v, scale float64) float64 { return float64(int64(v*scale+0.5)) / scale }
+
+// The both-sides CPU bullet: the bound is cores / (client + server CPU per GiB), and the pairs
+// count says how often the lower sum was the faster upload, within one table only.
+func TestCPUBound(t *testing.T) {
+	row := func(impl string, role Role, size int64, mibps, cpu, srv float64) TableRow {
+		return TableRow{Server: "minio", Impl: impl, Role: role, Size: size, Kind: SourceStream, MiBps: mibps, CPU: cpu, ServerCPU: srv}
+	}
+	r := Report{Cores: 2, Rows: []TableRow{
+		row("safeput/aws", RoleSafeput, 1<<30, 512, 1, 3),  // bound 512 MiB/s: 100 %
+		row("minio-go", RolePeer, 1<<30, 128, 1.5, 2.5),    // sum 4, equal to safeput's: not a pair; 25 %
+		row("manager", RolePeer, 1<<30, 200, 2, 6),         // sum 8, yet faster than minio-go: disagrees
+		row("raw-put", RoleCeiling, 1<<30, 900, 0.1, 0.1),  // not a multipart uploader
+		row("safeput/aws", RoleSafeput, 1<<20, 128, 1, 7),  // another table: bound 256, 50 %
+		row("transfermanager", RolePeer, 1<<20, 64, 2, 14), // sum 16 against 8: agrees
+	}}
+	agree, pairs := r.rankedBySum()
+	// Pairs with differing sums: (safeput, manager) agrees, (minio-go, manager) disagrees, and
+	// (safeput, transfermanager) in the small table agrees.
+	if agree != 2 || pairs != 3 {
+		t.Errorf("rankedBySum = %d of %d, want 2 of 3", agree, pairs)
+	}
+	got := r.cpuBound()
+	for _, want := range []string{"safeput/aws 4.00–8.00", "minio-go 4.00.", "manager 8.00", "transfermanager 16.00", "On 2 shared cores", "2 GiB/s", "at 25–100 % of that bound", "in 2 of 3 pairs"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("cpuBound lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "raw-put") {
+		t.Errorf("cpuBound counts the single-PUT ceiling:\n%s", got)
+	}
+	if (Report{Rows: r.Rows}).cpuBound() != "" {
+		t.Error("cpuBound without a core count wrote a bullet")
+	}
+}
