@@ -46,6 +46,10 @@ type Config struct {
 	AccessKey    string
 	SecretKey    string
 	SessionToken string
+	// Credentials, when set, signs requests instead of the keys above (which must then be empty):
+	// for keys that expire and are renewed, such as an assumed role's
+	// (aws.NewCredentialsCache around an stscreds provider).
+	Credentials aws.CredentialsProvider
 	// PathStyle addresses buckets as endpoint/bucket instead of bucket.endpoint.
 	PathStyle bool
 	// HTTPClient is used as is when set; otherwise a client sized for many concurrent uploads.
@@ -89,6 +93,9 @@ func New(cfg Config) (*Store, error) {
 	if (cfg.AccessKey == "") != (cfg.SecretKey == "") {
 		return nil, errors.New("awss3: access key and secret key must be set together")
 	}
+	if cfg.Credentials != nil && (cfg.AccessKey != "" || cfg.SessionToken != "") {
+		return nil, errors.New("awss3: set Credentials or the static keys (AccessKey, SecretKey, SessionToken), not both")
+	}
 	region := cfg.Region
 	if region == "" {
 		region = "us-east-1"
@@ -96,6 +103,9 @@ func New(cfg Config) (*Store, error) {
 	var creds aws.CredentialsProvider = aws.AnonymousCredentials{}
 	if cfg.AccessKey != "" {
 		creds = credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)
+	}
+	if cfg.Credentials != nil {
+		creds = cfg.Credentials
 	}
 	if cfg.InsecureSkipVerify && cfg.HTTPClient != nil {
 		return nil, errors.New("awss3: InsecureSkipVerify applies to the client New builds; configure your HTTPClient's TLS instead")

@@ -704,6 +704,33 @@ func TestInsecureSkipVerifyOnlyOnOwnClient(t *testing.T) {
 	}
 }
 
+// Config.Credentials signs instead of static keys (keys that are renewed, say); both at once is
+// refused.
+func TestCredentialsSign(t *testing.T) {
+	given := credentials.NewStaticCredentialsProvider("given", "secret", "TOKEN2")
+	for _, c := range []Config{{AccessKey: "a", SecretKey: "b", Credentials: given}, {SessionToken: "t", Credentials: given}} {
+		if _, err := New(c); err == nil {
+			t.Errorf("New(%+v) accepted static keys and Credentials together", c)
+		}
+	}
+	var auth, token string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth, token = r.Header.Get("Authorization"), r.Header.Get("X-Amz-Security-Token")
+		okPut(w, r)
+	}))
+	defer srv.Close()
+	st, err := New(Config{Endpoint: srv.URL, Credentials: given, PathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutObject(context.Background(), &store.PutObjectInput{Bucket: "b", Key: "k", Body: bytes.NewReader(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if token != "TOKEN2" || !strings.Contains(auth, "Credential=given/") {
+		t.Errorf("signed with %q, token %q; want the Credentials' keys", auth, token)
+	}
+}
+
 // An UploadPart answered 200 with an error document is still an error: skip200CheckWhenEmpty
 // passes any answer that may have a body (here one of unknown length) to the SDK's check.
 func TestUploadPartEmbeddedError(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/signer"
 
 	sperrors "github.com/safeput/safeput/errors"
@@ -66,11 +67,11 @@ func (s *Store) track(ctx context.Context) (context.Context, *exchange) {
 }
 
 // recordingTransport records each round trip into the request's exchange, and adds the
-// exchange's extra headers (re-signing with the store's static credentials).
+// exchange's extra headers (re-signing with the store's credentials, as they are now).
 type recordingTransport struct {
-	base                        http.RoundTripper
-	accessKey, secretKey, token string
-	region                      string
+	base   http.RoundTripper
+	creds  *credentials.Credentials
+	region string
 }
 
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -82,7 +83,11 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 			r.Header[http.CanonicalHeaderKey(k)] = v
 		}
 		r.Header.Del("Authorization")
-		req = signer.SignV4(*r, t.accessKey, t.secretKey, t.token, t.region)
+		keys, err := t.creds.GetWithContext(nil)
+		if err != nil {
+			return nil, fmt.Errorf("credentials to sign with: %w", err)
+		}
+		req = signer.SignV4(*r, keys.AccessKeyID, keys.SecretAccessKey, keys.SessionToken, t.region)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if ex == nil {

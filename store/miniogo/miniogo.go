@@ -50,6 +50,10 @@ type Config struct {
 	SecretKey string
 	// SessionToken is sent as X-Amz-Security-Token when set (temporary credentials).
 	SessionToken string
+	// Credentials, when set, signs requests instead of the keys above (which must then be empty):
+	// for keys that expire and are renewed (credentials.New around a Provider, such as
+	// credentials.STSAssumeRole).
+	Credentials *credentials.Credentials
 	// PathStyle forces path-style bucket addressing (http://host/bucket/key). When false,
 	// minio-go chooses: virtual-hosted style for AWS and GCS endpoints, path style elsewhere.
 	PathStyle bool
@@ -103,6 +107,13 @@ func New(cfg Config) (*Store, error) {
 	if (cfg.AccessKey == "") != (cfg.SecretKey == "") {
 		return nil, errors.New("miniogo: access key and secret key must be set together")
 	}
+	if cfg.Credentials != nil && (cfg.AccessKey != "" || cfg.SessionToken != "") {
+		return nil, errors.New("miniogo: set Credentials or the static keys (AccessKey, SecretKey, SessionToken), not both")
+	}
+	creds := cfg.Credentials
+	if creds == nil {
+		creds = credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)
+	}
 	if cfg.InsecureSkipVerify && cfg.Transport != nil {
 		return nil, errors.New("miniogo: InsecureSkipVerify applies to the built-in transport and cannot be combined with Transport")
 	}
@@ -119,11 +130,9 @@ func New(cfg Config) (*Store, error) {
 		lookup = minio.BucketLookupPath
 	}
 	core, err := minio.NewCore(u.Host, &minio.Options{
-		Creds:  credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken),
-		Secure: secure,
-		Transport: &recordingTransport{
-			base: store.ProgressTransport(base), accessKey: cfg.AccessKey, secretKey: cfg.SecretKey, token: cfg.SessionToken, region: region,
-		},
+		Creds:        creds,
+		Secure:       secure,
+		Transport:    &recordingTransport{base: store.ProgressTransport(base), creds: creds, region: region},
 		Region:       region,
 		BucketLookup: lookup,
 		// "Set to 1 to disable retries" (minio-go Options doc): one call is one attempt. minio-go

@@ -900,6 +900,8 @@ func TestNewConfig(t *testing.T) {
 		{Endpoint: "http://host/prefix"},
 		{Endpoint: "http://host", AccessKey: "a"},
 		{Endpoint: "https://host", InsecureSkipVerify: true, Transport: http.DefaultTransport},
+		{Endpoint: "http://host", AccessKey: "a", SecretKey: "b", Credentials: credentials.NewStaticV4("c", "d", "")},
+		{Endpoint: "http://host", SessionToken: "t", Credentials: credentials.NewStaticV4("c", "d", "")},
 	}
 	for _, c := range bad {
 		if _, err := miniogo.New(c); err == nil {
@@ -927,6 +929,22 @@ func TestSessionTokenSent(t *testing.T) {
 	}
 	if got := f.requests()[0].Header.Get("X-Amz-Security-Token"); got != "TOKEN" {
 		t.Errorf("X-Amz-Security-Token = %q", got)
+	}
+}
+
+// Config.Credentials signs instead of static keys (keys that are renewed, say).
+func TestCredentialsSign(t *testing.T) {
+	f := newFake(t, ok200)
+	s, err := miniogo.New(miniogo.Config{Endpoint: f.srv.URL, Credentials: credentials.NewStaticV4("given", "secret", "TOKEN2"), PathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutObject(context.Background(), &store.PutObjectInput{Bucket: "bkt", Key: "k", Body: bytes.NewReader(nil), ContentMD5: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	h := f.requests()[0].Header
+	if h.Get("X-Amz-Security-Token") != "TOKEN2" || !strings.Contains(h.Get("Authorization"), "Credential=given/") {
+		t.Errorf("signed with %q, token %q; want the Credentials' keys", h.Get("Authorization"), h.Get("X-Amz-Security-Token"))
 	}
 }
 
