@@ -677,10 +677,17 @@ func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 	// A profile that assumes a role gets its keys from STS AssumeRole (AWS_ENDPOINT_URL_STS: a
 	// stand-in that checks the call is signed with the source profile's keys and answers with
 	// the server's), through both backends; a refused AssumeRole stores nothing.
-	var roleCalls atomic.Int32
+	var roleCalls, shortCalls atomic.Int32
 	sts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		form, _ := url.ParseQuery(string(body))
+		if form.Get("Action") == "AssumeRole" && strings.Contains(r.Header.Get("Authorization"), "Credential=sourcekey/") &&
+			form.Get("RoleArn") == "arn:aws:iam::123456789012:role/short" {
+			// Keys living 2 to 3 s (RFC 3339 keeps whole seconds), renewed as they near their end.
+			shortCalls.Add(1)
+			s3test.AssumeRoleAnswer(w, s.AccessKey, s.SecretKey, "", time.Now().Add(3*time.Second))
+			return
+		}
 		if form.Get("Action") != "AssumeRole" || !strings.Contains(r.Header.Get("Authorization"), "Credential=sourcekey/") ||
 			form.Get("RoleArn") != "arn:aws:iam::123456789012:role/x" {
 			w.WriteHeader(http.StatusForbidden)
@@ -694,7 +701,8 @@ func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 	conf3 := dir + "/config3"
 	if err := os.WriteFile(conf3, []byte("[profile source]\naws_access_key_id = sourcekey\naws_secret_access_key = sourcesecret\n"+
 		"[profile role]\nregion = "+s.Region+"\nendpoint_url = "+s.Endpoint+"\nrole_arn = arn:aws:iam::123456789012:role/x\nsource_profile = source\n"+
-		"[profile other]\nregion = "+s.Region+"\nendpoint_url = "+s.Endpoint+"\nrole_arn = arn:aws:iam::123456789012:role/other\nsource_profile = source\n"), 0o600); err != nil {
+		"[profile other]\nregion = "+s.Region+"\nendpoint_url = "+s.Endpoint+"\nrole_arn = arn:aws:iam::123456789012:role/other\nsource_profile = source\n"+
+		"[profile short]\nregion = "+s.Region+"\nendpoint_url = "+s.Endpoint+"\nrole_arn = arn:aws:iam::123456789012:role/short\nsource_profile = source\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env3 := append(cleanEnv(), "AWS_SHARED_CREDENTIALS_FILE="+dir+"/none", "AWS_CONFIG_FILE="+conf3, "AWS_ENDPOINT_URL_STS="+sts.URL)
@@ -709,6 +717,20 @@ func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 	if n := roleCalls.Load(); n != 2 {
 		t.Errorf("%d AssumeRole calls, want 2 (one per put)", n)
 	}
+	// A put that outlasts its role's keys renews them: a stream that trickles in for 4 s sends
+	// after the first keys' end, signed with keys assumed again, and lands whole.
+	for _, backend := range []string{"aws", "minio"} {
+		key := "renewed-" + backend
+		before := shortCalls.Load()
+		r = runWith(t, env3, &trickle{data: data, chunks: 4, pause: time.Second}, "--path-style", "--backend", backend, "--profile", "short", "put", "-", "s3://"+bucket+"/"+key)
+		expectCode(t, r, 0, "put outlasting its role's keys ("+backend+")")
+		if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+			t.Fatalf("%s: read back differs", key)
+		}
+		if n := shortCalls.Load() - before; n < 2 {
+			t.Errorf("%s: %d AssumeRole calls for a put longer than its keys' life, want the keys renewed (2 or more)", key, n)
+		}
+	}
 	r = runWith(t, env3, nil, "--path-style", "--profile", "other", "put", file, "s3://"+bucket+"/role-refused")
 	expectCode(t, r, 2, "profile whose role STS refuses")
 	if !strings.Contains(r.stderr, "role/other") || !strings.Contains(r.stderr, "not this role") {
@@ -717,4 +739,24 @@ func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 	if s3test.Exists(t, s, bucket, "role-refused") {
 		t.Error("a refused profile stored an object")
 	}
+}
+
+// trickle gives data in chunks with a pause before each: a source slower than its keys' life.
+type trickle struct {
+	data   []byte
+	chunks int
+	pause  time.Duration
+	sent   int
+}
+
+func (tr *trickle) Read(p []byte) (int, error) {
+	if len(tr.data) == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(tr.pause)
+	n := min(len(p), max(1, len(tr.data)/max(1, tr.chunks-tr.sent)))
+	n = copy(p, tr.data[:n])
+	tr.data = tr.data[n:]
+	tr.sent++
+	return n, nil
 }

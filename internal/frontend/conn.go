@@ -7,6 +7,9 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
+
+	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
@@ -35,6 +38,9 @@ type Conn struct {
 // Resolved is the connection after flags, environment and shared config.
 type Resolved struct {
 	Endpoint, Region, AccessKey, SecretKey, SessionToken string
+	// Expires is when the keys stop working (an assumed role's, say); zero when they do not
+	// expire or nobody said when. A store built for keys that expire renews them (renew.go).
+	Expires time.Time
 }
 
 // Every error Resolve and NewStore return is a configuration error: nothing was sent.
@@ -147,7 +153,7 @@ func (c Conn) fromSharedConfig(r *Resolved) error {
 	if !ok && named {
 		return fmt.Errorf("profile %q: no credentials (want aws_access_key_id and aws_secret_access_key, credential_process, an SSO profile, or role_arn with source_profile or credential_source)", profile)
 	}
-	r.AccessKey, r.SecretKey, r.SessionToken = keys.AccessKey, keys.SecretKey, keys.SessionToken
+	r.AccessKey, r.SecretKey, r.SessionToken, r.Expires = keys.AccessKey, keys.SecretKey, keys.SessionToken, keys.Expires
 	return nil
 }
 
@@ -179,21 +185,29 @@ func (c Conn) CheckBackend() error {
 	return nil
 }
 
-// NewResolvedStore builds the adapter c names for the connection r (from c.Resolve).
+// NewResolvedStore builds the adapter c names for the connection r (from c.Resolve). Keys that
+// expire are renewed through c.Resolve as they near their end, so a write that outlasts them
+// goes on (renew.go).
 func NewResolvedStore(c Conn, r Resolved) (store.Store, error) {
 	if err := c.CheckBackend(); err != nil {
 		return nil, err
 	}
 	if c.Backend == "minio" {
-		return miniogo.New(miniogo.Config{
-			Endpoint: r.Endpoint, Region: r.Region, AccessKey: r.AccessKey, SecretKey: r.SecretKey,
-			SessionToken: r.SessionToken, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify,
-		})
+		cfg := miniogo.Config{Endpoint: r.Endpoint, Region: r.Region, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify}
+		if r.Expires.IsZero() {
+			cfg.AccessKey, cfg.SecretKey, cfg.SessionToken = r.AccessKey, r.SecretKey, r.SessionToken
+		} else {
+			cfg.Credentials = miniocreds.New(minioRenewing{newRenewing(c, r)})
+		}
+		return miniogo.New(cfg)
 	}
-	return awss3.New(awss3.Config{
-		Endpoint: r.Endpoint, Region: r.Region, AccessKey: r.AccessKey, SecretKey: r.SecretKey,
-		SessionToken: r.SessionToken, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify,
-	})
+	cfg := awss3.Config{Endpoint: r.Endpoint, Region: r.Region, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify}
+	if r.Expires.IsZero() {
+		cfg.AccessKey, cfg.SecretKey, cfg.SessionToken = r.AccessKey, r.SecretKey, r.SessionToken
+	} else {
+		cfg.Credentials = awsRenewing{newRenewing(c, r)}
+	}
+	return awss3.New(cfg)
 }
 
 // firstEnv returns the first non-empty value among the named environment variables.

@@ -87,7 +87,7 @@ func roleCredentials(ctx context.Context, name string, profiles map[string]map[s
 		return refuse("assuming role %s through STS at %s: %v", props["role_arn"], endpoint, err)
 	}
 	keys := minioKeys(v)
-	fetchedKeys.put(key, keys, v.Expiration)
+	fetchedKeys.put(key, keys)
 	return keys, nil
 }
 
@@ -98,13 +98,14 @@ type roleKey struct {
 	source                                     Resolved
 }
 
-// credCache keeps keys that cost a call (STS, a credential_process, the SSO portal) until shortly
-// before they expire, so a process that resolves the same profile again (every C ABI open; the
-// CLI's journal identity) neither makes the call each time nor gets new keys each time (the C ABI
-// shares one client per set of keys). Keys given with no expiry are kept, as the SDKs keep them.
+// credCache keeps keys that cost a call (STS, a credential_process, the SSO portal, a container's
+// credentials endpoint) until shortly before they expire, so a process that resolves the same
+// profile again (every C ABI open; the CLI's journal identity; a store renewing its keys) neither
+// makes the call each time nor gets new keys each time (the C ABI shares one client per set of
+// keys). Keys given with no expiry are kept, as the SDKs keep them.
 type credCache struct {
 	mu sync.Mutex
-	m  map[any]cachedKeys // roleKey, processKey, ssoKey
+	m  map[any]cachedKeys // roleKey, processKey, ssoKey, ambientKey
 }
 
 type cachedKeys struct {
@@ -128,22 +129,27 @@ func (c *credCache) get(k any) (Resolved, bool) {
 	return r.keys, true
 }
 
-// put keeps keys that expire at expires (zero: never). Keys already expired are not kept.
-func (c *credCache) put(k any, keys Resolved, expires time.Time) {
-	var refreshAt time.Time
-	if !expires.IsZero() {
-		left := time.Until(expires)
-		if left <= 0 {
-			return
-		}
-		refreshAt = expires.Add(-min(refreshBefore, left/4))
+// put keeps keys until shortly before keys.Expires (zero: for good). Keys already expired are
+// not kept.
+func (c *credCache) put(k any, keys Resolved) {
+	if !keys.Expires.IsZero() && !time.Now().Before(keys.Expires) {
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = map[any]cachedKeys{}
 	}
-	c.m[k] = cachedKeys{keys: keys, refreshAt: refreshAt}
+	c.m[k] = cachedKeys{keys: keys, refreshAt: renewAt(keys.Expires)}
+}
+
+// renewAt is when keys that expire at expires are given up for new ones: refreshBefore ahead,
+// or a quarter of what is left for keys that live shorter. Zero (never) for keys without expiry.
+func renewAt(expires time.Time) time.Time {
+	if expires.IsZero() {
+		return time.Time{}
+	}
+	return expires.Add(-min(refreshBefore, time.Until(expires)/4))
 }
 
 func (c *credCache) reset() {

@@ -151,7 +151,7 @@ func TestAssumedRoleCache(t *testing.T) {
 		{8 * time.Minute, 5 * time.Minute, true}, {8 * time.Minute, 7 * time.Minute, false},
 	} {
 		fetchedKeys.reset()
-		fetchedKeys.put("k", Resolved{AccessKey: "x"}, time.Now().Add(c.life))
+		fetchedKeys.put("k", Resolved{AccessKey: "x", Expires: time.Now().Add(c.life)})
 		fetchedKeys.mu.Lock()
 		e := fetchedKeys.m["k"]
 		e.refreshAt = e.refreshAt.Add(-c.age) // as if put c.age ago

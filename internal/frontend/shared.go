@@ -199,8 +199,9 @@ func profileCredentials(ctx context.Context, name string, profiles map[string]ma
 		if err != nil {
 			return keys, false, fmt.Errorf("profile %q (SSO): %w", name, err)
 		}
-		fetchedKeys.put(key, minioKeys(v), v.Expiration)
-		return minioKeys(v), true, nil
+		keys = minioKeys(v)
+		fetchedKeys.put(key, keys)
+		return keys, true, nil
 	case props["credential_process"] != "":
 		key := processKey{command: props["credential_process"]}
 		if keys, ok := fetchedKeys.get(key); ok {
@@ -219,11 +220,10 @@ func profileCredentials(ctx context.Context, name string, profiles map[string]ma
 			return keys, false, fmt.Errorf("profile %q: credential_process: %w", name, err)
 		}
 		keys = Resolved{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken}
-		var expires time.Time
 		if v.CanExpire {
-			expires = v.Expires
+			keys.Expires = v.Expires
 		}
-		fetchedKeys.put(key, keys, expires)
+		fetchedKeys.put(key, keys)
 		return keys, true, nil
 	}
 	return keys, false, nil
@@ -257,13 +257,29 @@ func ambientCredentials(env []string) (keys Resolved, ok bool, err error) {
 	if source == "" {
 		return keys, false, nil
 	}
+	key := ambientKey{}
+	for i, name := range ambientVars {
+		key.values[i] = os.Getenv(name)
+	}
+	if keys, ok := fetchedKeys.get(key); ok {
+		return keys, true, nil
+	}
 	v, err := (&miniocreds.IAM{}).RetrieveWithCredContext(&miniocreds.CredContext{Client: &http.Client{Timeout: credentialTimeout}})
 	if err != nil {
 		return keys, false, fmt.Errorf("credentials from %s: %w", source, err)
 	}
-	return minioKeys(v), true, nil
+	keys = minioKeys(v)
+	fetchedKeys.put(key, keys)
+	return keys, true, nil
 }
 
+// ambientVars are what ambient credentials depend on; ambientKey holds their values (credCache).
+var ambientVars = [...]string{"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME",
+	"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+	"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"}
+
+type ambientKey struct{ values [len(ambientVars)]string }
+
 func minioKeys(v miniocreds.Value) Resolved {
-	return Resolved{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken}
+	return Resolved{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken, Expires: v.Expiration}
 }

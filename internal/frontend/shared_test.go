@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -117,7 +118,9 @@ func TestContainerCredentials(t *testing.T) {
 	isolate(t)
 	dir := t.TempDir()
 	sharedFilesIn(t, dir, "", "")
+	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		calls.Add(1)
 		if req.Header.Get("Authorization") != "task-token" {
 			http.Error(w, "no token", http.StatusUnauthorized)
 			return
@@ -128,8 +131,12 @@ func TestContainerCredentials(t *testing.T) {
 	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", srv.URL+"/creds")
 	t.Setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "task-token")
 	r, err := Conn{}.Resolve()
-	if err != nil || r.AccessKey != "ck" || r.SecretKey != "cs" || r.SessionToken != "ct" {
+	if err != nil || r.AccessKey != "ck" || r.SecretKey != "cs" || r.SessionToken != "ct" || r.Expires.Year() != 2999 {
 		t.Fatalf("container credentials: %+v, %v", r, err)
+	}
+	// Keys that cost a call are reused while they last (credCache).
+	if r, err = (Conn{}).Resolve(); err != nil || r.AccessKey != "ck" || calls.Load() != 1 {
+		t.Fatalf("container credentials again: %+v, %v after %d calls; want the same keys from one call", r, err, calls.Load())
 	}
 	// As in the SDKs, the default profile's keys come before the container's.
 	sharedFilesIn(t, dir, "", "[default]\naws_access_key_id = dk\naws_secret_access_key = ds\n")
