@@ -33,10 +33,12 @@ status=0
 for m in $modules; do
 	echo "== go test $m" >&2
 	# -timeout: the writer package runs every scenario on three servers x two adapters under
-	# -race, which takes longer than go test's default 10 minutes per package on 2 cores: 16-17
-	# minutes in most runs, 27.5 in one (2026-12-01), so 45 leaves room for a slow machine.
+	# -race, which takes longer than go test's default 10 minutes per package on 2 cores: 31-33
+	# minutes in the CI runs of 2026-12-01 and 12-02, and this machine's host at times slows every
+	# process by half or more, so 60 leaves room for such a run. A hang is caught sooner by each
+	# test's own bounds.
 	# shellcheck disable=SC2086
-	(cd "$m" && go test -race -count=1 -timeout 45m ${SAFEPUT_TEST_ARGS:-} ./...) || status=1
+	(cd "$m" && go test -race -count=1 -timeout 60m ${SAFEPUT_TEST_ARGS:-} ./...) || status=1
 done
 if [[ $status -ne 0 ]]; then
 	echo "FAIL: tests failed (server logs:${safeput_s3_logs:- external endpoint})" >&2
