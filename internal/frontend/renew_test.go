@@ -102,8 +102,9 @@ func TestStoreRenewsExpiringKeys(t *testing.T) {
 			isolate(t)
 			var mu sync.Mutex
 			failing := false
-			// RFC 3339 keeps whole seconds: these keys live 2 to 3 s, due a quarter of that early.
-			stsWithLife(t, 3*time.Second, &failing, &mu)
+			// RFC 3339 keeps whole seconds: these keys live 4 to 5 s, due a quarter of that early,
+			// which leaves the first requests 3 s on a slow machine.
+			stsWithLife(t, 5*time.Second, &failing, &mu)
 			var signed []string
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if _, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential="); ok {
@@ -133,7 +134,7 @@ func TestStoreRenewsExpiringKeys(t *testing.T) {
 			}
 			head()
 			head()
-			time.Sleep(time.Until(r.Expires.Add(-300 * time.Millisecond))) // past due, not yet expired
+			time.Sleep(time.Until(r.Expires.Add(-500 * time.Millisecond))) // past due, not yet expired
 			head()
 			mu.Lock()
 			defer mu.Unlock()
