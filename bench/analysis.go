@@ -213,7 +213,7 @@ func (r Report) cpuBound() string {
 		return ""
 	}
 	agree, pairs := r.rankedBySum()
-	return fmt.Sprintf("- **CPU, both sides.** Client plus server CPU per GiB, in s: %s. On %d shared cores an uploader cannot go faster than %d GiB/s divided by that sum; the multipart uploaders ran at %s %% of that bound, and in %d of %d pairs of them in one table the one with the lower sum was the faster. The sum, not the client's column alone, is what an upload costs this machine: the server's share includes what the uploader asks of it (a checksum to check on every part, a verification's ListParts and HEAD; see the integrity table), work that a server with cores of its own would do without slowing the client.\n",
+	return fmt.Sprintf("- **CPU, both sides.** Client plus server CPU per GiB, in s: %s. On %d shared cores an uploader cannot go faster than %d divided by that sum, in GiB/s (the cores' CPU seconds per second over what each GiB costs); the multipart uploaders ran at %s %% of that bound, and in %d of %d pairs of them in one table the one with the lower sum was the faster. The sum, not the client's column alone, is what an upload costs this machine: the server's share includes what the uploader asks of it (a checksum to check on every part, a verification's ListParts and HEAD; see the integrity table), work that a server with cores of its own would do without slowing the client.\n",
 		strings.Join(parts, ", "), r.Cores, r.Cores, span(shares, "%.0f"), agree, pairs)
 }
 
