@@ -33,7 +33,7 @@ status=0
 for m in $modules; do
 	echo "== go test $m" >&2
 	# -timeout: the writer package runs every scenario on three servers x two adapters under
-	# -race, which takes longer than go test's default 10 minutes per package on 2 cores: 31-33
+	# -race, which takes longer than go test's default 10 minutes per package on 2 cores: 31-34
 	# minutes in the CI runs of 2026-12-01 and 12-02, and this machine's host at times slows every
 	# process by half or more, so 60 leaves room for such a run. A hang is caught sooner by each
 	# test's own bounds.
