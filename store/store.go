@@ -46,6 +46,25 @@ type Store interface {
 	// ListParts returns every part of the upload, following all pages, in part-number order. An
 	// unknown or aborted upload is an error (NoSuchUpload on S3; some stores say NoSuchKey): the
 	// writer treats any error after an abort as "gone".
+	//
+	// The answers stores disagree on have one meaning each, the same in every adapter:
+	//   - A part number listed more than once (a store that keeps one entry per attempt of a
+	//     re-sent part) is returned as listed: every entry, none dropped or merged. Deciding which
+	//     attempt counts is the caller's job (the writer keeps the one matching its receipt).
+	//   - Entries out of order are sorted by part number; entries of one number keep the order
+	//     the store listed them in (the sort is stable, pages taken in order).
+	//   - An entry without a part number (or one outside 1..MaxPartNumber), or whose ETag is
+	//     missing, empty, or only quotes or spaces, is non-compliant: the whole call fails.
+	//   - ETags are stripped of surrounding spaces and one pair of double quotes, as everywhere.
+	//   - Every checksum the store lists is returned, whatever algorithm the upload was created
+	//     with (a checksum of a type not asked for is kept, not dropped); Checksums.Type is the
+	//     answer's ChecksumType ("" when the store sends none). The caller compares what it knows.
+	//   - A truncated page must name a next part-number marker greater than the one asked with;
+	//     a marker that is missing, unparsable or does not advance (or more than 100,000 pages)
+	//     is non-compliant, so a listing always ends.
+	//   - RequestID is the last page's.
+	// Non-compliant means a *ResponseError with the status the store sent (200) wrapping
+	// ErrNonCompliant, as in the common contract.
 	ListParts(ctx context.Context, in *ListPartsInput) (*ListPartsOutput, error)
 	// CompleteMultipartUpload commits the upload. A 200 answer whose body is an <Error> is an
 	// error. Completing an unknown upload, or one already completed, answers an error the writer

@@ -19,7 +19,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +31,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/safeput/safeput/internal/bufpool"
+	"github.com/safeput/safeput/internal/partlist"
 	"github.com/safeput/safeput/store"
 )
 
@@ -323,9 +323,10 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 }
 
 // maxPages bounds a listing so a store that keeps answering "truncated" cannot loop forever.
-const maxPages = 100_000
+const maxPages = partlist.MaxPages
 
-// ListParts implements store.Store.
+// ListParts implements store.Store, with the listing rules of internal/partlist (the same in
+// the minio adapter): every entry kept, duplicates included, sorted stably by part number.
 func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -351,13 +352,14 @@ func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store
 		}
 		res.RequestID = requestID(out.ResultMetadata)
 		for _, p := range out.Parts {
-			if p.PartNumber == nil || aws.ToString(p.ETag) == "" {
-				return nil, c.nonCompliant(out.ResultMetadata, "part without number or ETag")
+			etag := unquote(aws.ToString(p.ETag))
+			if msg := partlist.Entry(int64(aws.ToInt32(p.PartNumber)), p.PartNumber != nil, etag); msg != "" {
+				return nil, c.nonCompliant(out.ResultMetadata, "%s", msg)
 			}
 			res.Parts = append(res.Parts, store.Part{
 				PartNumber:   aws.ToInt32(p.PartNumber),
 				Size:         aws.ToInt64(p.Size),
-				ETag:         unquote(aws.ToString(p.ETag)),
+				ETag:         etag,
 				Checksums:    checksums(p.ChecksumCRC32, p.ChecksumCRC32C, p.ChecksumCRC64NVME, p.ChecksumSHA1, p.ChecksumSHA256, out.ChecksumType),
 				LastModified: aws.ToTime(p.LastModified),
 			})
@@ -365,19 +367,13 @@ func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store
 		if !aws.ToBool(out.IsTruncated) {
 			break
 		}
-		next, err := strconv.ParseInt(aws.ToString(out.NextPartNumberMarker), 10, 32)
-		if err != nil || next <= marker || page >= maxPages {
-			return nil, c.nonCompliant(out.ResultMetadata, "truncated part listing with next marker %q after %d", aws.ToString(out.NextPartNumberMarker), marker)
+		next, perr := strconv.ParseInt(aws.ToString(out.NextPartNumberMarker), 10, 32)
+		if msg := partlist.NextMarker(next, marker, perr == nil, page); msg != "" {
+			return nil, c.nonCompliant(out.ResultMetadata, "%s", msg)
 		}
 		marker = next
 	}
-	slices.SortStableFunc(res.Parts, func(a, b store.Part) int { return int(a.PartNumber) - int(b.PartNumber) })
-	for i := 1; i < len(res.Parts); i++ {
-		if res.Parts[i].PartNumber == res.Parts[i-1].PartNumber {
-			return nil, &store.ResponseError{Op: "ListParts", StatusCode: http.StatusOK, RequestID: res.RequestID,
-				Message: fmt.Sprintf("part %d listed twice", res.Parts[i].PartNumber), Err: store.ErrNonCompliant}
-		}
-	}
+	partlist.Sort(res.Parts)
 	return res, nil
 }
 
@@ -611,13 +607,9 @@ func checksums(crc32, crc32c, crc64nvme, sha1, sha256 *string, typ types.Checksu
 	}
 }
 
-// unquote strips one pair of surrounding double quotes: store ETags are returned bare.
-func unquote(etag string) string {
-	if len(etag) >= 2 && etag[0] == '"' && etag[len(etag)-1] == '"' {
-		return etag[1 : len(etag)-1]
-	}
-	return etag
-}
+// unquote strips surrounding spaces and one pair of double quotes: store ETags are returned
+// bare, as the minio adapter returns them (internal/partlist.ETag serves both).
+func unquote(etag string) string { return partlist.ETag(etag) }
 
 func quote(etag string) string {
 	return `"` + unquote(etag) + `"`

@@ -35,6 +35,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/safeput/safeput/internal/bufpool"
+	"github.com/safeput/safeput/internal/partlist"
 	"github.com/safeput/safeput/store"
 )
 
@@ -244,14 +245,9 @@ func checksumsFromPart(p minio.ObjectPart) store.Checksums {
 	}
 }
 
-// trimETag strips the quotes S3 puts around ETags (and minio-go does not always remove).
-func trimETag(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		return s[1 : len(s)-1]
-	}
-	return s
-}
+// trimETag strips the quotes S3 puts around ETags (and minio-go does not always remove), and
+// surrounding spaces, as the aws adapter does (internal/partlist.ETag serves both).
+func trimETag(s string) string { return partlist.ETag(s) }
 
 // userMetadata turns the caller's metadata into x-amz-meta-* headers. minio-go sends keys that
 // already start with x-amz- unchanged, which is also how the checksum headers get through.
@@ -401,7 +397,9 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 	return &store.UploadPartOutput{ETag: etag, Checksums: checksumsFromPart(part), RequestID: ex.requestID()}, nil
 }
 
-// ListParts lists every part of an upload, one request per page.
+// ListParts lists every part of an upload, one request per page, with the listing rules of
+// internal/partlist (the same in the aws adapter): every entry kept, duplicates included,
+// sorted stably by part number.
 func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
 	const op = "ListParts"
 	if err := in.Validate(); err != nil {
@@ -409,36 +407,40 @@ func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store
 	}
 	out := &store.ListPartsOutput{}
 	marker := 0
-	for {
+	for page := 0; ; page++ {
 		pctx, ex := s.track(ctx)
 		res, err := s.core.ListObjectParts(pctx, in.Bucket, in.Key, in.UploadID, marker, int(in.PageSize))
 		if err != nil {
 			return nil, s.fail(op, ex, err)
 		}
-		if out.RequestID == "" {
-			out.RequestID = ex.requestID()
-		}
+		out.RequestID = ex.requestID()
 		for _, p := range res.ObjectParts {
-			if p.ETag == "" {
-				return nil, ex.nonCompliant(op, fmt.Errorf("part %d listed without an ETag", p.PartNumber))
+			etag := trimETag(p.ETag)
+			// minio-go reads a missing <PartNumber> as 0, which Entry refuses as out of range.
+			if msg := partlist.Entry(int64(p.PartNumber), true, etag); msg != "" {
+				return nil, ex.nonCompliant(op, errors.New(msg))
 			}
+			cs := checksumsFromPart(p)
+			cs.Type = store.ChecksumType(res.ChecksumType)
 			out.Parts = append(out.Parts, store.Part{
-				PartNumber:   int32(p.PartNumber),
+				PartNumber:   int32(p.PartNumber), //nolint:gosec // checked against 1..MaxPartNumber by Entry
 				Size:         p.Size,
-				ETag:         trimETag(p.ETag),
-				Checksums:    checksumsFromPart(p),
+				ETag:         etag,
+				Checksums:    cs,
 				LastModified: p.LastModified,
 			})
 		}
 		if !res.IsTruncated {
-			return out, nil
+			break
 		}
 		// A truncated page must move the marker forward, or we would loop forever.
-		if res.NextPartNumberMarker <= marker {
-			return nil, ex.nonCompliant(op, fmt.Errorf("truncated page with next part marker %d after marker %d", res.NextPartNumberMarker, marker))
+		if msg := partlist.NextMarker(int64(res.NextPartNumberMarker), int64(marker), true, page); msg != "" {
+			return nil, ex.nonCompliant(op, errors.New(msg))
 		}
 		marker = res.NextPartNumberMarker
 	}
+	partlist.Sort(out.Parts)
+	return out, nil
 }
 
 // CompleteMultipartUpload commits an upload. A 200 answer carrying an <Error> is an error.
