@@ -15,9 +15,10 @@ import (
 	"unicode/utf8"
 )
 
-// The facts Classify reads from an error chain. store.ResponseError implements the first four
-// and RetryAfterHint; the AWS SDK's errors implement them across its chain (smithy.APIError,
-// awshttp.ResponseError, smithy.OperationError), so SDK errors classify without an adapter.
+// The facts Classify reads from an error chain. store.ResponseError implements the first five
+// (operationer too, so both adapters' errors classify alike) and RetryAfterHint; the AWS SDK's
+// errors implement them across its chain (smithy.APIError, awshttp.ResponseError,
+// smithy.OperationError), so SDK errors classify without an adapter.
 type (
 	statusCoder interface{ HTTPStatusCode() int }
 	errorCoder  interface{ ErrorCode() string }

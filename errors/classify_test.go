@@ -129,7 +129,8 @@ func TestEmbeddedAndNonCompliantAnswers(t *testing.T) {
 		{"400 document lost", &store.ResponseError{Op: "UploadPart", StatusCode: 400, Message: "error document lost: unexpected EOF", DocumentLost: io.ErrUnexpectedEOF}, errors.Transient},
 		{"403 document lost", &store.ResponseError{Op: "PutObject", StatusCode: 403, DocumentLost: io.ErrUnexpectedEOF}, errors.Transient},
 		{"403 document lost, code from a header", &store.ResponseError{Op: "PutObject", StatusCode: 403, Code: "AccessDenied", DocumentLost: io.ErrUnexpectedEOF}, errors.Permanent},
-		{"NoSuchUpload on Complete", response("Complete", 404, "NoSuchUpload"), errors.Transient /* op unknown: no template */},
+		{"NoSuchUpload on Complete", response("Complete", 404, "NoSuchUpload"), errors.Precondition /* the ResponseError names its op */},
+		{"NoSuchUpload on an unnamed op", response("", 404, "NoSuchUpload"), errors.Transient /* op unknown: no template */},
 	}
 	for _, c := range cases {
 		if k := errors.Classify(c.err).Kind; k != c.want {

@@ -13,6 +13,8 @@
 //     is true, carrying the HTTP status, S3 error code, message and request id. A failure with no
 //     response (dial, reset, timeout, cancelled context) returns the underlying error unchanged
 //     (wrapped), so errors.Is(err, context.Canceled) and errors.As(err, *net.OpError) work.
+//   - A success status whose body is an S3 <Error> document, on any operation, is a
+//     *ResponseError with StatusCode 500 and the document's code (as AWS advises treating it).
 //   - A non-compliant answer (no UploadId, no part ETag, malformed XML) is an error, never a nil
 //     result. PutObject and CompleteMultipartUpload answers may carry an empty ETag (Ceph RGW
 //     sends <ETag></ETag>): that is passed on, and the writer's HEAD decides what landed.
@@ -67,7 +69,7 @@ type Store interface {
 	// ErrNonCompliant, as in the common contract.
 	ListParts(ctx context.Context, in *ListPartsInput) (*ListPartsOutput, error)
 	// CompleteMultipartUpload commits the upload. A 200 answer whose body is an <Error> is an
-	// error. Completing an unknown upload, or one already completed, answers an error the writer
+	// error (see the common contract); a 200 with no body at all is a result without an ETag. Completing an unknown upload, or one already completed, answers an error the writer
 	// resolves with a HEAD (NoSuchUpload on S3 and MinIO; Versity answers 400 InvalidPart, or
 	// 200 again for an upload it completed).
 	CompleteMultipartUpload(ctx context.Context, in *CompleteMultipartUploadInput) (*CompleteMultipartUploadOutput, error)
@@ -635,6 +637,11 @@ func (e *ResponseError) ErrorCode() string { return e.Code }
 
 // ErrorMessage returns the store's message.
 func (e *ResponseError) ErrorMessage() string { return e.Message }
+
+// Operation returns Op, so errors.Classify applies the rules that depend on the operation
+// (NoSuchUpload on Complete) to every adapter's errors alike, not only to those whose SDK error
+// names the operation.
+func (e *ResponseError) Operation() string { return e.Op }
 
 // ServiceRequestID returns the store's request id.
 func (e *ResponseError) ServiceRequestID() string { return e.RequestID }

@@ -312,7 +312,7 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 	if err != nil {
 		return nil, c.wrap(err)
 	}
-	if aws.ToString(out.ETag) == "" {
+	if unquote(aws.ToString(out.ETag)) == "" { // "" (only quotes) is no ETag either
 		return nil, c.nonCompliant(out.ResultMetadata, "no ETag for part %d", in.PartNumber)
 	}
 	return &store.UploadPartOutput{
@@ -453,7 +453,7 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 	if out.ContentLength == nil {
 		return nil, c.nonCompliant(out.ResultMetadata, "no Content-Length")
 	}
-	if aws.ToString(out.ETag) == "" {
+	if unquote(aws.ToString(out.ETag)) == "" {
 		return nil, c.nonCompliant(out.ResultMetadata, "no ETag")
 	}
 	return &store.HeadObjectOutput{

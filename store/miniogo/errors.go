@@ -39,6 +39,10 @@ type exchange struct {
 	// extra are headers minio-go cannot send (it prefixes unknown names with x-amz-meta-); the
 	// recording transport adds them and signs the request again.
 	extra http.Header
+	// noSniff skips keeping a success body (GetObject: the object, not an answer document).
+	noSniff bool
+	okBody  *bytes.Buffer // a success answer's document, from its root element on (bounded)
+	okBytes int64         // how many bytes the success body had, whitespace included
 }
 
 type exchangeKey struct{}
@@ -103,12 +107,102 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	ex.status = resp.StatusCode
 	ex.header = resp.Header.Clone()
 	ex.errBody, ex.errLost = nil, nil
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	ex.okBody, ex.okBytes = nil, 0
+	switch {
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		// Keep a copy of the error body as minio-go reads (or drains) it.
 		ex.errBody = &bytes.Buffer{}
 		resp.Body = &teeBody{ReadCloser: resp.Body, ex: ex, buf: ex.errBody}
+	case !ex.noSniff:
+		// A success answer may carry an <Error> document (S3 does so for Complete; the aws
+		// adapter's SDK checks every answer): keep it as minio-go reads or drains it.
+		ex.okBody = &bytes.Buffer{}
+		if resp.Body != nil && resp.Body != http.NoBody {
+			resp.Body = &sniffBody{ReadCloser: resp.Body, ex: ex}
+		}
 	}
 	return resp, nil
+}
+
+// sniffBody keeps a success body from its root element on (the XML declaration and the
+// whitespace S3 sends to keep a long Complete alive are dropped), at most errBodyLimit bytes.
+type sniffBody struct {
+	io.ReadCloser
+	ex       *exchange
+	rooted   bool // the root element has started
+	pendLess bool // a '<' ended the last read before the root
+}
+
+func (b *sniffBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.ex.mu.Lock()
+		b.ex.okBytes += int64(n)
+		b.keep(p[:n])
+		b.ex.mu.Unlock()
+	}
+	return n, err
+}
+
+// keep appends what belongs to the document; called with ex.mu held.
+func (b *sniffBody) keep(p []byte) {
+	buf := b.ex.okBody
+	for !b.rooted && len(p) > 0 {
+		c := p[0]
+		p = p[1:]
+		switch {
+		case b.pendLess && c != '?' && c != '!':
+			b.rooted = true
+			buf.WriteByte('<')
+			buf.WriteByte(c)
+		case c == '<':
+			b.pendLess = true
+			continue
+		}
+		b.pendLess = false
+	}
+	if room := errBodyLimit - buf.Len(); b.rooted && room > 0 {
+		buf.Write(p[:min(len(p), room)])
+	}
+}
+
+// embedded returns the error a success answer carried as its document, as the aws adapter
+// reports one (the SDK rewrites it to a 500, as AWS advises treating it), or nil.
+func (ex *exchange) embedded(op string) error {
+	ex.mu.Lock()
+	var doc []byte
+	if ex.okBody != nil && ex.status >= 200 && ex.status <= 299 {
+		doc = bytes.Clone(ex.okBody.Bytes())
+	}
+	h := ex.header
+	ex.mu.Unlock()
+	if len(doc) == 0 {
+		return nil
+	}
+	d, ok := sperrors.ParseErrorBody(bytes.NewReader(doc))
+	if !ok {
+		return nil
+	}
+	rid := d.RequestID
+	if rid == "" {
+		rid = h.Get("x-amz-request-id")
+	}
+	return &store.ResponseError{
+		Op:         op,
+		StatusCode: http.StatusInternalServerError,
+		Code:       d.Code,
+		Message:    d.Message,
+		RequestID:  rid,
+		RetryAfter: retryAfter(h, time.Now()),
+		Err:        errors.New("a success status carrying an error document"),
+	}
+}
+
+// emptySuccess reports a success answer whose body was empty.
+func (ex *exchange) emptySuccess() bool {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.status >= 200 && ex.status <= 299 && ex.okBody != nil && ex.okBytes == 0 && ex.rtErr == nil
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the base transport.
@@ -193,6 +287,9 @@ var statusText = regexp.MustCompile(`^[0-9]{3}( |$)`)
 
 // fail turns an error from a Core call into the store contract's error.
 func (s *Store) fail(op string, ex *exchange, err error) error {
+	if e := ex.embedded(op); e != nil {
+		return e
+	}
 	st := ex.snapshot()
 	var er minio.ErrorResponse
 	isER := errors.As(err, &er)
