@@ -136,10 +136,30 @@ func partWhat(n int32, what string) string {
 // part ETags are MD5s of what it received, so a part whose MD5-shaped ETag is not its MD5 was
 // damaged on the way, even on a store that checks no checksum. It returns the
 // part numbers that are missing or wrong, and a *Mismatch describing the first.
+//
+// A part number listed more than once (a store keeping one entry per attempt of a re-sent part)
+// is judged by the entry that matches the receipt: the size sent, the ETag received and, where
+// the entry lists one, the checksum sent. Entries that match carry that ETag, so Complete names
+// one thing however many match; when none matches the part is wrong, as any part kept wrong.
 func CheckLayout(sent []Receipt, etags map[int32]string, listed []store.Part) (bad []int32, err error) {
 	byNumber := make(map[int32]store.Part, len(listed))
+	entries := make(map[int32]int, len(listed))
 	for _, p := range listed {
-		byNumber[p.PartNumber] = p
+		entries[p.PartNumber]++
+		if entries[p.PartNumber] == 1 {
+			byNumber[p.PartNumber] = p
+		}
+	}
+	unsettled := map[int32]bool{}
+	for _, s := range sent {
+		if entries[s.PartNumber] < 2 {
+			continue
+		}
+		if p, ok := matchingEntry(s, etags[s.PartNumber], listed); ok {
+			byNumber[s.PartNumber] = p
+		} else {
+			unsettled[s.PartNumber] = true
+		}
 	}
 	etagOf := func(n int32) string {
 		if p, ok := byNumber[n]; ok && p.ETag != "" {
@@ -155,6 +175,12 @@ func CheckLayout(sent []Receipt, etags map[int32]string, listed []store.Part) (b
 			bad = append(bad, s.PartNumber)
 			if err == nil {
 				err = &Mismatch{What: partWhat(s.PartNumber, "in ListParts"), PartNumber: s.PartNumber, Want: "present", Got: "missing"}
+			}
+		case unsettled[s.PartNumber]:
+			bad = append(bad, s.PartNumber)
+			if err == nil {
+				err = &Mismatch{What: partWhat(s.PartNumber, "in ListParts"), PartNumber: s.PartNumber,
+					Want: "an entry matching the receipt (size, ETag, checksum)", Got: fmt.Sprintf("%d entries, none matching", entries[s.PartNumber])}
 			}
 		case p.Size != s.Size:
 			bad = append(bad, s.PartNumber)
@@ -187,6 +213,26 @@ func CheckLayout(sent []Receipt, etags map[int32]string, listed []store.Part) (b
 		}
 	}
 	return bad, err
+}
+
+// matchingEntry returns the first entry of s's part number that matches the receipt: the size
+// sent, the ETag received (etag) and the checksum sent where the entry lists that algorithm.
+func matchingEntry(s Receipt, etag string, listed []store.Part) (store.Part, bool) {
+	for _, p := range listed {
+		if p.PartNumber != s.PartNumber || p.Size != s.Size {
+			continue
+		}
+		if etag != "" && trimETag(p.ETag) != trimETag(etag) {
+			continue
+		}
+		if !s.Checksum.IsZero() {
+			if got := p.Checksums.Get(s.Checksum.Algorithm); got != "" && got != s.Checksum.Value {
+				continue
+			}
+		}
+		return p, true
+	}
+	return store.Part{}, false
 }
 
 // DamagedByETag returns the parts (by number) that were damaged on the way, as their ETags show:

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash/crc64"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -181,6 +182,35 @@ func TestCheckLayout(t *testing.T) {
 	}
 	if _, err := CheckLayout(sent, etags, []store.Part{{PartNumber: 1, Size: 10}, {PartNumber: 2, Size: 3}, {PartNumber: 9, Size: 1}}); err == nil {
 		t.Fatal("extra part accepted")
+	}
+}
+
+// A part number listed once per attempt passes when an entry matches the receipt, wherever it
+// is listed, and is wrong when none does.
+func TestCheckLayoutPartListedTwice(t *testing.T) {
+	crc := func(v string) store.Checksums { return store.Checksums{CRC64NVME: v} }
+	sent := []Receipt{{PartNumber: 1, Size: 10, Checksum: store.Checksum{Algorithm: store.ChecksumCRC64NVME, Value: "good"}}, {PartNumber: 2, Size: 3}}
+	etags := map[int32]string{1: "kept", 2: "b"}
+	two := store.Part{PartNumber: 2, Size: 3, ETag: "b"}
+	for _, c := range []struct {
+		name   string
+		listed []store.Part
+		bad    []int32
+	}{
+		{"stale first", []store.Part{{PartNumber: 1, Size: 5, ETag: "stale"}, {PartNumber: 1, Size: 10, ETag: `"kept"`, Checksums: crc("good")}, two}, nil},
+		{"stale last", []store.Part{{PartNumber: 1, Size: 10, ETag: "kept", Checksums: crc("good")}, {PartNumber: 1, Size: 10, ETag: "stale"}, two}, nil},
+		{"same attempt listed twice", []store.Part{{PartNumber: 1, Size: 10, ETag: "kept"}, {PartNumber: 1, Size: 10, ETag: "kept"}, two}, nil},
+		{"none matches: sizes", []store.Part{{PartNumber: 1, Size: 5, ETag: "kept"}, {PartNumber: 1, Size: 9, ETag: "kept"}, two}, []int32{1}},
+		{"none matches: ETags", []store.Part{{PartNumber: 1, Size: 10, ETag: "x"}, {PartNumber: 1, Size: 10, ETag: "y"}, two}, []int32{1}},
+		{"none matches: kept ETag, stored checksum differs", []store.Part{{PartNumber: 1, Size: 10, ETag: "kept", Checksums: crc("bad")}, {PartNumber: 1, Size: 10, ETag: "stale", Checksums: crc("good")}, two}, []int32{1}},
+		{"part 2 listed twice, none matching", []store.Part{{PartNumber: 1, Size: 10, ETag: "kept"}, {PartNumber: 2, Size: 3, ETag: "x"}, {PartNumber: 2, Size: 2, ETag: "b"}}, []int32{2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad, err := CheckLayout(sent, etags, c.listed)
+			if !slices.Equal(bad, c.bad) || (err == nil) != (c.bad == nil) {
+				t.Fatalf("bad %v, err %v; want bad %v", bad, err, c.bad)
+			}
+		})
 	}
 }
 

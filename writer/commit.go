@@ -207,6 +207,7 @@ func (w *Writer) complete() error {
 			md5s = append(md5s, p.md5)
 		}
 	}
+	w.noteListedTwice(listed, etags)
 	if bad, err := verify.CheckLayout(receipts, etags, listed); err != nil {
 		// A part the store lost or kept wrong is re-sent when the source can be re-read
 		// (ReaderAt); a streamed part's buffer is gone, so the write fails instead.
@@ -284,6 +285,31 @@ func (w *Writer) complete() error {
 		w.note("the store's CompleteMultipartUpload answer carried no ETag; the HEAD decided")
 	}
 	return w.verifyLanded(want, res)
+}
+
+// noteListedTwice logs and notes each part number the store listed more than once (one entry
+// per attempt of a re-sent part, on some stores). The layout check settles it by the entry
+// matching the kept attempt's receipt, and Complete names that attempt's ETag.
+func (w *Writer) noteListedTwice(listed []store.Part, etags map[int32]string) {
+	count := map[int32]int{}
+	for _, p := range listed {
+		count[p.PartNumber]++
+	}
+	for _, p := range listed {
+		n := count[p.PartNumber]
+		if n < 2 || w.listedTwice[p.PartNumber] {
+			continue
+		}
+		if w.listedTwice == nil {
+			w.listedTwice = map[int32]bool{}
+		}
+		w.listedTwice[p.PartNumber] = true
+		w.log.Warn("the store listed a part more than once (one entry per attempt); the entry matching the kept attempt's receipt decides",
+			zap.Int32("part", p.PartNumber), zap.Int("entries", n), zap.String("etag", etags[p.PartNumber]),
+			zap.String("upload_id", w.currentUploadID()))
+		w.note(fmt.Sprintf("the store listed part %d twice (%d entries, one per attempt): only an entry matching the kept attempt's receipt (ETag %s) counts, and Complete names that ETag",
+			p.PartNumber, n, etags[p.PartNumber]))
+	}
 }
 
 // resend uploads the listed parts again from the ReaderAt source, once per write. It reports

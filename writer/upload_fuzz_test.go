@@ -30,6 +30,7 @@ var (
 	fuzzQuirks = []memstore.Rules{
 		{}, {NoDefaultChecksum: true}, {IgnoreChecksumHeaders: true}, {EmptyCommitETag: true},
 		{RejectChecksumHeaders: true, NoDefaultChecksum: true}, {ReplayComplete: true},
+		{ListEveryAttempt: true}, {ListEveryAttempt: true, IgnoreChecksumHeaders: true},
 	}
 )
 
@@ -59,6 +60,9 @@ func FuzzUpload(f *testing.F) {
 	// Journaled, on a store that ignores checksum headers: a part damaged on the way, the
 	// Complete's answer lost, the check refused. The record stays for Recover to report.
 	f.Add(uint32(3<<20+5), uint8(0x80), uint8(0), uint8(0), uint8(2), uint8(6), uint8(2), uint8(1), uint8(4), uint8(3), uint8(1), uint8(7), uint8(7), uint8(1), false)
+	// A store listing every attempt of a re-sent part: a part's answer lost, then the retry's
+	// body kept damaged (checksums ignored), so the part is sent three times and listed thrice.
+	f.Add(uint32(3<<20+5), uint8(0), uint8(0), uint8(0), uint8(7), uint8(4), uint8(2), uint8(2), uint8(6), uint8(2), uint8(3), uint8(0), uint8(0), uint8(0), false)
 	f.Fuzz(func(t *testing.T, size uint32, partMiB, conc, srcKind, quirk, fault1, op1, nth1, fault2, op2, nth2, fault3, op3, nth3 uint8, createOnly bool) {
 		size %= 6<<20 + 1
 		data := make([]byte, size)

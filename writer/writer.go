@@ -82,6 +82,8 @@ type Writer struct {
 	// no request reads the caller's memory, so its parts need no fence.
 	sectionInFile bool
 	resent        bool // parts were re-sent once after a failed layout check
+	// listedTwice are the part numbers ListParts listed more than once, noted once each.
+	listedTwice map[int32]bool
 
 	wg sync.WaitGroup
 	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from

@@ -64,6 +64,10 @@ type Rules struct {
 	RejectChecksumHeaders bool
 	EmptyCommitETag       bool
 	OpaqueETags           bool
+	// ListEveryAttempt makes ListParts list every attempt of a re-sent part, each with its own
+	// size and ETag, as some stores do: the current attempt first, then the replaced ones, oldest
+	// first. Complete still takes the current one.
+	ListEveryAttempt bool
 }
 
 func (r Rules) minPartSize() int64 {
@@ -138,6 +142,7 @@ type upload struct {
 	alg             store.ChecksumAlgorithm
 	typ             store.ChecksumType
 	parts           map[int32]*part
+	replaced        map[int32][]*part // earlier attempts, kept for ListEveryAttempt
 }
 
 type part struct {
@@ -496,6 +501,12 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 		return nil, respErr(op, rid, 400, "InvalidRequest", fmt.Sprintf(
 			"Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum Type: %s", strings.ToLower(string(u.alg)), got))
 	}
+	if old, ok := u.parts[in.PartNumber]; ok && s.rules.ListEveryAttempt {
+		if u.replaced == nil {
+			u.replaced = map[int32][]*part{}
+		}
+		u.replaced[in.PartNumber] = append(u.replaced[in.PartNumber], old)
+	}
 	u.parts[in.PartNumber] = &part{
 		data: data, etag: etag, md5: sum, checksum: in.Checksum.Value, alg: in.Checksum.Algorithm,
 		modified: s.now().UTC(),
@@ -522,11 +533,13 @@ func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store
 	}
 	out := &store.ListPartsOutput{Parts: make([]store.Part, 0, len(u.parts)), RequestID: rid}
 	for _, n := range slices.Sorted(maps.Keys(u.parts)) {
-		p := u.parts[n]
-		out.Parts = append(out.Parts, store.Part{
-			PartNumber: n, Size: int64(len(p.data)), ETag: p.etag,
-			Checksums: checksumsOf(p.alg, p.checksum, ""), LastModified: p.modified,
-		})
+		// The current attempt first: a reader taking the last entry of a number gets a stale one.
+		for _, p := range append([]*part{u.parts[n]}, u.replaced[n]...) {
+			out.Parts = append(out.Parts, store.Part{
+				PartNumber: n, Size: int64(len(p.data)), ETag: p.etag,
+				Checksums: checksumsOf(p.alg, p.checksum, ""), LastModified: p.modified,
+			})
+		}
 	}
 	return out, nil
 }

@@ -103,3 +103,40 @@ func TestNoDefaultChecksumAndOpaqueETags(t *testing.T) {
 		t.Fatalf("HEAD %+v: want no checksum and an opaque ETag ending -2", h)
 	}
 }
+
+// ListEveryAttempt lists each attempt of a re-sent part with its own size and ETag, the current
+// one first; Complete takes the current one.
+func TestListEveryAttempt(t *testing.T) {
+	s := quirky(Rules{ListEveryAttempt: true, MinPartSize: -1})
+	up, err := s.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: bkt, Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var etags []string
+	for _, body := range []string{"first", "second!", "third"} {
+		out, err := s.UploadPart(ctx, &store.UploadPartInput{Bucket: bkt, Key: "k", UploadID: up.UploadID, PartNumber: 1, Body: strings.NewReader(body), ContentLength: int64(len(body))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		etags = append(etags, out.ETag)
+	}
+	list, err := s.ListParts(ctx, &store.ListPartsInput{Bucket: bkt, Key: "k", UploadID: up.UploadID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range list.Parts {
+		got = append(got, p.ETag+"/"+string(rune('0'+p.Size)))
+	}
+	want := []string{etags[2] + "/5", etags[0] + "/5", etags[1] + "/7"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("listed %v, want %v", got, want)
+	}
+	if _, err := s.CompleteMultipartUpload(ctx, &store.CompleteMultipartUploadInput{Bucket: bkt, Key: "k", UploadID: up.UploadID,
+		Parts: []store.CompletedPart{{PartNumber: 1, ETag: etags[2]}}}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := s.Object(bkt, "k"); string(data) != "third" {
+		t.Fatalf("object %q, want the current attempt", data)
+	}
+}

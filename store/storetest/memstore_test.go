@@ -15,10 +15,13 @@ func TestMemstoreConforms(t *testing.T) { storetest.Run(t, memHarness{}) }
 
 func TestFaultyConforms(t *testing.T) { storetest.Run(t, memHarness{wrap: true}) }
 
-type memHarness struct{ wrap bool }
+// A store listing every attempt of a re-sent part keeps the ListParts contract too.
+func TestMemstoreListingEveryAttemptConforms(t *testing.T) { storetest.Run(t, memHarness{everyAttempt: true}) }
+
+type memHarness struct{ wrap, everyAttempt bool }
 
 func (h memHarness) MakeStores(t *testing.T) (under, reference store.Store, bucket string) {
-	mem := memstore.New(memstore.WithBuckets("bucket"))
+	mem := memstore.New(memstore.WithBuckets("bucket"), memstore.WithRules(memstore.Rules{ListEveryAttempt: h.everyAttempt}))
 	if h.wrap {
 		return faulty.New(mem), mem, "bucket"
 	}

@@ -70,6 +70,7 @@ func Run(t *testing.T, h Harness) {
 		{"CreateOnlyPut", testCreateOnlyPut},
 		{"ChecksumStoredAndChecked", testChecksum},
 		{"MultipartRoundTrip", testMultipart},
+		{"ReSentPartListing", testReSentPart},
 		{"AbortedUploadIsGone", testAbort},
 		{"UnknownUpload", testUnknownUpload},
 		{"InvalidInputSendsNothing", testInvalidInput},
@@ -312,6 +313,75 @@ func testMultipart(t *testing.T, e env) {
 	}
 	if got := readAll(t, e.ref, e.bucket, "mp"); !bytes.Equal(got, append(p1, p2...)) {
 		t.Fatalf("the completed object read back as %d bytes, not the parts", len(got))
+	}
+}
+
+// testReSentPart checks what ListParts returns after parts sent out of order and one part sent
+// twice (store.Store's ListParts doc): entries in part-number order, bare non-empty ETags, the
+// attempt kept listed (a store may list the earlier attempt too, as an entry of its own), the
+// same answer page by page, and Complete taking the kept attempt's ETag.
+func testReSentPart(t *testing.T, e env) {
+	first, again, last := randomBytes(t, int(e.caps.minPart())), randomBytes(t, int(e.caps.minPart())), randomBytes(t, 3)
+	up, err := e.under.CreateMultipartUpload(ctxFor(t), &store.CreateMultipartUploadInput{Bucket: e.bucket, Key: "resent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = e.ref.AbortMultipartUpload(context.Background(), &store.AbortMultipartUploadInput{Bucket: e.bucket, Key: "resent", UploadID: up.UploadID})
+	}()
+	send := func(n int32, data []byte) string {
+		out, err := e.under.UploadPart(ctxFor(t), &store.UploadPartInput{Bucket: e.bucket, Key: "resent", UploadID: up.UploadID,
+			PartNumber: n, Body: bytes.NewReader(data), ContentLength: int64(len(data))})
+		if err != nil {
+			t.Fatalf("UploadPart %d: %v", n, err)
+		}
+		return out.ETag
+	}
+	e2 := send(2, last)
+	send(1, first)
+	kept := send(1, again)
+	var pages [][]store.Part
+	for _, size := range []int32{0, 1} {
+		list, err := e.under.ListParts(ctxFor(t), &store.ListPartsInput{Bucket: e.bucket, Key: "resent", UploadID: up.UploadID, PageSize: size})
+		if err != nil {
+			t.Fatalf("ListParts (page size %d): %v", size, err)
+		}
+		pages = append(pages, list.Parts)
+		found, twos := false, 0
+		for i, p := range list.Parts {
+			if p.PartNumber < 1 || p.PartNumber > store.MaxPartNumber || (i > 0 && p.PartNumber < list.Parts[i-1].PartNumber) {
+				t.Fatalf("ListParts (page size %d): entry %d has part number %d: not in part-number order: %+v", size, i, p.PartNumber, list.Parts)
+			}
+			if p.ETag == "" || p.ETag[0] == '"' || p.ETag[len(p.ETag)-1] == '"' {
+				t.Errorf("ListParts (page size %d): part %d ETag %q, want a bare non-empty entity tag", size, p.PartNumber, p.ETag)
+			}
+			found = found || (p.PartNumber == 1 && p.ETag == kept && p.Size == int64(len(again)))
+			if p.PartNumber == 2 {
+				twos++
+				if p.ETag != e2 || p.Size != int64(len(last)) {
+					t.Errorf("ListParts (page size %d): part 2 listed as %+v, sent as %d bytes with ETag %q", size, p, len(last), e2)
+				}
+			}
+		}
+		if !found || twos != 1 {
+			t.Fatalf("ListParts (page size %d): %+v; want part 1's kept attempt (ETag %q) listed and part 2 once", size, list.Parts, kept)
+		}
+	}
+	if len(pages[0]) != len(pages[1]) {
+		t.Fatalf("ListParts lists %d entries in one page, %d page by page", len(pages[0]), len(pages[1]))
+	}
+	for i := range pages[0] {
+		a, b := pages[0][i], pages[1][i]
+		if a.PartNumber != b.PartNumber || a.ETag != b.ETag || a.Size != b.Size {
+			t.Fatalf("entry %d: %+v in one page, %+v page by page", i, a, b)
+		}
+	}
+	parts := []store.CompletedPart{{PartNumber: 1, ETag: kept}, {PartNumber: 2, ETag: e2}}
+	if _, err := e.under.CompleteMultipartUpload(ctxFor(t), &store.CompleteMultipartUploadInput{Bucket: e.bucket, Key: "resent", UploadID: up.UploadID, Parts: parts}); err != nil {
+		t.Fatalf("CompleteMultipartUpload naming the kept attempt: %v", err)
+	}
+	if got := readAll(t, e.ref, e.bucket, "resent"); !bytes.Equal(got, append(again, last...)) {
+		t.Fatalf("the completed object read back as %d bytes, not the kept attempts", len(got))
 	}
 }
 
