@@ -550,9 +550,9 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 		return nil, ex.nonCompliant(op, errors.New("no Content-Length in the answer"))
 	}
 	return &store.HeadObjectOutput{
-		Size:         info.Size,
-		ETag:         trimETag(info.ETag),
-		VersionID:    info.VersionID,
+		Size:      info.Size,
+		ETag:      trimETag(info.ETag),
+		VersionID: info.VersionID,
 		// The raw header: minio-go fills in application/octet-stream when there is none.
 		ContentType:  info.Headers.Get("Content-Type"),
 		Metadata:     metadataFromHeader(info.Headers),

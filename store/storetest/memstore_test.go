@@ -16,7 +16,9 @@ func TestMemstoreConforms(t *testing.T) { storetest.Run(t, memHarness{}) }
 func TestFaultyConforms(t *testing.T) { storetest.Run(t, memHarness{wrap: true}) }
 
 // A store listing every attempt of a re-sent part keeps the ListParts contract too.
-func TestMemstoreListingEveryAttemptConforms(t *testing.T) { storetest.Run(t, memHarness{everyAttempt: true}) }
+func TestMemstoreListingEveryAttemptConforms(t *testing.T) {
+	storetest.Run(t, memHarness{everyAttempt: true})
+}
 
 type memHarness struct{ wrap, everyAttempt bool }
 
