@@ -263,7 +263,7 @@ var (
 // The campaign at the wire: every upload gets one fault of a class chosen in turn (so every
 // class is injected), on a random request of its path, plus background throttling; single PUT
 // and multipart, replayable, stream and file sources (a file's parts go by sendfile), both
-// adapters. It prints its seed and counts
+// adapters, with ListParts listing every attempt of a re-sent part. It prints its seed and counts
 // and fails on any silent corruption, any upload that does not return within its bound, any
 // failure of a kind its faults do not explain, and any unreported leftover upload.
 func TestWireCampaign(t *testing.T) {
@@ -273,6 +273,8 @@ func TestWireCampaign(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		rng := rand.New(rand.NewSource(seed))
 		proxy, st := wirekit.Proxied(t, env, seed)
+		// As a store keeping one entry per attempt would: a re-sent part is listed twice.
+		proxy.SetListEveryAttempt(true)
 		counts := map[string]int{}
 		for i := range uploads {
 			wf := wireFaults[i%len(wireFaults)]
@@ -318,6 +320,7 @@ func TestWireCampaign(t *testing.T) {
 			}
 		}
 		proxy.SetRules()
+		counts["stale part entries listed"] = proxy.Stats().Injected[faultproxy.StaleListed]
 		t.Logf("seed %d, %s: %d uploads; %s", seed, env.Adapter, uploads, formatCounts(counts))
 		for _, wf := range wireFaults {
 			if counts["injected "+wf.name] == 0 {
@@ -465,6 +468,63 @@ func TestWireAlteredBodyDefaults(t *testing.T) {
 				checkOutcome(t, env, key, data, res, err, sperrors.Unknown)
 				t.Logf("%s/%s: landed, verified %s, failures %v", env.Adapter, c.name, res.Verified, res.Failures)
 			})
+		}
+	})
+}
+
+// A store that lists every attempt of a re-sent part (the proxy's ListEveryAttempt mode): a part
+// whose first answer was lost, or whose first body the store kept altered while answering 200,
+// is listed twice, each attempt with its own size and ETag. Through both adapters on every
+// server, the write lands identical and strongly verified, saying the part was listed twice,
+// or fails with the kind its fault allows (Integrity for a stream, whose part is gone), leaving
+// no incomplete upload.
+func TestWireResentPartListedTwice(t *testing.T) {
+	cases := []struct {
+		name   string
+		fault  faultproxy.Fault
+		stream sperrors.Kind // a stream's outcome: Unknown lands
+	}{
+		{"answer-lost", faultproxy.Fault{Kind: faultproxy.DropResponse}, sperrors.Unknown},
+		{"stored-truncated", faultproxy.Fault{Kind: faultproxy.StoreTruncated, Rechecksum: true}, sperrors.Integrity},
+		{"stored-flipped", faultproxy.Fault{Kind: faultproxy.StoreFlipped, Rechecksum: true}, sperrors.Integrity},
+	}
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		proxy, st := wirekit.Proxied(t, env, 32)
+		proxy.SetListEveryAttempt(true)
+		data := s3test.RandomBytes(23 << 20)
+		noted := 0
+		for _, c := range cases {
+			for _, src := range []source{replayable, stream} {
+				t.Run(c.name+"/"+src.String(), func(t *testing.T) {
+					proxy.SetRules(faultproxy.Rule{Op: faultproxy.UploadPart, PartNumber: 2, Nth: 1, Fault: c.fault})
+					defer proxy.SetRules()
+					key := "wire-listed-twice/" + c.name + "-" + src.String()
+					before := proxy.Stats().Injected[faultproxy.StaleListed]
+					res, err := writer.Upload(context.Background(), st, env.Bucket, key, src.reader(data),
+						testOpts(env, writer.WithPartSize(5<<20), writer.WithRetry(wirePolicy()))...)
+					if proxy.Stats().Injected[c.fault.Kind] == 0 {
+						t.Fatal("the fault was never injected")
+					}
+					if src == stream && c.stream != sperrors.Unknown && err != nil {
+						checkOutcome(t, env, key, data, res, err, c.stream)
+						return
+					}
+					checkOutcome(t, env, key, data, res, err, sperrors.Unknown)
+					if !res.VerifiedStrong {
+						t.Errorf("landed verified only by %s", res.Verified)
+					}
+					if proxy.Stats().Injected[faultproxy.StaleListed] > before {
+						if !listedTwice(res.Notes) {
+							t.Errorf("ListParts listed part 2 twice, Notes do not say so: %q", res.Notes)
+						}
+						noted++
+					}
+				})
+			}
+		}
+		// The answer lost on a replayable source is always re-sent, and so listed twice.
+		if noted == 0 {
+			t.Errorf("no write met a part listed twice")
 		}
 	})
 }

@@ -169,6 +169,9 @@ type Proxy struct {
 	injected []Injection
 	requests int                   // numbers request ids in Status answers
 	hijacked map[net.Conn]struct{} // client connections the server no longer tracks
+	// everyAttempt and attempts: the ListEveryAttempt mode (attempts.go).
+	everyAttempt bool
+	attempts     map[partKey][]attempt
 }
 
 type ruleState struct {

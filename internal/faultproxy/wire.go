@@ -36,6 +36,13 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	op, t := Classify(r), parseTarget(r)
 	fault, fired := p.decide(op, t)
 	if !fired {
+		p.mu.Lock()
+		every := p.everyAttempt
+		p.mu.Unlock()
+		if every && op == ListParts {
+			p.listEveryAttempt(w, r)
+			return
+		}
 		p.forward(w, r)
 		return
 	}
@@ -280,7 +287,11 @@ func (p *Proxy) roundTrip(r *http.Request, body io.Reader, length int64, h http.
 			return nil, fmt.Errorf("re-sign: %w", err)
 		}
 	}
-	return p.transport.RoundTrip(out)
+	resp, err := p.transport.RoundTrip(out)
+	if err == nil {
+		p.recordAttempt(r, length, resp)
+	}
+	return resp, err
 }
 
 // relay copies the upstream answer to the client, flushing as bytes arrive so a slow or
