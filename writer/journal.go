@@ -256,6 +256,16 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 	return nil, nil
 }
 
+// recordedETag is the ETag rec keeps for part n, unquoted ("" when it has none).
+func recordedETag(rec journal.Record, n int32) string {
+	for _, p := range rec.Parts {
+		if p.Number == n {
+			return trimQuotes(p.ETag)
+		}
+	}
+	return ""
+}
+
 // resumeRecord continues the claimed record's upload. It returns a Result when the object had
 // landed, resumed=true when the writer now continues the upload, neither when the upload is gone.
 func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, err error) {
@@ -287,9 +297,13 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 		log.Info("journaled upload is gone: starting a new one")
 		return nil, false, nil
 	}
+	// A store may list a re-sent part once per attempt: the entry with the recorded ETag is the
+	// attempt the record kept (the checks below still decide whether it is reused).
 	byNumber := make(map[int32]store.Part, len(listed))
 	for _, p := range listed {
-		byNumber[p.PartNumber] = p
+		if _, seen := byNumber[p.PartNumber]; !seen || trimQuotes(p.ETag) == recordedETag(rec, p.PartNumber) {
+			byNumber[p.PartNumber] = p
+		}
 	}
 	reused := map[int32]bool{}
 	sizes := map[int32]int64{}

@@ -154,3 +154,38 @@ func TestPartListedTwiceNoneMatches(t *testing.T) {
 		})
 	}
 }
+
+// A re-run after a crash reuses a journaled part the store lists once per attempt: the entry
+// with the recorded ETag is the attempt the record kept, wherever the store lists it.
+func TestResumeReusesAPartListedTwice(t *testing.T) {
+	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, ListEveryAttempt: true}))
+	j := newJournal(t)
+	data := make([]byte, 3<<20+7)
+	for i := range data {
+		data[i] = byte(i*3 + i>>13)
+	}
+	// etagmd5: the store's part ETags are MD5s, so a part stored truncated shows in its receipt.
+	opts := []writer.Option{writer.WithProfile("min=1MiB,etagmd5"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
+		writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)}
+	// Part 2's first body is stored truncated (the receipt shows it, so it is sent again), then
+	// the write dies at part 4 with its abort refused: part 2 is listed twice, the kept attempt
+	// first (memstore lists the current attempt first), the truncated one last.
+	crashing := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.Truncate),
+		faulty.Rule{Op: faulty.OpUploadPart, Part: 4, Fault: faulty.Forbidden}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden))
+	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), opts...); err == nil {
+		t.Fatal("the crashing write succeeded")
+	}
+	res, err := writer.Upload(context.Background(), mem, "b", "k", bytes.NewReader(data), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {
+		t.Fatal("the re-run did not land the source")
+	}
+	if res.ResumedParts != 3 || res.BytesSent != 7 || !listedTwice(res.Notes) {
+		t.Fatalf("resumed %d parts, sent %d bytes, notes %q; want parts 1-3 reused and part 2 noted as listed twice", res.ResumedParts, res.BytesSent, res.Notes)
+	}
+	if recs, _, _ := j.List(); len(recs) != 0 || len(mem.Uploads("b")) != 0 {
+		t.Fatalf("after the re-run: records %+v, uploads %v", recs, mem.Uploads("b"))
+	}
+}
