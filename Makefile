@@ -1,6 +1,8 @@
-.PHONY: test lint demo bench
+.PHONY: test test-quick lint demo bench
 test:
 	bash scripts/test.sh
+test-quick:
+	bash scripts/test-quick.sh
 lint:
 	bash scripts/lint.sh
 demo:

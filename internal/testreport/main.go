@@ -1,0 +1,211 @@
+// Command testreport turns `go test -json` into what scripts/test.sh prints, and sums the run up.
+//
+//	go test -json ./... | testreport stream FILE    prints what plain `go test` would (each package's
+//	                                                ok/FAIL line, a failed test's output, build
+//	                                                errors) and keeps the JSON in FILE
+//	testreport summary TIMES FILE...                the slowest tests, each module's wall time
+//	                                                (TIMES: lines "module seconds") and the counts
+//
+// It lives in the test command because the cost of every test should be visible in every run:
+// a new slow test shows up in the table the day it lands.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// event is one line of `go test -json` (cmd/test2json).
+type event struct {
+	Time    time.Time
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
+}
+
+func main() {
+	if len(os.Args) < 3 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "stream":
+		err = stream(os.Stdin, os.Stdout, os.Args[2])
+	case "summary":
+		err = summary(os.Stdout, os.Args[2], os.Args[3:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: testreport stream FILE < go-test-json | testreport summary TIMES FILE...")
+	os.Exit(2)
+}
+
+// stream copies the JSON to path and prints plain go test's output: per package the ok/FAIL
+// line, and the whole output of a test that failed (held until it ends, as go test does for
+// parallel tests). Lines that are not JSON (build errors) are printed as they come.
+func stream(in io.Reader, out io.Writer, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	held := map[string][]string{} // package + test -> output so far
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if _, err := f.Write(append(line, '\n')); err != nil {
+			return err
+		}
+		var e event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
+			fmt.Fprintf(out, "%s\n", line)
+			continue
+		}
+		id := e.Package + "\x00" + e.Test
+		switch e.Action {
+		case "output":
+			if e.Test == "" {
+				// Package-level lines: its ok/FAIL line, panics and build output outside a test.
+				if !strings.HasPrefix(e.Output, "=== ") && !strings.HasPrefix(e.Output, "--- ") &&
+					e.Output != "PASS\n" && e.Output != "FAIL\n" {
+					fmt.Fprint(out, e.Output)
+				}
+				continue
+			}
+			held[id] = append(held[id], e.Output)
+		case "fail":
+			if e.Test != "" {
+				for _, l := range held[id] {
+					fmt.Fprint(out, l)
+				}
+			}
+			delete(held, id)
+		case "pass", "skip":
+			delete(held, id)
+		}
+	}
+	return sc.Err()
+}
+
+type result struct {
+	run, pkg, test string
+	secs           float64
+}
+
+func short(pkg string) string { return "." + strings.TrimPrefix(pkg, "github.com/safeput/safeput") }
+
+func summary(out io.Writer, timesPath string, files []string) error {
+	var tops, leaves []result
+	pkgs := map[string]float64{}
+	counts := map[string]int{}
+	hasSub := map[string]bool{}
+	started := map[string]time.Time{}
+	var all []result
+	for _, path := range files {
+		run := strings.TrimSuffix(filepath.Base(path), ".json")
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var e event
+			if json.Unmarshal(sc.Bytes(), &e) != nil {
+				continue
+			}
+			id := run + "\x00" + e.Package + "\x00" + e.Test
+			if e.Action == "run" {
+				started[id] = e.Time
+				continue
+			}
+			if e.Action != "pass" && e.Action != "fail" && e.Action != "skip" {
+				continue
+			}
+			if e.Test == "" {
+				pkgs[run+" "+short(e.Package)] = e.Elapsed
+				continue
+			}
+			counts[e.Action]++
+			// From its start to its end: a test's own Elapsed leaves out the parallel subtests
+			// it waited for.
+			secs := e.Elapsed
+			if t0, ok := started[id]; ok && !e.Time.IsZero() {
+				secs = max(secs, e.Time.Sub(t0).Seconds())
+			}
+			r := result{run, e.Package, e.Test, secs}
+			all = append(all, r)
+			if i := strings.LastIndex(e.Test, "/"); i >= 0 {
+				hasSub[run+"\x00"+e.Package+"\x00"+e.Test[:i]] = true
+			}
+			if !strings.Contains(e.Test, "/") {
+				tops = append(tops, r)
+			}
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	for _, r := range all {
+		if !hasSub[r.run+"\x00"+r.pkg+"\x00"+r.test] {
+			leaves = append(leaves, r)
+		}
+	}
+	bySecs := func(rs []result) {
+		sort.SliceStable(rs, func(i, j int) bool { return rs[i].secs > rs[j].secs })
+	}
+	bySecs(tops)
+	bySecs(leaves)
+
+	fmt.Fprintln(out, "\n== the slowest tests (wall seconds; a test's time includes its subtests, which may run in parallel)")
+	for _, r := range tops[:min(15, len(tops))] {
+		fmt.Fprintf(out, "%8.1f  %s %s %s\n", r.secs, r.run, short(r.pkg), r.test)
+	}
+	fmt.Fprintln(out, "\n== the slowest single cases (tests without subtests)")
+	for _, r := range leaves[:min(10, len(leaves))] {
+		fmt.Fprintf(out, "%8.1f  %s %s %s\n", r.secs, r.run, short(r.pkg), r.test)
+	}
+	var names []string
+	for p := range pkgs {
+		names = append(names, p)
+	}
+	sort.Slice(names, func(i, j int) bool { return pkgs[names[i]] > pkgs[names[j]] })
+	fmt.Fprintln(out, "\n== the slowest packages (go test's time for the package's tests)")
+	for _, p := range names[:min(8, len(names))] {
+		fmt.Fprintf(out, "%8.1f  %s\n", pkgs[p], p)
+	}
+	if data, err := os.ReadFile(timesPath); err == nil {
+		fmt.Fprintln(out, "\n== each module's wall time (build included; modules run side by side)")
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			// "DIR [-race] [on SERVERS] SECONDS"
+			if fs := strings.Fields(l); len(fs) >= 2 {
+				if s, err := strconv.Atoi(fs[len(fs)-1]); err == nil {
+					fmt.Fprintf(out, "%8d  %s\n", s, strings.Join(fs[:len(fs)-1], " "))
+				}
+			}
+		}
+	}
+	// The closing line in the form CI reads: N passed, N failed, N skipped.
+	fmt.Fprintf(out, "\ntests: %d passed, %d failed, %d skipped\n", counts["pass"], counts["fail"], counts["skip"])
+	return nil
+}
