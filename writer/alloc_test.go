@@ -224,7 +224,7 @@ func TestUploadAllocationPerPart(t *testing.T) {
 		// re-allocated at random: only the part-buffer bound is meaningful.
 		perPartBound = 1 << 20
 	}
-	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+	testkit.ForEachSerial(t, func(t *testing.T, env testkit.Env) {
 		for _, src := range allocSources {
 			t.Run(src.name, func(t *testing.T) {
 				// Warm up: connections, the SDK's lazily built state.

@@ -34,7 +34,7 @@ func TestStreamMemoryBound(t *testing.T) {
 	const partSize, conc, parts = 5 << 20, 4, 24
 	const size = parts * partSize
 	const bound = conc*partSize + 8<<20
-	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+	testkit.ForEachSerial(t, func(t *testing.T, env testkit.Env) {
 		runtime.GC()
 		base := heapObjects() // what earlier tests still hold is not this upload's
 		s := sampleHeap()

@@ -101,25 +101,79 @@ func Lookup() (Server, bool) {
 
 const noServerMsg = "no S3 server: run the README test command (scripts/test.sh), which starts them and sets SAFEPUT_S3_*"
 
-// Servers returns every configured server, or ends the test: Fatal under CI=true, Skip elsewhere.
+// Servers returns the servers a test runs on once each (ForEach's), or ends the test: Fatal
+// under CI=true, Skip elsewhere. SAFEPUT_S3_MATRIX (a comma-separated list of names) narrows it
+// to those: the test command runs the root module's tests once under -race on one server and
+// once without -race on the others (scripts/test.sh says why). A name in it that is not
+// configured is an error, not a silent narrowing to nothing.
 func Servers(t testing.TB) []Server {
 	t.Helper()
 	all := LookupAll()
 	if len(all) == 0 {
 		noServer(t)
 	}
-	return all
+	only := os.Getenv("SAFEPUT_S3_MATRIX")
+	if only == "" {
+		return all
+	}
+	var picked []Server
+	for _, name := range strings.Split(only, ",") {
+		name = strings.TrimSpace(name)
+		found := false
+		for _, s := range all {
+			if s.Name == name {
+				picked, found = append(picked, s), true
+			}
+		}
+		if !found && name != "" {
+			t.Fatalf("SAFEPUT_S3_MATRIX names %q, which is not among the configured servers %v", name, serverNames(all))
+		}
+	}
+	if len(picked) == 0 {
+		t.Fatal("SAFEPUT_S3_MATRIX names no server")
+	}
+	return picked
 }
 
-// Require returns the first server (for code that runs on one, like the benchmark harness), or
-// ends the test as Servers does.
+func serverNames(servers []Server) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Require returns the first configured server (for code that runs on one, like the benchmark
+// harness; SAFEPUT_S3_MATRIX does not move it), or ends the test as Servers does.
 func Require(t testing.TB) Server {
 	t.Helper()
-	return Servers(t)[0]
+	all := LookupAll()
+	if len(all) == 0 {
+		noServer(t)
+	}
+	return all[0]
 }
 
-// ForEach runs fn as a subtest per server, named by the server.
+// ForEach runs fn as a subtest per server, named by the server; the servers' subtests run in
+// parallel with each other (go test's -parallel bounds how many at once). Each server is its own
+// process with its own buckets, so what one subtest does cannot change another's answers, and
+// most of a subtest's time is spent waiting on its server: run one after another, the three
+// servers left a core idle for most of the test command. fn must not share mutable state
+// between servers without locking (the race detector, which the test command runs, finds it).
+// A test that measures the process (allocations, heap) uses ForEachSerial.
 func ForEach(t *testing.T, fn func(t *testing.T, srv Server)) {
+	t.Helper()
+	for _, srv := range Servers(t) {
+		t.Run(srv.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, srv)
+		})
+	}
+}
+
+// ForEachSerial is ForEach with the servers one after another, for a test whose measure is
+// process-wide (heap, allocations) and so would count another server's upload as its own.
+func ForEachSerial(t *testing.T, fn func(t *testing.T, srv Server)) {
 	t.Helper()
 	for _, srv := range Servers(t) {
 		t.Run(srv.Name, func(t *testing.T) { fn(t, srv) })

@@ -65,6 +65,20 @@ func TestLookupAll(t *testing.T) {
 			t.Fatalf("Lookup = %+v, %v; want the first server", first, ok)
 		}
 	})
+	t.Run("matrix narrowed", func(t *testing.T) {
+		setServerEnv(t, "SAFEPUT_S3_", "http://gw")
+		setServerEnv(t, "SAFEPUT_S3_VERSITYGW_", "http://gw")
+		setServerEnv(t, "SAFEPUT_S3_MINIO_", "http://mc")
+		setServerEnv(t, "SAFEPUT_S3_CEPH_", "http://rgw")
+		t.Setenv("SAFEPUT_S3_SERVERS", "versitygw,minio,ceph")
+		t.Setenv("SAFEPUT_S3_MATRIX", "ceph, minio")
+		if got := names(Servers(t)); len(got) != 2 || got[0] != "ceph=http://rgw" || got[1] != "minio=http://mc" {
+			t.Fatalf("Servers = %v, want ceph and minio", got)
+		}
+		if s := Require(t); s.Name != VersityGW {
+			t.Fatalf("Require = %s, want the first configured server whatever the matrix", s.Name)
+		}
+	})
 	t.Run("external endpoint over a stale list", func(t *testing.T) {
 		setServerEnv(t, "SAFEPUT_S3_", "http://mine")
 		setServerEnv(t, "SAFEPUT_S3_VERSITYGW_", "http://gw")

@@ -38,20 +38,31 @@ type Env struct {
 }
 
 // ForEach runs fn as a subtest per server × adapter ("versitygw/aws", "minio/minio", ...), each
-// with its own bucket, so a failure names both.
+// with its own bucket, so a failure names both. The servers run in parallel (s3test.ForEach);
+// on one server the adapters run one after the other, since what a writer learns about an
+// endpoint is shared by every write to it.
 func ForEach(t *testing.T, fn func(t *testing.T, env Env)) {
 	t.Helper()
-	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) {
-		for _, a := range Adapters {
-			t.Run(a.Name, func(t *testing.T) {
-				st, err := a.New(srv)
-				if err != nil {
-					t.Fatalf("%s adapter on %s: %v", a.Name, srv.Name, err)
-				}
-				fn(t, Env{Srv: srv, Server: srv.Name, Store: st, Bucket: s3test.NewBucket(t, srv), Adapter: a.Name})
-			})
-		}
-	})
+	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) { eachAdapter(t, srv, fn) })
+}
+
+// ForEachSerial is ForEach one server after another, for tests that measure the process.
+func ForEachSerial(t *testing.T, fn func(t *testing.T, env Env)) {
+	t.Helper()
+	s3test.ForEachSerial(t, func(t *testing.T, srv s3test.Server) { eachAdapter(t, srv, fn) })
+}
+
+func eachAdapter(t *testing.T, srv s3test.Server, fn func(t *testing.T, env Env)) {
+	t.Helper()
+	for _, a := range Adapters {
+		t.Run(a.Name, func(t *testing.T) {
+			st, err := a.New(srv)
+			if err != nil {
+				t.Fatalf("%s adapter on %s: %v", a.Name, srv.Name, err)
+			}
+			fn(t, Env{Srv: srv, Server: srv.Name, Store: st, Bucket: s3test.NewBucket(t, srv), Adapter: a.Name})
+		})
+	}
 }
 
 // Profile is the writer profile for the test server: the one named after it (versitygw, minio),
