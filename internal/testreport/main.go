@@ -60,7 +60,8 @@ func usage() {
 // stream copies the JSON to path and prints plain go test's output: per package the ok/FAIL
 // line, and the whole output of a test that failed (held until it ends, as go test does for
 // parallel tests). Lines that are not JSON (build errors) are printed as they come.
-func stream(in io.Reader, out io.Writer, path string) error {
+func stream(in io.Reader, w io.Writer, path string) error {
+	out := &printer{w: w}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -76,7 +77,7 @@ func stream(in io.Reader, out io.Writer, path string) error {
 		}
 		var e event
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
-			fmt.Fprintf(out, "%s\n", line)
+			out.printf("%s\n", line)
 			continue
 		}
 		id := e.Package + "\x00" + e.Test
@@ -86,7 +87,7 @@ func stream(in io.Reader, out io.Writer, path string) error {
 				// Package-level lines: its ok/FAIL line, panics and build output outside a test.
 				if !strings.HasPrefix(e.Output, "=== ") && !strings.HasPrefix(e.Output, "--- ") &&
 					e.Output != "PASS\n" && e.Output != "FAIL\n" {
-					fmt.Fprint(out, e.Output)
+					out.printf("%s", e.Output)
 				}
 				continue
 			}
@@ -94,7 +95,7 @@ func stream(in io.Reader, out io.Writer, path string) error {
 		case "fail":
 			if e.Test != "" {
 				for _, l := range held[id] {
-					fmt.Fprint(out, l)
+					out.printf("%s", l)
 				}
 			}
 			delete(held, id)
@@ -102,7 +103,22 @@ func stream(in io.Reader, out io.Writer, path string) error {
 			delete(held, id)
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return out.err
+}
+
+// printer keeps the first write error, so a report cut short (a closed pipe) is an error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) printf(format string, a ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, a...)
+	}
 }
 
 type result struct {
@@ -112,7 +128,8 @@ type result struct {
 
 func short(pkg string) string { return "." + strings.TrimPrefix(pkg, "github.com/safeput/safeput") }
 
-func summary(out io.Writer, timesPath string, files []string) error {
+func summary(w io.Writer, timesPath string, files []string) error {
+	out := &printer{w: w}
 	var tops, leaves []result
 	pkgs := map[string]float64{}
 	counts := map[string]int{}
@@ -177,35 +194,35 @@ func summary(out io.Writer, timesPath string, files []string) error {
 	bySecs(tops)
 	bySecs(leaves)
 
-	fmt.Fprintln(out, "\n== the slowest tests (wall seconds; a test's time includes its subtests, which may run in parallel)")
+	out.printf("\n== the slowest tests (wall seconds; a test's time includes its subtests, which may run in parallel)\n")
 	for _, r := range tops[:min(15, len(tops))] {
-		fmt.Fprintf(out, "%8.1f  %s %s %s\n", r.secs, r.run, short(r.pkg), r.test)
+		out.printf("%8.1f  %s %s %s\n", r.secs, r.run, short(r.pkg), r.test)
 	}
-	fmt.Fprintln(out, "\n== the slowest single cases (tests without subtests)")
+	out.printf("\n== the slowest single cases (tests without subtests)\n")
 	for _, r := range leaves[:min(10, len(leaves))] {
-		fmt.Fprintf(out, "%8.1f  %s %s %s\n", r.secs, r.run, short(r.pkg), r.test)
+		out.printf("%8.1f  %s %s %s\n", r.secs, r.run, short(r.pkg), r.test)
 	}
 	var names []string
 	for p := range pkgs {
 		names = append(names, p)
 	}
 	sort.Slice(names, func(i, j int) bool { return pkgs[names[i]] > pkgs[names[j]] })
-	fmt.Fprintln(out, "\n== the slowest packages (go test's time for the package's tests)")
+	out.printf("\n== the slowest packages (go test's time for the package's tests)\n")
 	for _, p := range names[:min(8, len(names))] {
-		fmt.Fprintf(out, "%8.1f  %s\n", pkgs[p], p)
+		out.printf("%8.1f  %s\n", pkgs[p], p)
 	}
 	if data, err := os.ReadFile(timesPath); err == nil {
-		fmt.Fprintln(out, "\n== each module's wall time (build included; modules run side by side)")
+		out.printf("\n== each module's wall time (build included; modules run side by side)\n")
 		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 			// "DIR [-race] [on SERVERS] SECONDS"
 			if fs := strings.Fields(l); len(fs) >= 2 {
 				if s, err := strconv.Atoi(fs[len(fs)-1]); err == nil {
-					fmt.Fprintf(out, "%8d  %s\n", s, strings.Join(fs[:len(fs)-1], " "))
+					out.printf("%8d  %s\n", s, strings.Join(fs[:len(fs)-1], " "))
 				}
 			}
 		}
 	}
 	// The closing line in the form CI reads: N passed, N failed, N skipped.
-	fmt.Fprintf(out, "\ntests: %d passed, %d failed, %d skipped\n", counts["pass"], counts["fail"], counts["skip"])
-	return nil
+	out.printf("\ntests: %d passed, %d failed, %d skipped\n", counts["pass"], counts["fail"], counts["skip"])
+	return out.err
 }
