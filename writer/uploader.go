@@ -85,12 +85,18 @@ func (u *Uploader) config(opts []Option) config {
 // until a part fills or Close. ctx governs the whole write: when it ends, in-flight requests stop
 // and Close returns Canceled.
 func (u *Uploader) New(ctx context.Context, bucket, key string, opts ...Option) (*Writer, error) {
+	if u == nil {
+		return nil, errNilUploader("New")
+	}
 	return u.newWriter(ctx, bucket, key, u.config(opts))
 }
 
 // Upload writes everything r yields to bucket/key and returns the verified Result; see the
 // package function Upload for what it makes of r.
 func (u *Uploader) Upload(ctx context.Context, bucket, key string, r io.Reader, opts ...Option) (*Result, error) {
+	if u == nil {
+		return nil, errNilUploader("Upload")
+	}
 	return u.upload(ctx, bucket, key, r, u.config(opts))
 }
 
@@ -98,6 +104,9 @@ func (u *Uploader) Upload(ctx context.Context, bucket, key string, r io.Reader, 
 // package function Recover. Unset fields of opts take u's: Endpoint the journal's endpoint
 // identity, Policy u's retry policy, Logger u's logger.
 func (u *Uploader) Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
+	if u == nil {
+		return nil, errNilUploader("Recover")
+	}
 	if u.cfg.journal == nil {
 		return nil, sperrors.New(sperrors.Permanent, "Recover", "the Uploader has no journal (WithJournal)")
 	}
@@ -111,6 +120,12 @@ func (u *Uploader) Recover(ctx context.Context, opts RecoverOptions) (*RecoverRe
 		opts.Logger = u.cfg.logger
 	}
 	return u.recover(ctx, u.cfg.journal, opts)
+}
+
+// errNilUploader is the error of a method called on a nil *Uploader (a field never set, say):
+// a classified error rather than a panic.
+func errNilUploader(op string) error {
+	return sperrors.New(sperrors.Permanent, op, "nil *writer.Uploader (make one with NewUploader)")
 }
 
 // factTable is what an Uploader's writes learned about its store, per bucket: whether ETags are

@@ -245,4 +245,42 @@ func TestNewUploaderRefuses(t *testing.T) {
 	if _, err := u.Recover(context.Background(), writer.RecoverOptions{}); sperrors.KindOf(err) != sperrors.Permanent {
 		t.Errorf("Recover without a journal: err %v, want Permanent", err)
 	}
+	var none *writer.Uploader // a field never set: an error, not a panic
+	if _, err := none.New(context.Background(), "b", "k"); sperrors.KindOf(err) != sperrors.Permanent {
+		t.Errorf("New on a nil Uploader: err %v, want Permanent", err)
+	}
+	if _, err := none.Upload(context.Background(), "b", "k", strings.NewReader("x")); sperrors.KindOf(err) != sperrors.Permanent {
+		t.Errorf("Upload on a nil Uploader: err %v, want Permanent", err)
+	}
+	if _, err := none.Recover(context.Background(), writer.RecoverOptions{}); sperrors.KindOf(err) != sperrors.Permanent {
+		t.Errorf("Recover on a nil Uploader: err %v, want Permanent", err)
+	}
+}
+
+// TestReadmeSketchIsCompiled: the README's Use sketch (after its imports) is Example_readme's
+// body between the markers, so the compiled example is the code the README shows.
+func TestReadmeSketchIsCompiled(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, use, ok := strings.Cut(string(readme), "## Use\n\n```go\n")
+	use, _, ok2 := strings.Cut(use, "```\n")
+	_, sketch, ok3 := strings.Cut(use, ")\n\n") // after the import block
+	src, err := os.ReadFile("uploader_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok4 := strings.Cut(string(src), "\t// --- README ---\n")
+	body, _, ok5 := strings.Cut(body, "\t// --- end ---\n")
+	if !ok || !ok2 || !ok3 || !ok4 || !ok5 {
+		t.Fatal("the README's Use sketch or Example_readme's markers are missing")
+	}
+	var unindented []string
+	for line := range strings.Lines(body) {
+		unindented = append(unindented, strings.TrimPrefix(line, "\t"))
+	}
+	if got := strings.Join(unindented, ""); got != sketch {
+		t.Fatalf("the README's Use sketch differs from Example_readme's body:\nREADME:\n%s\nExample_readme:\n%s", sketch, got)
+	}
 }
