@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/safeput/safeput/store/memstore"
 	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store/memstore"
 	"github.com/safeput/safeput/writer"
 )
 

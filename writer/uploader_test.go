@@ -143,6 +143,7 @@ func Example_readme() {
 		return // classified: see Errors
 	}
 	res := w.Result() // size, ETag, checksum, parts, bytes sent, failures by kind, how it was verified
+	fmt.Println(res.Size, res.Verified)
 
 	// A reader: uses what it offers (a known size, io.ReaderAt for part uploads with no copy,
 	// io.Seeker to replay the whole upload after a failed verification).

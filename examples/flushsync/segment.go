@@ -44,8 +44,8 @@ type SegmentTask struct {
 	// budget, one journal, what its writes learned about the store).
 	Uploader *writer.Uploader
 	Bucket   string
-	Chan    string
-	Segment int64
+	Chan     string
+	Segment  int64
 	// Files is the task's own buffer: it is kept until the task finishes, so a re-drive resends
 	// exactly the same bytes.
 	Files []File
