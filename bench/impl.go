@@ -175,7 +175,13 @@ func safeputOptions(server string, p Params) []writer.Option {
 	}
 }
 
-func safeputUploader(st store.Store, server, bucket string, p Params) Uploader {
+// safeputUploader uploads through one writer.Uploader of st, as a program writing to one store
+// would: its uploads share a retry policy and what they learned about the server.
+func safeputUploader(st store.Store, server, bucket string, p Params) (Uploader, error) {
+	up, err := writer.NewUploader(st, safeputOptions(server, p)...)
+	if err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, key string, src Source) (string, error) {
 		// The observer notes when the last part was acknowledged, so the note can say how long
 		// the commit (ListParts, Complete, HEAD verification) took after the data was sent.
@@ -188,7 +194,7 @@ func safeputUploader(st store.Store, server, bucket string, p Params) Uploader {
 				mu.Unlock()
 			}
 		})
-		res, err := writer.Upload(ctx, st, bucket, key, src.Reader, append(safeputOptions(server, p), observe)...)
+		res, err := up.Upload(ctx, bucket, key, src.Reader, observe)
 		end := time.Now()
 		if err != nil {
 			return "", err
@@ -203,7 +209,7 @@ func safeputUploader(st store.Store, server, bucket string, p Params) Uploader {
 			note += fmt.Sprintf("; commit+verify %d ms", end.Sub(lastPart).Milliseconds())
 		}
 		return note, nil
-	}
+	}, nil
 }
 
 func newSafeputAWS(srv s3test.Server, bucket string, p Params) (Uploader, error) {
@@ -211,7 +217,7 @@ func newSafeputAWS(srv s3test.Server, bucket string, p Params) (Uploader, error)
 	if err != nil {
 		return nil, err
 	}
-	return safeputUploader(st, srv.Name, bucket, p), nil
+	return safeputUploader(st, srv.Name, bucket, p)
 }
 
 func newSafeputMinio(srv s3test.Server, bucket string, p Params) (Uploader, error) {
@@ -219,7 +225,7 @@ func newSafeputMinio(srv s3test.Server, bucket string, p Params) (Uploader, erro
 	if err != nil {
 		return nil, err
 	}
-	return safeputUploader(st, srv.Name, bucket, p), nil
+	return safeputUploader(st, srv.Name, bucket, p)
 }
 
 // awsClient is an aws-sdk-go-v2 client as a peer's user would build it: SDK defaults for

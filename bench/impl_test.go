@@ -54,7 +54,11 @@ func TestSafeputIntegrityRowMatchesRun(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		data := s3test.RandomBytes(11 << 20)
-		if _, err := safeputUploader(rec, srv.Name, bucket, p)(ctx, "row", Source{Reader: bytes.NewReader(data), Size: int64(len(data))}); err != nil {
+		upload, err := safeputUploader(rec, srv.Name, bucket, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := upload(ctx, "row", Source{Reader: bytes.NewReader(data), Size: int64(len(data))}); err != nil {
 			t.Fatal(err)
 		}
 		row := safeputIntegrity(p)

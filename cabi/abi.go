@@ -102,7 +102,8 @@ func guard(op string, out *outcome) {
 	}
 }
 
-// Open parses the config, builds the store and a writer, and returns its handle. Nothing is
+// Open parses the config, takes the connection's Uploader (stores.go) and makes a writer of it, and
+// returns its handle. Nothing is
 // sent to the store.
 func Open(configJSON string) (h int64, out outcome) {
 	defer guard("safeput_open", &out)
@@ -114,16 +115,19 @@ func Open(configJSON string) (h int64, out outcome) {
 	if err != nil {
 		return 0, badInput("%v", err)
 	}
-	opts, err := cfg.writerOptions()
+	opts, ropts, err := cfg.writerOptions()
 	if err != nil {
 		return 0, badInput("%v", err)
 	}
-	st, err := stores.get(cfg.conn(), faults)
+	cn, err := stores.get(cfg.conn(), faults)
 	if err != nil {
 		return 0, badInput("%v", err)
+	}
+	if len(ropts) > 0 {
+		opts = append(opts, writer.WithRetry(cn.policy.With(ropts...)))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := writer.New(ctx, st, cfg.Bucket, cfg.Key, opts...)
+	w, err := cn.up.New(ctx, cfg.Bucket, cfg.Key, opts...)
 	if err != nil {
 		cancel()
 		// New sends nothing: whatever it rejects is the configuration.

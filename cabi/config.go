@@ -108,36 +108,37 @@ func parseConfig(text string) (Config, error) {
 }
 
 // writerOptions turns c into writer options, checked against a plan so that a bad combination
-// is bad input at open, before any request.
-func (c Config) writerOptions() ([]writer.Option, error) {
+// is bad input at open, before any request, and the retry options of this handle (its stall
+// window), for a policy derived from the connection's so the retry budget stays shared.
+func (c Config) writerOptions() ([]writer.Option, []retry.Option, error) {
 	rules, err := multipart.Parse(c.Provider)
 	if err != nil {
-		return nil, fmt.Errorf("provider: %w", err)
+		return nil, nil, fmt.Errorf("provider: %w", err)
 	}
 	partSize := int64(writer.DefaultPartSize)
 	if c.PartSize.set {
 		if c.PartSize.n <= 0 {
-			return nil, fmt.Errorf("part_size %d: must be positive", c.PartSize.n)
+			return nil, nil, fmt.Errorf("part_size %d: must be positive", c.PartSize.n)
 		}
 		partSize = c.PartSize.n
 	}
 	concurrency := writer.DefaultConcurrency
 	if c.Concurrency != nil {
 		if *c.Concurrency < 1 {
-			return nil, fmt.Errorf("concurrency %d: must be at least 1", *c.Concurrency)
+			return nil, nil, fmt.Errorf("concurrency %d: must be at least 1", *c.Concurrency)
 		}
 		concurrency = *c.Concurrency
 	}
 	alg := rules.Checksum()
 	if c.Checksum != nil {
 		if alg, err = frontend.ParseChecksum(*c.Checksum); err != nil {
-			return nil, fmt.Errorf("checksum %w", err)
+			return nil, nil, fmt.Errorf("checksum %w", err)
 		}
 	}
 	size := int64(-1)
 	if c.Size != nil {
 		if *c.Size < 0 {
-			return nil, fmt.Errorf("size %d: must not be negative", *c.Size)
+			return nil, nil, fmt.Errorf("size %d: must not be negative", *c.Size)
 		}
 		size = *c.Size
 	}
@@ -146,12 +147,13 @@ func (c Config) writerOptions() ([]writer.Option, error) {
 		req.ExpectedMaxSize = c.ExpectedSize.n
 	}
 	if _, err := rules.Plan(req); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	log, err := newLogger(c.LogLevel)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var ropts []retry.Option
 	opts := []writer.Option{
 		writer.WithRules(rules),
 		writer.WithPartSize(partSize),
@@ -177,11 +179,11 @@ func (c Config) writerOptions() ([]writer.Option, error) {
 	if c.StallTimeout != "" {
 		d, err := time.ParseDuration(c.StallTimeout)
 		if err != nil || d < 0 || d > time.Hour {
-			return nil, fmt.Errorf("stall_timeout %q: want a duration from 0s (off) to 1h", c.StallTimeout)
+			return nil, nil, fmt.Errorf("stall_timeout %q: want a duration from 0s (off) to 1h", c.StallTimeout)
 		}
-		opts = append(opts, writer.WithRetry(retry.Default().With(retry.WithStallTimeout(d))))
+		ropts = append(ropts, retry.WithStallTimeout(d))
 	}
-	return opts, nil
+	return opts, ropts, nil
 }
 
 func (c Config) conn() frontend.Conn {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store/memstore"
 	"github.com/safeput/safeput/writer"
 )
@@ -32,14 +33,14 @@ func FuzzConfig(f *testing.F) {
 		if err != nil {
 			return
 		}
-		opts, err := c.writerOptions()
+		opts, ropts, err := c.writerOptions()
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatalf("config %q refused without a reason", text)
 			}
 			return
 		}
-		w, err := writer.New(context.Background(), st, "b", "k", opts...)
+		w, err := writer.New(context.Background(), st, "b", "k", append(opts, writer.WithRetry(retry.New(ropts...)))...)
 		if err != nil {
 			return // options the plan accepted can still meet the writer's own checks
 		}

@@ -5,14 +5,16 @@ import (
 	"sync"
 
 	"github.com/safeput/safeput/internal/frontend"
+	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/writer"
 )
 
-// Handles share one store (one SDK client and its connection pool) per connection, as a Go
-// program keeps one client: a store per handle left its connections idle for the transport's
-// 90 s after every close, so a process flushing a few files a second held hundreds of sockets
-// and could run out of descriptors.
+// Handles share one Uploader (one store, so one SDK client and its connection pool; one retry
+// budget; what writes learned about the store) per connection, as a Go program keeps one: a store
+// per handle left its connections idle for the transport's 90 s after every close, so a process
+// flushing a few files a second held hundreds of sockets and could run out of descriptors.
 var stores = storeCache{max: 8}
 
 // connKey is a connection after resolution: the credentials in it, so a handle given other
@@ -23,17 +25,27 @@ type connKey struct {
 	pathStyle, insecure bool
 }
 
-// storeCache keeps the stores of the most recently used connections; one it drops is kept by
+// conn is what the handles of one connection share.
+type conn struct {
+	up *writer.Uploader
+	st store.Store
+	// policy is up's retry policy: a handle with its own stall window derives its policy from
+	// it, keeping the retry budget shared.
+	policy *retry.Policy
+}
+
+// storeCache keeps the Uploaders of the most recently used connections; one it drops is kept by
 // its open handles until they end, and its idle connections close on the transport's timeout.
 type storeCache struct {
 	mu   sync.Mutex
 	max  int
 	keys []connKey // least recently used first
-	st   map[connKey]store.Store
+	conn map[connKey]*conn
 }
 
-// get returns the shared store for c, wrapped by faults (tests only) for this handle alone.
-func (sc *storeCache) get(c frontend.Conn, faults []faulty.Rule) (store.Store, error) {
+// get returns the shared connection for c; with faults (tests only), a connection of its own
+// whose store injects them, for this handle alone.
+func (sc *storeCache) get(c frontend.Conn, faults []faulty.Rule) (*conn, error) {
 	if err := c.CheckBackend(); err != nil {
 		return nil, err
 	}
@@ -44,25 +56,37 @@ func (sc *storeCache) get(c frontend.Conn, faults []faulty.Rule) (store.Store, e
 	k := connKey{Resolved: r, backend: c.Backend, pathStyle: c.PathStyle, insecure: c.InsecureSkipVerify}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	st, ok := sc.st[k]
+	cn, ok := sc.conn[k]
 	if ok {
 		sc.keys = slices.DeleteFunc(sc.keys, func(o connKey) bool { return o == k })
 	} else {
-		if st, err = frontend.NewResolvedStore(c, r); err != nil {
+		st, err := frontend.NewResolvedStore(c, r)
+		if err != nil {
 			return nil, err
 		}
-		if sc.st == nil {
-			sc.st = map[connKey]store.Store{}
+		if cn, err = newConn(st, retry.New()); err != nil {
+			return nil, err
 		}
-		sc.st[k] = st
+		if sc.conn == nil {
+			sc.conn = map[connKey]*conn{}
+		}
+		sc.conn[k] = cn
 		if len(sc.keys) >= sc.max {
-			delete(sc.st, sc.keys[0])
+			delete(sc.conn, sc.keys[0])
 			sc.keys = sc.keys[1:]
 		}
 	}
 	sc.keys = append(sc.keys, k)
 	if len(faults) > 0 {
-		return faulty.New(st, faults...), nil
+		return newConn(faulty.New(cn.st, faults...), cn.policy)
 	}
-	return st, nil
+	return cn, nil
+}
+
+func newConn(st store.Store, p *retry.Policy) (*conn, error) {
+	up, err := writer.NewUploader(st, writer.WithRetry(p))
+	if err != nil {
+		return nil, err
+	}
+	return &conn{up: up, st: st, policy: p}, nil
 }

@@ -29,7 +29,7 @@ func ExamplePolicy_Do() {
 // With derives a policy that shares the parent's retry budget: here a shorter stall window for
 // one kind of request.
 func ExamplePolicy_With() {
-	base := retry.Default()
+	base := retry.New()
 	quick := base.With(retry.WithStallTimeout(5*time.Second), retry.WithMaxAttempts(5))
 	fmt.Println(quick.Budget() == base.Budget())
 	// Output: true

@@ -7,7 +7,9 @@
 // shares its retry budget and, when on, its adaptive rate limiter, so an outage makes every
 // writer fail fast instead of multiplying the load.
 //
-// A nil *Policy and a zero Policy behave as Default(). A Policy must not be copied after use.
+// There is no process-wide policy: a writer.Uploader owns one, shared by its writes. A zero Policy
+// is New()'s; a nil *Policy acts as a fresh New() at each call, so it shares no retry budget with
+// anything. A Policy must not be copied after use.
 package retry
 
 import (
@@ -66,12 +68,6 @@ type Policy struct {
 	log     *zap.Logger
 }
 
-var defaultPolicy = New()
-
-// Default returns the process-wide default policy, which a nil *Policy also uses. Everything
-// using it shares one retry budget.
-func Default() *Policy { return defaultPolicy }
-
 // New returns a policy with the defaults (see the Default* constants) changed by opts, and a
 // budget of its own.
 func New(opts ...Option) *Policy {
@@ -87,7 +83,7 @@ func New(opts ...Option) *Policy {
 // limiter (unless opts replace them), e.g. a longer attempt timeout for UploadPart than for Head.
 func (p *Policy) With(opts ...Option) *Policy {
 	if p == nil {
-		p = defaultPolicy
+		return New(opts...) // nothing to share
 	}
 	p.init()
 	c := &Policy{cfg: p.cfg, budget: p.budget, limiter: p.limiter}
@@ -101,7 +97,7 @@ func (p *Policy) With(opts ...Option) *Policy {
 // Budget returns the tokens left in the retry budget, or -1 when the policy has none.
 func (p *Policy) Budget() int {
 	if p == nil {
-		p = defaultPolicy
+		p = New()
 	}
 	p.init()
 	if p.budget == nil {
@@ -148,7 +144,7 @@ func (p *Policy) init() {
 // recovered as Internal.
 func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, attempt int) error) (Stats, error) {
 	if p == nil {
-		p = defaultPolicy
+		p = New()
 	}
 	p.init()
 	if ctx == nil {

@@ -449,8 +449,11 @@ func TestNilAndZeroPolicy(t *testing.T) {
 	if st, err := nilP.Do(context.Background(), testOp, fn); err != nil || st.Attempts != 1 {
 		t.Fatal(err)
 	}
-	if nilP.Budget() != Default().Budget() {
-		t.Error("nil policy is the default")
+	if nilP.Budget() != DefaultBudget {
+		t.Error("nil policy is not a fresh default one")
+	}
+	if q := nilP.With(WithMaxAttempts(2)); q == nil || q.Budget() != DefaultBudget {
+		t.Error("With on a nil policy is not a fresh default one")
 	}
 	var zero Policy
 	fn, _ = seq(e503) // real sleep of at most 50 ms

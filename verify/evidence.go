@@ -30,7 +30,7 @@ func (e Evidence) Strong() bool { return e.Mismatch == nil && e.Method.Strong() 
 // Assess compares a HeadObject answer with what was written, using every piece of evidence it
 // holds: length, the stored full-object checksum, and the ETag as an MD5 (single PUT) or
 // MD5-of-part-MD5s-N (multipart). etagIsMD5 says the store is known to make MD5 ETags (its
-// profile says so, or an earlier write on the same endpoint matched): only then does a
+// profile says so, or an earlier write of the same writer.Uploader matched): only then does a
 // different ETag prove a different object; otherwise it is just not evidence.
 func Assess(want Expected, head *store.HeadObjectOutput, etagIsMD5 bool) Evidence {
 	var ev Evidence

@@ -4,11 +4,8 @@ import (
 	"context"
 	stderrors "errors"
 	"fmt"
-	"reflect"
-	"runtime"
 	"strings"
 	"sync"
-	"weak"
 
 	"go.uber.org/zap"
 
@@ -22,12 +19,12 @@ import (
 // WithAllowWeakVerification, say it did not). Cheapest first:
 //  1. a checksum header: when the profile sends none, the write offers the CRC anyway and learns
 //     from the answer whether the store takes it (a refusal costs one retry, then is remembered
-//     for the endpoint), then whether HEAD reports it;
+//     by the Uploader), then whether HEAD reports it;
 //  2. the ETag against the body's MD5 (single PUT) or MD5-of-part-MD5s-N (multipart), computed
 //     as the bytes pass, part MD5s in the part goroutines;
 //  3. reading the object back, for replayable sources or objects up to the read-back limit.
-// What an endpoint (and bucket) showed is kept process-wide, so later writes skip what cannot help;
-// for a store that names no endpoint, as long as that store value lives.
+// What a bucket of the store showed is kept by the Uploader (uploader.go), so its later writes
+// skip what cannot help.
 
 // tri is an unknown / yes / no fact about an endpoint.
 type tri uint8
@@ -38,7 +35,7 @@ const (
 	no
 )
 
-// endpointFacts is what writes learned about one store endpoint.
+// endpointFacts is what an Uploader's writes learned about one bucket of its store.
 type endpointFacts struct {
 	mu             sync.Mutex
 	headerRejected bool // the store refused an x-amz-checksum-* header we offered
@@ -57,59 +54,6 @@ func (f *endpointFacts) update(fn func(*endpointFacts)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(f)
-}
-
-// Endpointer is implemented by stores that can name the endpoint they talk to (the adapters
-// return their base URL). Writes to the same endpoint and bucket share what they learned about
-// its checksum and ETag behaviour; a store without it is known by its own value.
-type Endpointer interface {
-	Endpoint() string
-}
-
-var facts sync.Map // factsKey → *endpointFacts
-
-// factsKey is per bucket as well as per endpoint: ETags are MD5s or not per bucket (SSE-KMS).
-type factsKey struct {
-	endpoint string // the endpoint's name, for a store that gives one
-	// Otherwise the Store value itself, held weakly: a store its caller drops (and everything it
-	// references) must not be kept alive by what writes learned about it.
-	store  weak.Pointer[byte]
-	bucket string
-}
-
-// factsFor returns the shared facts of st's endpoint and bucket, or fresh ones when st cannot
-// be a map key (a non-pointer value): nothing is then remembered between writes.
-func factsFor(st store.Store, bucket string) *endpointFacts {
-	key := factsKey{bucket: bucket}
-	if e, ok := st.(Endpointer); ok && e.Endpoint() != "" {
-		key.endpoint = fmt.Sprintf("%T %s", st, e.Endpoint())
-		f, _ := facts.LoadOrStore(key, &endpointFacts{})
-		return f.(*endpointFacts)
-	}
-	v := reflect.ValueOf(st)
-	if v.Kind() != reflect.Pointer || v.IsNil() {
-		return &endpointFacts{}
-	}
-	p := (*byte)(v.UnsafePointer())
-	key.store = weak.Make(p)
-	f, loaded := facts.LoadOrStore(key, &endpointFacts{})
-	if !loaded && !forgetWhenCollected(p, key) {
-		facts.Delete(key) // not watchable: remember nothing rather than keep the entry forever
-	}
-	return f.(*endpointFacts)
-}
-
-// forgetWhenCollected drops key's facts once the store p points into is garbage: one store per
-// write must not grow the map for ever. False when the runtime cannot watch p (memory it does not
-// manage; AddCleanup panics there).
-func forgetWhenCollected(p *byte, key factsKey) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	runtime.AddCleanup(p, func(k factsKey) { facts.Delete(k) }, key)
-	return true
 }
 
 // chooseChecksum decides what this write sends and computes, from the algorithm asked for, the

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 	"weak"
 
 	sperrors "github.com/safeput/safeput/errors"
@@ -60,6 +59,21 @@ func writeTo(t *testing.T, st store.Store, bucket, key string, data []byte, opts
 	if err != nil {
 		t.Fatal(err)
 	}
+	return closeWith(w, data)
+}
+
+// writeWith is write through u, whose writes share what they learn.
+func writeWith(t *testing.T, u *writer.Uploader, key string, data []byte, opts ...writer.Option) (*writer.Result, error) {
+	t.Helper()
+	opts = append([]writer.Option{writer.WithPartSize(5 * mib), writer.WithThreshold(5 * mib)}, opts...)
+	w, err := u.New(context.Background(), unitBucket, key, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return closeWith(w, data)
+}
+
+func closeWith(w *writer.Writer, data []byte) (*writer.Result, error) {
 	if _, err := w.Write(data); err != nil {
 		_ = w.Close()
 		return nil, err
@@ -262,13 +276,24 @@ func (h *headerCounter) CreateMultipartUpload(ctx context.Context, in *store.Cre
 	return h.Store.CreateMultipartUpload(ctx, in)
 }
 
+func newUploader(t *testing.T, st store.Store, opts ...writer.Option) *writer.Uploader {
+	t.Helper()
+	u, err := writer.NewUploader(st, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 // TestRefusedHeaderLearned: a store that refuses the offered checksum header costs one retry,
-// once per endpoint; later writes do not offer it again.
+// once per Uploader; its later writes do not offer it again. Another Uploader of the same store
+// value, and each package-level shorthand call, learn it afresh: they share nothing.
 func TestRefusedHeaderLearned(t *testing.T) {
 	mem := newMem(memstore.Rules{RejectChecksumHeaders: true, NoDefaultChecksum: true})
 	st := &headerCounter{Store: mem}
+	u := newUploader(t, st)
 	data := randomBytes(t, smallSize)
-	res, err := write(t, st, "first", data)
+	res, err := writeWith(t, u, "first", data)
 	mustLand(t, mem, "first", data, res, err, verify.MethodETagMD5)
 	if !strings.Contains(strings.Join(res.Notes, "\n"), "refused") {
 		t.Fatalf("notes %q do not say the header was refused", res.Notes)
@@ -277,19 +302,26 @@ func TestRefusedHeaderLearned(t *testing.T) {
 		t.Fatalf("%d requests offered the header on the first write, want 1", n)
 	}
 	large := randomBytes(t, largeSize)
-	res, err = write(t, st, "second", large)
+	res, err = writeWith(t, u, "second", large)
 	mustLand(t, mem, "second", large, res, err, verify.MethodETagMD5)
 	if n := st.withHeader.Load(); n != 1 {
-		t.Fatalf("the refused header was offered again (%d requests)", n)
+		t.Fatalf("the refused header was offered again by the same Uploader (%d requests)", n)
 	}
 
-	// A multipart write is the first on another endpoint: refused at Create, created without.
-	mem2 := newMem(memstore.Rules{RejectChecksumHeaders: true, NoDefaultChecksum: true})
-	st2 := &headerCounter{Store: mem2}
-	res, err = write(t, st2, "multi", large)
-	mustLand(t, mem2, "multi", large, res, err, verify.MethodETagMD5)
-	if n := st2.withHeader.Load(); n != 1 {
-		t.Fatalf("%d Creates offered the header, want 1", n)
+	// A multipart write is the first of another Uploader: refused at Create, created without.
+	res, err = writeWith(t, newUploader(t, st), "multi", large)
+	mustLand(t, mem, "multi", large, res, err, verify.MethodETagMD5)
+	if n := st.withHeader.Load(); n != 2 {
+		t.Fatalf("%d requests offered the header after a second Uploader's first write, want 2", n)
+	}
+
+	// Each shorthand call is a fresh Uploader: each offers the header once.
+	for i := range 2 {
+		res, err = write(t, st, fmt.Sprint("short", i), data)
+		mustLand(t, mem, fmt.Sprint("short", i), data, res, err, verify.MethodETagMD5)
+	}
+	if n := st.withHeader.Load(); n != 4 {
+		t.Fatalf("%d requests offered the header after two shorthand writes, want 4", n)
 	}
 }
 
@@ -495,15 +527,16 @@ func TestLearnedMD5ETagsCatchCorruption(t *testing.T) {
 	}{{faulty.OpPutObject, smallSize, 1}, {faulty.OpUploadPart, largeSize, 3}} {
 		t.Run(c.op, func(t *testing.T) {
 			mem := newMem(memstore.Rules{IgnoreChecksumHeaders: true}) // MD5 ETags in every answer
-			// One store value throughout (the endpoint's facts are keyed by it); the fault hits
-			// the first body of the second write.
+			// One Uploader throughout (it keeps what its writes learned); the fault hits the
+			// first body of the second write.
 			st := faulty.New(mem, faulty.Nth(c.op, c.calls+1, faulty.FlipByte))
+			u := newUploader(t, st, writer.WithReadBackLimit(0))
 			first := randomBytes(t, c.size)
-			res, err := write(t, st, "first", first, writer.WithReadBackLimit(0))
+			res, err := writeWith(t, u, "first", first)
 			mustLand(t, mem, "first", first, res, err, verify.MethodETagMD5)
 
 			data := randomBytes(t, c.size)
-			res, err = write(t, st, "second", data, writer.WithReadBackLimit(0))
+			res, err = writeWith(t, u, "second", data)
 			mustLand(t, mem, "second", data, res, err, verify.MethodETagMD5)
 			if st.Count(faulty.FlipByte) != 1 || res.Failures[sperrors.Integrity] < 1 {
 				t.Fatalf("flips %d, integrity failures %d: the corrupt body was not caught at the receipt",
@@ -541,43 +574,29 @@ func TestCreateOnlyDamagedBodyWhereChecksumsAreIgnored(t *testing.T) {
 	}
 }
 
-// A store the caller drops is freed, with everything it holds, although writes learned facts
-// about it and share them while it lives: a store made per write (a wrapper per flush) must not
-// keep its objects, or its entry, for the life of the process.
+// A store the caller drops is freed, with everything it holds, once the Uploaders that wrote to it
+// are dropped too: nothing in the package keeps a store (or what was learned about it) for the
+// life of the process, whether it was written through an Uploader or a shorthand.
 func TestDroppedStoreIsFreed(t *testing.T) {
 	var gone []weak.Pointer[memstore.Store]
-	var keys []any
 	for i := range 8 {
 		mem := newMem(memstore.Rules{IgnoreChecksumHeaders: true})
 		data := randomBytes(t, smallSize)
-		res, err := write(t, mem, fmt.Sprint("k", i), data, writer.WithReadBackLimit(0))
-		mustLand(t, mem, fmt.Sprint("k", i), data, res, err, verify.MethodETagMD5)
-		key := writer.FactsKey(mem, unitBucket)
-		if !writer.Remembered(key) {
-			t.Fatalf("store %d: nothing remembered after a write", i)
+		key := fmt.Sprint("k", i)
+		var res *writer.Result
+		var err error
+		if i%2 == 0 {
+			res, err = write(t, mem, key, data, writer.WithReadBackLimit(0))
+		} else {
+			res, err = writeWith(t, newUploader(t, mem), key, data, writer.WithReadBackLimit(0))
 		}
-		gone, keys = append(gone, weak.Make(mem)), append(keys, key)
+		mustLand(t, mem, key, data, res, err, verify.MethodETagMD5)
+		gone = append(gone, weak.Make(mem))
 	}
 	runtime.GC()
 	for i, w := range gone {
 		if w.Value() != nil {
 			t.Fatalf("store %d is still alive after the GC: the writer package keeps a store its caller dropped", i)
 		}
-	}
-	// Cleanups run on their own goroutine after the GC; give them a generous while.
-	remembered := func() (n int) {
-		for _, k := range keys {
-			if writer.Remembered(k) {
-				n++
-			}
-		}
-		return n
-	}
-	for deadline := time.Now().Add(5 * time.Second); remembered() > 0 && time.Now().Before(deadline); {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := remembered(); n > 0 {
-		t.Fatalf("the facts of %d freed stores are still kept", n)
 	}
 }

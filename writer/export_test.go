@@ -2,10 +2,8 @@ package writer
 
 import (
 	"context"
-	"reflect"
-	"weak"
 
-	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/retry"
 )
 
 // BudgetRoundTrip takes and returns one buffer, for the pool benchmark.
@@ -16,16 +14,8 @@ func BudgetRoundTrip(b *Budget, size int) {
 	}
 }
 
-// FactsKey is the key of st's facts for bucket; it holds st only weakly.
-func FactsKey(st store.Store, bucket string) any {
-	return factsKey{store: weak.Make((*byte)(reflect.ValueOf(st).UnsafePointer())), bucket: bucket}
-}
-
-// Remembered reports whether facts are kept under key.
-func Remembered(key any) bool {
-	_, ok := facts.Load(key)
-	return ok
-}
+// PolicyOf is the retry policy w runs its requests with.
+func PolicyOf(w *Writer) *retry.Policy { return w.policy }
 
 // PartsShowDamage exposes partsShowDamage: when Recover may call a commit damaged.
 var PartsShowDamage = partsShowDamage

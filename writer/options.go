@@ -11,7 +11,7 @@ import (
 	"github.com/safeput/safeput/store"
 )
 
-// Option configures a Writer or an Upload.
+// Option configures an Uploader (the defaults of all its writes) or one Writer or Upload.
 type Option func(*config)
 
 type config struct {
@@ -88,8 +88,9 @@ func WithPartSize(n int64) Option { return func(c *config) { c.partSize = n } }
 // WithConcurrency sets how many part buffers (and so parts in flight) one writer may hold.
 func WithConcurrency(n int) Option { return func(c *config) { c.concurrency = n } }
 
-// WithMemoryBudget shares a memory budget between writers. Without it each writer has its own budget
-// of concurrency × part size.
+// WithMemoryBudget bounds the part buffers of writes together. Given to NewUploader, it is the
+// budget of every write of that Uploader; without it each write has its own budget of
+// concurrency × part size.
 func WithMemoryBudget(b *Budget) Option { return func(c *config) { c.budget = b } }
 
 // WithChecksum chooses the checksum: CRC64NVME, CRC32C, CRC32, or ChecksumNone (then
@@ -116,8 +117,8 @@ func WithContentType(ct string) Option { return func(c *config) { c.contentType 
 // WithMetadata sets user metadata (x-amz-meta-*).
 func WithMetadata(m map[string]string) Option { return func(c *config) { c.metadata = m } }
 
-// WithRetry sets the retry policy. Share one *retry.Policy between writers so its retry budget
-// is shared too.
+// WithRetry sets the retry policy. Given to NewUploader, every write of that Uploader shares it,
+// and so its retry budget; given to one write, that write uses it instead of the Uploader's.
 func WithRetry(p *retry.Policy) Option { return func(c *config) { c.policy = p } }
 
 // WithLogger logs through l (no-op by default). Lines carry bucket, key, size, part, upload id
@@ -166,12 +167,3 @@ func WithReadBackLimit(n int64) Option { return func(c *config) { c.readBackLimi
 // WithAbortTimeout bounds the clean-up (abort, delete) that runs after a failure on a context
 // detached from the caller's.
 func WithAbortTimeout(d time.Duration) Option { return func(c *config) { c.abortTimeout = d } }
-
-// policyIntegrityRetries is how many whole-upload retries a replayable source gets after a
-// verification failure: the policy's integrity budget.
-func (c config) policyIntegrityRetries() int {
-	if c.policy == nil {
-		return retry.Default().IntegrityRetries()
-	}
-	return c.policy.IntegrityRetries()
-}

@@ -29,7 +29,8 @@ type RecoverOptions struct {
 	// DryRun reads (HEAD, ListParts, a read-back of an object the HEAD cannot prove) and reports
 	// what it would do, changing nothing.
 	DryRun bool
-	// Policy runs every store request (default retry.Default()).
+	// Policy runs every store request (default: the Uploader's; for the package function, a
+	// retry.New() of its own).
 	Policy *retry.Policy
 	Logger *zap.Logger
 	// Settle is how long Recover waits after its aborts before it looks again (default
@@ -106,15 +107,21 @@ type RecoverReport struct {
 //
 // The error is non-nil only when the journal cannot be listed; per-record failures are in the
 // report (RecoverFailed) with their classified error.
+//
+// Recover is a shorthand for Uploader.Recover on a fresh Uploader of st (as New is), given j.
 func Recover(ctx context.Context, st store.Store, j journal.Journal, opts RecoverOptions) (*RecoverReport, error) {
-	if ctx == nil || st == nil || j == nil {
+	return newUploader(st, defaultConfig()).recover(ctx, j, opts)
+}
+
+func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts RecoverOptions) (*RecoverReport, error) {
+	if ctx == nil || up.st == nil || j == nil {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "nil context, store or journal"}
 	}
 	if opts.Endpoint == "" {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "no endpoint identity: records are matched to the store by it"}
 	}
 	if opts.Policy == nil {
-		opts.Policy = retry.Default()
+		opts.Policy = up.cfg.policy
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -149,7 +156,7 @@ func Recover(ctx context.Context, st store.Store, j journal.Journal, opts Recove
 			u.Outcome = RecoverOtherBucket
 		default:
 			var ids []string
-			u.Outcome, ids, u.Err = recoverOne(ctx, st, j, r.ID, recs, opts, &u.Note)
+			u.Outcome, ids, u.Err = recoverOne(ctx, up, j, r.ID, recs, opts, &u.Note)
 			if len(ids) > 0 {
 				aborted = append(aborted, abortedRecord{rec: r, index: len(rep.Uploads), uploadIDs: ids})
 				rep.Uploads = append(rep.Uploads, u)
@@ -159,7 +166,7 @@ func Recover(ctx context.Context, st store.Store, j journal.Journal, opts Recove
 		rep.add(opts.Logger, r, u)
 	}
 	if len(aborted) > 0 {
-		lookAgain(ctx, st, j, aborted, rep, opts)
+		lookAgain(ctx, up, j, aborted, rep, opts)
 	}
 	return rep, nil
 }
@@ -196,7 +203,7 @@ func dropRecord(j journal.Journal, id journal.ID, outcome RecoverOutcome) error 
 // lookAgain waits opts.Settle once for all aborted records, then aborts again any upload the
 // store lists anew (a part the dead writer had in flight re-created it), and only then drops the
 // records. A record whose upload cannot be shown gone is kept and reported failed.
-func lookAgain(ctx context.Context, st store.Store, j journal.Journal, aborted []abortedRecord, rep *RecoverReport, opts RecoverOptions) {
+func lookAgain(ctx context.Context, up *Uploader, j journal.Journal, aborted []abortedRecord, rep *RecoverReport, opts RecoverOptions) {
 	if opts.Settle > 0 {
 		t := time.NewTimer(opts.Settle)
 		select {
@@ -207,7 +214,7 @@ func lookAgain(ctx context.Context, st store.Store, j journal.Journal, aborted [
 	}
 	for _, a := range aborted {
 		u := &rep.Uploads[a.index]
-		if err := reabort(ctx, st, a, opts); err != nil {
+		if err := reabort(ctx, up, a, opts); err != nil {
 			u.Outcome, u.Err = RecoverFailed, err
 			_ = j.Release(a.rec.ID)
 		} else if err := dropRecord(j, a.rec.ID, u.Outcome); err != nil {
@@ -217,12 +224,12 @@ func lookAgain(ctx context.Context, st store.Store, j journal.Journal, aborted [
 	}
 }
 
-func reabort(ctx context.Context, st store.Store, a abortedRecord, opts RecoverOptions) error {
+func reabort(ctx context.Context, up *Uploader, a abortedRecord, opts RecoverOptions) error {
 	if ctx.Err() != nil {
 		return &sperrors.Error{Kind: sperrors.Canceled, Op: "Recover", Bucket: a.rec.Bucket, Key: a.rec.Key, UploadID: a.rec.UploadID,
 			Message: "recovery interrupted before the second look after the abort", Err: ctx.Err()}
 	}
-	w, err := recoveryWriter(ctx, st, a.rec, opts)
+	w, err := recoveryWriter(ctx, up, a.rec, opts)
 	if err != nil {
 		return err
 	}
@@ -242,7 +249,7 @@ func reabort(ctx context.Context, st store.Store, a abortedRecord, opts RecoverO
 
 // recoverOne settles one record. When it aborted uploads, it returns their ids and keeps the
 // record claimed: the caller drops it after a second look (lookAgain).
-func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journal.ID, all []journal.Record, opts RecoverOptions, note *string) (RecoverOutcome, []string, error) {
+func recoverOne(ctx context.Context, up *Uploader, j journal.Journal, id journal.ID, all []journal.Record, opts RecoverOptions, note *string) (RecoverOutcome, []string, error) {
 	rec, err := j.Claim(id)
 	switch {
 	case stderrors.Is(err, journal.ErrInUse):
@@ -255,9 +262,9 @@ func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journ
 	var outcome RecoverOutcome
 	var aborted []string
 	if rec.Creating {
-		outcome, aborted, err = settleCreating(ctx, st, j, rec, all, opts)
+		outcome, aborted, err = settleCreating(ctx, up, j, rec, all, opts)
 	} else {
-		outcome, aborted, err = settle(ctx, st, rec, opts, note)
+		outcome, aborted, err = settle(ctx, up, rec, opts, note)
 	}
 	if outcome == RecoverFailed || outcome == RecoverWouldAbort || outcome == RecoverInUse || opts.DryRun {
 		_ = j.Release(id)
@@ -276,8 +283,8 @@ func recoverOne(ctx context.Context, st store.Store, j journal.Journal, id journ
 // detection, confirmed abort) on one record's key. It sends no part, so it takes the default
 // part size: the record's may be one only its writer's profile allows (1 MiB parts where the
 // default profile wants 5), and refusing it would leave that upload unsettled for ever.
-func recoveryWriter(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions) (*Writer, error) {
-	return newWriter(ctx, st, rec.Bucket, rec.Key, config{
+func recoveryWriter(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverOptions) (*Writer, error) {
+	return up.newWriter(ctx, rec.Bucket, rec.Key, config{
 		rules: defaultConfig().rules, partSize: DefaultPartSize, concurrency: 1, sizeHint: -1, checksumSet: true,
 		policy: opts.Policy, logger: opts.Logger, abortTimeout: DefaultAbortTimeout,
 	})
@@ -295,7 +302,8 @@ const (
 // id), initiated around the placeholder's time, that no journal record names, is that writer's,
 // and is aborted. While another writer's placeholder for the same key is claimed (its create is
 // in progress), nothing is touched.
-func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec journal.Record, all []journal.Record, opts RecoverOptions) (RecoverOutcome, []string, error) {
+func settleCreating(ctx context.Context, up *Uploader, j journal.Journal, rec journal.Record, all []journal.Record, opts RecoverOptions) (RecoverOutcome, []string, error) {
+	st := up.st
 	named := map[string]bool{}
 	for _, r := range all {
 		named[r.UploadID] = true
@@ -309,7 +317,7 @@ func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec 
 			_ = j.Release(r.ID)
 		}
 	}
-	w, err := recoveryWriter(ctx, st, rec, opts)
+	w, err := recoveryWriter(ctx, up, rec, opts)
 	if err != nil {
 		return RecoverFailed, nil, err
 	}
@@ -359,8 +367,9 @@ func settleCreating(ctx context.Context, st store.Store, j journal.Journal, rec 
 
 // settle decides (and, unless a dry run, acts on) one claimed record; note gets what it could not
 // prove.
-func settle(ctx context.Context, st store.Store, rec journal.Record, opts RecoverOptions, note *string) (RecoverOutcome, []string, error) {
-	w, err := recoveryWriter(ctx, st, rec, opts)
+func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverOptions, note *string) (RecoverOutcome, []string, error) {
+	st := up.st
+	w, err := recoveryWriter(ctx, up, rec, opts)
 	if err != nil {
 		return RecoverFailed, nil, err
 	}

@@ -23,15 +23,17 @@ import (
 // over plain HTTP on Linux); an io.Seeker (or ReaderAt) makes the source replayable, so a write
 // that verifies wrong after commit is retried from the start within the retry policy's integrity
 // budget.
+//
+// Upload is a shorthand for an upload from a fresh Uploader of st made for this call alone (as
+// New is); a process that writes more than once to a store makes one Uploader and calls its
+// Upload.
 func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader, opts ...Option) (*Result, error) {
+	return newUploader(st, defaultConfig()).Upload(ctx, bucket, key, r, opts...)
+}
+
+func (u *Uploader) upload(ctx context.Context, bucket, key string, r io.Reader, cfg config) (*Result, error) {
 	if r == nil {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Upload", Bucket: bucket, Key: key, Message: "nil reader"}
-	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
 	}
 	size, err := sizeOf(r)
 	if err != nil {
@@ -56,7 +58,7 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 	cfg.replayable = replayable
 	maxAttempts := 1
 	if replayable {
-		maxAttempts = 1 + cfg.policyIntegrityRetries()
+		maxAttempts = 1 + cfg.policy.IntegrityRetries()
 	}
 	var lastErr error
 	var left leftovers
@@ -69,7 +71,7 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 				break
 			}
 		}
-		res, spent, err := uploadOnce(ctx, st, bucket, key, r, ra, start, isReaderAt && size >= 0, cfg)
+		res, spent, err := u.uploadOnce(ctx, bucket, key, r, ra, start, isReaderAt && size >= 0, cfg)
 		// The Result tells what every attempt cost, not just the last one.
 		total.Add(spent.stats)
 		sent += spent.bytesSent
@@ -199,8 +201,8 @@ type spent struct {
 	uploads     []string // every upload id the attempt created or resumed
 }
 
-func uploadOnce(ctx context.Context, st store.Store, bucket, key string, r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool, cfg config) (*Result, spent, error) {
-	w, err := newWriter(ctx, st, bucket, key, cfg)
+func (u *Uploader) uploadOnce(ctx context.Context, bucket, key string, r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool, cfg config) (*Result, spent, error) {
+	w, err := u.newWriter(ctx, bucket, key, cfg)
 	if err != nil {
 		return nil, spent{}, err
 	}

@@ -1,6 +1,9 @@
-// Package writer is safeput's uploader: a Writer that streams into an object, and Upload for a
+// Package writer is safeput's uploader. An Uploader, made once per store, owns what its writes
+// share (retry policy and budget, memory budget, logger, observer, journal, what they learned
+// about the store); its New returns a Writer that streams into an object, its Upload sends a
 // reader. Either ends in a verified Result or a classified *errors.Error; never a panic, never a
-// multipart upload left behind without saying so.
+// multipart upload left behind without saying so. The package functions New, Upload and Recover
+// are shorthands for a one-call Uploader.
 package writer
 
 import (
@@ -22,6 +25,7 @@ import (
 )
 
 // The code reads in the order of a write:
+//   - uploader.go: Uploader, what its writes share
 //   - writer.go: Writer, New, Close, Abort, Result
 //   - intake.go: Write and ReadFrom into pooled part buffers
 //   - parts.go: a part's body (buffer or ReaderAt section), dispatch, UploadPart and its receipt
@@ -127,23 +131,51 @@ type checksumCaps struct {
 
 // New returns a Writer for bucket/key. Nothing is sent until a part fills or Close.
 // ctx governs the whole write: when it ends, in-flight requests stop and Close returns Canceled.
+//
+// New is a shorthand for a write from a fresh Uploader of st made for this call alone: it has a
+// retry policy (and budget) of its own unless WithRetry names one, and learns the store afresh.
+// A process that writes more than once to a store makes one Uploader and calls its New.
 func New(ctx context.Context, st store.Store, bucket, key string, opts ...Option) (*Writer, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	return newWriter(ctx, st, bucket, key, cfg)
+	return newUploader(st, defaultConfig()).New(ctx, bucket, key, opts...)
 }
 
-func newWriter(ctx context.Context, st store.Store, bucket, key string, cfg config) (*Writer, error) {
+// invalid says what makes cfg unusable for any write, or "".
+func (cfg config) invalid() string {
+	if cfg.rulesErr != nil {
+		return cfg.rulesErr.Error()
+	}
+	if cfg.sizeHint < -1 {
+		return fmt.Sprintf("negative size %d", cfg.sizeHint)
+	}
+	if cfg.concurrency < 1 {
+		return fmt.Sprintf("concurrency must be at least 1, got %d", cfg.concurrency)
+	}
+	if cfg.partSize <= 0 {
+		return fmt.Sprintf("part size must be positive, got %d", cfg.partSize)
+	}
+	if c := cfg.resolvedChecksum(); !c.Valid() || (c != store.ChecksumNone && !verify.IsCRC(c)) {
+		return fmt.Sprintf("checksum %q is not supported (want CRC64NVME, CRC32C, CRC32 or none)", c)
+	}
+	return ""
+}
+
+// resolvedChecksum is the algorithm asked for, or the rules' preferred one.
+func (cfg config) resolvedChecksum() store.ChecksumAlgorithm {
+	if cfg.checksumSet {
+		return cfg.checksum
+	}
+	return cfg.rules.Checksum()
+}
+
+// newWriter makes a write of u's store with cfg (u's options and the write's own).
+func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config) (*Writer, error) {
 	const op = "New"
 	bad := func(format string, args ...any) error {
 		e := sperrors.New(sperrors.Permanent, op, format, args...)
 		e.Bucket, e.Key = bucket, key
 		return e
 	}
+	st := u.st
 	if ctx == nil {
 		return nil, bad("nil context")
 	}
@@ -153,24 +185,10 @@ func newWriter(ctx context.Context, st store.Store, bucket, key string, cfg conf
 	if err := store.ValidateBucketKey(bucket, key); err != nil {
 		return nil, bad("%v", err)
 	}
-	if cfg.rulesErr != nil {
-		return nil, bad("%v", cfg.rulesErr)
+	if msg := cfg.invalid(); msg != "" {
+		return nil, bad("%s", msg)
 	}
-	if cfg.sizeHint < -1 {
-		return nil, bad("negative size %d", cfg.sizeHint)
-	}
-	if cfg.concurrency < 1 {
-		return nil, bad("concurrency must be at least 1, got %d", cfg.concurrency)
-	}
-	if cfg.partSize <= 0 {
-		return nil, bad("part size must be positive, got %d", cfg.partSize)
-	}
-	if !cfg.checksumSet {
-		cfg.checksum = cfg.rules.Checksum()
-	}
-	if !cfg.checksum.Valid() || (cfg.checksum != store.ChecksumNone && !verify.IsCRC(cfg.checksum)) {
-		return nil, bad("checksum %q is not supported (want CRC64NVME, CRC32C, CRC32 or none)", cfg.checksum)
-	}
+	cfg.checksum = cfg.resolvedChecksum()
 	size := cfg.sizeHint
 	plan, err := cfg.rules.Plan(multipart.PlanRequest{
 		Size:            size,
@@ -192,8 +210,8 @@ func newWriter(ctx context.Context, st store.Store, bucket, key string, cfg conf
 		return nil, bad("concurrency %d × part size %s = %s exceeds the whole memory budget %s",
 			cfg.concurrency, multipart.FormatSize(plan.PartSize), multipart.FormatSize(need), multipart.FormatSize(cfg.budget.Limit()))
 	}
-	if cfg.policy == nil {
-		cfg.policy = retry.Default()
+	if cfg.policy == nil { // not made by u.config: a recovery writer given no policy
+		cfg.policy = u.cfg.policy
 	}
 	// One buffer holds the single-PUT object, so the threshold cannot exceed a part.
 	plan.Threshold = min(plan.Threshold, plan.PartSize)
@@ -206,7 +224,7 @@ func newWriter(ctx context.Context, st store.Store, bucket, key string, cfg conf
 		key:     key,
 		cfg:     cfg,
 		plan:    plan,
-		facts:   factsFor(st, bucket),
+		facts:   u.facts.forBucket(bucket),
 		start:   time.Now(),
 		policy:  cfg.policy,
 		slots:   make(chan struct{}, cfg.concurrency),

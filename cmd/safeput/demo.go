@@ -191,11 +191,18 @@ func injections(fs *faulty.Store) string {
 	return strings.Join(s, "; ")
 }
 
-func (a *app) demoOpts(extra ...writer.Option) []writer.Option {
-	return append([]writer.Option{
-		writer.WithProfile("aws"), writer.WithPartSize(5 * mib), writer.WithConcurrency(2),
-		writer.WithRetry(demoPolicy()), writer.WithLogger(a.log),
-	}, extra...)
+// demoUpload is a scenario's upload: through one Uploader of st with the demo's options (its
+// writes share one fast retry policy and what they learn about st), each write with its own opts.
+// An Uploader that cannot be made (never: the options are fixed) fails every upload with why.
+func (a *app) demoUpload(st store.Store) func(ctx context.Context, key string, r io.Reader, opts ...writer.Option) (*writer.Result, error) {
+	up, err := writer.NewUploader(st, writer.WithProfile("aws"), writer.WithPartSize(5*mib), writer.WithConcurrency(2),
+		writer.WithRetry(demoPolicy()), writer.WithLogger(a.log))
+	return func(ctx context.Context, key string, r io.Reader, opts ...writer.Option) (*writer.Result, error) {
+		if err != nil {
+			return nil, err
+		}
+		return up.Upload(ctx, demoBucket, key, r, opts...)
+	}
 }
 
 // (1) A body corrupted in transit: the store answers XAmzContentChecksumMismatch to one part.
@@ -205,7 +212,7 @@ func (a *app) demoChecksumMismatch(ctx context.Context) scenarioReport {
 	mem := memstore.New(memstore.WithBuckets(demoBucket))
 	fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.ChecksumMismatch))
 	data := demoData(12*int(mib), 1)
-	res, err := writer.Upload(ctx, fs, demoBucket, "mismatch.bin", streamOnly{bytes.NewReader(data)}, a.demoOpts()...)
+	res, err := a.demoUpload(fs)(ctx, "mismatch.bin", streamOnly{bytes.NewReader(data)})
 	s.see("faults fired: %s", injections(fs))
 	landed(&s, mem, "mismatch.bin", data, res, err)
 	s.expect("the failed part was classified integrity and re-sent from the clean part buffer",
@@ -230,7 +237,8 @@ func (a *app) demoTruncation(ctx context.Context) scenarioReport {
 			events = append(events, "HEAD verification failed: "+oneLine(e.Err))
 		}
 	})
-	res, err := writer.Upload(ctx, fs, demoBucket, "truncated-put.bin", bytes.NewReader(small), a.demoOpts(obs)...)
+	upload := a.demoUpload(fs)
+	res, err := upload(ctx, "truncated-put.bin", bytes.NewReader(small), obs)
 	s.see("single PUT: %s", strings.Join(events, "; "))
 	landed(&s, mem, "truncated-put.bin", small, res, err)
 	s.expect("the truncated PUT was caught after commit, deleted, and the upload retried from the replayable source",
@@ -246,7 +254,7 @@ func (a *app) demoTruncation(ctx context.Context) scenarioReport {
 			mu.Unlock()
 		}
 	})
-	res, err = writer.Upload(ctx, fs, demoBucket, "truncated-part.bin", bytes.NewReader(large), a.demoOpts(countParts)...)
+	res, err = upload(ctx, "truncated-part.bin", bytes.NewReader(large), countParts)
 	mu.Lock()
 	var resent []string
 	for n, c := range starts {
@@ -270,7 +278,8 @@ func (a *app) demoSmallParts(ctx context.Context) scenarioReport {
 		Injected: "memstore with MinPartSize 8 MiB (400 EntityTooSmall at Complete); writer with --provider aws and 5 MiB parts"}
 	mem := memstore.New(memstore.WithBuckets(demoBucket), memstore.WithRules(memstore.Rules{MinPartSize: 8 * mib}))
 	data := demoData(12*int(mib), 4)
-	_, err := writer.Upload(ctx, mem, demoBucket, "parts.bin", bytes.NewReader(data), a.demoOpts()...)
+	upload := a.demoUpload(mem)
+	_, err := upload(ctx, "parts.bin", bytes.NewReader(data))
 	var se *sperrors.Error
 	isErr := stderrors.As(err, &se)
 	if isErr {
@@ -284,8 +293,8 @@ func (a *app) demoSmallParts(ctx context.Context) scenarioReport {
 	s.expect("nothing is visible at the key and the upload was aborted", !exists && len(mem.Uploads(demoBucket)) == 0)
 
 	s.see("retrying with --provider 'profile=aws,min=8MiB' --part-size 8MiB")
-	res, err := writer.Upload(ctx, mem, demoBucket, "parts.bin", bytes.NewReader(data),
-		a.demoOpts(writer.WithProfile("profile=aws,min=8MiB"), writer.WithPartSize(8*mib))...)
+	res, err := upload(ctx, "parts.bin", bytes.NewReader(data),
+		writer.WithProfile("profile=aws,min=8MiB"), writer.WithPartSize(8*mib))
 	landed(&s, mem, "parts.bin", data, res, err)
 	return s
 }
@@ -299,7 +308,7 @@ func (a *app) demoThrottling(ctx context.Context) scenarioReport {
 	fs := faulty.New(mem, faulty.First(faulty.OpPutObject, n, faulty.SlowDown))
 	data := demoData(256*int(kib), 5)
 	start := time.Now()
-	res, err := writer.Upload(ctx, fs, demoBucket, "throttled.bin", bytes.NewReader(data), a.demoOpts()...)
+	res, err := a.demoUpload(fs)(ctx, "throttled.bin", bytes.NewReader(data))
 	s.see("landed after %s of backoff and requests", time.Since(start).Round(time.Millisecond))
 	landed(&s, mem, "throttled.bin", data, res, err)
 	s.expect(fmt.Sprintf("all %d SlowDown answers were classified throttled and retried with backoff", n),
@@ -313,6 +322,7 @@ func (a *app) demoPermanent(ctx context.Context) scenarioReport {
 		Injected: "403 AccessDenied on every request; a flush loop of 3 segments classifies failures with errors.Decide"}
 	mem := memstore.New(memstore.WithBuckets(demoBucket))
 	fs := faulty.New(mem, faulty.Always(faulty.AnyOp, faulty.Forbidden))
+	upload := a.demoUpload(fs) // the flush loop's Uploader
 
 	type channel struct {
 		healthy bool
@@ -331,7 +341,7 @@ func (a *app) demoPermanent(ctx context.Context) scenarioReport {
 			data := demoData(64*int(kib), uint64(10+i))
 			for try := 1; try <= 3; try++ {
 				attempts++
-				_, err := writer.Upload(ctx, fs, demoBucket, "flush/"+seg, bytes.NewReader(data), a.demoOpts()...)
+				_, err := upload(ctx, "flush/"+seg, bytes.NewReader(data))
 				decision, lastErr = sperrors.Decide(err), err
 				if decision != sperrors.DecisionRetry {
 					break

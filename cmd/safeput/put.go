@@ -155,7 +155,12 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 		bar = newProgress(a.stderr, u.Key, size)
 		opts = append(opts, writer.WithObserver(bar.observe))
 	}
-	res, err := writer.Upload(ctx, st, u.Bucket, u.Key, r, opts...)
+	// One write per run: the Uploader holds the run's policy, logger, journal and observer.
+	up, err := writer.NewUploader(st, opts...)
+	if err != nil {
+		return usageErr("%v", err) // uploadOptions checked them: not expected
+	}
+	res, err := up.Upload(ctx, u.Bucket, u.Key, r)
 	if bar != nil {
 		bar.finish()
 	}

@@ -118,7 +118,11 @@ func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
 	if err != nil {
 		return err
 	}
-	rep, err := writer.Recover(ctx, st, j, writer.RecoverOptions{Endpoint: endpoint, Bucket: o.bucket, DryRun: !o.run, Policy: pol, Logger: a.log, ReadBackLimit: readBackLimit})
+	up, err := writer.NewUploader(st, writer.WithRetry(pol), writer.WithLogger(a.log), writer.WithJournal(j, endpoint))
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	rep, err := up.Recover(ctx, writer.RecoverOptions{Bucket: o.bucket, DryRun: !o.run, ReadBackLimit: readBackLimit})
 	if err != nil && rep == nil {
 		if ctx.Err() != nil {
 			return withCode(exitCanceled, err)

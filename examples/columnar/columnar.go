@@ -19,17 +19,18 @@ import (
 	"github.com/safeput/safeput/writer"
 )
 
-// Options are the writer options the examples use: 5 MiB parts under the Versity S3 Gateway
+// Options are the Uploader options the examples use: 5 MiB parts under the Versity S3 Gateway
 // profile, so a table of tens of MiB goes out as several parts.
 func Options() []writer.Option {
 	return []writer.Option{writer.WithProfile("versitygw"), writer.WithPartSize(5 << 20)}
 }
 
-// WriteParquet streams the generator's table as Parquet into bucket/key. It returns the
+// WriteParquet streams the generator's table as Parquet into bucket/key through up (opts are
+// this write's own, on top of up's). It returns the
 // verified Result and the digest of what was written; on any failure the upload is aborted and
 // the error unwraps to *errors.Error.
-func WriteParquet(ctx context.Context, st store.Store, bucket, key string, gen *Generator, opts ...writer.Option) (*writer.Result, Digest, error) {
-	w, err := writer.New(ctx, st, bucket, key, opts...)
+func WriteParquet(ctx context.Context, up *writer.Uploader, bucket, key string, gen *Generator, opts ...writer.Option) (*writer.Result, Digest, error) {
+	w, err := up.New(ctx, bucket, key, opts...)
 	if err != nil {
 		return nil, Digest{}, err
 	}
@@ -95,8 +96,8 @@ func writeParquet(sink *Sink, gen *Generator) (d Digest, err error) {
 
 // WriteIPC streams the table as an Arrow IPC file. ipc.FileWriter.Close writes the footer but
 // does not close its sink, so the commit is an explicit sink.Close after it.
-func WriteIPC(ctx context.Context, st store.Store, bucket, key string, gen *Generator, opts ...writer.Option) (*writer.Result, Digest, error) {
-	w, err := writer.New(ctx, st, bucket, key, opts...)
+func WriteIPC(ctx context.Context, up *writer.Uploader, bucket, key string, gen *Generator, opts ...writer.Option) (*writer.Result, Digest, error) {
+	w, err := up.New(ctx, bucket, key, opts...)
 	if err != nil {
 		return nil, Digest{}, err
 	}

@@ -13,6 +13,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
+	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/faulty"
 	"github.com/safeput/safeput/writer"
 )
@@ -46,6 +47,16 @@ func checkedAlloc(t *testing.T) *memory.CheckedAllocator {
 	return mem
 }
 
+// newUploader is the Uploader a test's writes to st share.
+func newUploader(t *testing.T, st store.Store, opts ...writer.Option) *writer.Uploader {
+	t.Helper()
+	up, err := writer.NewUploader(st, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return up
+}
+
 // TestParquetMillionRows streams a million rows through pqarrow into a Writer and reads them
 // back with ranged GETs: same rows, same id sum, same string and vector hashes.
 func TestParquetMillionRows(t *testing.T) {
@@ -54,7 +65,7 @@ func TestParquetMillionRows(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		gen := &Generator{Rows: millionRows, Mem: checkedAlloc(t)}
-		res, wrote, err := WriteParquet(ctx, env.Store, env.Bucket, "tables/t.parquet", gen, Options()...)
+		res, wrote, err := WriteParquet(ctx, newUploader(t, env.Store, Options()...), env.Bucket, "tables/t.parquet", gen)
 		if err != nil {
 			t.Fatalf("WriteParquet: %v", err)
 		}
@@ -87,7 +98,7 @@ func TestIPCMillionRows(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		gen := &Generator{Rows: millionRows, Mem: checkedAlloc(t)}
-		res, wrote, err := WriteIPC(ctx, env.Store, env.Bucket, "tables/t.arrow", gen, Options()...)
+		res, wrote, err := WriteIPC(ctx, newUploader(t, env.Store, Options()...), env.Bucket, "tables/t.arrow", gen)
 		if err != nil {
 			t.Fatalf("WriteIPC: %v", err)
 		}
@@ -147,9 +158,9 @@ func TestFaultMidStream(t *testing.T) {
 				gen := &Generator{Rows: faultRows}
 				var err error
 				if format == "parquet" {
-					_, _, err = WriteParquet(ctx, st, env.Bucket, key, gen, Options()...)
+					_, _, err = WriteParquet(ctx, newUploader(t, st, Options()...), env.Bucket, key, gen)
 				} else {
-					_, _, err = WriteIPC(ctx, st, env.Bucket, key, gen, Options()...)
+					_, _, err = WriteIPC(ctx, newUploader(t, st, Options()...), env.Bucket, key, gen)
 				}
 				if err == nil {
 					t.Fatal("write succeeded through a Forbidden part")
@@ -172,7 +183,7 @@ func TestFooterFailure(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		key := "footer/t.parquet"
-		w, err := writer.New(ctx, env.Store, env.Bucket, key, Options()...)
+		w, err := newUploader(t, env.Store, Options()...).New(ctx, env.Bucket, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +225,7 @@ func TestFooterErrorSwallowed(t *testing.T) {
 		key := "swallowed/blob"
 		// A store that refuses every part: the Writer's own sticky error is the failure.
 		st := faulty.New(env.Store, faulty.Always(faulty.OpUploadPart, faulty.Forbidden))
-		w, err := writer.New(ctx, st, env.Bucket, key, Options()...)
+		w, err := newUploader(t, st, Options()...).New(ctx, env.Bucket, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +254,7 @@ func TestFirstWriteCannotFail(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		st := faulty.New(env.Store, faulty.Always(faulty.AnyOp, faulty.Forbidden))
-		w, err := writer.New(ctx, st, env.Bucket, "refused/t.parquet", Options()...)
+		w, err := newUploader(t, st, Options()...).New(ctx, env.Bucket, "refused/t.parquet")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/faulty"
 	"github.com/safeput/safeput/writer"
 )
@@ -34,6 +35,16 @@ import (
 func fastPolicy() *retry.Policy {
 	return retry.New(retry.WithMaxAttempts(3), retry.WithThrottleMaxAttempts(3), retry.WithInitialInterval(5*time.Millisecond),
 		retry.WithThrottleInterval(20*time.Millisecond), retry.WithMaxInterval(200*time.Millisecond))
+}
+
+// newUploader is the Uploader a test's writes to st share.
+func newUploader(t *testing.T, st store.Store, opts ...writer.Option) *writer.Uploader {
+	t.Helper()
+	up, err := writer.NewUploader(st, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return up
 }
 
 // payload is deterministic, so the check can tell what each task wrote without trusting it.
@@ -107,8 +118,8 @@ func TestManagerThroughFaults(t *testing.T) {
 
 		faults := faulty.New(env.Store, faultRules()...)
 		st := col.WrapStore(faults)
-		opts := []writer.Option{writer.WithRetry(fastPolicy()), col.Option(),
-			writer.WithProfile(env.Profile()), writer.WithPartSize(5 << 20), writer.WithConcurrency(2)}
+		up := newUploader(t, st, writer.WithRetry(fastPolicy()), col.Option(),
+			writer.WithProfile(env.Profile()), writer.WithPartSize(5<<20), writer.WithConcurrency(2))
 
 		var terminalReports []string
 		reported := make(chan string, channels*segments)
@@ -117,8 +128,8 @@ func TestManagerThroughFaults(t *testing.T) {
 
 		var tasks []*SegmentTask
 		newTask := func(ch, seg int) *SegmentTask {
-			task := &SegmentTask{Store: st, Bucket: env.Bucket, Chan: fmt.Sprintf("ch%d", ch), Segment: int64(seg),
-				Files: segmentFiles(ch, seg), Options: opts}
+			task := &SegmentTask{Uploader: up, Bucket: env.Bucket, Chan: fmt.Sprintf("ch%d", ch), Segment: int64(seg),
+				Files: segmentFiles(ch, seg)}
 			tasks = append(tasks, task)
 			return task
 		}
@@ -379,7 +390,8 @@ func TestDropInShapes(t *testing.T) {
 		defer cancel()
 		opts := []writer.Option{writer.WithRetry(fastPolicy()), writer.WithProfile(env.Profile()), writer.WithPartSize(5 << 20)}
 
-		cm := &ChunkManager{Store: env.Store, Bucket: env.Bucket, Options: opts}
+		up := newUploader(t, env.Store, opts...)
+		cm := &ChunkManager{Uploader: up, Bucket: env.Bucket}
 		data := payload(1, 300<<10)
 		if err := cm.Write(ctx, "files/a.bin", data); err != nil {
 			t.Fatalf("ChunkManager.Write: %v", err)
@@ -388,7 +400,7 @@ func TestDropInShapes(t *testing.T) {
 			t.Fatal("ChunkManager.Write: read back differs")
 		}
 
-		os := &ObjectStorage{Store: env.Store, Options: opts}
+		os := &ObjectStorage{Uploader: up}
 		big := payload(2, 7<<20)
 		// An io.Reader that is neither sized nor seekable, as a network body would be.
 		if err := os.PutObject(ctx, env.Bucket, "files/b.bin", io.MultiReader(bytes.NewReader(big)), int64(len(big))); err != nil {
@@ -407,12 +419,13 @@ func TestDropInShapes(t *testing.T) {
 
 		// Failures unwrap to *errors.Error through the shapes' own wrapping.
 		denied := faulty.New(env.Store, faulty.Always(faulty.OpPutObject, faulty.Forbidden), faulty.Always(faulty.OpUploadPart, faulty.Forbidden))
-		err := (&ChunkManager{Store: denied, Bucket: env.Bucket, Options: opts}).Write(ctx, "files/denied.bin", data)
+		deniedUp := newUploader(t, denied, opts...)
+		err := (&ChunkManager{Uploader: deniedUp, Bucket: env.Bucket}).Write(ctx, "files/denied.bin", data)
 		var e *sperrors.Error
 		if !stderrors.As(err, &e) || e.Kind != sperrors.Permanent || e.Code != "AccessDenied" || sperrors.Decide(err) != sperrors.DecisionTerminal {
 			t.Fatalf("ChunkManager.Write through Forbidden: %v (as *Error: %+v)", err, e)
 		}
-		err = (&ObjectStorage{Store: denied, Options: opts}).PutObject(ctx, env.Bucket, "files/denied-mp.bin", io.MultiReader(bytes.NewReader(big)), int64(len(big)))
+		err = (&ObjectStorage{Uploader: deniedUp}).PutObject(ctx, env.Bucket, "files/denied-mp.bin", io.MultiReader(bytes.NewReader(big)), int64(len(big)))
 		if !stderrors.As(err, &e) || e.Kind != sperrors.Permanent {
 			t.Fatalf("ObjectStorage.PutObject through Forbidden: %v", err)
 		}

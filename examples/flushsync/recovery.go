@@ -3,21 +3,17 @@ package flushsync
 import (
 	"context"
 
-	"github.com/safeput/safeput/journal"
-	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/writer"
 )
 
 // Recovery makes a Manager settle, before its first task runs, every multipart upload a
 // previous process left in the journal when it died mid-flush: an upload whose Complete landed
 // is recognised as landed, any other is aborted, so a restart neither leaves billed orphans
-// behind nor has to guess. Tasks record their uploads by passing
-// writer.WithJournal(Journal, Endpoint) in SegmentTask.Options.
+// behind nor has to guess. Tasks record their uploads through an Uploader made with
+// writer.WithJournal; Recovery takes an Uploader of the same journal (the tasks' own, typically).
 type Recovery struct {
-	Store    store.Store
-	Journal  journal.Journal
-	Endpoint string
-	// Options tunes the run (policy, logger); Endpoint is taken from the field above.
+	Uploader *writer.Uploader // made WithJournal
+	// Options tunes the run; unset fields take the Uploader's (endpoint, policy, logger).
 	Options writer.RecoverOptions
 }
 
@@ -28,9 +24,7 @@ func (m *Manager) recoverJournal(ctx context.Context) {
 	if r == nil {
 		return
 	}
-	opts := r.Options
-	opts.Endpoint = r.Endpoint
-	m.recovered, m.recoverErr = writer.Recover(ctx, r.Store, r.Journal, opts)
+	m.recovered, m.recoverErr = r.Uploader.Recover(ctx, r.Options)
 }
 
 // Recovered returns what the start-up recovery did (nil without Config.Recovery) and the error

@@ -26,10 +26,10 @@ func TestManagerRecoversJournalAtStart(t *testing.T) {
 		opts := []writer.Option{writer.WithProfile("versitygw"), writer.WithPartSize(5 << 20), writer.WithConcurrency(1),
 			writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpoint)}
 		// The dead predecessor: part 2 refused, and its abort never sent (refused here).
-		dead := &SegmentTask{Store: faulty.New(env.Store,
+		dead := &SegmentTask{Uploader: newUploader(t, faulty.New(env.Store,
 			faulty.Rule{Op: "UploadPart", Part: 2, Fault: faulty.Forbidden},
-			faulty.Always("AbortMultipartUpload", faulty.Forbidden)),
-			Bucket: env.Bucket, Chan: "ch0", Segment: 1, Files: files, Options: opts}
+			faulty.Always("AbortMultipartUpload", faulty.Forbidden)), opts...),
+			Bucket: env.Bucket, Chan: "ch0", Segment: 1, Files: files}
 		if err := dead.Prepare(context.Background()); err == nil {
 			t.Fatal("the dying flush succeeded")
 		}
@@ -37,8 +37,9 @@ func TestManagerRecoversJournalAtStart(t *testing.T) {
 			t.Fatalf("incomplete uploads left by the dead flush = %v, want 1", ups)
 		}
 
-		mgr := NewManager(context.Background(), Config{Workers: 2,
-			Recovery: &Recovery{Store: env.Store, Journal: j, Endpoint: endpoint}})
+		// The next process: one Uploader, recovering first, then writing.
+		up := newUploader(t, env.Store, opts...)
+		mgr := NewManager(context.Background(), Config{Workers: 2, Recovery: &Recovery{Uploader: up}})
 		rep, err := mgr.Recovered()
 		if err != nil || rep == nil || rep.Counts[writer.RecoverAborted] != 1 {
 			t.Fatalf("start-up recovery = %+v, %v; want one upload aborted", rep, err)
@@ -46,7 +47,7 @@ func TestManagerRecoversJournalAtStart(t *testing.T) {
 		if ups := s3test.IncompleteUploads(t, env.Srv, env.Bucket, "ch0/"); len(ups) != 0 {
 			t.Fatalf("incomplete uploads after start-up recovery: %v", ups)
 		}
-		task := &SegmentTask{Store: env.Store, Bucket: env.Bucket, Chan: "ch0", Segment: 1, Files: files, Options: opts}
+		task := &SegmentTask{Uploader: up, Bucket: env.Bucket, Chan: "ch0", Segment: 1, Files: files}
 		if err := mgr.Submit(task); err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -41,14 +40,16 @@ type ManifestEntry struct {
 // it as landed (Result.AlreadyExisted) instead of writing a second copy under a new name, which
 // is what leaves orphans behind when each attempt allocates new keys.
 type SegmentTask struct {
-	Store   store.Store
-	Bucket  string
-	Chan    string
-	Segment int64
+	// Uploader is shared by every task writing to the store (one retry budget, one memory
+	// budget, one journal, what its writes learned about the store).
+	Uploader *writer.Uploader
+	Bucket   string
+	Chan     string
+	Segment  int64
 	// Files is the task's own buffer: it is kept until the task finishes, so a re-drive resends
 	// exactly the same bytes.
 	Files []File
-	// Options are passed to every write (retry policy, observer, part size...).
+	// Options are added to the Uploader's for every write of this task.
 	Options []writer.Option
 
 	mu      sync.Mutex
@@ -94,7 +95,7 @@ func (t *SegmentTask) Prepare(ctx context.Context) error {
 		key := t.FileKey(f.Name)
 		// bytes.Reader is an io.ReaderAt of known size: parts are sent straight from the task's
 		// buffer, and it is replayable, so an integrity failure is retried from clean bytes.
-		res, err := writer.Upload(ctx, t.Store, t.Bucket, key, bytes.NewReader(f.Data), t.options()...)
+		res, err := t.Uploader.Upload(ctx, t.Bucket, key, bytes.NewReader(f.Data), t.options()...)
 		if err != nil {
 			return fmt.Errorf("prepare %s: %w", t.Name(), err)
 		}
@@ -139,7 +140,7 @@ func (t *SegmentTask) Commit(ctx context.Context) error {
 		return sperrors.Wrap(sperrors.Internal, "Commit", err)
 	}
 	opts := append(t.options(), writer.WithContentType("application/json"))
-	res, err := writer.Upload(ctx, t.Store, t.Bucket, t.ManifestKey(), bytes.NewReader(body), opts...)
+	res, err := t.Uploader.Upload(ctx, t.Bucket, t.ManifestKey(), bytes.NewReader(body), opts...)
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", t.Name(), err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -15,15 +14,15 @@ import (
 // wraps a *errors.Error, so errors.As / errors.Decide work on it unchanged, and the callers'
 // retry loop (retry.Handle with IsNonRetryableErr) can become errors.Decide.
 type ChunkManager struct {
-	Store  store.Store
-	Bucket string
-	// Options are passed to every write.
+	Uploader *writer.Uploader // shared by everything writing to the store
+	Bucket   string
+	// Options are added to the Uploader's for every write.
 	Options []writer.Option
 }
 
 // Write uploads content to path and returns nil only when it landed verified.
 func (c *ChunkManager) Write(ctx context.Context, path string, content []byte) error {
-	if _, err := writer.Upload(ctx, c.Store, c.Bucket, path, bytes.NewReader(content), c.Options...); err != nil {
+	if _, err := c.Uploader.Upload(ctx, c.Bucket, path, bytes.NewReader(content), c.Options...); err != nil {
 		// Wrapped with the caller's context; %w keeps the *errors.Error reachable.
 		return fmt.Errorf("chunk manager: write %s (%d bytes): %w", path, len(content), err)
 	}
@@ -33,8 +32,8 @@ func (c *ChunkManager) Write(ctx context.Context, path string, content []byte) e
 // ObjectStorage is the reader shape (Milvus's ObjectStorage.PutObject(ctx, bucket, key,
 // io.Reader, size) error), implemented on safeput.
 type ObjectStorage struct {
-	Store store.Store
-	// Options are passed to every write.
+	Uploader *writer.Uploader // shared by everything writing to the store
+	// Options are added to the Uploader's for every write.
 	Options []writer.Option
 }
 
@@ -47,7 +46,7 @@ func (o *ObjectStorage) PutObject(ctx context.Context, bucket, key string, reade
 		// A reader that reports a different size itself is refused by Upload (Permanent).
 		opts = append(append([]writer.Option(nil), o.Options...), writer.WithSize(size))
 	}
-	if _, err := writer.Upload(ctx, o.Store, bucket, key, reader, opts...); err != nil {
+	if _, err := o.Uploader.Upload(ctx, bucket, key, reader, opts...); err != nil {
 		return fmt.Errorf("object storage: put %s/%s (size %d): %w", bucket, key, size, err)
 	}
 	return nil

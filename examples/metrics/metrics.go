@@ -6,7 +6,7 @@
 //	col := metrics.New("safeput")
 //	reg.MustRegister(col)
 //	st = col.WrapStore(st) // optional: per-request failure counts, and retry kinds (see below)
-//	w, err := writer.New(ctx, st, bucket, key, col.Option())
+//	up, err := writer.NewUploader(st, col.Option()) // every write of up feeds col
 package metrics
 
 import (

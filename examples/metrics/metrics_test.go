@@ -30,13 +30,16 @@ func TestCountsWhatHappened(t *testing.T) {
 			faulty.Rule{Op: faulty.OpUploadPart, KeyPrefix: "denied/", Part: 2, Fault: faulty.Forbidden},
 		))
 		policy := retry.New(retry.WithThrottleInterval(10*time.Millisecond), retry.WithInitialInterval(5*time.Millisecond))
-		opts := []writer.Option{col.Option(), writer.WithRetry(policy), writer.WithProfile(env.Profile()), writer.WithPartSize(5 << 20)}
+		up, err := writer.NewUploader(st, col.Option(), writer.WithRetry(policy), writer.WithProfile(env.Profile()), writer.WithPartSize(5<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
 
 		small := s3test.RandomBytes(100 << 10)
-		if _, err := writer.Upload(ctx, st, env.Bucket, "ok/small", bytes.NewReader(small), opts...); err != nil {
+		if _, err := up.Upload(ctx, env.Bucket, "ok/small", bytes.NewReader(small)); err != nil {
 			t.Fatalf("upload through two SlowDowns: %v", err)
 		}
-		if _, err := writer.Upload(ctx, st, env.Bucket, "denied/big", bytes.NewReader(s3test.RandomBytes(12<<20)), opts...); err == nil {
+		if _, err := up.Upload(ctx, env.Bucket, "denied/big", bytes.NewReader(s3test.RandomBytes(12<<20))); err == nil {
 			t.Fatal("upload through a Forbidden part succeeded")
 		}
 

@@ -615,6 +615,6 @@ func quote(etag string) string {
 	return `"` + unquote(etag) + `"`
 }
 
-// Endpoint names the endpoint this store talks to ("" for AWS's regional default), so writes to
-// it share what they learned about its checksum and ETag behaviour (writer.Endpointer).
+// Endpoint names the endpoint this store talks to ("" for AWS's regional default), e.g. for a
+// journal's endpoint identity.
 func (s *Store) Endpoint() string { return aws.ToString(s.client.Options().BaseEndpoint) }

@@ -654,6 +654,6 @@ func (s *Store) ListMultipartUploads(ctx context.Context, in *store.ListMultipar
 	}
 }
 
-// Endpoint names the endpoint this store talks to, so writes to it share what they learned
-// about its checksum and ETag behaviour (writer.Endpointer).
+// Endpoint names the endpoint this store talks to (its base URL), e.g. for a journal's endpoint
+// identity.
 func (s *Store) Endpoint() string { return s.core.EndpointURL().String() }

@@ -1,0 +1,150 @@
+package writer
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store"
+)
+
+// Uploader writes objects to one store and owns what its writes share: the store, the retry
+// policy (and with it the retry budget and rate limiter), the memory budget, the logger, the
+// observer, the journal, and what its writes learned about the store (whether it takes the
+// checksum header, whether HEAD reports it, whether its ETags are MD5s), so a later write skips
+// what cannot help. Writes made from one Uploader share these; two Uploaders share nothing.
+//
+// An Uploader is safe for concurrent use. Make one per store and keep it as long as the process
+// talks to that store, as with an http.Client: a fresh Uploader per write re-learns the store and
+// gives every write a retry budget of its own.
+//
+// The package functions New, Upload and Recover are shorthands that make a fresh Uploader for
+// each call (the way http.Get uses http.DefaultClient, except that nothing outlives the call):
+// their writes share nothing with one another.
+type Uploader struct {
+	st store.Store
+	// cfg is what every write starts from: NewUploader's options; its policy is never nil.
+	cfg   config
+	facts factTable
+}
+
+// NewUploader returns an Uploader for st. opts are the defaults of every write it makes (a
+// write's own options override them); what they name is shared by all its writes:
+//   - WithRetry: the policy, and so its retry budget (default: a retry.New() of its own);
+//   - WithMemoryBudget: the part-buffer memory of all writes together (default: none shared,
+//     each write has concurrency × part size of its own);
+//   - WithLogger, WithObserver, WithJournal: where every write logs, reports and journals.
+//
+// It fails (Permanent) on a nil store or an option that no write could use (an unknown profile,
+// a non-positive part size or concurrency, an unsupported checksum).
+func NewUploader(st store.Store, opts ...Option) (*Uploader, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	bad := func(format string, args ...any) error {
+		return sperrors.New(sperrors.Permanent, "NewUploader", format, args...)
+	}
+	if st == nil {
+		return nil, bad("nil store")
+	}
+	if msg := cfg.invalid(); msg != "" {
+		return nil, bad("%s", msg)
+	}
+	return newUploader(st, cfg), nil
+}
+
+// newUploader is NewUploader without the checks: the package shorthands leave them to the write,
+// which reports them as it always has (Op "New").
+func newUploader(st store.Store, cfg config) *Uploader {
+	if cfg.policy == nil {
+		cfg.policy = retry.New()
+	}
+	return &Uploader{st: st, cfg: cfg}
+}
+
+// config returns u's defaults with a write's own options applied.
+func (u *Uploader) config(opts []Option) config {
+	cfg := u.cfg
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.policy == nil { // WithRetry(nil) for one write: the Uploader's policy
+		cfg.policy = u.cfg.policy
+	}
+	return cfg
+}
+
+// New returns a Writer for bucket/key, configured by u's options and then opts. Nothing is sent
+// until a part fills or Close. ctx governs the whole write: when it ends, in-flight requests stop
+// and Close returns Canceled.
+func (u *Uploader) New(ctx context.Context, bucket, key string, opts ...Option) (*Writer, error) {
+	if u == nil {
+		return nil, errNilUploader("New")
+	}
+	return u.newWriter(ctx, bucket, key, u.config(opts))
+}
+
+// Upload writes everything r yields to bucket/key and returns the verified Result; see the
+// package function Upload for what it makes of r.
+func (u *Uploader) Upload(ctx context.Context, bucket, key string, r io.Reader, opts ...Option) (*Result, error) {
+	if u == nil {
+		return nil, errNilUploader("Upload")
+	}
+	return u.upload(ctx, bucket, key, r, u.config(opts))
+}
+
+// Recover settles the uploads recorded in u's journal (WithJournal) for u's store; see the
+// package function Recover. Unset fields of opts take u's: Endpoint the journal's endpoint
+// identity, Policy u's retry policy, Logger u's logger.
+func (u *Uploader) Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
+	if u == nil {
+		return nil, errNilUploader("Recover")
+	}
+	if u.cfg.journal == nil {
+		return nil, sperrors.New(sperrors.Permanent, "Recover", "the Uploader has no journal (WithJournal)")
+	}
+	if opts.Endpoint == "" {
+		opts.Endpoint = u.cfg.journalEndpoint
+	}
+	if opts.Policy == nil {
+		opts.Policy = u.cfg.policy
+	}
+	if opts.Logger == nil {
+		opts.Logger = u.cfg.logger
+	}
+	return u.recover(ctx, u.cfg.journal, opts)
+}
+
+// errNilUploader is the error of a method called on a nil *Uploader (a field never set, say):
+// a classified error rather than a panic.
+func errNilUploader(op string) error {
+	return sperrors.New(sperrors.Permanent, op, "nil *writer.Uploader (make one with NewUploader)")
+}
+
+// factTable is what an Uploader's writes learned about its store, per bucket: whether ETags are
+// MD5s can differ by bucket (SSE-KMS).
+type factTable struct {
+	mu       sync.Mutex
+	byBucket map[string]*endpointFacts
+}
+
+func (t *factTable) forBucket(bucket string) *endpointFacts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.byBucket[bucket]
+	if f == nil {
+		if t.byBucket == nil {
+			t.byBucket = map[string]*endpointFacts{}
+		}
+		f = &endpointFacts{}
+		t.byBucket[bucket] = f
+	}
+	return f
+}
