@@ -11,21 +11,22 @@
 // failures with no answer, and concurrent use. A Harness that also implements TransportHarness
 // has the wire checked too (a closed port, requests per page).
 //
-// A third-party adapter's test, against a bucket its own client can reach:
+// A third-party adapter's test (example_test.go has the same shape over the in-memory store):
 //
-//	type harness struct{ bucket string }
+//	type harness struct{}
 //
-//	func (h harness) MakeStores(t *testing.T) (under, reference store.Store, bucket string) {
-//		under, reference = myadapter.New(cfg), awss3.MustNew(cfg) // any independent client
-//		emptyBucket(t, reference, h.bucket)
-//		return under, reference, h.bucket
+//	func (harness) MakeStores(t *testing.T) (under, reference store.Store, bucket string) {
+//		under = myadapter.New(myConfig)                       // the store under test
+//		reference, err := awss3.New(awss3.Config{ /* the same server */ }) // an independent client
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		return under, reference, newEmptyBucket(t)
 //	}
 //
-//	func (harness) Capabilities() storetest.Capabilities {
-//		return storetest.Capabilities{ConditionalPut: true, ConditionalComplete: true, Checksums: true, MD5ETags: true, PagedUploadListing: true}
-//	}
+//	func (harness) Capabilities() storetest.Capabilities { return storetest.Capabilities{Checksums: true} }
 //
-//	func TestConformance(t *testing.T) { storetest.Run(t, harness{bucket: "conformance"}) }
+//	func TestConformance(t *testing.T) { storetest.Run(t, harness{}) }
 //
 // Facts about one server that no contract states (which error code it picks among those S3
 // allows, which headers it ignores) belong in that server's own tests, layered on top.
