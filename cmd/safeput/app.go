@@ -40,8 +40,7 @@ type globalOpts struct {
 	logLevel     string
 	stallTimeout time.Duration
 	insecure     bool
-	fault        string // test build only (testhooks_on.go): faults injected through store/faulty
-	pause        string // test build only: the kill test widens a write's windows (pause.go)
+	hooks        testHooks // --fault and --pause, in the test build only (testhooks_on.go)
 }
 
 type app struct {
@@ -109,7 +108,7 @@ Start with "safeput demo": no set-up, no network.
 	f.DurationVar(&a.g.stallTimeout, "stall-timeout", retry.DefaultStallTimeout,
 		"cut and retry a request that moves no byte for this long (0 disables; at most "+maxStallTimeout.String()+")")
 	f.BoolVar(&a.g.insecure, "insecure-skip-verify", false, "do not verify the endpoint's TLS certificate (test endpoints only)")
-	a.addTestFlags(f)
+	a.g.hooks.register(f)
 
 	root.AddCommand(a.putCmd(), a.verifyCmd(), a.probeCmd(), a.sweepCmd(), a.recoverCmd(), a.demoCmd())
 	return root
@@ -180,7 +179,7 @@ func (a *app) newStore() (store.Store, error) {
 	if a.g.backend != "aws" && a.g.backend != "minio" {
 		return nil, usageErr("--backend %q: want aws or minio", a.g.backend)
 	}
-	rules, err := a.testFaults()
+	rules, err := a.g.hooks.faults()
 	if err != nil {
 		return nil, err
 	}

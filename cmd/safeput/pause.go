@@ -38,7 +38,7 @@ func (a *app) journalStore() (store.Store, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if st, err = a.testPauses(st); err != nil {
+	if st, err = a.g.hooks.pauses(st); err != nil {
 		return nil, "", err
 	}
 	id, err := a.endpointID()

@@ -9,10 +9,11 @@ import (
 	"github.com/safeput/safeput/store/faulty"
 )
 
-// The release build: no --fault, no --pause (see testhooks_on.go).
+// testHooks of the release build: no --fault, no --pause (see testhooks_on.go).
+type testHooks struct{}
 
-func (*app) addTestFlags(*pflag.FlagSet) {}
+func (testHooks) register(*pflag.FlagSet) {}
 
-func (*app) testFaults() ([]faulty.Rule, error) { return nil, nil }
+func (testHooks) faults() ([]faulty.Rule, error) { return nil, nil }
 
-func (*app) testPauses(st store.Store) (store.Store, error) { return st, nil }
+func (testHooks) pauses(st store.Store) (store.Store, error) { return st, nil }

@@ -151,7 +151,7 @@ func md5Of(data []byte) []byte {
 }
 
 // mustAnswer asserts that err is the store's answer with this status and code (any, if "").
-func mustAnswer(t *testing.T, what string, err error, status int, code string) *store.ResponseError {
+func mustAnswer(t *testing.T, what string, err error, status int, code string) {
 	t.Helper()
 	var re *store.ResponseError
 	if !errors.As(err, &re) {
@@ -160,7 +160,6 @@ func mustAnswer(t *testing.T, what string, err error, status int, code string) *
 	if re.StatusCode != status || (code != "" && re.Code != code) {
 		t.Fatalf("%s: HTTP %d code %q (message %q), want HTTP %d %s", what, re.StatusCode, re.Code, re.Message, status, code)
 	}
-	return re
 }
 
 // uploadParts creates an upload of key and sends parts (with CRC64NVME checksums for a

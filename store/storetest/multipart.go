@@ -162,7 +162,7 @@ func testCreateOnlyComplete(t *testing.T, e env) {
 		e.readBack(t, key, second)
 		return
 	}
-	responseError(t, "second create-only Complete", err, http.StatusPreconditionFailed, "PreconditionFailed")
+	mustAnswer(t, "second create-only Complete", err, http.StatusPreconditionFailed, "PreconditionFailed")
 	e.readBack(t, key, first)
 
 	// AWS and Versity S3 Gateway replay the success; MinIO checks the precondition first (412),
@@ -250,7 +250,7 @@ func testEntityTooSmall(t *testing.T, e env) {
 	key := "mpu/too-small"
 	id, done := e.uploadParts(t, key, store.ChecksumNone, store.ChecksumTypeNone, randomBytes(t, 1024), randomBytes(t, 1024))
 	_, err := e.under.CompleteMultipartUpload(ctxFor(t), &store.CompleteMultipartUploadInput{Bucket: e.bucket, Key: key, UploadID: id, Parts: done})
-	responseError(t, "Complete with a 1 KiB first part", err, http.StatusBadRequest, "EntityTooSmall")
+	mustAnswer(t, "Complete with a 1 KiB first part", err, http.StatusBadRequest, "EntityTooSmall")
 	if e.exists(t, key) {
 		t.Error("an object was completed from a too-small part")
 	}
@@ -274,7 +274,7 @@ func testAbortAndList(t *testing.T, e env) {
 	lu, err := e.under.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: e.bucket, Prefix: "abort/b", PageSize: 1})
 	switch {
 	case err != nil && !e.caps.PagedUploadListing:
-		responseError(t, "ListMultipartUploads abort/b page size 1 on a store that cannot page", err, 0, "")
+		mustAnswer(t, "ListMultipartUploads abort/b page size 1 on a store that cannot page", err, 0, "")
 		if lu, err = e.under.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: e.bucket, Prefix: "abort/b"}); err != nil {
 			t.Fatalf("ListMultipartUploads abort/b: %v", err)
 		}
@@ -302,7 +302,7 @@ func testAbortAndList(t *testing.T, e env) {
 	}
 	err = e.under.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: e.bucket, Key: k, UploadID: id})
 	if err != nil {
-		responseError(t, "a second Abort", err, http.StatusNotFound, "NoSuchUpload")
+		mustAnswer(t, "a second Abort", err, http.StatusNotFound, "NoSuchUpload")
 	}
 	if e.exists(t, k) {
 		t.Error("an aborted upload left an object")
@@ -347,7 +347,7 @@ func testListPaging(t *testing.T, e env) {
 	lu, err := st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: e.bucket, Prefix: key, PageSize: pageSize})
 	switch {
 	case err != nil && !e.caps.PagedUploadListing:
-		responseError(t, "ListMultipartUploads page by page on a store that cannot page", err, 0, "")
+		mustAnswer(t, "ListMultipartUploads page by page on a store that cannot page", err, 0, "")
 		counts.reset()
 		if lu, err = st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: e.bucket, Prefix: key}); err != nil {
 			t.Fatalf("ListMultipartUploads in one page: %v", err)

@@ -100,7 +100,7 @@ func testChecksumAlgorithms(t *testing.T, e env) {
 		_, err := e.under.PutObject(ctxFor(t), &store.PutObjectInput{Bucket: e.bucket, Key: key, Body: bytes.NewReader(data), ContentLength: int64(len(data)), Checksum: c})
 		if err != nil && !e.caps.Checksums {
 			// A backend without checksums may refuse the header; then nothing is stored.
-			responseError(t, "PutObject with "+string(alg), err, 0, "")
+			mustAnswer(t, "PutObject with "+string(alg), err, 0, "")
 			if e.exists(t, key) {
 				t.Errorf("%s: the refused PutObject stored an object", alg)
 			}
@@ -146,7 +146,7 @@ func testBadDigest(t *testing.T, e env) {
 			ContentLength: int64(len(data)), ContentMD5: b64(md5Of(other))})
 		return err
 	})
-	responseError(t, "PutObject with a wrong Content-MD5", err, http.StatusBadRequest, "BadDigest")
+	mustAnswer(t, "PutObject with a wrong Content-MD5", err, http.StatusBadRequest, "BadDigest")
 	if e.exists(t, "put/bad-md5") {
 		t.Error("an object with a wrong Content-MD5 was stored")
 	}
@@ -179,7 +179,7 @@ func testGetRanges(t *testing.T, e env) {
 		}
 	}
 	_, err := e.under.GetObject(ctxFor(t), &store.GetObjectInput{Bucket: e.bucket, Key: "get/ranges", Offset: 20_000})
-	responseError(t, "GetObject past the end", err, http.StatusRequestedRangeNotSatisfiable, "InvalidRange")
+	mustAnswer(t, "GetObject past the end", err, http.StatusRequestedRangeNotSatisfiable, "InvalidRange")
 }
 
 func testDeleteObject(t *testing.T, e env) {
@@ -200,41 +200,41 @@ func testNotFound(t *testing.T, e env) {
 	ctx := ctxFor(t)
 	_, err := e.under.HeadObject(ctx, &store.HeadObjectInput{Bucket: e.bucket, Key: "missing"})
 	// HEAD answers carry no body, so only the status is a fact.
-	responseError(t, "HeadObject of a missing key", err, http.StatusNotFound, "")
+	mustAnswer(t, "HeadObject of a missing key", err, http.StatusNotFound, "")
 	_, err = e.under.GetObject(ctx, &store.GetObjectInput{Bucket: e.bucket, Key: "missing"})
-	responseError(t, "GetObject of a missing key", err, http.StatusNotFound, "NoSuchKey")
+	mustAnswer(t, "GetObject of a missing key", err, http.StatusNotFound, "NoSuchKey")
 
 	missing := fmt.Sprintf("storetest-missing-%x", randomBytes(t, 6))
 	err = refusedAgainIfBodyLost(t, http.StatusNotFound, func() error {
 		_, err := e.under.PutObject(ctx, &store.PutObjectInput{Bucket: missing, Key: "k", Body: bytes.NewReader([]byte("x")), ContentLength: 1})
 		return err
 	})
-	responseError(t, "PutObject into a missing bucket", err, http.StatusNotFound, "NoSuchBucket")
+	mustAnswer(t, "PutObject into a missing bucket", err, http.StatusNotFound, "NoSuchBucket")
 	_, err = e.under.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: missing, Key: "k"})
-	responseError(t, "CreateMultipartUpload in a missing bucket", err, http.StatusNotFound, "NoSuchBucket")
+	mustAnswer(t, "CreateMultipartUpload in a missing bucket", err, http.StatusNotFound, "NoSuchBucket")
 	_, err = e.under.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: missing})
-	responseError(t, "ListMultipartUploads of a missing bucket", err, http.StatusNotFound, "NoSuchBucket")
+	mustAnswer(t, "ListMultipartUploads of a missing bucket", err, http.StatusNotFound, "NoSuchBucket")
 
 	const bogus = "no-such-upload-0123456789"
 	err = refusedAgainIfBodyLost(t, http.StatusNotFound, func() error {
 		_, err := e.under.UploadPart(ctx, &store.UploadPartInput{Bucket: e.bucket, Key: "k", UploadID: bogus, PartNumber: 1, Body: bytes.NewReader([]byte("x")), ContentLength: 1})
 		return err
 	})
-	responseError(t, "UploadPart to a missing upload", err, http.StatusNotFound, "NoSuchUpload")
+	mustAnswer(t, "UploadPart to a missing upload", err, http.StatusNotFound, "NoSuchUpload")
 	_, err = e.under.ListParts(ctx, &store.ListPartsInput{Bucket: e.bucket, Key: "k", UploadID: bogus})
-	responseError(t, "ListParts of a missing upload", err, 0, "")
+	mustAnswer(t, "ListParts of a missing upload", err, 0, "")
 	// Stores disagree on the answer (404 NoSuchUpload, 400 InvalidPart, RGW's 500); the writer
 	// settles it with a HEAD, so the contract is an answer and nothing stored.
 	_, err = e.under.CompleteMultipartUpload(ctx, &store.CompleteMultipartUploadInput{Bucket: e.bucket, Key: "k", UploadID: bogus,
 		Parts: []store.CompletedPart{{PartNumber: 1, ETag: "0123456789abcdef0123456789abcdef"}}})
-	responseError(t, "Complete of a missing upload", err, 0, "")
+	mustAnswer(t, "Complete of a missing upload", err, 0, "")
 	if e.exists(t, "k") {
 		t.Error("Complete of a missing upload stored an object")
 	}
 	// nil (MinIO answers 204 to any upload id) or NoSuchUpload: both mean gone.
 	err = e.under.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: e.bucket, Key: "k", UploadID: bogus})
 	if err != nil {
-		responseError(t, "Abort of a missing upload", err, http.StatusNotFound, "NoSuchUpload")
+		mustAnswer(t, "Abort of a missing upload", err, http.StatusNotFound, "NoSuchUpload")
 	}
 }
 
@@ -252,9 +252,9 @@ func testCreateOnlyPut(t *testing.T, e env) {
 	}
 	_, err := e.under.PutObject(ctxFor(t), in(second))
 	if !e.caps.ConditionalPut && isStatus(err, http.StatusNotImplemented) {
-		responseError(t, "second create-only PutObject", err, http.StatusNotImplemented, "")
+		mustAnswer(t, "second create-only PutObject", err, http.StatusNotImplemented, "")
 	} else {
-		responseError(t, "second create-only PutObject", err, http.StatusPreconditionFailed, "PreconditionFailed")
+		mustAnswer(t, "second create-only PutObject", err, http.StatusPreconditionFailed, "PreconditionFailed")
 	}
 	e.readBack(t, key, first)
 }

@@ -227,6 +227,13 @@ func (e env) checkETag(t *testing.T, what, etag, want string) {
 	}
 }
 
+// mustAnswer asserts that err carries the store's answer with this status (any, if 0) and code
+// (any, if "").
+func mustAnswer(t *testing.T, what string, err error, status int, code string) {
+	t.Helper()
+	_ = responseError(t, what, err, status, code)
+}
+
 // responseError asserts that err carries the store's answer with this status (any, if 0) and
 // code (any, if "") and returns it.
 func responseError(t *testing.T, what string, err error, status int, code string) *store.ResponseError {
