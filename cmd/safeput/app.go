@@ -40,8 +40,7 @@ type globalOpts struct {
 	logLevel     string
 	stallTimeout time.Duration
 	insecure     bool
-	fault        string // hidden: tests inject faults through store/faulty
-	pause        string // hidden: the kill test widens a write's windows (pause.go)
+	hooks        testHooks // --fault and --pause, in the test build only (testhooks_on.go)
 }
 
 type app struct {
@@ -109,10 +108,7 @@ Start with "safeput demo": no set-up, no network.
 	f.DurationVar(&a.g.stallTimeout, "stall-timeout", retry.DefaultStallTimeout,
 		"cut and retry a request that moves no byte for this long (0 disables; at most "+maxStallTimeout.String()+")")
 	f.BoolVar(&a.g.insecure, "insecure-skip-verify", false, "do not verify the endpoint's TLS certificate (test endpoints only)")
-	f.StringVar(&a.g.fault, "fault", "", "inject faults (tests only)")
-	_ = f.MarkHidden("fault")
-	f.StringVar(&a.g.pause, "pause", "", "wait before store operations (tests only)")
-	_ = f.MarkHidden("pause")
+	a.g.hooks.register(f)
 
 	root.AddCommand(a.putCmd(), a.verifyCmd(), a.probeCmd(), a.sweepCmd(), a.recoverCmd(), a.demoCmd())
 	return root
@@ -177,12 +173,13 @@ func (a *app) conn() frontend.Conn {
 	}
 }
 
-// newStore builds the store adapter the flags ask for, wrapped by the hidden fault injector.
+// newStore builds the store adapter the flags ask for (in the test build, wrapped by the
+// fault injector --fault asks for).
 func (a *app) newStore() (store.Store, error) {
 	if a.g.backend != "aws" && a.g.backend != "minio" {
 		return nil, usageErr("--backend %q: want aws or minio", a.g.backend)
 	}
-	rules, err := parseFaults(a.g.fault)
+	rules, err := a.g.hooks.faults()
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,9 @@ import (
 	"github.com/safeput/safeput/store/faulty"
 )
 
-// parseFaults reads the hidden --fault flag (see frontend.ParseFaults). It exists so tests can
-// drive every exit code through a real server; it is hidden from --help.
+// parseFaults reads the test build's hidden --fault flag (see frontend.ParseFaults). It exists so
+// tests can drive every exit code through a real server. Only testhooks_on.go calls it, so the
+// release build does not link it.
 func parseFaults(spec string) ([]faulty.Rule, error) {
 	rules, err := frontend.ParseFaults(spec)
 	if err != nil {

@@ -26,7 +26,8 @@ import (
 )
 
 // bin is the safeput binary, built once: the tests run it as a user would, so flags, exit codes,
-// stdout/stderr separation and signals are all exercised for real.
+// stdout/stderr separation and signals are all exercised for real. It is the test build (tag
+// safeput_faults: the hidden --fault and --pause); TestReleaseBuildHasNoTestHooks builds the other.
 var bin string
 
 func TestMain(m *testing.M) {
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "safeput")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	build := exec.Command("go", "build", "-tags", "safeput_faults", "-o", bin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building safeput:", err)
@@ -71,9 +72,14 @@ func serverEnv(s s3test.Server) []string {
 
 func runWith(t *testing.T, env []string, stdin io.Reader, args ...string) result {
 	t.Helper()
+	return runBinary(t, bin, env, stdin, args...)
+}
+
+func runBinary(t *testing.T, path string, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = env
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
@@ -155,6 +161,47 @@ func TestHelpDocumentsExitCodesAndHidesFault(t *testing.T) {
 	r = runWith(t, cleanEnv(), nil, "put", "--help")
 	if strings.Contains(r.stdout, "--fault") {
 		t.Error("put --help shows the hidden --fault flag")
+	}
+}
+
+// The binary `go build ./cmd/safeput` makes has no test hooks: --fault and --pause are unknown
+// flags (a usage error, exit 2), and the code behind them is not linked in. The test build has
+// both, so the symbol check is shown to see them.
+func TestReleaseBuildHasNoTestHooks(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "safeput")
+	if out, err := exec.Command("go", "build", "-o", release, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"--fault", "x", "put", "-", "s3://b/k"},
+		{"put", "--fault", "PutObject:SlowDown", "-", "s3://b/k"},
+		{"--pause", "UploadPart:1s", "put", "-", "s3://b/k"},
+	} {
+		r := runBinary(t, release, cleanEnv(), strings.NewReader("x"), args...)
+		flag := args[0]
+		if flag == "put" {
+			flag = args[1]
+		}
+		if r.code != 2 || !strings.Contains(r.stderr, "unknown flag: "+flag) {
+			t.Errorf("release safeput %v: exit %d, stderr %q; want exit 2 and unknown flag: %s", args, r.code, r.stderr, flag)
+		}
+	}
+	hooks := []string{"internal/frontend.ParseFaults", "main.parseFaults", "main.parsePauses", "main.(*pausingStore)"}
+	symbols := func(path string) string {
+		out, err := exec.Command("go", "tool", "nm", path).Output()
+		if err != nil {
+			t.Fatalf("go tool nm %s: %v", path, err)
+		}
+		return string(out)
+	}
+	inRelease, inTest := symbols(release), symbols(bin)
+	for _, h := range hooks {
+		if strings.Contains(inRelease, h) {
+			t.Errorf("the release binary links %s", h)
+		}
+		if !strings.Contains(inTest, h) {
+			t.Errorf("the test binary does not link %s: the symbol check looks for the wrong name", h)
+		}
 	}
 }
 

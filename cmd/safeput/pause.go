@@ -8,7 +8,7 @@ import (
 	"github.com/safeput/safeput/store"
 )
 
-// parsePauses reads the hidden --pause flag: comma-separated OP:DURATION items. Each call of OP
+// parsePauses reads the test build's hidden --pause flag: comma-separated OP:DURATION items. Each call of OP
 // (UploadPart, CompleteMultipartUpload, HeadObject, ListParts, CreateMultipartUpload) first
 // waits DURATION. It exists so the kill test can land a SIGKILL inside the narrow windows of a
 // write (a part in flight, between the last part and Complete, between Complete and the HEAD).
@@ -31,19 +31,15 @@ func parsePauses(spec string) (map[string]time.Duration, error) {
 	return m, nil
 }
 
-// journalStore is newStore for the commands that journal (put, recover), wrapped by the hidden
-// --pause; and the endpoint identity their journal records carry.
+// journalStore is newStore for the commands that journal (put, recover), wrapped by --pause in
+// the test build; and the endpoint identity their journal records carry.
 func (a *app) journalStore() (store.Store, string, error) {
 	st, err := a.newStore()
 	if err != nil {
 		return nil, "", err
 	}
-	pauses, err := parsePauses(a.g.pause)
-	if err != nil {
+	if st, err = a.g.hooks.pauses(st); err != nil {
 		return nil, "", err
-	}
-	if len(pauses) > 0 {
-		st = &pausingStore{Store: st, pauses: pauses}
 	}
 	id, err := a.endpointID()
 	if err != nil {

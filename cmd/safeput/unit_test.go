@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/memstore"
 )
 
 func TestParseS3URL(t *testing.T) {
@@ -42,6 +45,36 @@ func TestParseFaults(t *testing.T) {
 		if _, err := parseFaults(bad); err == nil {
 			t.Errorf("parseFaults(%q) accepted", bad)
 		}
+	}
+}
+
+func TestParsePauses(t *testing.T) {
+	pauses, err := parsePauses("UploadPart:100ms, HeadObject:1s")
+	if err != nil || len(pauses) != 2 || pauses["UploadPart"] != 100*time.Millisecond || pauses["HeadObject"] != time.Second {
+		t.Fatalf("parsePauses = %v, %v", pauses, err)
+	}
+	for _, bad := range []string{"UploadPart", "UploadPart:soon", "UploadPart:-1s"} {
+		if _, err := parsePauses(bad); exitCodeFor(context.Background(), err) != exitUsage {
+			t.Errorf("parsePauses(%q): err %v, want a usage error", bad, err)
+		}
+	}
+}
+
+// The test build's --pause waits before the operations named, and no longer than the context.
+func TestPausingStore(t *testing.T) {
+	mem := memstore.New(memstore.WithBuckets("b"))
+	var st store.Store = &pausingStore{Store: mem, pauses: map[string]time.Duration{"HeadObject": 200 * time.Millisecond}}
+	in := &store.HeadObjectInput{Bucket: "b", Key: "k"}
+	start := time.Now()
+	if _, err := st.HeadObject(context.Background(), in); time.Since(start) < 200*time.Millisecond || mem.Requests("HeadObject") != 1 {
+		t.Errorf("paused HeadObject answered %v after %v (%d requests), want the store's answer after 200ms", err, time.Since(start), mem.Requests("HeadObject"))
+	}
+	st = &pausingStore{Store: mem, pauses: map[string]time.Duration{"HeadObject": time.Minute}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err := st.HeadObject(ctx, in); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second || mem.Requests("HeadObject") != 1 {
+		t.Errorf("HeadObject paused for a minute, deadline 10ms: %v after %v (%d requests), want the deadline at once and no request", err, time.Since(start), mem.Requests("HeadObject"))
 	}
 }
 

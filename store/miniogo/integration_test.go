@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/internal/storetest"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/miniogo"
 )
@@ -31,11 +30,6 @@ func newRealStore(t *testing.T, srv s3test.Server, wrongSecret bool) store.Store
 		t.Fatalf("miniogo.New: %v", err)
 	}
 	return s
-}
-
-// TestContract runs the suite every adapter must pass against the real server.
-func TestContract(t *testing.T) {
-	storetest.Run(t, newRealStore)
 }
 
 func testCtx(t *testing.T) context.Context {

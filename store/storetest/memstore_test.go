@@ -31,5 +31,5 @@ func (h memHarness) MakeStores(t *testing.T) (under, reference store.Store, buck
 }
 
 func (memHarness) Capabilities() storetest.Capabilities {
-	return storetest.Capabilities{ConditionalPut: true, Checksums: true}
+	return storetest.Capabilities{ConditionalPut: true, ConditionalComplete: true, Checksums: true, MD5ETags: true, PagedUploadListing: true}
 }
