@@ -29,4 +29,8 @@ for m in $(find . -name go.mod -not -path './bin/*' -not -path './.tmp/*' -exec 
 	echo "== vet + golangci-lint $m" >&2
 	(cd "$m" && go vet ./... && "$safeput_root/bin/golangci-lint" run --config "$safeput_root/.golangci.yml" ./...)
 done
+# The test build of the CLI (its fault and pause hooks, behind a tag the release build lacks).
+echo "== vet + golangci-lint ./cmd/safeput -tags safeput_faults" >&2
+(cd cmd/safeput && go vet -tags safeput_faults ./... &&
+	"$safeput_root/bin/golangci-lint" run --build-tags safeput_faults --config "$safeput_root/.golangci.yml" ./...)
 echo "lint clean" >&2

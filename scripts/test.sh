@@ -50,8 +50,7 @@ test_module() {
 	[[ "$3" == "norace" ]] && race=""
 	[[ "$matrix" == "all" ]] && matrix=""
 	# -timeout: a package that hangs is caught by it; each test has bounds of its own, sooner.
-	# -parallel: the servers' subtests of a test (3) plus room for the few tests that run their
-	# own cases in parallel.
+	# -parallel: a matrix test's server × adapter subtests (6) at once.
 	# shellcheck disable=SC2086
 	(cd "$m" && SAFEPUT_S3_MATRIX=$matrix go test $race -count=1 -timeout 20m -parallel 6 -json ${SAFEPUT_TEST_ARGS:-} ./... 2>&1) |
 		"$out/testreport" stream "$out/$name.json" >"$out/$name.log" || rc=1
@@ -67,7 +66,7 @@ test_module() {
 # store plays each server's answers (memstore rules minio-like, ceph-like, refusing, opaque
 # ETags) in the unit tests, which run under -race. Every other module runs under -race on
 # every server. The race-free pass also holds the tighter allocation bounds that -race loosens.
-race_server=${SAFEPUT_RACE_SERVER:-ceph}
+race_server=${SAFEPUT_RACE_SERVER:-minio}
 other_servers=$(echo "${SAFEPUT_S3_SERVERS:-}" | tr ',' '\n' | grep -vx "$race_server" | paste -sd, || true)
 jobs=()
 for m in $modules; do

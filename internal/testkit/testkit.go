@@ -38,24 +38,28 @@ type Env struct {
 }
 
 // ForEach runs fn as a subtest per server × adapter ("versitygw/aws", "minio/minio", ...), each
-// with its own bucket, so a failure names both. The servers run in parallel (s3test.ForEach);
-// on one server the adapters run one after the other, since what a writer learns about an
-// endpoint is shared by every write to it.
+// with its own bucket, so a failure names both. Every server × adapter runs in parallel with the
+// others (s3test.ForEach says why): each has its own bucket and its own store, and writes share
+// nothing they learn about an endpoint unless they share a writer.Uploader.
 func ForEach(t *testing.T, fn func(t *testing.T, env Env)) {
 	t.Helper()
-	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) { eachAdapter(t, srv, fn) })
+	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) { eachAdapter(t, srv, true, fn) })
 }
 
-// ForEachSerial is ForEach one server after another, for tests that measure the process.
+// ForEachSerial is ForEach one server and adapter after another, for tests that measure the
+// process.
 func ForEachSerial(t *testing.T, fn func(t *testing.T, env Env)) {
 	t.Helper()
-	s3test.ForEachSerial(t, func(t *testing.T, srv s3test.Server) { eachAdapter(t, srv, fn) })
+	s3test.ForEachSerial(t, func(t *testing.T, srv s3test.Server) { eachAdapter(t, srv, false, fn) })
 }
 
-func eachAdapter(t *testing.T, srv s3test.Server, fn func(t *testing.T, env Env)) {
+func eachAdapter(t *testing.T, srv s3test.Server, parallel bool, fn func(t *testing.T, env Env)) {
 	t.Helper()
 	for _, a := range Adapters {
 		t.Run(a.Name, func(t *testing.T) {
+			if parallel {
+				t.Parallel()
+			}
 			st, err := a.New(srv)
 			if err != nil {
 				t.Fatalf("%s adapter on %s: %v", a.Name, srv.Name, err)
