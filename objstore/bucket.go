@@ -20,12 +20,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/encrypt"
 	"github.com/thanos-io/objstore"
 	"github.com/thanos-io/objstore/exthttp"
 	"github.com/thanos-io/objstore/providers/s3"
@@ -115,7 +117,7 @@ func NewBucketWithConfig(logger log.Logger, config s3.Config, component string, 
 
 	// One transport for reads and writes, wrapped once: Thanos' wrapper (HTTP metrics, traces)
 	// sees every request, and the two clients share one connection pool.
-	var tpt http.RoundTripper = config.HTTPConfig.Transport
+	tpt := config.HTTPConfig.Transport
 	if tpt == nil {
 		t, err := exthttp.DefaultTransport(config.HTTPConfig)
 		if err != nil {
@@ -349,6 +351,12 @@ func (a awsCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
 // Upload writes r to name through safeput and returns nil only when the object is at name,
 // verified. It overwrites, as objstore's S3 Upload does.
 func (b *Bucket) Upload(ctx context.Context, name string, r io.Reader, opts ...objstore.ObjectUploadOption) error {
+	if sseKey == nil || ctx.Value(sseKey) != nil {
+		// objstore's reads would use the context's SSE; a write without it would not be readable
+		// as asked, so it is refused rather than written unencrypted.
+		return &sperrors.Error{Kind: sperrors.Permanent, Op: "Upload", Bucket: b.name, Key: name,
+			Message: "per-request server-side encryption (s3.ContextWithSSEConfig) cannot be honoured: safeput sends no SSE headers yet"}
+	}
 	params := objstore.ApplyObjectUploadOptions(opts...)
 	wopts := []writer.Option{writer.WithCreateOnly(false), writer.WithMetadata(b.meta)}
 	if params.ContentType != "" {
@@ -364,29 +372,49 @@ func (b *Bucket) Upload(ctx context.Context, name string, r io.Reader, opts ...o
 	return err
 }
 
+// sseKey is objstore's unexported context key of s3.ContextWithSSEConfig (Cortex's per-request
+// SSE), found by reflection and proven by a lookup; nil when objstore's layout changed, and then
+// every Upload fails rather than risk dropping a caller's encryption silently.
+var sseKey = func() any {
+	probe := s3.ContextWithSSEConfig(context.Background(), encrypt.NewSSE())
+	v := reflect.ValueOf(probe)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("key")
+	if !f.IsValid() || f.Kind() != reflect.Interface || f.IsNil() {
+		return nil
+	}
+	key := reflect.Zero(f.Elem().Type()).Interface() // objstore's key is its type's zero value
+	if _, ok := probe.Value(key).(encrypt.ServerSide); !ok {
+		return nil
+	}
+	return key
+}()
+
 // logResult logs what a caller of an error-only Upload would otherwise never see.
 func (b *Bucket) logResult(name string, res *writer.Result, err error) {
 	if res != nil {
 		for _, id := range res.LeftBehind {
-			level.Warn(b.logger).Log("msg", "incomplete multipart upload left behind; a sweep must abort it", "bucket", b.name, "name", name, "upload_id", id)
+			_ = level.Warn(b.logger).Log("msg", "incomplete multipart upload left behind; a sweep must abort it", "bucket", b.name, "name", name, "upload_id", id)
 		}
 		if res.MaybeLeftBehind {
-			level.Warn(b.logger).Log("msg", "an incomplete multipart upload may be left behind", "bucket", b.name, "name", name)
+			_ = level.Warn(b.logger).Log("msg", "an incomplete multipart upload may be left behind", "bucket", b.name, "name", name)
 		}
 		for _, n := range res.Notes {
-			level.Info(b.logger).Log("msg", "safeput note", "bucket", b.name, "name", name, "note", n)
+			_ = level.Info(b.logger).Log("msg", "safeput note", "bucket", b.name, "name", name, "note", n)
 		}
 		for _, u := range res.Unproven {
-			level.Warn(b.logger).Log("msg", "upload accepted without proof", "bucket", b.name, "name", name, "missing", u)
+			_ = level.Warn(b.logger).Log("msg", "upload accepted without proof", "bucket", b.name, "name", name, "missing", u)
 		}
 	}
 	var e *sperrors.Error
 	if stderrors.As(err, &e) {
 		if e.AbortFailed {
-			level.Warn(b.logger).Log("msg", "failed upload could not be aborted; a sweep must abort it", "bucket", b.name, "name", name, "upload_id", e.UploadID, "err", err)
+			_ = level.Warn(b.logger).Log("msg", "failed upload could not be aborted; a sweep must abort it", "bucket", b.name, "name", name, "upload_id", e.UploadID, "err", err)
 		}
 		if e.ObjectLeft {
-			level.Warn(b.logger).Log("msg", "failed upload left an unproven object at the key", "bucket", b.name, "name", name, "err", err)
+			_ = level.Warn(b.logger).Log("msg", "failed upload left an unproven object at the key", "bucket", b.name, "name", name, "err", err)
 		}
 	}
 }
