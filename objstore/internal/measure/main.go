@@ -191,4 +191,3 @@ func (g *gen) Read(p []byte) (int, error) {
 	g.off += n
 	return n, nil
 }
-
