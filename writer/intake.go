@@ -144,7 +144,7 @@ func (w *Writer) checkWritable() error {
 func (w *Writer) account(n int64) error {
 	w.size += n
 	if w.cfg.sizeHint >= 0 && w.size > w.cfg.sizeHint {
-		return w.fail(w.errorf(sperrors.Permanent, "Write", nil, "source is longer than the declared size %d", w.cfg.sizeHint))
+		return w.fail(w.errorf(sperrors.Permanent, "Write", nil, "source is longer than the declared size %d: it yielded at least %d bytes", w.cfg.sizeHint, w.size))
 	}
 	if w.plan.Ceiling > 0 && w.size > w.plan.Ceiling {
 		return w.fail(w.errorf(sperrors.Compatibility, "Write", nil,

@@ -205,7 +205,7 @@ func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeke
 		}
 	}
 	if read != size {
-		return nil, rec, w.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size", read, n, size)
+		return nil, rec, w.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", read, n, size, w.cfg.sizeHint)
 	}
 	if w.caps.local != store.ChecksumNone {
 		rec.crc, rec.sum = crc, verify.EncodeCRCValue(w.caps.local, crc)

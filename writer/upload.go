@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	stderrors "errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"maps"
@@ -42,7 +43,7 @@ func (u *Uploader) upload(ctx context.Context, bucket, key string, r io.Reader, 
 	if size >= 0 {
 		if cfg.sizeHint >= 0 && cfg.sizeHint != size {
 			return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Upload", Bucket: bucket, Key: key,
-				Message: "WithSize disagrees with the size the reader reports"}
+				Message: fmt.Sprintf("WithSize(%d) disagrees with the size the reader reports, %d", cfg.sizeHint, size)}
 		}
 		cfg.sizeHint = size
 	}

@@ -148,7 +148,7 @@ func Example_readme() {
 	// A reader: uses what it offers (a known size, io.ReaderAt for part uploads with no copy,
 	// io.Seeker to replay the whole upload after a failed verification).
 	res, err = up.Upload(ctx, "bucket", "segments/43.bin", bytes.NewReader(buf),
-		writer.WithCreateOnly(true))
+		writer.WithCreateOnly(true)) // only for a key that must not exist: an overwrite is then Precondition
 	// --- end ---
 	_, _ = res, err
 }
