@@ -44,7 +44,11 @@ func newHarness(t *testing.T, opts ...spotel.Option) *harness {
 		t.Fatal(err)
 	}
 	h.inst = inst
-	t.Cleanup(func() { _ = inst.Close(); _ = h.tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
+	t.Cleanup(func() {
+		_ = inst.Close()
+		_ = h.tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
 	return h
 }
 
