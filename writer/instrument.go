@@ -29,7 +29,8 @@ type WriteSpan interface {
 }
 
 // WithInstrumentation reports every write (and Recover) to in. Given to NewUploader it applies
-// to every write of that Uploader; nil turns it off.
+// to every write of that Uploader; nil turns it off. A Writer's span ends at Close or Abort (a
+// Writer never closed leaves it open); an Upload's when the call returns.
 func WithInstrumentation(in Instrumentation) Option {
 	return func(c *config) { c.instrument = in }
 }

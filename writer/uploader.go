@@ -35,7 +35,8 @@ type Uploader struct {
 //   - WithRetry: the policy, and so its retry budget (default: a retry.New() of its own);
 //   - WithMemoryBudget: the part-buffer memory of all writes together (default: none shared,
 //     each write has concurrency × part size of its own);
-//   - WithLogger, WithObserver, WithJournal: where every write logs, reports and journals.
+//   - WithLogger, WithObserver, WithJournal, WithInstrumentation: where every write logs,
+//     reports, journals and is traced.
 //
 // It fails (Permanent) on a nil store or an option that no write could use (an unknown profile,
 // a non-positive part size or concurrency, an unsupported checksum).
