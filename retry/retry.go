@@ -241,6 +241,9 @@ func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, att
 // attempt runs fn once under the per-attempt timeout and turns a panic into an Internal error.
 func (p *Policy) attempt(ctx context.Context, op Op, attempt int, fn func(context.Context, int) error) (err error) {
 	actx := ctx
+	if attempt > 1 { // only a resend pays for the context value: the first attempt is the common case
+		actx = context.WithValue(actx, attemptKey{}, attempt)
+	}
 	if p.cfg.attemptTimeout > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, p.cfg.attemptTimeout)
@@ -262,6 +265,21 @@ func (p *Policy) attempt(ctx context.Context, op Op, attempt int, fn func(contex
 		err = wd.stalled(err)
 	}
 	return err
+}
+
+type attemptKey struct{}
+
+// AttemptFromContext returns the attempt number (1, 2, ...) of the request whose context ctx is,
+// as Do numbers them; 1 for a context Do did not make. A store wrapper reads it to tell a resend
+// (tracing's http.request.resend_count is the attempt minus one).
+func AttemptFromContext(ctx context.Context) int {
+	if ctx == nil {
+		return 1
+	}
+	if n, ok := ctx.Value(attemptKey{}).(int); ok {
+		return n
+	}
+	return 1
 }
 
 // classify returns a fresh *Error (Classify copies a template), so setting Attempts is safe.

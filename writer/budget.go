@@ -45,17 +45,17 @@ func (b *Budget) Peak() int64 {
 	return b.peak
 }
 
-// get returns a buffer of exactly size bytes, waiting until the budget has room or ctx ends.
-func (b *Budget) get(ctx context.Context, size int) ([]byte, error) {
+// get returns a buffer of exactly size bytes, waiting until the budget has room or ctx ends;
+// waited says whether it had to (so only a real wait is timed and reported).
+func (b *Budget) get(ctx context.Context, size int) (buf []byte, waited bool, err error) {
 	if int64(size) > b.limit {
-		return nil, fmt.Errorf("safeput: a %d-byte buffer is larger than the whole memory budget %d", size, b.limit)
+		return nil, false, fmt.Errorf("safeput: a %d-byte buffer is larger than the whole memory budget %d", size, b.limit)
 	}
 	for {
 		b.mu.Lock()
 		if b.used+int64(size) <= b.limit {
 			b.used += int64(size)
 			b.peak = max(b.peak, b.used)
-			var buf []byte
 			if list := b.free[size]; len(list) > 0 {
 				buf = list[len(list)-1]
 				b.free[size] = list[:len(list)-1]
@@ -64,8 +64,9 @@ func (b *Budget) get(ctx context.Context, size int) ([]byte, error) {
 			if buf == nil {
 				buf = make([]byte, size)
 			}
-			return buf, nil
+			return buf, waited, nil
 		}
+		waited = true
 		ch := make(chan struct{})
 		b.waiters = append(b.waiters, ch)
 		b.mu.Unlock()
@@ -80,7 +81,7 @@ func (b *Budget) get(ctx context.Context, size int) ([]byte, error) {
 				}
 			}
 			b.mu.Unlock()
-			return nil, ctx.Err()
+			return nil, true, ctx.Err()
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	stderrors "errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -23,14 +24,18 @@ func (w *Writer) do(op string, part int32, fn func(ctx context.Context, attempt 
 func (w *Writer) doSized(op string, part int32, size int64, fn func(ctx context.Context, attempt int) error) error {
 	uploadID := w.currentUploadID()
 	var last error
+	var lastEnd time.Time
 	stats, err := w.policy.Do(w.ctx, retry.Op{Name: op, Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part, Size: size},
 		func(ctx context.Context, attempt int) error {
 			if attempt > 1 {
 				// The event says why this attempt is a retry: the previous attempt's failure.
 				w.emit(Event{Type: EventRetry, UploadID: uploadID, PartNumber: part, Size: size, Attempt: attempt,
-					Kind: sperrors.ClassifyContext(w.ctx, last).Kind, Err: last})
+					Kind: sperrors.ClassifyContext(w.ctx, last).Kind, Err: last, Elapsed: time.Since(lastEnd)})
 			}
 			last = fn(ctx, attempt)
+			if last != nil {
+				lastEnd = time.Now()
+			}
 			return last
 		})
 	w.mu.Lock()
@@ -113,12 +118,22 @@ func (w *Writer) recoverTo(op string, part int32) {
 }
 
 func (w *Writer) emit(e Event) {
-	if w.cfg.observer == nil {
+	if w.cfg.observer == nil && w.cfg.span == nil {
 		return
 	}
 	e.Bucket, e.Key = w.bucket, w.key
-	defer func() { _ = recover() }() // an observer's panic must not break the write
-	w.cfg.observer(e)
+	if w.cfg.span != nil {
+		safeCall(w.cfg.span.Event, e)
+	}
+	if w.cfg.observer != nil {
+		safeCall(w.cfg.observer, e)
+	}
+}
+
+// safeCall calls fn(e); a panic in an observer or instrumentation must not break the write.
+func safeCall(fn func(Event), e Event) {
+	defer func() { _ = recover() }()
+	fn(e)
 }
 
 func asError(err error) *sperrors.Error {

@@ -2,6 +2,7 @@ package writer
 
 import (
 	"io"
+	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/multipart"
@@ -174,7 +175,14 @@ func (w *Writer) nextBuffer() error {
 		// A known small object needs only its own size, not a whole part.
 		size = max(1, min(size, w.cfg.sizeHint-w.size))
 	}
-	buf, err := w.cfg.budget.get(w.ctx, int(size))
+	var t0 time.Time
+	if w.cfg.span != nil {
+		t0 = time.Now()
+	}
+	buf, waited, err := w.cfg.budget.get(w.ctx, int(size))
+	if waited && w.cfg.span != nil {
+		w.emit(Event{Type: EventBudgetWait, Size: size, Elapsed: time.Since(t0), Err: err})
+	}
 	if err != nil {
 		<-w.slots
 		return w.fail(w.canceled("Write", err))

@@ -15,20 +15,25 @@ import (
 type Option func(*config)
 
 type config struct {
-	rules        multipart.Rules
-	rulesErr     error
-	partSize     int64
-	concurrency  int
-	budget       *Budget
-	checksum     store.ChecksumAlgorithm
-	checksumSet  bool
-	contentMD5   bool
-	createOnly   bool
-	contentType  string
-	metadata     map[string]string
-	policy       *retry.Policy
-	logger       *zap.Logger
-	observer     func(Event)
+	rules       multipart.Rules
+	rulesErr    error
+	partSize    int64
+	concurrency int
+	budget      *Budget
+	checksum    store.ChecksumAlgorithm
+	checksumSet bool
+	contentMD5  bool
+	createOnly  bool
+	contentType string
+	metadata    map[string]string
+	policy      *retry.Policy
+	logger      *zap.Logger
+	observer    func(Event)
+	// instrument: WithInstrumentation; span is the write's (set by startSpan, or by Upload for
+	// the writers of its attempts), ended by the writer only when ownSpan.
+	instrument   Instrumentation
+	span         WriteSpan
+	ownSpan      bool
 	threshold    int64
 	sizeHint     int64
 	expectedMax  int64

@@ -69,6 +69,10 @@ const (
 	EventAbort       EventType = "abort"
 	EventDone        EventType = "done"
 	EventFailed      EventType = "failed"
+	// EventBudgetWait: a part buffer waited Elapsed for room in the memory budget (Size bytes;
+	// Err set when the write ended while waiting). Only instrumented writes (WithInstrumentation)
+	// time the wait; an observer of such a write sees it too.
+	EventBudgetWait EventType = "budget-wait"
 )
 
 // Event is one step of a write, for progress bars and metrics.
@@ -87,5 +91,7 @@ type Event struct {
 	Method verify.Method
 	// BytesDone is the number of bytes acknowledged by the store so far.
 	BytesDone int64
-	Elapsed   time.Duration
+	// Elapsed is the write's time so far for done and failed, the wait for budget-wait, and for
+	// retry the time since the previous attempt failed (the backoff or throttling wait).
+	Elapsed time.Duration
 }

@@ -33,6 +33,19 @@ func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader
 }
 
 func (u *Uploader) upload(ctx context.Context, bucket, key string, r io.Reader, cfg config) (*Result, error) {
+	// One span covers the whole call, every whole-upload attempt included: its writers report
+	// into it and do not end it.
+	ctx = cfg.startSpan(ctx, bucket, key)
+	own := cfg.ownSpan
+	cfg.ownSpan = false
+	res, err := u.uploadAttempts(ctx, bucket, key, r, cfg)
+	if own {
+		endSpan(cfg.span, res, err)
+	}
+	return res, err
+}
+
+func (u *Uploader) uploadAttempts(ctx context.Context, bucket, key string, r io.Reader, cfg config) (*Result, error) {
 	if r == nil {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Upload", Bucket: bucket, Key: key, Message: "nil reader"}
 	}

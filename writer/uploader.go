@@ -35,7 +35,8 @@ type Uploader struct {
 //   - WithRetry: the policy, and so its retry budget (default: a retry.New() of its own);
 //   - WithMemoryBudget: the part-buffer memory of all writes together (default: none shared,
 //     each write has concurrency × part size of its own);
-//   - WithLogger, WithObserver, WithJournal: where every write logs, reports and journals.
+//   - WithLogger, WithObserver, WithJournal, WithInstrumentation: where every write logs,
+//     reports, journals and is traced.
 //
 // It fails (Permanent) on a nil store or an option that no write could use (an unknown profile,
 // a non-positive part size or concurrency, an unsupported checksum).
@@ -119,7 +120,19 @@ func (u *Uploader) Recover(ctx context.Context, opts RecoverOptions) (*RecoverRe
 	if opts.Logger == nil {
 		opts.Logger = u.cfg.logger
 	}
-	return u.recover(ctx, u.cfg.journal, opts)
+	in := u.cfg.instrument
+	if in == nil {
+		return u.recover(ctx, u.cfg.journal, opts)
+	}
+	// Recovery's requests go through the instrumented store; its writers start no write spans.
+	ru := &Uploader{st: wrapStore(in, u.st), cfg: u.cfg}
+	ru.cfg.instrument = nil
+	rep, err := ru.recover(ctx, u.cfg.journal, opts)
+	func() {
+		defer func() { _ = recover() }() // the instrumentation's panic must not break Recover
+		in.Recovered(ctx, rep, err)
+	}()
+	return rep, err
 }
 
 // errNilUploader is the error of a method called on a nil *Uploader (a field never set, say):

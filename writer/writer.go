@@ -215,6 +215,8 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 	}
 	// One buffer holds the single-PUT object, so the threshold cannot exceed a part.
 	plan.Threshold = min(plan.Threshold, plan.PartSize)
+	ctx = cfg.startSpan(ctx, bucket, key) // after every check: a write that never began has no span
+	st = wrapStore(cfg.instrument, st)
 	wctx, cancel := context.WithCancel(ctx)
 	w := &Writer{
 		ctx:     wctx,
@@ -280,7 +282,14 @@ func (w *Writer) Close() error {
 	w.journalSettle(err)                                    // journal hook: record removed if landed, else kept for recovery
 	w.mu.Lock()
 	w.closeErr = err
+	res := w.result
 	w.mu.Unlock()
+	if w.cfg.ownSpan {
+		if err != nil {
+			res = nil
+		}
+		endSpan(w.cfg.span, res, err)
+	}
 	return err
 }
 
@@ -331,6 +340,13 @@ func (w *Writer) Abort(ctx context.Context) error {
 	}
 	w.journalSettleCreate(len(left) == 0 && unswept == nil) // journal hook: a lost create's placeholder
 	w.journalSettle(w.closeErr)                             // journal hook: kept for recovery when the abort failed
+	if w.cfg.ownSpan {
+		if err != nil {
+			endSpan(w.cfg.span, nil, err)
+		} else {
+			endSpan(w.cfg.span, nil, w.closeErr)
+		}
+	}
 	return err
 }
 

@@ -62,7 +62,9 @@ const envHelp = `Environment:
   AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL   endpoint when --endpoint is not given (S3 one wins)
   AWS_REGION, AWS_DEFAULT_REGION          region when --region is not given (default us-east-1)
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
-                                          credentials when the flags are not given`
+                                          credentials when the flags are not given
+  OTEL_EXPORTER_OTLP_ENDPOINT (and the other OTEL_* variables)
+                                          put exports its spans and metrics over OTLP/HTTP`
 
 func (a *app) root() *cobra.Command {
 	root := &cobra.Command{

@@ -58,7 +58,7 @@ type result struct {
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_") {
+		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, "OTEL_") {
 			env = append(env, kv)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 	"golang.org/x/term"
 
 	sperrors "github.com/safeput/safeput/errors"
@@ -154,6 +155,20 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	if !o.noProgress && isTerminal(a.stderr) {
 		bar = newProgress(a.stderr, u.Key, size)
 		opts = append(opts, writer.WithObserver(bar.observe))
+	}
+	// OTLP export when the standard variables ask for it; what was recorded is flushed before
+	// the command reports, so a short run's spans and metrics reach the collector.
+	instrument, flushTelemetry, err := telemetry(ctx)
+	if err != nil {
+		return usageErr("OpenTelemetry export (OTEL_* variables): %v", err)
+	}
+	defer func() {
+		if ferr := flushTelemetry(); ferr != nil {
+			a.log.Warn("OpenTelemetry export failed", zap.Error(ferr))
+		}
+	}()
+	if instrument != nil {
+		opts = append(opts, instrument)
 	}
 	// One write per run: the Uploader holds the run's policy, logger, journal and observer.
 	up, err := writer.NewUploader(st, opts...)

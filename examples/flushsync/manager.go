@@ -18,6 +18,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/writer"
 )
@@ -49,6 +53,10 @@ type Config struct {
 	// Recovery, when set, settles the uploads a dead predecessor left in its journal before the
 	// first task runs (recovery.go).
 	Recovery *Recovery
+	// Tracer, when set, runs each attempt of a task under a span (flushsync.task), so the
+	// spans of its writes (an Uploader made with writer.WithInstrumentation of
+	// github.com/safeput/safeput/otel) sit under the flush that made them.
+	Tracer trace.Tracer
 }
 
 // Stats counts what the manager did.
@@ -232,13 +240,23 @@ func (m *Manager) worker() {
 // drive runs one attempt of a task and hands the result to the error handler.
 func (m *Manager) drive(r *run) {
 	r.attempts++
-	err := m.attempt(r)
+	ctx := r.ch.ctx
+	var span trace.Span
+	if m.cfg.Tracer != nil {
+		ctx, span = m.cfg.Tracer.Start(ctx, "flushsync.task", trace.WithAttributes(
+			attribute.String("flushsync.channel", r.task.Channel()), attribute.String("flushsync.task", r.task.Name()),
+			attribute.Int("flushsync.attempt", r.attempts)))
+	}
+	err := m.attempt(ctx, r)
+	if span != nil {
+		endTaskSpan(span, err)
+	}
 	m.handle(r, err)
 }
 
 // attempt runs Prepare then Commit, turning a panic into an Internal error: a bug in one task
 // must not take the process (and every other channel) down, as Milvus's default handler does.
-func (m *Manager) attempt(r *run) (err error) {
+func (m *Manager) attempt(ctx context.Context, r *run) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			m.mu.Lock()
@@ -247,7 +265,6 @@ func (m *Manager) attempt(r *run) (err error) {
 			err = sperrors.FromPanic("Task "+r.task.Name(), p)
 		}
 	}()
-	ctx := r.ch.ctx
 	if err := ctx.Err(); err != nil {
 		// Do not start a phase for a channel that is already stopped.
 		return canceledError(ctx)
@@ -259,6 +276,16 @@ func (m *Manager) attempt(r *run) (err error) {
 		return canceledError(ctx)
 	}
 	return r.task.Commit(ctx)
+}
+
+// endTaskSpan ends a task attempt's span, an error one when the attempt failed (a panic in a
+// task is an Internal error by then).
+func endTaskSpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetAttributes(attribute.String("error.type", sperrors.KindOf(err).String()))
+		span.SetStatus(codes.Error, sperrors.Redact(err.Error()))
+	}
+	span.End()
 }
 
 func canceledError(ctx context.Context) error {
