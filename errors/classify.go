@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -180,7 +181,50 @@ func classifyFresh(err error, op string, ctxAlive bool) *Error {
 		}
 	}
 	e.Kind, e.UploadGone = kindFor(err, e.Op, e.StatusCode, e.Code, ctxAlive)
+	if e.StatusCode == 0 && e.Message == "" && !isContextErr(err) && isTLSFailure(err) {
+		// The one fact that matters leads: whose certificate failed, and why.
+		e.Message = tlsMessage(err)
+	}
 	return e
+}
+
+// tlsMessage says which host's TLS failed and why, for an error isTLSFailure accepts.
+func tlsMessage(err error) string {
+	host := ""
+	var rh interface{ RequestHost() string }
+	var ue *url.Error
+	var hn x509.HostnameError
+	switch {
+	case stderrors.As(err, &rh):
+		host = rh.RequestHost()
+	case stderrors.As(err, &ue):
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			host = u.Host
+		}
+	case stderrors.As(err, &hn):
+		host = hn.Host
+	}
+	if host == "" {
+		host = "the endpoint"
+	}
+	var (
+		unknownAuthority x509.UnknownAuthorityError
+		invalid          x509.CertificateInvalidError
+		verify           *tls.CertificateVerificationError
+	)
+	switch {
+	case stderrors.As(err, &unknownAuthority):
+		return "TLS certificate of " + host + " does not verify: signed by an unknown authority (trust the CA that signed it with a CA bundle)"
+	case stderrors.As(err, &hn):
+		return "TLS certificate of " + host + " does not verify: not for this host name: " + hn.Error()
+	case stderrors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return "TLS certificate of " + host + " does not verify: expired or not yet valid: " + invalid.Error()
+	case stderrors.As(err, &invalid):
+		return "TLS certificate of " + host + " does not verify: " + invalid.Error()
+	case stderrors.As(err, &verify):
+		return "TLS certificate of " + host + " does not verify: " + verify.Error()
+	}
+	return "TLS handshake with " + host + " failed"
 }
 
 func kindFor(err error, op string, status int, code string, ctxAlive bool) (Kind, bool) {

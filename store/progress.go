@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
+	"sync/atomic"
 
 	"github.com/safeput/safeput/internal/bufpool"
 )
@@ -35,8 +38,9 @@ func ReportProgress(ctx context.Context) {
 
 // ProgressTransport wraps base (http.DefaultTransport when nil) so that every request reports
 // progress on its context: each read of the request body by the connection, the arrival of the
-// response headers, and each read of the response body. A request whose context carries no
-// progress func passes through unchanged.
+// response headers, and each read of the response body. It also marks a failure that came before
+// the request had a connection (refused, unresolved, TLS handshake or certificate failed) so that
+// NotSent reports it.
 func ProgressTransport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -47,19 +51,26 @@ func ProgressTransport(base http.RoundTripper) http.RoundTripper {
 type progressTransport struct{ base http.RoundTripper }
 
 func (t *progressTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
+	// GotConn fires once a connection (handshake done) is ready for the request; before it, no
+	// byte of the request can have reached the store.
+	var gotConn atomic.Bool
+	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { gotConn.Store(true) },
+	})
 	fn, ok := ctx.Value(progressKey{}).(func())
-	if !ok || fn == nil {
-		return t.base.RoundTrip(req)
-	}
-	if req.Body != nil && req.Body != http.NoBody {
-		r := req.Clone(ctx)
+	r := req.WithContext(ctx)
+	if ok && fn != nil && req.Body != nil && req.Body != http.NoBody {
 		r.Body = newProgressBody(req.Body, fn)
-		req = r
 	}
-	resp, err := t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(r)
 	if err != nil {
+		if !gotConn.Load() {
+			err = &notSentError{host: req.URL.Host, err: err}
+		}
 		return resp, err
+	}
+	if !ok || fn == nil {
+		return resp, nil
 	}
 	fn()
 	if resp.Body != nil && resp.Body != http.NoBody {
@@ -149,4 +160,40 @@ func (pw progressWriter) SendFile(f *os.File, off, n int64, moved func(int64)) (
 			moved(k)
 		}
 	})
+}
+
+// notSentError is a request's failure before it had a connection: nothing of it was sent, so the
+// store cannot have acted on it (a CreateMultipartUpload that failed so created no upload).
+type notSentError struct {
+	host string
+	err  error
+}
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+
+// Timeout and Temporary pass the cause's on: a *url.Error around this asks its direct cause
+// whether it timed out (a TLS handshake timeout must stay one).
+func (e *notSentError) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.err, &t) && t.Timeout()
+}
+
+func (e *notSentError) Temporary() bool {
+	var t interface{ Temporary() bool }
+	return errors.As(e.err, &t) && t.Temporary()
+}
+
+// NotSent and RequestHost let package errors read the fact without importing store.
+func (e *notSentError) NotSent() bool       { return true }
+func (e *notSentError) RequestHost() string { return e.host }
+
+// NotSent reports whether err is a request's failure before any of its bytes left: the
+// connection was refused or never made, or the TLS handshake (certificate verification
+// included) failed. The adapters' transports mark such failures; for any other error, or a
+// Store that does not mark them, it is false, so a caller must then assume the request may have
+// reached the store.
+func NotSent(err error) bool {
+	var ns interface{ NotSent() bool }
+	return errors.As(err, &ns) && ns.NotSent()
 }

@@ -62,8 +62,9 @@ func (w *Writer) ensureUpload() error {
 		}
 		if err != nil {
 			var re *store.ResponseError
-			if !stderrors.As(err, &re) {
-				// No answer: the store may have created an upload we will never hear of.
+			if !stderrors.As(err, &re) && !store.NotSent(err) {
+				// No answer: the store may have created an upload we will never hear of. A
+				// request that never left (refused, TLS handshake failed) created nothing.
 				w.mu.Lock()
 				w.createAmbiguous = true
 				w.mu.Unlock()

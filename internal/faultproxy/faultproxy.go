@@ -45,6 +45,8 @@ package faultproxy
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +67,11 @@ type Config struct {
 	AccessKey, SecretKey, Region string // to re-sign altered requests; Region "" is us-east-1
 	Seed                         int64  // seeds the RNG of probability rules; print it in tests
 	Logf                         func(format string, args ...any)
+	// TLSCert, when set, makes the proxy serve TLS with it (URL is then https), so faults hit
+	// the client's TLS connections.
+	TLSCert *tls.Certificate
+	// UpstreamCA is the PEM CA an https Upstream's certificate is checked against.
+	UpstreamCA []byte
 }
 
 // Kind is a fault's kind; see the package doc for what each simulates.
@@ -182,8 +189,16 @@ type ruleState struct {
 // Start listens on 127.0.0.1:0 and serves until Close.
 func Start(cfg Config) (*Proxy, error) {
 	u, err := url.Parse(cfg.Upstream)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("faultproxy: upstream %q: want http://host:port", cfg.Upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("faultproxy: upstream %q: want http(s)://host:port", cfg.Upstream)
+	}
+	var upstreamTLS *tls.Config
+	if len(cfg.UpstreamCA) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(cfg.UpstreamCA) {
+			return nil, errors.New("faultproxy: UpstreamCA holds no PEM certificate")
+		}
+		upstreamTLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
@@ -191,6 +206,10 @@ func Start(cfg Config) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
+	}
+	if cfg.TLSCert != nil {
+		// HTTP/1.1 only: the faults hijack connections, which HTTP/2 streams cannot be.
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*cfg.TLSCert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
@@ -203,6 +222,7 @@ func Start(cfg Config) (*Proxy, error) {
 			MaxIdleConnsPerHost:   64,
 			IdleConnTimeout:       30 * time.Second,
 			ExpectContinueTimeout: time.Second,
+			TLSClientConfig:       upstreamTLS,
 		},
 		signer:    v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }),
 		serveDone: make(chan struct{}),
@@ -228,7 +248,12 @@ func Start(cfg Config) (*Proxy, error) {
 }
 
 // URL is the proxy's base URL, to use as the adapter's endpoint.
-func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
+func (p *Proxy) URL() string {
+	if p.cfg.TLSCert != nil {
+		return "https://" + p.ln.Addr().String()
+	}
+	return "http://" + p.ln.Addr().String()
+}
 
 // Close stops the proxy: held and stalled requests are released, every client connection is
 // closed, and in-flight requests are waited for (at most closeBound).

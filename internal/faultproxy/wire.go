@@ -6,6 +6,7 @@ import (
 	"crypto/md5"  //nolint:gosec // Content-MD5
 	"crypto/sha1" //nolint:gosec // S3's SHA1 checksum
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/xml"
 	"fmt"
@@ -357,7 +358,11 @@ func (p *Proxy) hijackClose(w http.ResponseWriter, rst bool) {
 	if err != nil {
 		return
 	}
-	if tc, ok := conn.(*net.TCPConn); ok && rst {
+	raw := conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		raw = tc.NetConn() // the reset is the TCP connection's
+	}
+	if tc, ok := raw.(*net.TCPConn); ok && rst {
 		_ = tc.SetLinger(0)
 	}
 	p.release(conn)

@@ -42,6 +42,10 @@ type Server struct {
 	Region    string
 	AccessKey string
 	SecretKey string
+	// CABundle is the PEM CA that signs the endpoint's certificate, for an https endpoint with a
+	// private CA (TLSFront); empty for plain HTTP.
+	CABundle []byte
+	plain    string // the plain endpoint behind a TLSFront
 }
 
 func (s Server) complete() bool {
@@ -191,7 +195,7 @@ func noServer(t testing.TB) {
 // RawClient is a plain aws-sdk-go-v2 client for test set-up and independent checks (bucket
 // creation, reading back, listing uploads), so a test never checks an adapter with itself.
 func (s Server) RawClient() *s3.Client {
-	return s3.New(s3.Options{
+	o := s3.Options{
 		Region:       s.Region,
 		BaseEndpoint: aws.String(s.Endpoint),
 		UsePathStyle: true,
@@ -199,7 +203,11 @@ func (s Server) RawClient() *s3.Client {
 		// Only what tests ask for: no default CRC trailers.
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-	})
+	}
+	if hc := s.httpClient(); hc != nil {
+		o.HTTPClient = hc
+	}
+	return s3.New(o)
 }
 
 // NewBucket creates a bucket with a unique name for this test.

@@ -38,6 +38,26 @@ func Conformance(t *testing.T, under string) {
 	})
 }
 
+// ConformanceTLS runs the conformance suite as Conformance does, with every server reached over
+// TLS (s3test.TLSFront) and both adapters trusting the run's CA through their CABundle. The wire
+// checks (a harness routing through a caller's transport) and the server facts are left to
+// Conformance: they are about the server's answers, which TLS does not change.
+func ConformanceTLS(t *testing.T, under string) {
+	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) {
+		storetest.Run(t, tlsHarness{h: serverHarness{srv: s3test.TLSFront(t, srv, s3test.Certs(t).Good), under: under}})
+	})
+}
+
+// tlsHarness is a serverHarness without MakeStoreWithTransport.
+type tlsHarness struct{ h serverHarness }
+
+func (h tlsHarness) MakeStores(t *testing.T) (under, reference store.Store, bucket string) {
+	t.Helper()
+	return h.h.MakeStores(t)
+}
+
+func (h tlsHarness) Capabilities() storetest.Capabilities { return h.h.Capabilities() }
+
 type serverHarness struct {
 	srv   s3test.Server
 	under string

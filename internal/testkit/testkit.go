@@ -21,10 +21,10 @@ type Adapter struct {
 // Adapters are the two production adapters.
 var Adapters = []Adapter{
 	{Name: "aws", New: func(srv s3test.Server) (store.Store, error) {
-		return awss3.New(awss3.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+		return awss3.New(awss3.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true, CABundle: srv.CABundle})
 	}},
 	{Name: "minio", New: func(srv s3test.Server) (store.Store, error) {
-		return miniogo.New(miniogo.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+		return miniogo.New(miniogo.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true, CABundle: srv.CABundle})
 	}},
 }
 
@@ -44,6 +44,16 @@ type Env struct {
 func ForEach(t *testing.T, fn func(t *testing.T, env Env)) {
 	t.Helper()
 	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) { eachAdapter(t, srv, true, fn) })
+}
+
+// ForEachTLS is ForEach with every server reached over TLS (s3test.TLSFront, with the run's
+// good certificate) and the adapters given the run's CA as their CABundle. Env.Srv is the TLS
+// endpoint, its RawClient trusting the same CA.
+func ForEachTLS(t *testing.T, fn func(t *testing.T, env Env)) {
+	t.Helper()
+	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) {
+		eachAdapter(t, s3test.TLSFront(t, srv, s3test.Certs(t).Good), true, fn)
+	})
 }
 
 // ForEachSerial is ForEach one server and adapter after another, for tests that measure the

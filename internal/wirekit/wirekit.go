@@ -6,19 +6,26 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/internal/faultproxy"
+	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/store"
 )
 
 // Proxied starts a fault proxy in front of env's server and returns it with a store of env's
-// adapter that talks through it. Checks of what landed go to env.Srv directly, never through
+// adapter that talks through it (over TLS when env's server is reached over TLS). Checks of what landed go to env.Srv directly, never through
 // the proxy. The proxy closes when the test ends.
 func Proxied(t testing.TB, env testkit.Env, seed int64) (*faultproxy.Proxy, store.Store) {
 	t.Helper()
-	p, err := faultproxy.Start(faultproxy.Config{
+	cfg := faultproxy.Config{
 		Upstream: env.Srv.Endpoint, AccessKey: env.Srv.AccessKey, SecretKey: env.Srv.SecretKey,
 		Region: env.Srv.Region, Seed: seed,
-	})
+	}
+	if len(env.Srv.CABundle) > 0 {
+		// A TLS env (testkit.ForEachTLS): the client reaches the proxy over TLS too, with a
+		// certificate of the same CA.
+		cfg.UpstreamCA, cfg.TLSCert = env.Srv.CABundle, &s3test.Certs(t).Good.TLS
+	}
+	p, err := faultproxy.Start(cfg)
 	if err != nil {
 		t.Fatalf("fault proxy: %v", err)
 	}

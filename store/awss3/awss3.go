@@ -31,6 +31,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/safeput/safeput/internal/bufpool"
+	"github.com/safeput/safeput/internal/catrust"
 	"github.com/safeput/safeput/internal/partlist"
 	"github.com/safeput/safeput/store"
 )
@@ -58,6 +59,11 @@ type Config struct {
 	// covers them. By default such requests are signed with UNSIGNED-PAYLOAD, so the body is
 	// hashed once (the CRC) instead of twice.
 	SignedPayload bool
+	// CABundle is PEM certificates of the CAs that sign the endpoint's certificate (a private
+	// CA), trusted in addition to the system roots, for this store only: what the SDK's
+	// config.WithCustomCABundle and AWS_CA_BUNDLE do. A bundle with no certificate is an error.
+	// It cannot be combined with HTTPClient or InsecureSkipVerify.
+	CABundle []byte
 	// InsecureSkipVerify disables TLS certificate verification on the client New builds. Only for
 	// test endpoints with self-signed certificates; it cannot be combined with HTTPClient.
 	InsecureSkipVerify bool
@@ -110,9 +116,16 @@ func New(cfg Config) (*Store, error) {
 	if cfg.InsecureSkipVerify && cfg.HTTPClient != nil {
 		return nil, errors.New("awss3: InsecureSkipVerify applies to the client New builds; configure your HTTPClient's TLS instead")
 	}
+	if len(cfg.CABundle) > 0 && cfg.HTTPClient != nil {
+		return nil, errors.New("awss3: CABundle applies to the client New builds; set RootCAs in your HTTPClient's TLS config instead")
+	}
+	tlsConf, err := catrust.Config(cfg.CABundle, cfg.InsecureSkipVerify)
+	if err != nil {
+		return nil, fmt.Errorf("awss3: %w", err)
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = newHTTPClient(cfg.InsecureSkipVerify)
+		hc = newHTTPClient(tlsConf)
 	}
 	o := s3.Options{
 		Region:                     region,
@@ -161,7 +174,7 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 // newHTTPClient keeps enough idle connections per host for a flush node's 64 concurrent
 // uploads; without it net/http keeps 2 and reopens connections under load. No overall timeout:
 // the caller's context bounds each request.
-func newHTTPClient(insecureSkipVerify bool) *http.Client {
+func newHTTPClient(tlsConf *tls.Config) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
@@ -173,8 +186,8 @@ func newHTTPClient(insecureSkipVerify bool) *http.Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: 1 * time.Second,
 	}
-	if insecureSkipVerify {
-		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // explicitly asked for
+	if tlsConf != nil {
+		tr.TLSClientConfig = tlsConf
 	}
 	return &http.Client{Transport: tr}
 }

@@ -23,6 +23,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/catrust"
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
 )
@@ -659,7 +660,7 @@ func TestConstructors(t *testing.T) {
 	if _, err := New(Config{Endpoint: "https://s3.example.com", AccessKey: "a", SecretKey: "b"}); err != nil {
 		t.Errorf("New with a valid config: %v", err)
 	}
-	tr, ok := newHTTPClient(false).Transport.(*http.Transport)
+	tr, ok := newHTTPClient(nil).Transport.(*http.Transport)
 	if !ok || tr.MaxIdleConnsPerHost < 64 || tr.DisableKeepAlives {
 		t.Errorf("default transport %+v, want keep-alive and >= 64 idle connections per host", tr)
 	}
@@ -692,11 +693,15 @@ func TestListMultipartUploadsFollowsPages(t *testing.T) {
 }
 
 func TestInsecureSkipVerifyOnlyOnOwnClient(t *testing.T) {
-	tr, _ := newHTTPClient(true).Transport.(*http.Transport)
+	insecure, err := catrust.Config(nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := newHTTPClient(insecure).Transport.(*http.Transport)
 	if tr == nil || tr.TLSClientConfig == nil || !tr.TLSClientConfig.InsecureSkipVerify {
 		t.Fatal("InsecureSkipVerify not applied to the built client")
 	}
-	if tr, _ := newHTTPClient(false).Transport.(*http.Transport); tr.TLSClientConfig != nil {
+	if tr, _ := newHTTPClient(nil).Transport.(*http.Transport); tr.TLSClientConfig != nil {
 		t.Fatal("verification must stay on by default")
 	}
 	if _, err := New(Config{InsecureSkipVerify: true, HTTPClient: &http.Client{}}); err == nil {

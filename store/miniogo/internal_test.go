@@ -4,11 +4,13 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/safeput/safeput/internal/catrust"
 )
 
 func TestTransportSizing(t *testing.T) {
 	for _, secure := range []bool{false, true} {
-		tr := newTransport(secure, false)
+		tr := newTransport(secure, nil)
 		if tr.MaxIdleConnsPerHost < 64 || tr.MaxIdleConns < tr.MaxIdleConnsPerHost || tr.DisableKeepAlives || !tr.DisableCompression {
 			t.Errorf("transport(secure=%v) = idle/host %d, idle %d, keep-alives off %v, compression off %v",
 				secure, tr.MaxIdleConnsPerHost, tr.MaxIdleConns, tr.DisableKeepAlives, tr.DisableCompression)
@@ -17,7 +19,11 @@ func TestTransportSizing(t *testing.T) {
 			t.Error("InsecureSkipVerify on without being asked")
 		}
 	}
-	if tr := newTransport(true, true); !tr.TLSClientConfig.InsecureSkipVerify {
+	insecure, err := catrust.Config(nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := newTransport(true, insecure); !tr.TLSClientConfig.InsecureSkipVerify {
 		t.Error("InsecureSkipVerify asked for but off")
 	}
 }

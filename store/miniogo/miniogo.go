@@ -35,6 +35,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/safeput/safeput/internal/bufpool"
+	"github.com/safeput/safeput/internal/catrust"
 	"github.com/safeput/safeput/internal/partlist"
 	"github.com/safeput/safeput/store"
 )
@@ -61,6 +62,11 @@ type Config struct {
 	// Transport replaces the HTTP transport New builds. It is used as is (wrapped to record the
 	// raw response for error reporting), so the caller sizes its connection pool.
 	Transport http.RoundTripper
+	// CABundle is PEM certificates of the CAs that sign the endpoint's certificate (a private
+	// CA), trusted in addition to the system roots, for this store only (as AWS_CA_BUNDLE is for
+	// the AWS SDKs). A bundle with no certificate is an error. It cannot be combined with
+	// Transport or InsecureSkipVerify.
+	CABundle []byte
 	// InsecureSkipVerify disables TLS certificate verification on the transport New builds. Only
 	// for test endpoints with self-signed certificates; it cannot be combined with Transport.
 	InsecureSkipVerify bool
@@ -118,9 +124,16 @@ func New(cfg Config) (*Store, error) {
 	if cfg.InsecureSkipVerify && cfg.Transport != nil {
 		return nil, errors.New("miniogo: InsecureSkipVerify applies to the built-in transport and cannot be combined with Transport")
 	}
+	if len(cfg.CABundle) > 0 && cfg.Transport != nil {
+		return nil, errors.New("miniogo: CABundle applies to the built-in transport; set RootCAs in your Transport's TLS config instead")
+	}
+	tlsConf, err := catrust.Config(cfg.CABundle, cfg.InsecureSkipVerify)
+	if err != nil {
+		return nil, fmt.Errorf("miniogo: %w", err)
+	}
 	base := cfg.Transport
 	if base == nil {
-		base = newTransport(secure, cfg.InsecureSkipVerify)
+		base = newTransport(secure, tlsConf)
 	}
 	region := cfg.Region
 	if region == "" {
@@ -164,7 +177,7 @@ func NewFromCore(c *minio.Core) (*Store, error) {
 // Core returns the underlying client, for callers that need an operation Store does not offer.
 func (s *Store) Core() *minio.Core { return s.core }
 
-func newTransport(secure, insecure bool) *http.Transport {
+func newTransport(secure bool, tlsConf *tls.Config) *http.Transport {
 	tr := &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		// A request body costs no copy buffer per request.
@@ -184,9 +197,9 @@ func newTransport(secure, insecure bool) *http.Transport {
 		DisableCompression: true,
 	}
 	if secure {
-		tr.TLSClientConfig = &tls.Config{
-			MinVersion:         tls.VersionTLS12,
-			InsecureSkipVerify: insecure, //nolint:gosec // only when Config asks for it explicitly
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		if tlsConf != nil {
+			tr.TLSClientConfig = tlsConf
 		}
 	}
 	return tr
