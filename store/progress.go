@@ -39,8 +39,9 @@ func ReportProgress(ctx context.Context) {
 // ProgressTransport wraps base (http.DefaultTransport when nil) so that every request reports
 // progress on its context: each read of the request body by the connection, the arrival of the
 // response headers, and each read of the response body. It also marks a failure that came before
-// the request had a connection (refused, unresolved, TLS handshake or certificate failed) so that
-// NotSent reports it.
+// the request had a connection (refused, unresolved, TLS handshake or certificate failed): that
+// error has a method NotSent() bool returning true, so a caller knows the store cannot have acted
+// on the request.
 func ProgressTransport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -184,16 +185,7 @@ func (e *notSentError) Temporary() bool {
 	return errors.As(e.err, &t) && t.Temporary()
 }
 
-// NotSent and RequestHost let package errors read the fact without importing store.
+// NotSent and RequestHost are read through interfaces (by the writer and package errors): an
+// error in a chain whose NotSent() is true is a request none of whose bytes left.
 func (e *notSentError) NotSent() bool       { return true }
 func (e *notSentError) RequestHost() string { return e.host }
-
-// NotSent reports whether err is a request's failure before any of its bytes left: the
-// connection was refused or never made, or the TLS handshake (certificate verification
-// included) failed. The adapters' transports mark such failures; for any other error, or a
-// Store that does not mark them, it is false, so a caller must then assume the request may have
-// reached the store.
-func NotSent(err error) bool {
-	var ns interface{ NotSent() bool }
-	return errors.As(err, &ns) && ns.NotSent()
-}

@@ -13,6 +13,10 @@
 //     is true, carrying the HTTP status, S3 error code, message and request id. A failure with no
 //     response (dial, reset, timeout, cancelled context) returns the underlying error unchanged
 //     (wrapped), so errors.Is(err, context.Canceled) and errors.As(err, *net.OpError) work.
+//     A failure before the request had a connection (refused, TLS handshake or certificate
+//     failed) may carry an error with a method NotSent() bool that returns true (the adapters'
+//     do): the writer then knows the store cannot have acted on it, so a failed
+//     CreateMultipartUpload left no upload to look for. Without the mark it assumes one may exist.
 //   - A success status whose body is an S3 <Error> document, on any operation, is a
 //     *ResponseError with StatusCode 500 and the document's code (as AWS advises treating it).
 //   - A non-compliant answer (no UploadId, no part ETag, malformed XML) is an error, never a nil

@@ -62,7 +62,7 @@ func (w *Writer) ensureUpload() error {
 		}
 		if err != nil {
 			var re *store.ResponseError
-			if !stderrors.As(err, &re) && !store.NotSent(err) {
+			if !stderrors.As(err, &re) && !notSent(err) {
 				// No answer: the store may have created an upload we will never hear of. A
 				// request that never left (refused, TLS handshake failed) created nothing.
 				w.mu.Lock()
@@ -96,4 +96,12 @@ func (w *Writer) currentUploadID() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.uploadID
+}
+
+// notSent reports whether err is a request's failure before any of its bytes left (the
+// adapters' transports mark it: see store.ProgressTransport). Any other error, or a Store that
+// does not mark them, may have reached the store.
+func notSent(err error) bool {
+	var ns interface{ NotSent() bool }
+	return stderrors.As(err, &ns) && ns.NotSent()
 }
