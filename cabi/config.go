@@ -34,6 +34,9 @@ type Config struct {
 	SecretKey          string `json:"secret_key"`
 	SessionToken       string `json:"session_token"`
 	InsecureSkipVerify bool   `json:"insecure_skip_verify"`
+	// CABundle is a PEM file of CAs trusted besides the system roots for this store (as the
+	// CLI's --ca-bundle; empty: AWS_CA_BUNDLE, then ca_bundle in the profile).
+	CABundle string `json:"ca_bundle"`
 
 	// Upload: as the CLI's put flags.
 	Provider     string   `json:"provider"`      // provider profile or rules string (default strict)
@@ -187,10 +190,12 @@ func (c Config) writerOptions() ([]writer.Option, []retry.Option, error) {
 }
 
 func (c Config) conn() frontend.Conn {
+	log, _ := newLogger(c.LogLevel) // writerOptions has refused a bad level already
 	return frontend.Conn{
 		Endpoint: c.Endpoint, Region: c.Region, AccessKey: c.AccessKey, SecretKey: c.SecretKey,
 		SessionToken: c.SessionToken, Profile: c.Profile, PathStyle: c.PathStyle, Backend: c.Backend,
-		InsecureSkipVerify: c.InsecureSkipVerify, KeysHint: "access_key and secret_key in the config",
+		InsecureSkipVerify: c.InsecureSkipVerify, CABundle: c.CABundle, Logger: log,
+		KeysHint: "access_key and secret_key in the config",
 	}
 }
 

@@ -40,6 +40,7 @@ type globalOpts struct {
 	logLevel     string
 	stallTimeout time.Duration
 	insecure     bool
+	caBundle     string
 	hooks        testHooks // --fault and --pause, in the test build only (testhooks_on.go)
 }
 
@@ -110,6 +111,7 @@ Start with "safeput demo": no set-up, no network.
 	f.DurationVar(&a.g.stallTimeout, "stall-timeout", retry.DefaultStallTimeout,
 		"cut and retry a request that moves no byte for this long (0 disables; at most "+maxStallTimeout.String()+")")
 	f.BoolVar(&a.g.insecure, "insecure-skip-verify", false, "do not verify the endpoint's TLS certificate (test endpoints only)")
+	f.StringVar(&a.g.caBundle, "ca-bundle", "", "PEM file of the CAs that sign the endpoint's certificate, trusted besides the system roots (env AWS_CA_BUNDLE, or ca_bundle in the profile)")
 	a.g.hooks.register(f)
 
 	root.AddCommand(a.putCmd(), a.verifyCmd(), a.probeCmd(), a.sweepCmd(), a.recoverCmd(), a.demoCmd())
@@ -171,7 +173,7 @@ func (a *app) conn() frontend.Conn {
 	return frontend.Conn{
 		Endpoint: a.g.endpoint, Region: a.g.region, AccessKey: a.g.accessKey, SecretKey: a.g.secretKey,
 		SessionToken: a.g.sessionToken, Profile: a.g.profile, PathStyle: a.g.pathStyle, Backend: a.g.backend,
-		InsecureSkipVerify: a.g.insecure, KeysHint: "--access-key and --secret-key",
+		InsecureSkipVerify: a.g.insecure, CABundle: a.g.caBundle, Logger: a.log, KeysHint: "--access-key and --secret-key",
 	}
 }
 

@@ -2,14 +2,17 @@ package frontend
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
+	"go.uber.org/zap"
 
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
@@ -30,6 +33,12 @@ type Conn struct {
 	PathStyle          bool
 	Backend            string // "aws" (aws-sdk-go-v2) or "minio" (minio-go)
 	InsecureSkipVerify bool
+	// CABundle is a PEM file of the CAs that sign the endpoint's certificate, trusted besides
+	// the system roots for this store only; else AWS_CA_BUNDLE, else ca_bundle in the profile
+	// (as the AWS CLI reads them). Those two are ignored under InsecureSkipVerify.
+	CABundle string
+	// Logger gets the warning that certificate verification is off, once per store built.
+	Logger *zap.Logger
 	// KeysHint names where the caller can give keys directly, for the missing-credentials
 	// message ("--access-key and --secret-key" for the CLI).
 	KeysHint string
@@ -38,6 +47,8 @@ type Conn struct {
 // Resolved is the connection after flags, environment and shared config.
 type Resolved struct {
 	Endpoint, Region, AccessKey, SecretKey, SessionToken string
+	// CABundle is the CA bundle file in effect ("" for the system roots alone).
+	CABundle string
 	// Expires is when the keys stop working (an assumed role's, say); zero when they do not
 	// expire or nobody said when. A store built for keys that expire renews them (renew.go).
 	Expires time.Time
@@ -85,6 +96,9 @@ func (c Conn) Resolve() (Resolved, error) {
 	case r.SecretKey == "":
 		return r, fmt.Errorf("missing credentials: an access key id without a secret key")
 	}
+	if err := c.resolveCABundle(&r); err != nil {
+		return r, err
+	}
 	if r.Endpoint != "" {
 		if !strings.HasPrefix(r.Endpoint, "http://") && !strings.HasPrefix(r.Endpoint, "https://") {
 			return r, fmt.Errorf("endpoint %q: want http://host[:port] or https://host[:port]", r.Endpoint)
@@ -94,6 +108,55 @@ func (c Conn) Resolve() (Resolved, error) {
 		r.Endpoint = "https://s3." + r.Region + ".amazonaws.com"
 	}
 	return r, nil
+}
+
+// resolveCABundle picks the CA bundle file: c.CABundle, else AWS_CA_BUNDLE, else ca_bundle in
+// the profile (c.Profile, AWS_PROFILE or default), whoever gave the keys. Under
+// InsecureSkipVerify only c.CABundle counts (and the adapter refuses the pair).
+func (c Conn) resolveCABundle(r *Resolved) error {
+	r.CABundle = c.CABundle
+	if r.CABundle != "" || c.InsecureSkipVerify {
+		return nil
+	}
+	if r.CABundle = os.Getenv("AWS_CA_BUNDLE"); r.CABundle != "" {
+		return nil
+	}
+	profile := c.Profile
+	if profile == "" {
+		profile = os.Getenv("AWS_PROFILE")
+	}
+	if profile == "" {
+		profile = "default"
+	}
+	profiles, err := sharedProfiles()
+	if err != nil {
+		return err
+	}
+	if v := profiles[profile]["ca_bundle"]; v != "" {
+		if rest, ok := strings.CutPrefix(v, "~/"); ok {
+			if home, err := os.UserHomeDir(); err == nil {
+				v = filepath.Join(home, rest)
+			}
+		}
+		r.CABundle = v
+	}
+	return nil
+}
+
+// readCABundle reads the CA bundle file: one that cannot be read or holds no PEM certificate
+// is an error naming it, never a silent fall back to the system roots.
+func readCABundle(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("CA bundle %s: %w", path, err)
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("CA bundle %s: holds no PEM certificate", path)
+	}
+	return data, nil
 }
 
 // fromSharedConfig fills what c and the environment left empty, in the SDKs' order: a profile
@@ -192,8 +255,16 @@ func NewResolvedStore(c Conn, r Resolved) (store.Store, error) {
 	if err := c.CheckBackend(); err != nil {
 		return nil, err
 	}
+	ca, err := readCABundle(r.CABundle)
+	if err != nil {
+		return nil, err
+	}
+	if c.InsecureSkipVerify && c.Logger != nil {
+		c.Logger.Warn("TLS certificate verification is off for this store: anyone on the path can read and alter what is sent (trust a private CA with a CA bundle instead)",
+			zap.String("endpoint", r.Endpoint))
+	}
 	if c.Backend == "minio" {
-		cfg := miniogo.Config{Endpoint: r.Endpoint, Region: r.Region, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify}
+		cfg := miniogo.Config{Endpoint: r.Endpoint, Region: r.Region, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify, CABundle: ca}
 		if r.Expires.IsZero() {
 			cfg.AccessKey, cfg.SecretKey, cfg.SessionToken = r.AccessKey, r.SecretKey, r.SessionToken
 		} else {
@@ -201,7 +272,7 @@ func NewResolvedStore(c Conn, r Resolved) (store.Store, error) {
 		}
 		return miniogo.New(cfg)
 	}
-	cfg := awss3.Config{Endpoint: r.Endpoint, Region: r.Region, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify}
+	cfg := awss3.Config{Endpoint: r.Endpoint, Region: r.Region, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify, CABundle: ca}
 	if r.Expires.IsZero() {
 		cfg.AccessKey, cfg.SecretKey, cfg.SessionToken = r.AccessKey, r.SecretKey, r.SessionToken
 	} else {

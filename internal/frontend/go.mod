@@ -6,6 +6,7 @@ require (
 	github.com/safeput/safeput v0.1.0
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
 	github.com/minio/minio-go/v7 v7.4.1
+	go.uber.org/zap v1.28.0
 )
 
 require (
@@ -34,7 +35,6 @@ require (
 	github.com/tinylib/msgp v1.6.4 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
-	go.uber.org/zap v1.28.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.60.0 // indirect

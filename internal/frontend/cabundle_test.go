@@ -1,0 +1,99 @@
+package frontend
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/safeput/safeput/internal/testcerts"
+)
+
+// The CA bundle comes from the flag, else AWS_CA_BUNDLE, else ca_bundle in the profile (whoever
+// gave the keys); under InsecureSkipVerify only the flag counts. A file that cannot be read or
+// holds no certificate is an error naming it.
+func TestCABundleSources(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	ca, err := testcerts.NewCA("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "ca.pem")
+	junk := filepath.Join(dir, "junk.pem")
+	for p, b := range map[string][]byte{good: ca.PEM, junk: []byte("nothing")} {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sharedFilesIn(t, dir, "[default]\nca_bundle = /from/default\n[profile p]\nca_bundle = ~/from/p\n", "")
+	t.Setenv("HOME", dir)
+	base := Conn{Endpoint: "https://127.0.0.1:1", AccessKey: "a", SecretKey: "s", Backend: "aws"}
+	resolve := func(c Conn) string {
+		t.Helper()
+		r, err := c.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.CABundle
+	}
+	if got := resolve(base); got != "/from/default" {
+		t.Errorf("default profile: %q", got)
+	}
+	p := base
+	p.Profile = "p"
+	if got := resolve(p); got != filepath.Join(dir, "from/p") {
+		t.Errorf("named profile: %q", got)
+	}
+	t.Setenv("AWS_CA_BUNDLE", "/from/env")
+	if got := resolve(base); got != "/from/env" {
+		t.Errorf("environment: %q", got)
+	}
+	flag := base
+	flag.CABundle = good
+	if got := resolve(flag); got != good {
+		t.Errorf("flag: %q", got)
+	}
+	insecure := base
+	insecure.InsecureSkipVerify = true
+	if got := resolve(insecure); got != "" {
+		t.Errorf("insecure takes %q from the environment", got)
+	}
+
+	for _, backend := range []string{"aws", "minio"} {
+		c := flag
+		c.Backend = backend
+		if _, err := NewStore(c, nil); err != nil {
+			t.Errorf("%s: a good bundle: %v", backend, err)
+		}
+		for file, want := range map[string]string{junk: "holds no PEM certificate", filepath.Join(dir, "none.pem"): "no such file"} {
+			c.CABundle = file
+			if _, err := NewStore(c, nil); err == nil || !strings.Contains(err.Error(), "CA bundle "+file) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: bundle %s: %v, want an error naming it (%s)", backend, file, err, want)
+			}
+		}
+	}
+}
+
+// Verification off is warned about once per store built.
+func TestInsecureWarnsOnce(t *testing.T) {
+	isolate(t)
+	core, logs := observer.New(zap.WarnLevel)
+	c := Conn{Endpoint: "https://127.0.0.1:1", AccessKey: "a", SecretKey: "s", Backend: "minio", InsecureSkipVerify: true, Logger: zap.New(core)}
+	if _, err := NewStore(c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := logs.FilterMessageSnippet("verification is off").Len(); n != 1 {
+		t.Fatalf("%d warnings, want 1", n)
+	}
+	c.InsecureSkipVerify = false
+	if _, err := NewStore(c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := logs.FilterMessageSnippet("verification is off").Len(); n != 1 {
+		t.Fatalf("a store with verification on warned too (%d warnings)", n)
+	}
+}
