@@ -28,3 +28,21 @@ func ExampleNew() {
 	}
 	_, _ = up.Upload(context.Background(), "bucket", "key", strings.NewReader("data"))
 }
+
+// A store whose certificate comes from a private CA: the CA's PEM is trusted for this store
+// only, besides the system roots, with verification on. Compiled, not run.
+func ExampleNew_privateCA() {
+	ca, err := os.ReadFile("/etc/ssl/private-ca.pem")
+	if err != nil {
+		return
+	}
+	st, err := awss3.New(awss3.Config{
+		Endpoint: "https://minio.internal:9000", CABundle: ca,
+		AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		PathStyle: true,
+	})
+	if err != nil {
+		return // a bundle with no certificate, a malformed endpoint
+	}
+	_ = st
+}
