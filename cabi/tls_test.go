@@ -27,12 +27,12 @@ func TestCABundleConfig(t *testing.T) {
 		}
 	}
 	s3test.ForEach(t, func(t *testing.T, plain s3test.Server) {
-		srv := s3test.TLSFront(t, plain, s3test.Certs(t).Good)
+		srv := s3test.TLSServer(t, plain)
 		caFile := filepath.Join(t.TempDir(), "ca.pem")
 		if err := os.WriteFile(caFile, srv.CABundle, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		bucket := s3test.NewBucket(t, plain)
+		bucket := s3test.NewBucket(t, srv)
 		for _, backend := range []string{"aws", "minio"} {
 			t.Run(backend, func(t *testing.T) {
 				conf := func(key, ca string) string {
@@ -51,7 +51,7 @@ func TestCABundleConfig(t *testing.T) {
 				if o := Close(h); o.status != StatusOK {
 					t.Fatalf("close: %+v", o)
 				}
-				if got := s3test.ReadAll(t, plain, bucket, key); !bytes.Equal(got, data) {
+				if got := s3test.ReadAll(t, srv, bucket, key); !bytes.Equal(got, data) {
 					t.Fatalf("read back %d bytes, not the %d written", len(got), len(data))
 				}
 				h, o = Open(conf(key+"-untrusted", ""))

@@ -178,7 +178,7 @@ osd_op_num_threads_per_shard = 2
 
 [client]
 rgw_data = $ceph_data/rgw
-rgw_frontends = beast endpoint=127.0.0.1:$rgw_port
+rgw_frontends = beast endpoint=127.0.0.1:$rgw_port$rgw_tls
 rgw_enable_usage_log = false
 rgw_thread_pool_size = 64
 EOF
@@ -194,12 +194,18 @@ start_ceph_rgw() {
 	ceph_pids=()
 	mkdir -p "$ceph_data"/{log,run,mon/ceph-a,mgr/ceph-x,osd/ceph-0,rgw}
 
-	local fsid mon_v1 mon_v2 rgw_port port_min attempt t0=$SECONDS
+	local fsid mon_v1 mon_v2 rgw_port rgw_tls rgw_tls_port port_min attempt t0=$SECONDS
 	# Another process can take a checked port before the monitor binds it: then the monitor
 	# exits and the whole monitor set-up is redone on new ports.
 	for attempt in 1 2 3; do
 		fsid=$(cat /proc/sys/kernel/random/uuid)
 		mon_v1=$(ceph_free_port) && mon_v2=$(ceph_free_port) && rgw_port=$(ceph_free_port) || return 1
+		# TLS on a second beast endpoint, with the test run's certificate (s3server.sh).
+		rgw_tls="" rgw_tls_port=""
+		if [[ -n "${SAFEPUT_S3_TLS_DIR:-}" ]]; then
+			rgw_tls_port=$(ceph_free_port) || return 1
+			rgw_tls=" ssl_endpoint=127.0.0.1:$rgw_tls_port ssl_certificate=$SAFEPUT_S3_TLS_DIR/server.pem ssl_private_key=$SAFEPUT_S3_TLS_DIR/server.key"
+		fi
 		# The manager and OSD bind inside this window; Ceph skips ports already in use.
 		port_min=$(ceph_free_port) || return 1
 		ceph_write_conf
@@ -267,6 +273,11 @@ start_ceph_rgw() {
 	# zonegroup's api_name ("default").
 	local region=us-east-1
 	export CEPH_RGW_ENDPOINT="http://127.0.0.1:$rgw_port"
+	unset CEPH_RGW_TLS_ENDPOINT
+	if [[ -n "$rgw_tls_port" ]] && ceph_wait 10 "the gateway's TLS endpoint on 127.0.0.1:$rgw_tls_port" \
+		bash -c "curl -s -m 5 --cacert '$SAFEPUT_S3_TLS_DIR/ca.pem' https://127.0.0.1:$rgw_tls_port/ | grep -q ListAllMyBucketsResult"; then
+		export CEPH_RGW_TLS_ENDPOINT="https://127.0.0.1:$rgw_tls_port"
+	fi
 	export CEPH_RGW_ACCESS_KEY="$access"
 	export CEPH_RGW_SECRET_KEY="$secret"
 	export CEPH_RGW_REGION="${region:-us-east-1}"

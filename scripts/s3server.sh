@@ -12,6 +12,13 @@
 #   SAFEPUT_S3_<NAME>_ENDPOINT, _ACCESS_KEY, _SECRET_KEY, _REGION   per server (NAME upper-cased)
 #   SAFEPUT_S3_ENDPOINT, _ACCESS_KEY, _SECRET_KEY, _REGION          the first server again, for
 #                                                  code that uses one server (the benchmark)
+#   SAFEPUT_S3_TLS_DIR                              a throw-away CA and a server certificate for
+#                                                  127.0.0.1 made for this run (ca.pem, ca.key,
+#                                                  server.pem, server.key; internal/testcerts)
+#   SAFEPUT_S3_<NAME>_TLS_ENDPOINT                  https://127.0.0.1:PORT serving that certificate:
+#                                                  the gateway a second process on the same
+#                                                  directory, MinIO a second instance (its own
+#                                                  drive), RGW a second beast endpoint
 #
 # Settings:
 #   SAFEPUT_S3_START="versitygw ceph"    which servers to start (default: all; quick local loops
@@ -145,7 +152,47 @@ start_server_versitygw() {
 	"$safeput_bin/versitygw" --access "$srv_access" --secret "$srv_secret" --region "$srv_region" \
 		--port "127.0.0.1:$srv_port" --keep-alive --quiet posix "$data/objects" >"$srv_log" 2>&1 &
 	srv_pid=$!
-	wait_ready versitygw 10 tcp_ready "$srv_port"
+	wait_ready versitygw 10 tcp_ready "$srv_port" || return 1
+	# TLS: the gateway serves one scheme per process; a second one on the same directory.
+	if [[ -n "${SAFEPUT_S3_TLS_DIR:-}" ]]; then
+		local plain_pid=$srv_pid plain_log=$srv_log tls_port
+		free_port || return 1
+		tls_port=$free_port
+		srv_log="$data/versitygw-tls.log"
+		"$safeput_bin/versitygw" --access "$srv_access" --secret "$srv_secret" --region "$srv_region" \
+			--port "127.0.0.1:$tls_port" --cert "$SAFEPUT_S3_TLS_DIR/server.pem" --key "$SAFEPUT_S3_TLS_DIR/server.key" \
+			--keep-alive --quiet posix "$data/objects" >"$srv_log" 2>&1 &
+		srv_pid=$!
+		if wait_ready versitygw-tls 10 tcp_ready "$tls_port"; then
+			srv_tls_endpoint="https://127.0.0.1:$tls_port"
+			srv_extra_pids="$srv_pid"
+		fi
+		srv_pid=$plain_pid srv_log=$plain_log
+	fi
+}
+
+# start_minio_tls DATA_DIR: a second MinIO serving TLS with the run's certificate (MinIO serves
+# one scheme; its drive cannot be shared), for SAFEPUT_S3_MINIO_TLS_ENDPOINT.
+start_minio_tls() {
+	local data=$1 port console plain_pid=$srv_pid plain_log=$srv_log
+	mkdir -p "$data/tls-drive" "$data/tls-certs" || return 1
+	cp "$SAFEPUT_S3_TLS_DIR/server.pem" "$data/tls-certs/public.crt" || return 1
+	cp "$SAFEPUT_S3_TLS_DIR/server.key" "$data/tls-certs/private.key" || return 1
+	free_port || return 1
+	port=$free_port
+	free_port || return 1
+	console=$free_port
+	srv_log="$data/minio-tls.log"
+	MINIO_ROOT_USER="$srv_access" MINIO_ROOT_PASSWORD="$srv_secret" MINIO_SITE_REGION="$srv_region" \
+		MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CALLHOME_ENABLE=off \
+		"$safeput_bin/minio" server --quiet --anonymous --address "127.0.0.1:$port" \
+		--console-address "127.0.0.1:$console" --certs-dir "$data/tls-certs" "$data/tls-drive" >"$srv_log" 2>&1 &
+	srv_pid=$!
+	if wait_ready minio-tls 60 tcp_ready "$port"; then
+		srv_tls_endpoint="https://127.0.0.1:$port"
+		srv_extra_pids="$srv_pid"
+	fi
+	srv_pid=$plain_pid srv_log=$plain_log
 }
 
 start_server_minio() {
@@ -165,7 +212,10 @@ start_server_minio() {
 	# which deletes a GiB every few seconds, empties it itself (tmpfs would fill).
 	srv_trash="$data/drive/.minio.sys/tmp/.trash"
 	# /ready answers 200 once the object layer is up, not just the listener.
-	wait_ready minio 60 http_ok "$srv_port" /minio/health/ready
+	wait_ready minio 60 http_ok "$srv_port" /minio/health/ready || return 1
+	if [[ -n "${SAFEPUT_S3_TLS_DIR:-}" ]]; then
+		start_minio_tls "$data"
+	fi
 }
 
 start_server_ceph() {
@@ -176,6 +226,7 @@ start_server_ceph() {
 	start_ceph_rgw "$data/cluster" || return 1
 	safeput_s3_stoppers="${safeput_s3_stoppers:-} stop_ceph_rgw"
 	srv_endpoint=$CEPH_RGW_ENDPOINT
+	srv_tls_endpoint=${CEPH_RGW_TLS_ENDPOINT:-}
 	srv_access=$CEPH_RGW_ACCESS_KEY
 	srv_secret=$CEPH_RGW_SECRET_KEY
 	srv_region=$CEPH_RGW_REGION
@@ -189,7 +240,7 @@ start_server_ceph() {
 start_with_retry() {
 	local name=$1 data=$2 attempt
 	for attempt in 1 2 3; do
-		srv_pid="" srv_log="" srv_trash=""
+		srv_pid="" srv_log="" srv_trash="" srv_tls_endpoint="" srv_extra_pids=""
 		if "start_server_$name" "$data"; then
 			return 0
 		fi
@@ -216,6 +267,13 @@ start_s3_server() {
 	safeput_s3_data=$data
 	safeput_s3_pids=""
 	safeput_s3_logs=""
+	# A CA and a certificate for the servers' TLS endpoints, made in Go for this run.
+	if (cd "$safeput_root" && go run ./internal/testcerts/gencerts "$data/tls"); then
+		export SAFEPUT_S3_TLS_DIR="$data/tls"
+	else
+		unset SAFEPUT_S3_TLS_DIR
+		echo "WARNING: no test certificates: the TLS tests use their in-process relay" >&2
+	fi
 	local name var started=()
 	local list=${SAFEPUT_S3_START:-$SAFEPUT_S3_ALL_SERVERS}
 	for name in ${list//,/ }; do
@@ -232,11 +290,17 @@ start_s3_server() {
 			continue
 		fi
 		started+=("$name")
-		safeput_s3_pids="$safeput_s3_pids $srv_pid"
+		safeput_s3_pids="$safeput_s3_pids $srv_pid ${srv_extra_pids:-}"
 		safeput_s3_logs="$safeput_s3_logs $srv_log"
 		var="SAFEPUT_S3_$(echo "$name" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')"
 		export "${var}_ENDPOINT=$srv_endpoint" "${var}_ACCESS_KEY=$srv_access" \
 			"${var}_SECRET_KEY=$srv_secret" "${var}_REGION=$srv_region" "${var}_PID=$srv_pid" "${var}_TRASH=$srv_trash"
+		if [[ -n "${srv_tls_endpoint:-}" ]]; then
+			export "${var}_TLS_ENDPOINT=$srv_tls_endpoint"
+			echo "$name also serves TLS on $srv_tls_endpoint" >&2
+		elif [[ -n "${SAFEPUT_S3_TLS_DIR:-}" ]]; then
+			echo "WARNING: $name serves no TLS endpoint: its TLS tests use the in-process relay" >&2
+		fi
 		if [[ ${#started[@]} -eq 1 ]]; then
 			# The first server is also the single-server default (the benchmark uses it).
 			safeput_s3_pid=$srv_pid

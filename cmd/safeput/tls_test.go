@@ -19,8 +19,8 @@ func TestPutTLS(t *testing.T) { s3test.ForEach(t, testPutTLS) }
 
 func testPutTLS(t *testing.T, s s3test.Server) {
 	certs := s3test.Certs(t)
-	front := s3test.TLSFront(t, s, certs.Good)
-	bucket := s3test.NewBucket(t, s)
+	front := s3test.TLSServer(t, s)
+	bucket := s3test.NewBucket(t, front)
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "ca.pem")
 	junk := filepath.Join(dir, "junk.pem")
@@ -48,7 +48,7 @@ func testPutTLS(t *testing.T, s s3test.Server) {
 			if !strings.Contains(r.stdout, "(strong)") {
 				t.Errorf("put over TLS not verified strongly:\n%s", r.stdout)
 			}
-			if got := s3test.ReadAll(t, s, bucket, backend+"/flag"); !bytes.Equal(got, data) {
+			if got := s3test.ReadAll(t, front, bucket, backend+"/flag"); !bytes.Equal(got, data) {
 				t.Fatalf("stored object differs (%d vs %d bytes)", len(got), len(data))
 			}
 			// AWS_CA_BUNDLE, and ca_bundle in the default profile.
@@ -60,8 +60,8 @@ func testPutTLS(t *testing.T, s s3test.Server) {
 				name, endpoint, reason string
 			}{
 				{"no CA", front.Endpoint, "TLS certificate of " + host + " does not verify: signed by an unknown authority"},
-				{"wrong host", s3test.TLSFront(t, s, certs.WrongHost).Endpoint, "does not verify: not for this host name"},
-				{"expired", s3test.TLSFront(t, s, certs.Expired).Endpoint, "does not verify: expired or not yet valid"},
+				{"wrong host", s3test.TLSFront(t, front, certs.WrongHost).Endpoint, "does not verify: not for this host name"},
+				{"expired", s3test.TLSFront(t, front, certs.Expired).Endpoint, "does not verify: expired or not yet valid"},
 			} {
 				extra := []string{"--ca-bundle", caFile}
 				if c.name == "no CA" {
@@ -80,7 +80,7 @@ func testPutTLS(t *testing.T, s s3test.Server) {
 						t.Errorf("%s: stderr speaks of %q for a request that never left:\n%s", c.name, bad, r.stderr)
 					}
 				}
-				if ids := s3test.IncompleteUploads(t, s, bucket, key); len(ids) != 0 {
+				if ids := s3test.IncompleteUploads(t, front, bucket, key); len(ids) != 0 {
 					t.Errorf("%s: uploads left: %v", c.name, ids)
 				}
 			}

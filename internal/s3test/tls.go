@@ -3,10 +3,14 @@ package s3test
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,10 +18,11 @@ import (
 	"github.com/safeput/safeput/internal/testcerts"
 )
 
-// The TLS tests reach each server through a TLS-terminating relay in this process (TLSFront),
-// presenting certificates made per test run by testcerts: a throw-away CA, a good certificate for
-// 127.0.0.1, and the ones a client must refuse. The client side (the adapters' TLS stack, CA
-// trust, failure classification) is what is under test; the servers' own TLS code is not.
+// The TLS tests reach each server over TLS with the test run's throw-away CA: the server's own TLS
+// endpoint when the test command started one (SAFEPUT_S3_<NAME>_TLS_ENDPOINT, its certificate
+// from SAFEPUT_S3_TLS_DIR), else a TLS-terminating relay in this process (TLSFront). The
+// certificates a client must refuse (another CA's, another host's, an expired one) are always
+// presented by a relay, signed by the same CA.
 
 var (
 	certsOnce sync.Once
@@ -25,14 +30,51 @@ var (
 	certsErr  error
 )
 
-// Certs returns the run's certificates, made on first use.
+// Certs returns the run's certificates, made on first use: of the test command's CA
+// (SAFEPUT_S3_TLS_DIR) when there is one, else of a new CA.
 func Certs(t testing.TB) *testcerts.Set {
 	t.Helper()
-	certsOnce.Do(func() { certs, certsErr = testcerts.NewSet() })
+	certsOnce.Do(func() {
+		dir := os.Getenv("SAFEPUT_S3_TLS_DIR")
+		if dir == "" {
+			certs, certsErr = testcerts.NewSet()
+			return
+		}
+		var ca *testcerts.CA
+		cert, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+		if err == nil {
+			var key []byte
+			if key, err = os.ReadFile(filepath.Join(dir, "ca.key")); err == nil {
+				ca, err = testcerts.LoadCA(cert, key)
+			}
+		}
+		if err != nil {
+			certsErr = fmt.Errorf("SAFEPUT_S3_TLS_DIR %s: %w", dir, err)
+			return
+		}
+		certs, certsErr = testcerts.NewSetOf(ca)
+	})
 	if certsErr != nil {
 		t.Fatalf("test certificates: %v", certsErr)
 	}
 	return certs
+}
+
+// TLSServer returns srv reached over TLS with the run's good certificate: its own TLS endpoint
+// when the test command started one, else TLSFront(t, srv, Certs(t).Good). Its CABundle is the
+// run's CA. Under CI=true a server without its own TLS endpoint fails the test.
+func TLSServer(t testing.TB, srv Server) Server {
+	t.Helper()
+	ep := os.Getenv("SAFEPUT_S3_" + nonAlnum.ReplaceAllString(strings.ToUpper(srv.Name), "_") + "_TLS_ENDPOINT")
+	if ep == "" {
+		if os.Getenv("SAFEPUT_S3_TLS_DIR") != "" && os.Getenv("CI") != "" && os.Getenv("CI") != "false" {
+			t.Fatalf("%s: the test command started no TLS endpoint for it", srv.Name)
+		}
+		return TLSFront(t, srv, Certs(t).Good)
+	}
+	out := srv
+	out.Endpoint, out.CABundle, out.plain = ep, Certs(t).CA.PEM, srv.Endpoint
+	return out
 }
 
 // TLSFront returns srv reached over TLS: a relay on 127.0.0.1 that presents leaf and passes the

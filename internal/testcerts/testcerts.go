@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -49,6 +50,37 @@ func NewCA(name string) (*CA, error) {
 		return nil, err
 	}
 	return &CA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+}
+
+// KeyPEM is the CA's private key, PKCS #8 PEM (for LoadCA in another process).
+func (ca *CA) KeyPEM() ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(ca.key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// LoadCA reads a CA written by gencerts (its certificate and PKCS #8 key, PEM).
+func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, errors.New("testcerts: CA certificate or key is not PEM")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	key, ok := k.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, errors.New("testcerts: CA key is not ECDSA")
+	}
+	return &CA{cert: cert, key: key, PEM: certPEM}, nil
 }
 
 // Leaf is a server certificate and its key, PEM encoded, and as tls.Certificate.
@@ -110,12 +142,17 @@ type Set struct {
 	Expired   *Leaf // CA-signed, 127.0.0.1, expired
 }
 
-// NewSet makes a Set.
+// NewSet makes a Set with a new CA.
 func NewSet() (*Set, error) {
 	ca, err := NewCA("safeput test CA")
 	if err != nil {
 		return nil, err
 	}
+	return NewSetOf(ca)
+}
+
+// NewSetOf makes a Set whose trusted CA is ca.
+func NewSetOf(ca *CA) (*Set, error) {
 	other, err := NewCA("an untrusted CA")
 	if err != nil {
 		return nil, err

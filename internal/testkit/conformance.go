@@ -39,12 +39,12 @@ func Conformance(t *testing.T, under string) {
 }
 
 // ConformanceTLS runs the conformance suite as Conformance does, with every server reached over
-// TLS (s3test.TLSFront) and both adapters trusting the run's CA through their CABundle. The wire
+// TLS (s3test.TLSServer) and both adapters trusting the run's CA through their CABundle. The wire
 // checks (a harness routing through a caller's transport) and the server facts are left to
 // Conformance: they are about the server's answers, which TLS does not change.
 func ConformanceTLS(t *testing.T, under string) {
 	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) {
-		storetest.Run(t, tlsHarness{h: serverHarness{srv: s3test.TLSFront(t, srv, s3test.Certs(t).Good), under: under}})
+		storetest.Run(t, tlsHarness{h: serverHarness{srv: s3test.TLSServer(t, srv), under: under}})
 	})
 }
 

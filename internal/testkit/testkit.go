@@ -46,13 +46,13 @@ func ForEach(t *testing.T, fn func(t *testing.T, env Env)) {
 	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) { eachAdapter(t, srv, true, fn) })
 }
 
-// ForEachTLS is ForEach with every server reached over TLS (s3test.TLSFront, with the run's
-// good certificate) and the adapters given the run's CA as their CABundle. Env.Srv is the TLS
+// ForEachTLS is ForEach with every server reached over TLS (s3test.TLSServer: its own TLS
+// endpoint, or a relay with the run's good certificate) and the adapters given the run's CA as their CABundle. Env.Srv is the TLS
 // endpoint, its RawClient trusting the same CA.
 func ForEachTLS(t *testing.T, fn func(t *testing.T, env Env)) {
 	t.Helper()
 	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) {
-		eachAdapter(t, s3test.TLSFront(t, srv, s3test.Certs(t).Good), true, fn)
+		eachAdapter(t, s3test.TLSServer(t, srv), true, fn)
 	})
 }
 
