@@ -216,6 +216,17 @@ func BenchmarkUploadAllocPerGiB(b *testing.B) {
 // of a ReaderAt part) or a few copy buffers. The bound leaves room for the SDKs'
 // per-request bookkeeping (about 20 KiB per request for minio-go, 40 KiB for aws-sdk-go-v2).
 func TestUploadAllocationPerPart(t *testing.T) {
+	testUploadAllocationPerPart(t, testkit.ForEachSerial)
+}
+
+// TestUploadAllocationPerPartTLS holds the same bound over TLS: encryption must not add a copy
+// or a buffer per part either. A stream and a file (no sendfile under TLS: its parts are read
+// into pooled buffers) are enough; a ReaderAt goes the file's way without the file.
+func TestUploadAllocationPerPartTLS(t *testing.T) {
+	testUploadAllocationPerPart(t, testkit.ForEachSerialTLS, "stream", "file")
+}
+
+func testUploadAllocationPerPart(t *testing.T, each func(*testing.T, func(*testing.T, testkit.Env)), only ...string) {
 	const partSize, conc = 5 << 20, 2
 	const smallParts, largeParts = 4, 16
 	perPartBound := 128 << 10
@@ -224,8 +235,11 @@ func TestUploadAllocationPerPart(t *testing.T) {
 		// re-allocated at random: only the part-buffer bound is meaningful.
 		perPartBound = 1 << 20
 	}
-	testkit.ForEachSerial(t, func(t *testing.T, env testkit.Env) {
+	each(t, func(t *testing.T, env testkit.Env) {
 		for _, src := range allocSources {
+			if len(only) > 0 && !slices.Contains(only, src.name) {
+				continue
+			}
 			t.Run(src.name, func(t *testing.T) {
 				// Warm up: connections, the SDK's lazily built state.
 				allocatedBy(t, env.Store, env.Bucket, src, 2*partSize, partSize, conc)

@@ -30,11 +30,16 @@ func heapAllocs() uint64 {
 // covers per-request garbage (about 0.1 MiB a part when measured: 21.3–21.9 MiB allocated for
 // 24 parts of 5 MiB × 4) with room for the adapters to change; a pool that stopped reusing its
 // buffers would allocate the whole 120 MiB object.
-func TestStreamMemoryBound(t *testing.T) {
+func TestStreamMemoryBound(t *testing.T) { testStreamMemoryBound(t, testkit.ForEachSerial) }
+
+// TestStreamMemoryBoundTLS holds the same bound over TLS, the adapters trusting the run's CA.
+func TestStreamMemoryBoundTLS(t *testing.T) { testStreamMemoryBound(t, testkit.ForEachSerialTLS) }
+
+func testStreamMemoryBound(t *testing.T, each func(*testing.T, func(*testing.T, testkit.Env))) {
 	const partSize, conc, parts = 5 << 20, 4, 24
 	const size = parts * partSize
 	const bound = conc*partSize + 8<<20
-	testkit.ForEachSerial(t, func(t *testing.T, env testkit.Env) {
+	each(t, func(t *testing.T, env testkit.Env) {
 		runtime.GC()
 		base := heapObjects() // what earlier tests still hold is not this upload's
 		s := sampleHeap()

@@ -63,6 +63,12 @@ func ForEachSerial(t *testing.T, fn func(t *testing.T, env Env)) {
 	s3test.ForEachSerial(t, func(t *testing.T, srv s3test.Server) { eachAdapter(t, srv, false, fn) })
 }
 
+// ForEachSerialTLS is ForEachSerial over TLS, as ForEachTLS.
+func ForEachSerialTLS(t *testing.T, fn func(t *testing.T, env Env)) {
+	t.Helper()
+	s3test.ForEachSerial(t, func(t *testing.T, srv s3test.Server) { eachAdapter(t, s3test.TLSServer(t, srv), false, fn) })
+}
+
 func eachAdapter(t *testing.T, srv s3test.Server, parallel bool, fn func(t *testing.T, env Env)) {
 	t.Helper()
 	for _, a := range Adapters {
