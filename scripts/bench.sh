@@ -38,6 +38,8 @@ CLI_MEM_RUNS=${CLI_MEM_RUNS:-1}
 MEMORY_ONLY=${MEMORY_ONLY:-}
 BENCH_SERVERS=${BENCH_SERVERS:-versitygw minio}
 export SAFEPUT_S3_START=$BENCH_SERVERS
+# The measured server runs alone: no second (TLS) instance beside it.
+export SAFEPUT_S3_TLS=${SAFEPUT_S3_TLS:-0}
 
 # to_bytes 256MiB -> 268435456 (KiB/MiB/GiB or plain bytes).
 to_bytes() {

@@ -29,6 +29,7 @@
 #                                        exported beforehand: test against that one endpoint
 #                                        instead; nothing is started.
 #   SAFEPUT_KEEP_S3_DATA=1               keep the servers' data dirs after stop.
+#   SAFEPUT_S3_TLS=0                     no TLS endpoints (the TLS tests then use their relay).
 #
 # Adding a server: a start_server_<name> function below (see its contract) and its name in
 # SAFEPUT_S3_ALL_SERVERS.
@@ -267,8 +268,11 @@ start_s3_server() {
 	safeput_s3_data=$data
 	safeput_s3_pids=""
 	safeput_s3_logs=""
-	# A CA and a certificate for the servers' TLS endpoints, made in Go for this run.
-	if (cd "$safeput_root" && go run ./internal/testcerts/gencerts "$data/tls"); then
+	# A CA and a certificate for the servers' TLS endpoints, made in Go for this run
+	# (SAFEPUT_S3_TLS=0: none, as the benchmark wants: no second server beside the one measured).
+	if [[ "${SAFEPUT_S3_TLS:-1}" == "0" ]]; then
+		unset SAFEPUT_S3_TLS_DIR
+	elif (cd "$safeput_root" && go run ./internal/testcerts/gencerts "$data/tls"); then
 		export SAFEPUT_S3_TLS_DIR="$data/tls"
 	else
 		unset SAFEPUT_S3_TLS_DIR
