@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -336,6 +337,21 @@ func TestBadInput(t *testing.T) {
 			}
 			if se.Message == "" && se.Err == nil {
 				t.Errorf("%s: error names nothing: %v", c.name, err)
+			}
+		}
+		// More bytes than the declared size: the error says the declared size was exceeded,
+		// for a single PUT (whose plan has no second part) as for a multipart size.
+		for _, declared := range []int64{100, 5 << 20} {
+			w, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, writer.WithSize(declared), writer.WithPartSize(5<<20))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = w.Write(make([]byte, declared+4900))
+			if !errors.Is(err, sperrors.Permanent) || !strings.Contains(err.Error(), fmt.Sprintf("declared size %d", declared)) {
+				t.Errorf("size %d, %d bytes written: %v; want permanent, naming the declared size", declared, declared+4900, err)
+			}
+			if err := w.Close(); err == nil {
+				t.Errorf("size %d exceeded: close succeeded", declared)
 			}
 		}
 		if got := s3test.ReadAll(t, env.Srv, env.Bucket, "keep"); !bytes.Equal(got, existing) {
