@@ -10,6 +10,7 @@
 //   misuse  OUT CONFIG_A CONFIG_B CONFIG_C
 //                                       every misuse returns SAFEPUT_BAD_INPUT, never a crash
 //   abortrace OUT CONFIG                abort from another thread while a writer thread writes
+//   heapopen OUT CONFIG                 safeput_open on an exact-length heap string, then abort
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,8 +45,18 @@ static int stream_object(const char *config, size_t size, uint64_t seed, char **
 		return -1;
 	}
 	fill(data, size, seed);
+	// The config as a Rust &str or a C++ string_view holds it: an exact-length heap block with
+	// no NUL, handed over with its length.
+	size_t clen = strlen(config);
+	char *cfg = malloc(clen ? clen : 1);
+	if (cfg == NULL) {
+		free(data);
+		return -1;
+	}
+	memcpy(cfg, config, clen);
 	int64_t h = 0;
-	int st = safeput_open(config, &h, json_out);
+	int st = safeput_open_len(cfg, clen, &h, json_out);
+	free(cfg);
 	if (st != SAFEPUT_OK) {
 		free(data);
 		return st;
@@ -181,6 +192,25 @@ static int cmd_misuse(FILE *out, char **argv) {
 	expect(out, "open-empty-bucket", safeput_open("{\"key\":\"k\"}", &h, &json), SAFEPUT_BAD_INPUT, &json);
 	expect(out, "open-bad-endpoint", safeput_open("{\"bucket\":\"b\",\"key\":\"k\",\"endpoint\":\"ftp://x\"}", &h, &json), SAFEPUT_BAD_INPUT, &json);
 
+	// safeput_open_len: NULL with a length, a length past the limit, and a config that is a
+	// prefix of a longer buffer (no NUL where it ends).
+	expect(out, "open-len-null-config", safeput_open_len(NULL, 5, &h, &json), SAFEPUT_BAD_INPUT, &json);
+	expect(out, "open-len-null-handle-out", safeput_open_len(cfg_a, strlen(cfg_a), NULL, &json), SAFEPUT_BAD_INPUT, &json);
+	expect(out, "open-len-too-long", safeput_open_len(cfg_a, (size_t)2 << 20, &h, &json), SAFEPUT_BAD_INPUT, &json);
+	expect(out, "open-len-zero", safeput_open_len(NULL, 0, &h, &json), SAFEPUT_BAD_INPUT, &json);
+	{
+		size_t n = strlen(cfg_a);
+		char *buf = malloc(n + 8);
+		if (buf != NULL) {
+			memcpy(buf, cfg_a, n);
+			memcpy(buf + n, "garbage!", 8);
+			int64_t p = 0;
+			expect(out, "open-len-prefix", safeput_open_len(buf, n, &p, &json), SAFEPUT_OK, &json);
+			free(buf);
+			expect(out, "abort-open-len-prefix", safeput_abort(p, &json), SAFEPUT_OK, &json);
+		}
+	}
+
 	// Handles that were never issued.
 	expect(out, "write-handle-0", safeput_write(0, "x", 1, &json), SAFEPUT_BAD_INPUT, &json);
 	expect(out, "write-handle-negative", safeput_write(-1, "x", 1, &json), SAFEPUT_BAD_INPUT, &json);
@@ -278,10 +308,28 @@ static int cmd_abortrace(FILE *out, char **argv) {
 	return failures == 0 ? 0 : 1;
 }
 
+// cmd_heapopen opens with safeput_open on a heap string of exact length (its NUL the last byte
+// of the block), as Rust's CString makes, and aborts: under memcheck with the suppression
+// safeput.h gives, no error.
+static int cmd_heapopen(FILE *out, char **argv) {
+	size_t n = strlen(argv[0]) + 1;
+	char *cfg = malloc(n);
+	if (cfg == NULL) {
+		return 1;
+	}
+	memcpy(cfg, argv[0], n);
+	int64_t h = 0;
+	char *json = NULL;
+	expect(out, "open-exact-heap-string", safeput_open(cfg, &h, &json), SAFEPUT_OK, &json);
+	free(cfg);
+	expect(out, "abort", safeput_abort(h, &json), SAFEPUT_OK, &json);
+	return failures == 0 ? 0 : 1;
+}
+
 // safeput_abi_prog runs one scenario: argv[0] is the scenario, argv[1] the output file.
 int safeput_abi_prog(int argc, char **argv) {
 	if (argc < 2) {
-		fprintf(stderr, "usage: abi_prog stream|threads|misuse|abortrace OUT ARGS...\n");
+		fprintf(stderr, "usage: abi_prog stream|threads|misuse|abortrace|heapopen OUT ARGS...\n");
 		return 2;
 	}
 	FILE *out = fopen(argv[1], "w");
@@ -298,6 +346,8 @@ int safeput_abi_prog(int argc, char **argv) {
 		rc = cmd_threads(out, argc - 2, argv + 2);
 	} else if (strcmp(cmd, "misuse") == 0 && argc == 5) {
 		rc = cmd_misuse(out, argv + 2);
+	} else if (strcmp(cmd, "heapopen") == 0 && argc == 3) {
+		rc = cmd_heapopen(out, argv + 2);
 	} else if (strcmp(cmd, "abortrace") == 0 && argc == 3) {
 		rc = cmd_abortrace(out, argv + 2);
 	} else {
