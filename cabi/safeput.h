@@ -204,8 +204,9 @@ int safeput_close(int64_t handle, char **json_out);
  * and, only when a CreateMultipartUpload answer was lost, the sweep for the upload it may have
  * left is bounded by abort_timeout again: at most 2 x abort_timeout (60 s at the default 30 s)
  * plus a moment, against a store that accepts connections and never answers. When the bound
- * runs out the status is the failure, with upload_id and abort_failed (or maybe_left_behind):
- * the upload is named for a sweep, never left silently. A caller that cannot block that long
+ * runs out the status is the failure with abort_failed true, and upload_id when the upload is
+ * known (when only a lost create's upload may remain, the error says to sweep the key): what
+ * may be left is reported, never left silently. A caller that cannot block that long
  * (a Rust Drop, an async cancellation) sets abort_timeout at open to what it can afford, or
  * calls safeput_abort from a thread of its own and reads the outcome there.
  * Unknown or closed handle (abort after close): SAFEPUT_BAD_INPUT; already aborted:
