@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/safeput/safeput/cabi/internal/abitest"
@@ -39,16 +40,7 @@ func TestMain(m *testing.M) {
 // C program under -race.
 func build(t *testing.T, name, tags string, cflags ...string) string {
 	t.Helper()
-	lib := filepath.Join(buildDir, "lib"+strings.ReplaceAll(tags, ",", "-"))
-	if _, err := os.Stat(filepath.Join(lib, "libsafeput.so")); err != nil {
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-tags", "safeput_faults"+tags,
-			"-o", filepath.Join(lib, "libsafeput.so"), "./lib")
-		if strings.Contains(tags, "valgrind") {
-			// Debian's valgrind (3.19) cannot read the DWARF 5 that Go writes by default.
-			cmd.Env = append(os.Environ(), "GOEXPERIMENT=nodwarf5")
-		}
-		run(t, cmd)
-	}
+	lib := buildLib(t, tags)
 	prog := filepath.Join(buildDir, name, "abi_prog")
 	if _, err := os.Stat(prog); err == nil {
 		return prog
@@ -62,6 +54,28 @@ func build(t *testing.T, name, tags string, cflags ...string) string {
 	run(t, exec.Command("gcc", args...))
 	return prog
 }
+
+// buildLib makes libsafeput.so with the extra tags (and always safeput_faults), once per tags,
+// and returns its directory.
+func buildLib(t *testing.T, tags string) string {
+	t.Helper()
+	libMu.Lock()
+	defer libMu.Unlock()
+	lib := filepath.Join(buildDir, "lib"+strings.ReplaceAll(tags, ",", "-"))
+	if _, err := os.Stat(filepath.Join(lib, "libsafeput.so")); err != nil {
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-tags", "safeput_faults"+tags,
+			"-o", filepath.Join(lib, "libsafeput.so"), "./lib")
+		if strings.Contains(tags, "valgrind") {
+			// Debian's valgrind (3.19) cannot read the DWARF 5 that Go writes by default.
+			cmd.Env = append(os.Environ(), "GOEXPERIMENT=nodwarf5")
+		}
+		run(t, cmd)
+	}
+	return lib
+}
+
+// libMu: a test's build of the library must not race another's.
+var libMu sync.Mutex
 
 func run(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
