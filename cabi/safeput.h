@@ -4,8 +4,9 @@
  *
  * Link either with the shared library (go build -buildmode=c-shared -o libsafeput.so ./lib in
  * the cabi module) or by importing github.com/safeput/safeput/cabi into a Go program whose C or
- * C++ code calls these functions in-process. The tested reference caller is
- * cabi/internal/ctest/abi_prog.c; cabi/README.md shows Rust and C++ wrappers.
+ * C++ code calls these functions in-process. The tested reference callers are
+ * cabi/internal/ctest/abi_prog.c (C) and cabi/internal/rustcaller (Rust: bindings written from
+ * this header and a safe wrapper to copy); cabi/README.md also sketches a C++ wrapper.
  *
  * THREADS. Every function may be called from any thread. Different handles are independent.
  * Calls on one handle are serialised: a write and a close on the same handle from two threads
