@@ -62,8 +62,9 @@ func (w *Writer) ensureUpload() error {
 		}
 		if err != nil {
 			var re *store.ResponseError
-			if !stderrors.As(err, &re) {
-				// No answer: the store may have created an upload we will never hear of.
+			if !stderrors.As(err, &re) && !stderrors.Is(err, store.ErrInvalidInput) {
+				// No answer: the store may have created an upload we will never hear of. (Input
+				// the adapter refused was never sent: nothing can have been created.)
 				w.mu.Lock()
 				w.createAmbiguous = true
 				w.mu.Unlock()

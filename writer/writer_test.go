@@ -271,6 +271,26 @@ func TestSharedBudget(t *testing.T) {
 	})
 }
 
+// A CreateMultipartUpload the adapter refuses before sending (minio-go checks bucket names; the
+// server answers the other adapter) created nothing: the failure is permanent and reports no
+// abort failure and nothing left behind, where it once claimed a lost answer and an upload left.
+func TestCreateRefusedBeforeSending(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		w, err := writer.New(context.Background(), env.Store, "b", "k", testOpts(env)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(make([]byte, part+1)); err == nil {
+			t.Fatal("a multipart write to bucket \"b\" succeeded")
+		}
+		err = w.Close()
+		var se *sperrors.Error
+		if !errors.As(err, &se) || se.Kind != sperrors.Permanent || se.AbortFailed || strings.Contains(err.Error(), "left") {
+			t.Fatalf("close: %v; want permanent, with no abort failure and nothing said to be left", err)
+		}
+	})
+}
+
 // Bad input: a clear error of the one kind that case calls for (a profile's rule broken is
 // Compatibility, the caller's context Canceled, the rest Permanent), nothing at the key touched.
 func TestBadInput(t *testing.T) {
