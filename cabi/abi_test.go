@@ -207,3 +207,37 @@ func TestConfigAbortTimeout(t *testing.T) {
 	}
 	Abort(h)
 }
+
+// An aborted handle answers 8 for as long as the header says: among the last abortedKept
+// aborts; one older than that is forgotten (2), so aborts cannot grow the process without bound.
+func TestAbortedHandlesRemembered(t *testing.T) {
+	first, o := Open(offline)
+	if o.status != StatusOK {
+		t.Fatalf("open: %+v", o)
+	}
+	Abort(first)
+	if w := Write(first, []byte("x")); w.status != StatusCanceled {
+		t.Fatalf("write after abort: %+v; want 8", w)
+	}
+	var last int64
+	for range abortedKept {
+		h, o := Open(offline)
+		if o.status != StatusOK {
+			t.Fatalf("open: %+v", o)
+		}
+		Abort(h)
+		last = h
+	}
+	if w := Write(first, []byte("x")); w.status != StatusBadInput {
+		t.Errorf("write on the handle aborted %d aborts ago: %+v; want 2 (forgotten)", abortedKept, w)
+	}
+	if w := Write(last, []byte("x")); w.status != StatusCanceled {
+		t.Errorf("write on the last aborted handle: %+v; want 8", w)
+	}
+	abortedMu.Lock()
+	n := len(aborted)
+	abortedMu.Unlock()
+	if n > abortedKept {
+		t.Errorf("%d aborted handles remembered; want at most %d", n, abortedKept)
+	}
+}

@@ -366,9 +366,9 @@ impl io::Write for Writer {
 }
 
 impl Drop for Writer {
-    // A writer dropped without finish (an error path, a panic) must not commit: abort. An
-    // abort that fails is reported by its JSON's upload id in the library's log, if any; a
-    // caller who must know uses abort() and reads the result.
+    // A writer dropped without finish (an error path, a panic) must not commit: abort. Drop
+    // cannot return the outcome (an abort that failed names the upload to sweep in its error,
+    // and in the library's log when "log_level" is set): a caller who must know calls abort().
     fn drop(&mut self) {
         if !self.ended {
             let _ = self.abort_token().abort();
