@@ -235,8 +235,8 @@ func reabort(ctx context.Context, up *Uploader, a abortedRecord, opts RecoverOpt
 	}
 	defer w.cancel()
 	for _, id := range a.uploadIDs {
-		if !w.uploadStillListed(w.ctx, id) {
-			continue
+		if listed, _ := w.uploadStillListed(w.ctx, id); !listed {
+			continue // gone, or the store cannot list parts: the first abort was taken
 		}
 		w.log.Warn("aborted upload listed again (a part the dead writer had in flight landed after the abort): aborting again", zap.String("upload_id", id))
 		w.uploadID = id
