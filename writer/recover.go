@@ -327,6 +327,13 @@ func settleCreating(ctx context.Context, up *Uploader, j journal.Journal, rec jo
 		list, err = st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: rec.Bucket, Prefix: rec.Key})
 		return err
 	}); err != nil {
+		if store.Unsupported(err) {
+			// Not "nothing found": the store cannot say, so the placeholder is kept.
+			err = annotated(err, func(e *sperrors.Error) {
+				e.Message = joinMessage(e.Message, fmt.Sprintf("the store cannot list incomplete uploads (ListMultipartUploads answered %s): "+
+					"the upload a writer killed during its create may have left cannot be looked for; the record is kept", unsupportedWhy(err)))
+			})
+		}
 		return RecoverFailed, nil, err
 	}
 	from, to := rec.Created.Add(-creatingSkew), rec.Created.Add(creatingAfter)
