@@ -443,6 +443,13 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 		return err
 	})
 	if lerr != nil {
+		if store.Unsupported(lerr) {
+			// Not "gone": the store cannot say whether the upload is still there.
+			lerr = annotated(lerr, func(e *sperrors.Error) {
+				e.Message = joinMessage(e.Message, fmt.Sprintf("the store does not support ListParts (%s): whether upload %s is still open cannot be told; the record is kept",
+					unsupportedWhy(lerr), rec.UploadID))
+			})
+		}
 		return RecoverFailed, nil, lerr
 	}
 	switch {
