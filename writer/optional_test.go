@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/faulty"
 	"github.com/safeput/safeput/store/memstore"
 	"github.com/safeput/safeput/verify"
@@ -183,5 +185,39 @@ func TestLacksListUploadsAfterLostCreate(t *testing.T) {
 	}
 	if ups := mem.Uploads(unitBucket); len(ups) != 1 {
 		t.Fatalf("uploads %v: the lost create's upload is the one that may remain", ups)
+	}
+}
+
+// A journaled upload cannot be resumed on a store that lists no parts: the write starts a new
+// upload and lands, says why, and keeps the old record (and upload) for Recover.
+func TestLacksListPartsResumeStartsAfresh(t *testing.T) {
+	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{LacksListParts: 405}))
+	old, err := mem.CreateMultipartUpload(context.Background(), &store.CreateMultipartUploadInput{Bucket: "b", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := newJournal(t)
+	id := journal.ID{Endpoint: endpointID, Bucket: "b", Key: "k", UploadID: old.UploadID}
+	if err := j.Begin(journal.Record{ID: id, PartSize: 5 * mib, SourceSize: largeSize, ChecksumAlgorithm: string(store.ChecksumCRC64NVME)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Release(id); err != nil {
+		t.Fatal(err)
+	}
+	data := randomBytes(t, largeSize)
+	res, err := writer.Upload(context.Background(), mem, "b", "k", bytes.NewReader(data),
+		writer.WithPartSize(5*mib), writer.WithJournal(j, endpointID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) || !res.VerifiedStrong || res.ResumedParts != 0 {
+		t.Fatalf("landed %v, verified %s, resumed %d: want the bytes, strongly verified, nothing resumed", bytes.Equal(got, data), res.Verified, res.ResumedParts)
+	}
+	if !hasNote(res.Notes, "resuming journaled upload "+old.UploadID+" did not run", "does not support ListParts (HTTP 405 MethodNotAllowed)") {
+		t.Fatalf("notes %q do not say why the journaled upload was not resumed", res.Notes)
+	}
+	recs, _, err := j.List()
+	if err != nil || len(recs) != 1 || recs[0].UploadID != old.UploadID {
+		t.Fatalf("journal %+v, %v: want the old record kept for Recover", recs, err)
 	}
 }
