@@ -24,7 +24,39 @@ const (
 	optListParts        = "ListParts"
 	optListUploads      = "ListMultipartUploads"
 	optHeadChecksumMode = "HEAD checksum mode (x-amz-checksum-mode)"
+	optCondPut          = "If-None-Match: * on PutObject"
+	optCondComplete     = "If-None-Match: * on CompleteMultipartUpload"
 )
+
+// conditionRefused marks a create-only request the store refused for its If-None-Match header
+// (405/501): nothing was stored or committed, so it is sent again without the header.
+type conditionRefused struct{ err error }
+
+func (c *conditionRefused) Error() string { return "conditional header refused: " + c.err.Error() }
+
+func (c *conditionRefused) Unwrap() error { return c.err }
+
+// conditional reports whether a create-only write sends If-None-Match on this request: the
+// profile says the store honours it (profileSays) and the store has not refused it (op). A
+// refusal known from earlier is noted: the HEAD before the write stands in for it.
+func (w *Writer) conditional(profileSays bool, op string) bool {
+	if !w.cfg.createOnly || !profileSays {
+		return false
+	}
+	if why := w.facts.lacking(op); why != "" {
+		w.skipped("the conditional create", op, why, condInstead)
+		return false
+	}
+	return true
+}
+
+// condInstead is what stands in for a conditional create the store does not support.
+const condInstead = "the key was checked free with a HEAD before writing, which a concurrent writer can race"
+
+// conditionUnsupported records and notes the store's refusal of If-None-Match on op.
+func (w *Writer) conditionUnsupported(op string, err error) {
+	w.skipped("the conditional create", op, w.lacksOp(op, err), condInstead)
+}
 
 // unsupportedWhy says how the store refused: "HTTP 405 MethodNotAllowed".
 func unsupportedWhy(err error) string {

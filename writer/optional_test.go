@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -219,5 +220,41 @@ func TestLacksListPartsResumeStartsAfresh(t *testing.T) {
 	recs, _, err := j.List()
 	if err != nil || len(recs) != 1 || recs[0].UploadID != old.UploadID {
 		t.Fatalf("journal %+v, %v: want the old record kept for Recover", recs, err)
+	}
+}
+
+// A store refusing If-None-Match (501, as B2 does) under a profile that says it honours it: the
+// create-only write goes on with the HEAD check instead, lands, and says so; an existing key is
+// still a Precondition error and stays untouched.
+func TestConditionalCreateNotImplemented(t *testing.T) {
+	st := memstore.New(memstore.WithBuckets(unitBucket), memstore.WithRules(memstore.Rules{NoConditionalWrites: true}))
+	up, err := writer.NewUploader(st, writer.WithProfile("aws"), writer.WithCreateOnly(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, size := range []int{smallSize, largeSize, smallSize, largeSize} {
+		key := fmt.Sprintf("k%d", i)
+		data := randomBytes(t, size)
+		res, err := writeWith(t, up, key, data)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		if got, _ := st.Object(unitBucket, key); !bytes.Equal(got, data) || !res.VerifiedStrong {
+			t.Fatalf("%s: stored bytes equal %v, verified %s", key, bytes.Equal(got, data), res.Verified)
+		}
+		if !hasNote(res.Notes, "the conditional create did not run: the store does not support If-None-Match: * on", "HTTP 501 NotImplemented", "checked free with a HEAD") {
+			t.Fatalf("%s: notes %q do not say the conditional create was replaced", key, res.Notes)
+		}
+		// An existing key: refused by the HEAD check, the object untouched.
+		_, err = writeWith(t, up, key, randomBytes(t, size))
+		if !errors.Is(err, sperrors.Precondition) {
+			t.Fatalf("%s again: %v, want Precondition", key, err)
+		}
+		if got, _ := st.Object(unitBucket, key); !bytes.Equal(got, data) {
+			t.Fatalf("%s: a refused create-only write changed the object", key)
+		}
+	}
+	if ups := st.Uploads(unitBucket); len(ups) != 0 {
+		t.Fatalf("uploads left: %v", ups)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/internal/wirekit"
+	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/writer"
 )
@@ -123,6 +124,46 @@ func TestWireChecksumHeaderNotImplemented(t *testing.T) {
 				t.Errorf("%s: notes %q do not say the header was refused", c.key, res.Notes)
 			}
 			t.Logf("%s: verified %s", c.key, res.Verified)
+		}
+	})
+}
+
+// A store refusing If-None-Match (501) where the server's profile says it honours it: the
+// create-only write goes on with the HEAD check instead, lands byte-identical, and says so; a
+// second create-only write of the key is a Precondition error and changes nothing.
+func TestWireConditionalCreateNotImplemented(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		rules, err := multipart.Profile(env.Profile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy, st := wirekit.Proxied(t, env, 1)
+		proxy.SetRules(
+			refuse(faultproxy.PutObject, "If-None-Match", 501, "NotImplemented"),
+			refuse(faultproxy.CompleteMultipartUpload, "If-None-Match", 501, "NotImplemented"),
+		)
+		for _, c := range []struct {
+			key   string
+			size  int
+			sends bool // the profile makes this request conditional
+			op    string
+		}{{"cond/single", smallSize, rules.ConditionalPut, "PutObject"}, {"cond/multi", 2*part + 1, rules.ConditionalComplete, "CompleteMultipartUpload"}} {
+			data := s3test.RandomBytes(c.size)
+			res, err := writer.Upload(context.Background(), st, env.Bucket, c.key, stream.reader(data),
+				testOpts(env, writer.WithRetry(fastPolicy()), writer.WithCreateOnly(true))...)
+			checkOutcome(t, env, c.key, data, res, err, sperrors.Unknown)
+			if c.sends && !hasNote(res.Notes, "the conditional create did not run: the store does not support If-None-Match: * on "+c.op+" (HTTP 501 NotImplemented)") {
+				t.Errorf("%s: notes %q do not say the conditional create was replaced", c.key, res.Notes)
+			}
+			_, err = writer.Upload(context.Background(), st, env.Bucket, c.key, stream.reader(s3test.RandomBytes(c.size)),
+				testOpts(env, writer.WithRetry(fastPolicy()), writer.WithCreateOnly(true))...)
+			if !errors.Is(err, sperrors.Precondition) {
+				t.Fatalf("%s again: %v, want Precondition", c.key, err)
+			}
+			checkOutcome(t, env, c.key, data, res, nil, sperrors.Unknown)
+		}
+		if !rules.ConditionalPut {
+			t.Logf("the %s profile sends no If-None-Match on PutObject: only the HEAD check ran", env.Profile())
 		}
 	})
 }
