@@ -174,11 +174,11 @@ func (w *Writer) sweepLostCreates() (leftBehind []string, unswept error) {
 	}
 	ctx, cancel := w.cleanupContext(w.ctx)
 	defer cancel()
-	// Under the retry policy: a transient failure here would otherwise leave the lost upload
-	// behind unnamed.
 	if err := w.facts.lackingErr(optListUploads); err != nil {
 		return nil, err // the store cannot list uploads: the caller says so
 	}
+	// Under the retry policy: a transient failure here would otherwise leave the lost upload
+	// behind unnamed.
 	var out *store.ListMultipartUploadsOutput
 	_, err := w.policy.Do(ctx, retry.Op{Name: "ListMultipartUploads", Bucket: w.bucket, Key: w.key}, func(ctx context.Context, _ int) error {
 		var err error
