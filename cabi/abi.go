@@ -31,12 +31,13 @@ const (
 	StatusCanceled      = frontend.ExitCanceled
 )
 
-// Handle states. A handle moves open → closing → done (close) or open → done (abort), never
+// Handle states. A handle moves open → closing → done (close) or open → aborted (abort), never
 // back; only open accepts writes.
 const (
 	stateOpen int32 = iota
 	stateClosing
 	stateDone
+	stateAborted
 )
 
 type entry struct {
@@ -46,12 +47,43 @@ type entry struct {
 	// take it, so it can stop a Write blocked on the network.
 	mu    sync.Mutex
 	state atomic.Int32
+	// abortedClose: an abort cancelled the close running on another thread, so the handle ends
+	// as aborted.
+	abortedClose atomic.Bool
 }
 
 var (
 	handles    sync.Map // int64 → *entry
 	lastHandle atomic.Int64
 )
+
+// abortedKept is how many aborted handles are remembered, so that a thread still using one
+// learns it was cancelled (8), not that it is unknown (2), the mark of a programming error. All
+// share one tombstone, so each costs only its map entry.
+const abortedKept = 4096
+
+var (
+	tombstone = func() *entry { e := &entry{}; e.state.Store(stateAborted); return e }()
+	abortedMu sync.Mutex
+	aborted   []int64 // the handles replaced by tombstone, oldest first
+)
+
+// bury replaces h's entry by the tombstone, forgetting the oldest one beyond abortedKept.
+func bury(h int64) {
+	abortedMu.Lock()
+	defer abortedMu.Unlock()
+	handles.Store(h, tombstone)
+	aborted = append(aborted, h)
+	if len(aborted) > abortedKept {
+		handles.Delete(aborted[0])
+		aborted = aborted[1:]
+	}
+}
+
+func canceledHandle(op string, h int64) outcome {
+	err := fmt.Errorf("%s: handle %d was aborted (safeput_abort)", op, h)
+	return outcome{StatusCanceled, marshal(frontend.ErrorJSON(StatusCanceled, err))}
+}
 
 // Handles are never reused: a stale handle from a finished writer can only be unknown.
 func register(e *entry) int64 {
@@ -145,8 +177,12 @@ func Write(h int64, p []byte) (out outcome) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.state.Load() != stateOpen {
-		return badInput("write: handle %d is closed or aborted", h)
+	switch e.state.Load() {
+	case stateOpen:
+	case stateAborted:
+		return canceledHandle("write", h)
+	default:
+		return badInput("write: handle %d is closed", h)
 	}
 	if _, err := e.w.Write(p); err != nil {
 		return failed(err)
@@ -159,11 +195,19 @@ func Close(h int64) (out outcome) {
 	defer guard("safeput_close", &out)
 	e, ok := lookup(h)
 	if !ok || !e.state.CompareAndSwap(stateOpen, stateClosing) {
-		return badInput("close: unknown handle %d (never opened, or already closed or aborted)", h)
+		if ok && e.state.Load() == stateAborted {
+			return canceledHandle("close", h)
+		}
+		return badInput("close: unknown handle %d (never opened, or already closed)", h)
 	}
 	defer func() {
-		handles.Delete(h)
-		e.state.Store(stateDone)
+		if e.abortedClose.Load() {
+			e.state.Store(stateAborted)
+			bury(h)
+		} else {
+			handles.Delete(h)
+			e.state.Store(stateDone)
+		}
 		e.cancel()
 	}()
 	e.mu.Lock() // waits for a Write in progress on another thread
@@ -179,23 +223,28 @@ func Close(h int64) (out outcome) {
 }
 
 // Abort discards the write. Called while a Close is running on another thread, it cancels that
-// Close (which then reports the outcome) and returns at once.
+// Close (which then reports the outcome) and returns at once. Otherwise it waits for the
+// store's abort, which the handle's abort_timeout bounds (writer.WithAbortTimeout).
 func Abort(h int64) (out outcome) {
 	defer guard("safeput_abort", &out)
 	e, ok := lookup(h)
 	if !ok {
 		return badInput("abort: unknown handle %d (never opened, or already closed or aborted)", h)
 	}
-	for !e.state.CompareAndSwap(stateOpen, stateDone) {
+	for !e.state.CompareAndSwap(stateOpen, stateAborted) {
 		switch e.state.Load() {
 		case stateClosing:
+			e.abortedClose.Store(true)
 			e.cancel()
 			return outcome{StatusOK, `{"status":"cancelling","note":"close is running on another thread; it reports the outcome"}`}
 		case stateDone:
-			return badInput("abort: handle %d is already closed or aborted", h)
+			return badInput("abort: handle %d is already closed", h)
+		case stateAborted:
+			return canceledHandle("abort", h)
 		}
 	}
-	handles.Delete(h)
+	// The writer goes (its buffers with it); the handle stays known as aborted.
+	defer bury(h)
 	defer e.cancel()
 	if err := e.w.Abort(context.Background()); err != nil {
 		return failed(err)

@@ -3,10 +3,14 @@ package cabi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"reflect"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -14,6 +18,7 @@ import (
 	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -51,6 +56,9 @@ type Config struct {
 	// StallTimeout cuts and retries a request that moves no byte for this long ("20s" default,
 	// "0s" off); every handle shares the library's default retry budget.
 	StallTimeout string `json:"stall_timeout"`
+	// AbortTimeout bounds each clean-up step after a failure or an abort (the store's abort,
+	// the sweep of a lost create), so safeput_abort has a worst case the caller chose.
+	AbortTimeout string `json:"abort_timeout"`
 
 	// LogLevel logs to stderr at debug, info, warn or error; empty: no logging.
 	LogLevel string `json:"log_level"`
@@ -90,24 +98,162 @@ func (s *sizeJSON) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// parseConfig reads and checks the JSON; every error is bad input.
+// knownFields is the table of the config's field names, read once from Config's json tags: a
+// field added to Config is known here too, with nothing else to keep in step.
+var knownFields = func() map[string]int {
+	t := reflect.TypeFor[Config]()
+	m := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			m[name] = i // the field's index in Config
+		}
+	}
+	return m
+}()
+
+// parseConfig reads and checks the JSON; every error is bad input naming what is wrong. The
+// object is read strictly, so it means one thing: a field name must match exactly
+// (encoding/json alone would take "KEY" for "key"), no field may appear twice (encoding/json
+// alone keeps the last), and every string must be valid UTF-8 (encoding/json alone replaces a
+// bad byte by U+FFFD, which would write under another key). What is wrong with the config is
+// reported here, before anything is looked up in the environment (credentials).
 func parseConfig(text string) (Config, error) {
 	var c Config
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	fields, err := configFields(text)
+	if err != nil {
 		return c, fmt.Errorf("config: %w", err)
 	}
-	if dec.More() {
-		return c, fmt.Errorf("config: trailing data after the JSON object")
+	for _, f := range fields {
+		// A field at a time: the error names it, and the exact name is the one decoded.
+		if err := json.Unmarshal(f.raw, fieldPtr(&c, f.name)); err != nil {
+			return c, fmt.Errorf("config: %s: %w", f.name, err)
+		}
+	}
+	if c.Bucket == "" || c.Key == "" {
+		return c, errors.New("config: bucket and key are required")
+	}
+	if err := store.ValidateBucketKey(c.Bucket, c.Key); err != nil {
+		return c, fmt.Errorf("config: %w", err)
 	}
 	if c.Backend == "" {
 		c.Backend = "aws"
+	}
+	if err := c.conn().CheckBackend(); err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	if c.Endpoint != "" && !strings.HasPrefix(c.Endpoint, "http://") && !strings.HasPrefix(c.Endpoint, "https://") {
+		return c, fmt.Errorf("config: endpoint %q: want http://host[:port] or https://host[:port]", c.Endpoint)
 	}
 	if c.Provider == "" {
 		c.Provider = multipart.DefaultProfile
 	}
 	return c, nil
+}
+
+type rawField struct {
+	name string
+	raw  json.RawMessage
+}
+
+// configFields splits text, which must be one JSON object, into its fields, refusing an unknown
+// or repeated name and a string value that is not valid UTF-8.
+func configFields(text string) ([]rawField, error) {
+	if !utf8.ValidString(text) {
+		// Name the field when a string value holds the bad bytes; else the text as a whole.
+		if name := invalidUTF8Field(text); name != "" {
+			return nil, fmt.Errorf("%s: not valid UTF-8", name)
+		}
+		return nil, errors.New("not valid UTF-8")
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("want a JSON object")
+	}
+	var fields []rawField
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := tok.(string)
+		if _, ok := knownFields[name]; !ok {
+			return nil, fmt.Errorf("unknown field %q (field names are exact and lower case)", name)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("field %q given twice", name)
+		}
+		seen[name] = true
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if lonelySurrogate(raw) {
+			return nil, fmt.Errorf("%s: not valid UTF-8 (an unpaired surrogate escape)", name)
+		}
+		fields = append(fields, rawField{name, raw})
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	return fields, nil
+}
+
+// fieldPtr returns a pointer to c's field tagged name (one of knownFields).
+func fieldPtr(c *Config, name string) any {
+	return reflect.ValueOf(c).Elem().Field(knownFields[name]).Addr().Interface()
+}
+
+// invalidUTF8Field names the field whose name or string value holds the first byte that is not
+// UTF-8, by reading the text up to it; "" when the bad byte is not inside a field.
+func invalidUTF8Field(text string) string {
+	bad := 0
+	for i, r := range text {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(text[i:]); size == 1 {
+				bad = i
+				break
+			}
+		}
+	}
+	// The last complete "name": before the bad byte is the field it belongs to.
+	prefix := text[:bad]
+	end := strings.LastIndex(prefix, `":`)
+	if end < 0 {
+		return ""
+	}
+	start := strings.LastIndex(prefix[:end], `"`)
+	if start < 0 {
+		return ""
+	}
+	name := prefix[start+1 : end]
+	if _, ok := knownFields[name]; ok {
+		return name
+	}
+	return ""
+}
+
+// lonelySurrogate reports whether a JSON string holds an escaped UTF-16 surrogate with no pair
+// (e.g. "\ud800"), which encoding/json decodes to U+FFFD, as it does a bad byte.
+func lonelySurrogate(raw []byte) bool {
+	if len(raw) == 0 || raw[0] != '"' || !bytes.Contains(raw, []byte(`\u`)) {
+		return false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return false
+	}
+	// Every U+FFFD in s must come from one written in the text, literally or escaped.
+	want := strings.Count(s, "\uFFFD")
+	have := bytes.Count(raw, []byte("\uFFFD")) + bytes.Count(bytes.ToLower(raw), []byte(`\ufffd`))
+	return want > have
 }
 
 // writerOptions turns c into writer options, checked against a plan so that a bad combination
@@ -185,6 +331,13 @@ func (c Config) writerOptions() ([]writer.Option, []retry.Option, error) {
 			return nil, nil, fmt.Errorf("stall_timeout %q: want a duration from 0s (off) to 1h", c.StallTimeout)
 		}
 		ropts = append(ropts, retry.WithStallTimeout(d))
+	}
+	if c.AbortTimeout != "" {
+		d, err := time.ParseDuration(c.AbortTimeout)
+		if err != nil || d <= 0 || d > time.Hour {
+			return nil, nil, fmt.Errorf("abort_timeout %q: want a duration above 0s, at most 1h", c.AbortTimeout)
+		}
+		opts = append(opts, writer.WithAbortTimeout(d))
 	}
 	return opts, ropts, nil
 }

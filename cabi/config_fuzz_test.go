@@ -24,6 +24,9 @@ func FuzzConfig(f *testing.F) {
 		`{"bucket":"b","key":"k","checksum":null,"expected_size":null,"log_level":"nonsense"}`,
 		`{"bucket":"b"} {"key":"k"}`,
 		`{"bucket":"b","key":"k","create_only":true,"read_back":true,"content_type":"x/y","stall_timeout":"0s"}`,
+		`{"bucket":"b","KEY":"k","key":"k","key":"j"}`,
+		"{\"bucket\":\"b\",\"key\":\"k\xff\",\"content_type\":\"\\ud800\"}",
+		`{"bucket":"b","key":"k\ufffd\ud83d\ude00","abort_timeout":"1ms"}`,
 	} {
 		f.Add(s)
 	}

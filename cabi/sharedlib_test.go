@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/safeput/safeput/cabi/internal/abitest"
@@ -39,16 +40,7 @@ func TestMain(m *testing.M) {
 // C program under -race.
 func build(t *testing.T, name, tags string, cflags ...string) string {
 	t.Helper()
-	lib := filepath.Join(buildDir, "lib"+strings.ReplaceAll(tags, ",", "-"))
-	if _, err := os.Stat(filepath.Join(lib, "libsafeput.so")); err != nil {
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-tags", "safeput_faults"+tags,
-			"-o", filepath.Join(lib, "libsafeput.so"), "./lib")
-		if strings.Contains(tags, "valgrind") {
-			// Debian's valgrind (3.19) cannot read the DWARF 5 that Go writes by default.
-			cmd.Env = append(os.Environ(), "GOEXPERIMENT=nodwarf5")
-		}
-		run(t, cmd)
-	}
+	lib := buildLib(t, tags)
 	prog := filepath.Join(buildDir, name, "abi_prog")
 	if _, err := os.Stat(prog); err == nil {
 		return prog
@@ -62,6 +54,28 @@ func build(t *testing.T, name, tags string, cflags ...string) string {
 	run(t, exec.Command("gcc", args...))
 	return prog
 }
+
+// buildLib makes libsafeput.so with the extra tags (and always safeput_faults), once per tags,
+// and returns its directory.
+func buildLib(t *testing.T, tags string) string {
+	t.Helper()
+	libMu.Lock()
+	defer libMu.Unlock()
+	lib := filepath.Join(buildDir, "lib"+strings.ReplaceAll(tags, ",", "-"))
+	if _, err := os.Stat(filepath.Join(lib, "libsafeput.so")); err != nil {
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-tags", "safeput_faults"+tags,
+			"-o", filepath.Join(lib, "libsafeput.so"), "./lib")
+		if strings.Contains(tags, "valgrind") {
+			// Debian's valgrind (3.19) cannot read the DWARF 5 that Go writes by default.
+			cmd.Env = append(os.Environ(), "GOEXPERIMENT=nodwarf5")
+		}
+		run(t, cmd)
+	}
+	return lib
+}
+
+// libMu: a test's build of the library must not race another's.
+var libMu sync.Mutex
 
 func run(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
@@ -134,6 +148,9 @@ func TestSharedLibraryValgrind(t *testing.T) {
 	for _, kind := range []string{"Cond", "Value1", "Value2", "Value4", "Value8", "Value16"} {
 		fmt.Fprintf(&rules, "{\n  go-heap-%s\n  Memcheck:%s\n  obj:*/libsafeput.so\n}\n", kind, kind)
 	}
+	// And the suppression safeput.h gives callers of safeput_open, exactly as printed there: the
+	// heapopen scenario opens with an exact-length heap string.
+	rules.WriteString(headerSuppression(t))
 	if err := os.WriteFile(supp, []byte(rules.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -146,4 +163,39 @@ func TestSharedLibraryValgrind(t *testing.T) {
 		cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off")
 		return exitCode(t, cmd)
 	})
+}
+
+// headerSuppression returns the memcheck suppression safeput.h's VALGRIND note prints: the
+// comment lines from "{" to "}" after it, without the comment's " * " margin.
+func headerSuppression(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile("safeput.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(src), " * VALGRIND.")
+	if !ok {
+		t.Fatal("safeput.h has no VALGRIND note")
+	}
+	var b strings.Builder
+	in := false
+	for line := range strings.SplitSeq(after, "\n") {
+		text := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "*"))
+		if text == "{" {
+			in = true
+		}
+		if in {
+			b.WriteString(text + "\n")
+		}
+		if text == "}" {
+			in = false
+		}
+		if strings.HasPrefix(text, "*/") || strings.HasPrefix(strings.TrimSpace(line), "*/") {
+			break
+		}
+	}
+	if !strings.Contains(b.String(), "fun:runtime.findnull") {
+		t.Fatalf("safeput.h's VALGRIND note has no suppression: %q", b.String())
+	}
+	return b.String()
 }

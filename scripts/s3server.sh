@@ -5,6 +5,11 @@
 #   minio      MinIO, single drive
 #   ceph       Ceph RADOS Gateway 16.2.15 from Debian's packages, one-node cluster (BlueStore on a file)
 #              (scripts/ceph.sh; installing needs root and apt-get, first run about 1.5 min)
+#   s3rver     the Node fake S3 server (npm s3rver, pinned), installed with npm into bin/s3rver.
+#              A smoke server only: it lacks ListParts, ListMultipartUploads and abort, so it is
+#              not in SAFEPUT_S3_SERVERS (the full suite does not run on it); the CLI's
+#              TestS3rverSmoke reads SAFEPUT_S3RVER_ENDPOINT, _ACCESS_KEY, _SECRET_KEY, _REGION
+#              and _BUCKET instead.
 # Sourced by test.sh, with-s3.sh and bench.sh.
 #
 # What the Go tests see (internal/s3test reads it):
@@ -21,7 +26,7 @@
 #                                                  drive), RGW a second beast endpoint
 #
 # Settings:
-#   SAFEPUT_S3_START="versitygw ceph"    which servers to start (default: all; quick local loops
+#   SAFEPUT_S3_START="versitygw ceph"    which servers to start (default: all, s3rver included; quick local loops
 #                                        may pick one). Under CI=true a server that cannot be
 #                                        installed or started fails the command; elsewhere the
 #                                        tests run on the servers that did start.
@@ -37,8 +42,9 @@
 VERSITYGW_VERSION="v1.8.0"
 MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
 GOLANGCI_LINT_VERSION="v2.15.0"
+S3RVER_VERSION="3.7.1"
 
-SAFEPUT_S3_ALL_SERVERS="versitygw minio ceph"
+SAFEPUT_S3_ALL_SERVERS="versitygw minio ceph s3rver"
 
 safeput_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 safeput_bin="$safeput_root/bin"
@@ -236,12 +242,47 @@ start_server_ceph() {
 	srv_log="$data/cluster/log/ceph-client.rgw.a.log"
 }
 
+# install_s3rver: npm install of the pinned s3rver into bin/s3rver (gitignored), reused while
+# the version matches.
+install_s3rver() {
+	local dir="$safeput_bin/s3rver" stamp="$safeput_bin/.s3rver.version"
+	if [[ -x "$dir/node_modules/.bin/s3rver" && -f "$stamp" && "$(cat "$stamp")" == "$S3RVER_VERSION" ]]; then
+		return 0
+	fi
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		echo "s3rver needs node and npm on PATH" >&2
+		return 1
+	fi
+	echo "installing s3rver $S3RVER_VERSION into bin/s3rver with npm (first run only)" >&2
+	local start=$SECONDS
+	mkdir -p "$dir" || return 1
+	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "s3rver@$S3RVER_VERSION" >&2 || return 1
+	echo "$S3RVER_VERSION" >"$stamp"
+	echo "installed s3rver in $((SECONDS - start)) s" >&2
+}
+
+# start_server_s3rver: s3rver takes fixed credentials (S3RVER/S3RVER) and is given one bucket at
+# start, so the smoke test needs no CreateBucket.
+start_server_s3rver() {
+	local data=$1
+	install_s3rver || return 1
+	new_server s3rver "$S3RVER_VERSION" "$data" || return 1
+	srv_access=S3RVER
+	srv_secret=S3RVER
+	srv_bucket=safeput-smoke
+	mkdir -p "$data/objects" || return 1
+	node "$safeput_bin/s3rver/node_modules/.bin/s3rver" -d "$data/objects" -a 127.0.0.1 -p "$srv_port" \
+		--silent --configure-bucket "$srv_bucket" >"$srv_log" 2>&1 &
+	srv_pid=$!
+	wait_ready s3rver 30 tcp_ready "$srv_port"
+}
+
 # start_with_retry NAME DATA_DIR: start_server_NAME, again on a fresh port (up to 3 times) when
 # the port it picked was taken before the server could bind it (another process got there first).
 start_with_retry() {
 	local name=$1 data=$2 attempt
 	for attempt in 1 2 3; do
-		srv_pid="" srv_log="" srv_trash="" srv_tls_endpoint="" srv_extra_pids=""
+		srv_pid="" srv_log="" srv_trash="" srv_bucket="" srv_tls_endpoint="" srv_extra_pids=""
 		if "start_server_$name" "$data"; then
 			return 0
 		fi
@@ -293,9 +334,16 @@ start_s3_server() {
 			echo "WARNING: S3 server $name could not be installed or started; the tests run without it" >&2
 			continue
 		fi
-		started+=("$name")
 		safeput_s3_pids="$safeput_s3_pids $srv_pid ${srv_extra_pids:-}"
 		safeput_s3_logs="$safeput_s3_logs $srv_log"
+		if [[ "$name" == s3rver ]]; then
+			# Smoke only: not one of the servers the suite runs on.
+			export SAFEPUT_S3RVER_ENDPOINT="$srv_endpoint" SAFEPUT_S3RVER_ACCESS_KEY="$srv_access" \
+				SAFEPUT_S3RVER_SECRET_KEY="$srv_secret" SAFEPUT_S3RVER_REGION="$srv_region" SAFEPUT_S3RVER_BUCKET="$srv_bucket"
+			echo "s3rver $srv_version listening on $srv_endpoint (smoke tests only; data $data/$name, pid $srv_pid)" >&2
+			continue
+		fi
+		started+=("$name")
 		var="SAFEPUT_S3_$(echo "$name" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')"
 		export "${var}_ENDPOINT=$srv_endpoint" "${var}_ACCESS_KEY=$srv_access" \
 			"${var}_SECRET_KEY=$srv_secret" "${var}_REGION=$srv_region" "${var}_PID=$srv_pid" "${var}_TRASH=$srv_trash"

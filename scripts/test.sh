@@ -2,7 +2,7 @@
 # The test command: lint, then every module's tests with -race against the real S3 servers
 # (Versity S3 Gateway, MinIO and Ceph RGW; see s3server.sh), then a table of where the time went.
 # Needs Go; installs its pinned tools into bin/ on first run, and (as root, with apt-get)
-# Debian's Ceph RGW and valgrind at pinned versions.
+# Debian's Ceph RGW, valgrind and (when no rustc is on PATH) rustc at pinned versions.
 #   SAFEPUT_SKIP_LINT=1   skip gofmt/vet/golangci-lint (quick local loops; CI never sets it)
 #   SAFEPUT_TEST_ARGS     extra arguments for go test (e.g. "-run Contract")
 #   SAFEPUT_TEST_JOBS     modules tested at once (default 2)
@@ -17,6 +17,8 @@ cd "$(dirname "$0")/.."
 source scripts/s3server.sh
 # shellcheck source=valgrind.sh
 source scripts/valgrind.sh
+# shellcheck source=rustc.sh
+source scripts/rustc.sh
 
 # The longest module first, so it is never the one left running alone at the end.
 modules=$(find . -name go.mod -not -path './bin/*' -not -path './.tmp/*' -exec dirname {} \; |
@@ -32,6 +34,14 @@ if ! install_valgrind; then
 		exit 1
 	fi
 	echo "test.sh: without valgrind, TestSharedLibraryValgrind skips (it fails under CI=true)" >&2
+fi
+
+if ! install_rustc; then
+	if [[ -n "${CI:-}" && "${CI:-}" != "false" ]]; then
+		echo "FAIL: rustc is needed for the C ABI's Rust reference caller" >&2
+		exit 1
+	fi
+	echo "test.sh: without rustc, TestRustCaller skips (it fails under CI=true)" >&2
 fi
 
 out=.tmp/test

@@ -87,6 +87,10 @@ func putObject(ctx context.Context, st store.Store) (any, error) {
 		Checksum: store.Checksum{Algorithm: store.ChecksumCRC32, Value: "NhCmhg=="}})
 }
 
+func listUploads(ctx context.Context, st store.Store) (any, error) {
+	return st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: "bkt", Prefix: "k"})
+}
+
 func abort(ctx context.Context, st store.Store) (any, error) {
 	return nil, st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: "bkt", Key: "k", UploadID: "u"})
 }
@@ -118,6 +122,18 @@ func wantErr(kind sperrors.Kind, code string, nonCompliant bool) func(t *testing
 		c := sperrors.Classify(err)
 		if c.Kind != kind || c.Code != code || errors.Is(err, store.ErrNonCompliant) != nonCompliant {
 			t.Fatalf("got kind %s code %q non-compliant %v (%v), want %s %q %v", c.Kind, c.Code, errors.Is(err, store.ErrNonCompliant), err, kind, code, nonCompliant)
+		}
+	}
+}
+
+// wantUnsupported checks an answer that means "this store does not do that" (store.Unsupported)
+// with the kind and code the errors table gives it.
+func wantUnsupported(kind sperrors.Kind, code string) func(t *testing.T, out any, err error) {
+	return func(t *testing.T, out any, err error) {
+		t.Helper()
+		wantErr(kind, code, false)(t, out, err)
+		if !store.Unsupported(err) {
+			t.Fatalf("store.Unsupported(%v) is false, want true", err)
 		}
 	}
 }
@@ -298,6 +314,45 @@ func parityRows() []parityRow {
 		}, answers: []answer{{status: 200, body: xmlHead + `<Error><Code>InternalError</Code><Message>try again</Message></Error>`}},
 			want: wantErr(sperrors.Transient, "InternalError", false)},
 		{name: "Abort/NoSuchUpload", call: abort, answers: []answer{s3err(404, "NoSuchUpload", nil)}},
+
+		// Optional operations a store may lack (s3rver 3.7.1 answers ListParts and Abort 405
+		// MethodNotAllowed, ListMultipartUploads 501 NotImplemented): one meaning through both.
+		{name: "ListParts/405 MethodNotAllowed", call: listParts,
+			answers: []answer{s3err(405, "MethodNotAllowed", nil)},
+			want:    wantUnsupported(sperrors.Permanent, "MethodNotAllowed")},
+		{name: "ListParts/501 NotImplemented", call: listParts,
+			answers: []answer{s3err(501, "NotImplemented", nil)},
+			want:    wantUnsupported(sperrors.Compatibility, "NotImplemented")},
+		{name: "ListMultipartUploads/501 NotImplemented", call: listUploads,
+			answers: []answer{s3err(501, "NotImplemented", nil)},
+			want:    wantUnsupported(sperrors.Compatibility, "NotImplemented")},
+		{name: "ListMultipartUploads/405 MethodNotAllowed", call: listUploads,
+			answers: []answer{s3err(405, "MethodNotAllowed", nil)},
+			want:    wantUnsupported(sperrors.Permanent, "MethodNotAllowed")},
+		{name: "ListMultipartUploads/403 is not unsupported", call: listUploads,
+			answers: []answer{s3err(403, "AccessDenied", nil)},
+			want: func(t *testing.T, out any, err error) {
+				t.Helper()
+				wantErr(sperrors.Permanent, "AccessDenied", false)(t, out, err)
+				if store.Unsupported(err) {
+					t.Fatalf("store.Unsupported(%v) is true for AccessDenied", err)
+				}
+			}},
+		{name: "HeadObject/501 without a body (checksum mode refused)", call: head,
+			answers: []answer{{status: 501, header: map[string]string{"x-amz-request-id": "rid-501"}}},
+			want:    wantUnsupported(sperrors.Compatibility, "")},
+		{name: "HeadObject/405 without a body", call: head,
+			answers: []answer{{status: 405, header: map[string]string{"x-amz-request-id": "rid-405"}}},
+			want:    wantUnsupported(sperrors.Permanent, "")},
+		{name: "PutObject/501 NotImplemented for a checksum header", call: putObject,
+			answers: []answer{s3err(501, "NotImplemented", nil)},
+			want:    wantUnsupported(sperrors.Compatibility, "NotImplemented")},
+		{name: "PutObject/405 MethodNotAllowed", call: putObject,
+			answers: []answer{s3err(405, "MethodNotAllowed", nil)},
+			want:    wantUnsupported(sperrors.Permanent, "MethodNotAllowed")},
+		{name: "Abort/405 MethodNotAllowed", call: abort,
+			answers: []answer{s3err(405, "MethodNotAllowed", nil)},
+			want:    wantUnsupported(sperrors.Permanent, "MethodNotAllowed")},
 	}
 	return rows
 }
@@ -355,11 +410,12 @@ type facts struct {
 	NonCompliant bool
 	Response     bool
 	RetryAfter   time.Duration
+	Unsupported  bool
 }
 
 func errFacts(err error) facts {
 	c := sperrors.Classify(err)
-	f := facts{Kind: c.Kind, Code: c.Code, NonCompliant: errors.Is(err, store.ErrNonCompliant)}
+	f := facts{Kind: c.Kind, Code: c.Code, NonCompliant: errors.Is(err, store.ErrNonCompliant), Unsupported: store.Unsupported(err)}
 	var re *store.ResponseError
 	if errors.As(err, &re) {
 		f.Response, f.Status, f.RequestID = true, re.StatusCode, re.RequestID

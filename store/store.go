@@ -656,3 +656,21 @@ func (e *ResponseError) RetryAfterHint() time.Duration { return e.RetryAfter }
 // ErrNonCompliant marks an answer that broke the S3 protocol (missing ETag or UploadId,
 // malformed XML). It is wrapped in a ResponseError with the status the store sent.
 var ErrNonCompliant = errors.New("non-compliant response from store")
+
+// Unsupported reports whether err is a store's answer that it does not implement what was asked:
+// HTTP 405 or 501, or the S3 code MethodNotAllowed or NotImplemented in any status. An operation
+// or header that is optional for a store (ListParts, ListMultipartUploads, an offered checksum
+// header, HEAD's checksum mode) answered this way means "this store does not do that", not a
+// failed write: the writer goes on with the proof it can still get and says what it skipped.
+// Both adapters give the same answer for the same response (store/parity_test.go).
+func Unsupported(err error) bool {
+	var re *ResponseError
+	if !errors.As(err, &re) {
+		return false
+	}
+	switch re.StatusCode {
+	case 405, 501:
+		return true
+	}
+	return re.Code == "MethodNotAllowed" || re.Code == "NotImplemented"
+}

@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,12 +21,37 @@ func (w *Writer) cleanup(err error) error {
 		err = annotated(err, func(e *sperrors.Error) {
 			e.AbortFailed = true
 			e.UploadID = aerr.UploadID
+			if store.Unsupported(aerr) {
+				e.Message = joinMessage(e.Message, fmt.Sprintf("the store does not support AbortMultipartUpload (%s): upload %s stays until the store itself removes it",
+					unsupportedWhy(aerr), aerr.UploadID))
+			}
 		})
 		w.mu.Lock()
 		w.leftUploads = append(w.leftUploads, aerr.UploadID)
 		w.mu.Unlock()
+	} else if note := w.takeAbortUnconfirmed(); note != "" {
+		// Not "left behind": the store took the abort, it just cannot show the upload gone.
+		err = annotated(err, func(e *sperrors.Error) { e.Message = joinMessage(e.Message, note) })
 	}
 	return err
+}
+
+// joinMessage appends more to an error message.
+func joinMessage(msg, more string) string {
+	if msg == "" {
+		return more
+	}
+	return msg + "; " + more
+}
+
+// takeAbortUnconfirmed returns (and clears) the note of an abort the store took but could not
+// confirm, "" when there was none.
+func (w *Writer) takeAbortUnconfirmed() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := w.abortUnconfirmed
+	w.abortUnconfirmed = ""
+	return n
 }
 
 // annotated returns a copy of err's *Error changed by fn. Errors are values: err may be the sticky
@@ -58,8 +84,17 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	}
 	ctx, cancel := w.cleanupContext(parent)
 	defer cancel()
-	err := w.abortConfirmed(ctx, id)
+	why, err := w.abortConfirmed(ctx, id)
 	w.emit(Event{Type: EventAbort, UploadID: id, Err: err})
+	if err == nil && why != "" {
+		note := fmt.Sprintf("abort of upload %s sent, answered with success, not confirmable: the store does not support ListParts (%s)", id, why)
+		w.log.Warn("abort answered with success but not confirmable: the store cannot list parts",
+			zap.String("upload_id", id), zap.String("why", why))
+		w.note(note)
+		w.mu.Lock()
+		w.abortUnconfirmed = note
+		w.mu.Unlock()
+	}
 	if err != nil {
 		w.log.Error("abort failed: incomplete upload left behind", zap.String("upload_id", id), zap.Error(err))
 		e := asError(err)
@@ -81,15 +116,24 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 // no longer find it. A part request the store is still finishing when the abort lands can
 // re-create the upload, so while ListParts still lists it the abort is repeated. The repetition
 // is paced and bounded by the retry policy (its backoff and attempt limit), not by fixed sleeps:
-// the store's answer, not elapsed time, decides that the upload is gone.
-func (w *Writer) abortConfirmed(ctx context.Context, id string) error {
-	_, err := w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: id},
+// the store's answer, not elapsed time, decides that the upload is gone. unconfirmed says why
+// the store could not be asked (it does not support ListParts) after it took the abort.
+func (w *Writer) abortConfirmed(ctx context.Context, id string) (unconfirmed string, err error) {
+	_, err = w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: id},
 		func(ctx context.Context, attempt int) error {
+			unconfirmed = ""
 			err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: id})
 			if err != nil && !isNoSuchUpload(err) {
 				return err
 			}
-			if w.uploadStillListed(ctx, id) {
+			listed, why := w.uploadStillListed(ctx, id)
+			if why != "" {
+				if err == nil { // NoSuchUpload already said gone
+					unconfirmed = why
+				}
+				return nil
+			}
+			if listed {
 				w.log.Warn("upload still listed after abort: aborting again", zap.String("upload_id", id), zap.Int("attempt", attempt))
 				// Transient, so the policy aborts again after its backoff; a fresh value each
 				// time, since the policy annotates the errors it is given.
@@ -97,14 +141,22 @@ func (w *Writer) abortConfirmed(ctx context.Context, id string) error {
 			}
 			return nil
 		})
-	return err
+	return unconfirmed, err
 }
 
 // uploadStillListed reports whether ListParts still finds the upload after an abort. Any error
 // (404 NoSuchUpload, or a store that cannot say) counts as gone: the abort itself was accepted.
-func (w *Writer) uploadStillListed(ctx context.Context, id string) bool {
+// A store that does not support ListParts cannot say: unsupported is then why, and the abort
+// is not confirmable.
+func (w *Writer) uploadStillListed(ctx context.Context, id string) (listed bool, unsupported string) {
+	if why := w.facts.lacking(optListParts); why != "" {
+		return false, why
+	}
 	_, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})
-	return err == nil
+	if store.Unsupported(err) {
+		return false, w.lacksOp(optListParts, err)
+	}
+	return err == nil, ""
 }
 
 // sweepLostCreates aborts uploads a CreateMultipartUpload left behind when its answer was lost
@@ -122,6 +174,9 @@ func (w *Writer) sweepLostCreates() (leftBehind []string, unswept error) {
 	}
 	ctx, cancel := w.cleanupContext(w.ctx)
 	defer cancel()
+	if err := w.facts.lackingErr(optListUploads); err != nil {
+		return nil, err // the store cannot list uploads: the caller says so
+	}
 	// Under the retry policy: a transient failure here would otherwise leave the lost upload
 	// behind unnamed.
 	var out *store.ListMultipartUploadsOutput
@@ -131,6 +186,9 @@ func (w *Writer) sweepLostCreates() (leftBehind []string, unswept error) {
 		return err
 	})
 	if err != nil {
+		if store.Unsupported(err) {
+			w.lacksOp(optListUploads, err)
+		}
 		w.log.Warn("could not look for uploads a lost CreateMultipartUpload answer left", zap.Error(err))
 		return nil, err
 	}
@@ -158,7 +216,7 @@ func (w *Writer) sweepLostCreates() (leftBehind []string, unswept error) {
 		if err != nil || len(parts.Parts) > 0 {
 			continue // gone, or not ours: we had sent it no part
 		}
-		if err := w.abortConfirmed(ctx, u.UploadID); err != nil {
+		if _, err := w.abortConfirmed(ctx, u.UploadID); err != nil {
 			w.log.Warn("could not abort an upload a lost CreateMultipartUpload answer left", zap.String("upload_id", u.UploadID), zap.Error(err))
 			leftBehind = append(leftBehind, u.UploadID)
 			continue

@@ -81,7 +81,7 @@ func (w *Writer) putSingle() error {
 	in := &store.PutObjectInput{
 		Bucket: w.bucket, Key: w.key, ContentLength: int64(len(data)),
 		ContentType: w.cfg.contentType, Metadata: w.cfg.metadata,
-		IfNoneMatch: w.cfg.createOnly && w.cfg.rules.ConditionalPut,
+		IfNoneMatch: w.conditional(w.cfg.rules.ConditionalPut, optCondPut),
 	}
 	if w.caps.alg != store.ChecksumNone {
 		in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
@@ -104,7 +104,7 @@ func (w *Writer) putSingle() error {
 	}
 	var out *store.PutObjectOutput
 	var damagedLeft error // why this write's own damaged create-only object could not be removed
-	err := w.doSized("PutObject", 0, int64(len(data)), func(ctx context.Context, _ int) error {
+	put := func(ctx context.Context, _ int) error {
 		in.Body = newFencedReader(data, fence)
 		w.bytesSent.Add(int64(len(data)))
 		o, err := w.st.PutObject(ctx, in)
@@ -116,6 +116,9 @@ func (w *Writer) putSingle() error {
 			o, err = w.st.PutObject(ctx, in)
 		}
 		if err != nil {
+			if in.IfNoneMatch && store.Unsupported(err) {
+				return &conditionRefused{err: err}
+			}
 			return err
 		}
 		receipt := verify.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
@@ -132,7 +135,17 @@ func (w *Writer) putSingle() error {
 		}
 		out = o
 		return nil
-	})
+	}
+	err := w.doSized("PutObject", 0, int64(len(data)), put)
+	if refused := (*conditionRefused)(nil); stderrors.As(err, &refused) {
+		// The store stored nothing; write again without the header, the key checked by a HEAD.
+		w.conditionUnsupported(optCondPut, refused.err)
+		in.IfNoneMatch = false
+		if done, err := w.precheckCreateOnly(want, res); done {
+			return err
+		}
+		err = w.doSized("PutObject", 0, int64(len(data)), put)
+	}
 	if err != nil {
 		if damagedLeft != nil && isPrecondition(err) {
 			// The retry met this write's own damaged object, not another writer's.
@@ -167,16 +180,8 @@ func (w *Writer) complete() error {
 		return w.fail(w.errorf(sperrors.Internal, "Complete", nil, "%d of %d parts recorded", len(parts), w.nextPart))
 	}
 
-	// Before commit: the store must list exactly what was sent.
-	var listed []store.Part
-	err := w.do("ListParts", 0, func(ctx context.Context, _ int) error {
-		out, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: uploadID})
-		if err != nil {
-			return err
-		}
-		listed = out.Parts
-		return nil
-	})
+	// Before commit: the store must list exactly what was sent (when it can list parts).
+	listed, canList, err := w.listPartsForCheck(uploadID)
 	if err != nil {
 		return w.fail(err)
 	}
@@ -207,19 +212,22 @@ func (w *Writer) complete() error {
 			md5s = append(md5s, p.md5)
 		}
 	}
-	w.noteListedTwice(listed, etags)
-	if bad, err := verify.CheckLayout(receipts, etags, listed); err != nil {
-		// A part the store lost or kept wrong is re-sent when the source can be re-read
-		// (ReaderAt); a streamed part's buffer is gone, so the write fails instead.
-		if w.section == nil || !w.resend(bad, parts) {
-			return w.fail(w.integrity("ListParts", 0, err))
+	// Without a listing there is nothing to compare: the receipts were checked as parts were sent.
+	if canList {
+		w.noteListedTwice(listed, etags)
+		if bad, err := verify.CheckLayout(receipts, etags, listed); err != nil {
+			// A part the store lost or kept wrong is re-sent when the source can be re-read
+			// (ReaderAt); a streamed part's buffer is gone, so the write fails instead.
+			if w.section == nil || !w.resend(bad, parts) {
+				return w.fail(w.integrity("ListParts", 0, err))
+			}
+			return w.complete()
 		}
-		return w.complete()
 	}
 
 	in := &store.CompleteMultipartUploadInput{
 		Bucket: w.bucket, Key: w.key, UploadID: uploadID, Parts: completed,
-		IfNoneMatch: w.cfg.createOnly && w.cfg.rules.ConditionalComplete, ObjectSize: w.size,
+		IfNoneMatch: w.conditional(w.cfg.rules.ConditionalComplete, optCondComplete), ObjectSize: w.size,
 	}
 	want := verify.Expected{Size: w.size}
 	if crc != nil {
@@ -250,8 +258,11 @@ func (w *Writer) complete() error {
 		return w.fail(err)
 	}
 	var out *store.CompleteMultipartUploadOutput
-	err = w.doSized("CompleteMultipartUpload", 0, w.size, func(ctx context.Context, attempt int) error {
+	completeOnce := func(ctx context.Context, attempt int) error {
 		o, err := w.st.CompleteMultipartUpload(ctx, in)
+		if err != nil && in.IfNoneMatch && store.Unsupported(err) {
+			return &conditionRefused{err: err}
+		}
 		if err != nil {
 			// The upload is gone: an earlier Complete (whose answer was lost, or which the
 			// store reports oddly, as MinIO does) may have landed it. Versity answers a re-sent
@@ -263,7 +274,17 @@ func (w *Writer) complete() error {
 		}
 		out = o
 		return nil
-	})
+	}
+	err = w.doSized("CompleteMultipartUpload", 0, w.size, completeOnce)
+	if refused := (*conditionRefused)(nil); stderrors.As(err, &refused) {
+		// Nothing was committed; complete again without the header, the key checked by a HEAD.
+		w.conditionUnsupported(optCondComplete, refused.err)
+		in.IfNoneMatch = false
+		if done, err := w.precheckCreateOnly(want, res); done {
+			return err
+		}
+		err = w.doSized("CompleteMultipartUpload", 0, w.size, completeOnce)
+	}
 	var lost *lostResponse
 	switch {
 	case err == nil:

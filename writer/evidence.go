@@ -1,7 +1,6 @@
 package writer
 
 import (
-	"context"
 	stderrors "errors"
 	"fmt"
 	"strings"
@@ -42,6 +41,9 @@ type endpointFacts struct {
 	headChecksum   tri  // HEAD reported the full-object checksum we sent
 	etagMD5        tri  // a single-PUT ETag is the body's MD5
 	mpETagMD5      tri  // a multipart ETag is MD5-of-part-MD5s-N
+	// lacks holds the store's "not supported" answer to each optional operation it lacks
+	// (optional.go).
+	lacks map[string]error
 }
 
 func (f *endpointFacts) get() (headerRejected bool, headChecksum, etagMD5, mpETagMD5 tri) {
@@ -90,10 +92,10 @@ func chooseChecksum(cfg config, f *endpointFacts) checksumCaps {
 }
 
 // headerRefused reports whether err is a store's refusal of a request that carried a checksum
-// header we only offered: a 400 or 501 that is neither a digest mismatch nor an auth problem.
+// header we only offered: a 400, 405 or 501 that is neither a digest mismatch nor an auth problem.
 func headerRefused(err error) bool {
 	var re *store.ResponseError
-	if !stderrors.As(err, &re) || (re.StatusCode != 400 && re.StatusCode != 501) {
+	if !stderrors.As(err, &re) || (re.StatusCode != 400 && !store.Unsupported(err)) {
 		return false
 	}
 	switch sperrors.Classify(err).Kind {
@@ -230,17 +232,6 @@ func (w *Writer) unverified(j judgement, res *Result, ours bool) error {
 		return w.fail(e)
 	}
 	return w.fail(w.removeDamaged(e, "unproven"))
-}
-
-// headWithChecksum reads the object's metadata with its stored checksums.
-func (w *Writer) headWithChecksum() (*store.HeadObjectOutput, error) {
-	var head *store.HeadObjectOutput
-	err := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true})
-		head = h
-		return err
-	})
-	return head, err
 }
 
 // isUnverifiable reports the error of a write nothing could prove: retrying cannot help.

@@ -26,6 +26,11 @@ func (w *Writer) write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		if w.buf == nil {
+			if w.cfg.sizeHint >= 0 && w.size >= w.cfg.sizeHint {
+				// The declared size is all in: say so, rather than let the part the plan has no
+				// room for fail as a layout error.
+				return written, w.account(int64(len(p)))
+			}
 			if err := w.nextBuffer(); err != nil {
 				return written, err
 			}

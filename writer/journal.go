@@ -235,12 +235,23 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 			r.SourceSize != w.cfg.sizeHint || r.ChecksumAlgorithm != string(w.caps.local) {
 			continue
 		}
+		if why := w.facts.lacking(optListParts); why != "" {
+			w.skipped("resuming journaled upload "+r.UploadID, optListParts, why, "a new upload is started and the record is kept for Recover")
+			return nil, nil
+		}
 		rec, cerr := w.cfg.journal.Claim(r.ID)
 		if cerr != nil {
 			continue // a live writer owns it, or it just went away
 		}
 		res, resumed, rerr := w.resumeRecord(rec)
 		switch {
+		case rerr != nil && store.Unsupported(rerr):
+			// The parts the store holds cannot be listed, so nothing can be reused; the record
+			// (and its upload) stays for Recover rather than being forgotten.
+			_ = w.cfg.journal.Release(rec.ID)
+			w.skipped("resuming journaled upload "+rec.UploadID, optListParts, w.lacksOp(optListParts, rerr),
+				"a new upload is started and the record is kept for Recover")
+			return nil, nil
 		case rerr != nil:
 			_ = w.cfg.journal.Release(rec.ID)
 			return nil, w.fail(rerr)

@@ -235,8 +235,8 @@ func reabort(ctx context.Context, up *Uploader, a abortedRecord, opts RecoverOpt
 	}
 	defer w.cancel()
 	for _, id := range a.uploadIDs {
-		if !w.uploadStillListed(w.ctx, id) {
-			continue
+		if listed, _ := w.uploadStillListed(w.ctx, id); !listed {
+			continue // gone, or the store cannot list parts: the first abort was taken
 		}
 		w.log.Warn("aborted upload listed again (a part the dead writer had in flight landed after the abort): aborting again", zap.String("upload_id", id))
 		w.uploadID = id
@@ -327,6 +327,13 @@ func settleCreating(ctx context.Context, up *Uploader, j journal.Journal, rec jo
 		list, err = st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: rec.Bucket, Prefix: rec.Key})
 		return err
 	}); err != nil {
+		if store.Unsupported(err) {
+			// Not "nothing found": the store cannot say, so the placeholder is kept.
+			err = annotated(err, func(e *sperrors.Error) {
+				e.Message = joinMessage(e.Message, fmt.Sprintf("the store cannot list incomplete uploads (ListMultipartUploads answered %s): "+
+					"the upload a writer killed during its create may have left cannot be looked for; the record is kept", unsupportedWhy(err)))
+			})
+		}
 		return RecoverFailed, nil, err
 	}
 	from, to := rec.Created.Add(-creatingSkew), rec.Created.Add(creatingAfter)
@@ -436,6 +443,13 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 		return err
 	})
 	if lerr != nil {
+		if store.Unsupported(lerr) {
+			// Not "gone": the store cannot say whether the upload is still there.
+			lerr = annotated(lerr, func(e *sperrors.Error) {
+				e.Message = joinMessage(e.Message, fmt.Sprintf("the store does not support ListParts (%s): whether upload %s is still open cannot be told; the record is kept",
+					unsupportedWhy(lerr), rec.UploadID))
+			})
+		}
 		return RecoverFailed, nil, lerr
 	}
 	switch {

@@ -497,3 +497,33 @@ func TestRecoverCallsDamagedOnlyWhatTheRecordProves(t *testing.T) {
 		}
 	}
 }
+
+// On a store that lacks the listings Recover needs (405/501), it keeps the records and says the
+// store cannot list, rather than reporting the uploads gone.
+func TestRecoverSaysTheStoreCannotList(t *testing.T) {
+	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
+	lost := faulty.New(mem, faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse),
+		faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden))
+	j := newJournal(t)
+	if _, err := writer.Upload(context.Background(), lost, "b", "k", bytes.NewReader(make([]byte, 3<<20)),
+		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err != nil {
+		t.Fatal(err)
+	}
+	unlisted := faulty.New(mem, faulty.Always(faulty.OpListMultipartUploads, faulty.Response(501, "NotImplemented", "not implemented")))
+	rep, err := writer.Recover(context.Background(), unlisted, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
+	if err != nil || rep.Counts[writer.RecoverFailed] != 1 || len(rep.Uploads) != 1 ||
+		!strings.Contains(fmt.Sprint(rep.Uploads[0].Err), "the store cannot list incomplete uploads (ListMultipartUploads answered HTTP 501 NotImplemented)") {
+		t.Fatalf("recover without ListMultipartUploads = %+v, %v; want the placeholder kept, saying the store cannot list", rep, err)
+	}
+	if recs, _, _ := j.List(); len(recs) != 1 {
+		t.Fatalf("records %+v: want the placeholder kept", recs)
+	}
+
+	mem2, j2, id := resurrectionSetup(t)
+	noParts := faulty.New(mem2, faulty.Always(faulty.OpListParts, faulty.Response(405, "MethodNotAllowed", "not allowed")))
+	rep, err = writer.Recover(context.Background(), noParts, j2, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
+	if err != nil || rep.Counts[writer.RecoverFailed] != 1 || len(rep.Uploads) != 1 ||
+		!strings.Contains(fmt.Sprint(rep.Uploads[0].Err), "does not support ListParts (HTTP 405 MethodNotAllowed): whether upload "+id.UploadID+" is still open cannot be told") {
+		t.Fatalf("recover without ListParts = %+v, %v; want the record kept, saying why", rep, err)
+	}
+}

@@ -34,7 +34,9 @@ type Result struct {
 	// (WithAllowWeakVerification); empty otherwise.
 	Unproven []string
 	// Notes lists what the store did that the caller may want to know: a Complete or PutObject
-	// answer without an ETag, a checksum header it refused.
+	// answer without an ETag, a checksum header it refused, each check that could not run because
+	// the store lacks an optional operation (ListParts, ListMultipartUploads, HEAD's checksum
+	// mode) and why, an abort it took but could not confirm.
 	Notes []string
 	// AlreadyExisted is true when a create-only write found this exact object already at the key
 	// (a retry after a lost response): nothing new was written, and that is success.

@@ -62,9 +62,10 @@ func (w *Writer) ensureUpload() error {
 		}
 		if err != nil {
 			var re *store.ResponseError
-			if !stderrors.As(err, &re) && !notSent(err) {
-				// No answer: the store may have created an upload we will never hear of. A
-				// request that never left (refused, TLS handshake failed) created nothing.
+			if !stderrors.As(err, &re) && !stderrors.Is(err, store.ErrInvalidInput) && !notSent(err) {
+				// No answer: the store may have created an upload we will never hear of. (Input
+				// the adapter refused, or a request that never left (refused, TLS handshake
+				// failed), was never sent: nothing can have been created.)
 				w.mu.Lock()
 				w.createAmbiguous = true
 				w.mu.Unlock()

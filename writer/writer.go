@@ -114,7 +114,10 @@ type Writer struct {
 	// not abort, why the look for a lost create's upload failed), for a later Upload attempt.
 	leftUploads []string
 	unswept     error
-	jr          journalRun // the upload's journal record (journal.go)
+	// abortUnconfirmed is the note of an abort the store took but could not confirm (it lists no
+	// parts), for the failed write's error.
+	abortUnconfirmed string
+	jr               journalRun // the upload's journal record (journal.go)
 }
 
 // checksumCaps is what this write sends, given the algorithm asked for and the store's rules.
@@ -370,6 +373,10 @@ func withLeftBehind(err error, left []string, unswept error) error {
 // unsweptNote says that a lost CreateMultipartUpload answer may have left an upload nobody can
 // name, and how to find it.
 func unsweptNote(err error) string {
+	if store.Unsupported(err) {
+		return fmt.Sprintf("a CreateMultipartUpload answer was lost and the store does not support ListMultipartUploads (%s), "+
+			"so the upload it may have left could not be looked for: an empty incomplete upload of the key may remain", unsupportedWhy(err))
+	}
 	return fmt.Sprintf("a CreateMultipartUpload answer was lost and the look for the upload it may have left failed (%s): "+
 		"sweep the key for an empty incomplete upload", sperrors.Redact(err.Error()))
 }

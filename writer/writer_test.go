@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,6 +271,26 @@ func TestSharedBudget(t *testing.T) {
 	})
 }
 
+// A CreateMultipartUpload the adapter refuses before sending (minio-go checks bucket names; the
+// server answers the other adapter) created nothing: the failure is permanent and reports no
+// abort failure and nothing left behind, where it once claimed a lost answer and an upload left.
+func TestCreateRefusedBeforeSending(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		w, err := writer.New(context.Background(), env.Store, "b", "k", testOpts(env)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(make([]byte, part+1)); err == nil {
+			t.Fatal("a multipart write to bucket \"b\" succeeded")
+		}
+		err = w.Close()
+		var se *sperrors.Error
+		if !errors.As(err, &se) || se.Kind != sperrors.Permanent || se.AbortFailed || strings.Contains(err.Error(), "left") {
+			t.Fatalf("close: %v; want permanent, with no abort failure and nothing said to be left", err)
+		}
+	})
+}
+
 // Bad input: a clear error of the one kind that case calls for (a profile's rule broken is
 // Compatibility, the caller's context Canceled, the rest Permanent), nothing at the key touched.
 func TestBadInput(t *testing.T) {
@@ -336,6 +357,21 @@ func TestBadInput(t *testing.T) {
 			}
 			if se.Message == "" && se.Err == nil {
 				t.Errorf("%s: error names nothing: %v", c.name, err)
+			}
+		}
+		// More bytes than the declared size: the error says the declared size was exceeded,
+		// for a single PUT (whose plan has no second part) as for a multipart size.
+		for _, declared := range []int64{100, 5 << 20} {
+			w, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, writer.WithSize(declared), writer.WithPartSize(5<<20))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = w.Write(make([]byte, declared+4900))
+			if !errors.Is(err, sperrors.Permanent) || !strings.Contains(err.Error(), fmt.Sprintf("declared size %d", declared)) {
+				t.Errorf("size %d, %d bytes written: %v; want permanent, naming the declared size", declared, declared+4900, err)
+			}
+			if err := w.Close(); err == nil {
+				t.Errorf("size %d exceeded: close succeeded", declared)
 			}
 		}
 		if got := s3test.ReadAll(t, env.Srv, env.Bucket, "keep"); !bytes.Equal(got, existing) {

@@ -474,6 +474,9 @@ func testProbe(t *testing.T, s s3test.Server) {
 		{"multipart CRC64NVME FULL_OBJECT", "accepted", "Complete 200"},
 		{"If-None-Match: * on PUT", "honoured", "412"},
 		{"wrong Content-MD5 rejected", "yes", "400 BadDigest"},
+		{ruleListParts, "supported", "ListParts 200 OK, 1 part(s) listed"},
+		{ruleListUploads, "supported", "ListMultipartUploads 200 OK, 1 upload(s) listed"},
+		{ruleAbort, "supported", "AbortMultipartUpload 200 OK"},
 	}
 	if s.Name != s3test.Ceph {
 		want = append(want,

@@ -434,6 +434,8 @@ func (p *prober) run() error {
 		want, _ := verify.Sum(headAlg, body)
 		h, err := p.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: p.bucket, Key: putOK[headAlg], ChecksumMode: true})
 		switch {
+		case store.Unsupported(err):
+			p.row("HEAD returns stored checksums", "not supported", evidence("HeadObject", err)+" (checksum mode refused)")
 		case err != nil:
 			p.row("HEAD returns stored checksums", "unknown", evidence("HeadObject", err))
 		case h.Checksums.Get(headAlg) == "":
@@ -522,8 +524,95 @@ func (p *prober) run() error {
 		p.row("multipart ETag is md5-of-md5s-N", yesNo(ok), from+mp.etag)
 		obs.rules.MultipartETagMD5 = ok
 	}
+	if err := p.optionalOps(); err != nil {
+		return err
+	}
 	p.recommend(obs.rules)
 	return nil
+}
+
+// The optional operations a store may lack (s3rver answers ListParts 405, ListMultipartUploads
+// 501 and AbortMultipartUpload 405), with the rows that name them; the writer skips the check
+// each serves and says so in Result.Notes.
+const (
+	ruleListParts   = "ListParts (pre-Complete check, abort confirmation)"
+	ruleListUploads = "ListMultipartUploads (lost-create sweep, sweep, recover)"
+	ruleAbort       = "AbortMultipartUpload"
+)
+
+// optionalOps asks, on one upload of one part, whether the store lists parts, lists uploads and
+// aborts. An upload it cannot abort is completed and its object deleted, so nothing is left.
+func (p *prober) optionalOps() error {
+	ctx := p.ctx
+	key := p.key("optional-ops")
+	unknown := func(why string) {
+		for _, r := range []string{ruleListParts, ruleListUploads, ruleAbort} {
+			p.row(r, "unknown", why)
+		}
+	}
+	cr, err := p.st.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: p.bucket, Key: key})
+	if err != nil {
+		if fatal(ctx, err) {
+			return classified("CreateMultipartUpload", s3URL{Bucket: p.bucket, Key: key}, err)
+		}
+		unknown(evidence("Create", err))
+		return nil
+	}
+	p.uploads[cr.UploadID] = key
+	p.rep.Created.Uploads++
+	body := p.data[:64*kib]
+	up, err := p.st.UploadPart(ctx, &store.UploadPartInput{Bucket: p.bucket, Key: key, UploadID: cr.UploadID,
+		PartNumber: 1, Body: bytes.NewReader(body), ContentLength: int64(len(body))})
+	if err != nil {
+		if fatal(ctx, err) {
+			return classified("UploadPart", s3URL{Bucket: p.bucket, Key: key}, err)
+		}
+		unknown(evidence("UploadPart 1", err))
+		return nil
+	}
+	lp, err := p.st.ListParts(ctx, &store.ListPartsInput{Bucket: p.bucket, Key: key, UploadID: cr.UploadID})
+	ev := evidence("ListParts", err)
+	if err == nil {
+		ev += fmt.Sprintf(", %d part(s) listed", len(lp.Parts))
+	}
+	p.row(ruleListParts, supported(err), ev)
+	lu, err := p.st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: p.bucket, Prefix: key})
+	ev = evidence("ListMultipartUploads", err)
+	if err == nil {
+		ev += fmt.Sprintf(", %d upload(s) listed under the key", len(lu.Uploads))
+	}
+	p.row(ruleListUploads, supported(err), ev)
+	err = p.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: p.bucket, Key: key, UploadID: cr.UploadID})
+	p.row(ruleAbort, supported(err), evidence("AbortMultipartUpload", err))
+	switch {
+	case err == nil || isNoSuchUpload(err):
+		delete(p.uploads, cr.UploadID)
+		p.rep.Removed.Uploads++
+	case store.Unsupported(err):
+		// The only way this store lets the upload go: complete it, and delete the object at the end.
+		_, cerr := p.st.CompleteMultipartUpload(ctx, &store.CompleteMultipartUploadInput{Bucket: p.bucket, Key: key, UploadID: cr.UploadID,
+			Parts: []store.CompletedPart{{PartNumber: 1, ETag: up.ETag}}})
+		if _, ok := p.objects[key]; !ok {
+			p.objects[key] = false
+		}
+		if cerr == nil {
+			delete(p.uploads, cr.UploadID)
+			p.objects[key] = true
+			p.rep.Created.Objects++
+		}
+	}
+	return nil
+}
+
+// supported is a row's result for an optional operation.
+func supported(err error) string {
+	switch {
+	case err == nil:
+		return "supported"
+	case store.Unsupported(err):
+		return "not supported"
+	}
+	return "unknown"
 }
 
 func match(ok bool) string {
@@ -537,7 +626,7 @@ func honoured(ok bool, err error) string {
 	if ok {
 		return "honoured"
 	}
-	if status, _ := statusOf(err); status == 501 {
+	if store.Unsupported(err) {
 		return "not implemented"
 	}
 	if err == nil {

@@ -100,17 +100,29 @@ func compatRowOf(f *compatFacts) []string {
 		etag("single PUT ETag is the body's MD5", "MD5") + " / " + etag("multipart ETag is md5-of-md5s-N", "MD5-of-MD5s-N"),
 		rows["If-None-Match: * on PUT"].Result + " / " + rows["If-None-Match: * on Complete"].Result,
 		rows["Complete answer without ETag"].Result,
+		yes(rows[ruleListParts].Result) + " / " + yes(rows[ruleListUploads].Result) + " / " + yes(rows[ruleAbort].Result),
 		strings.Join(verified, "; "),
 		f.probe.Recommendation,
 	}
+}
+
+// yes shortens an optional operation's probe result for the table.
+func yes(result string) string {
+	switch result {
+	case "supported":
+		return "yes"
+	case "not supported":
+		return "no"
+	}
+	return result
 }
 
 func compatTable() (string, bool) {
 	compat.Lock()
 	defer compat.Unlock()
 	var b strings.Builder
-	b.WriteString("| Server | Min part | Checksums honoured | HEAD checksums | ETag single / multipart | If-None-Match PUT / Complete | Complete answer without ETag | Verified at defaults | Probe recommends |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| Server | Min part | Checksums honoured | HEAD checksums | ETag single / multipart | If-None-Match PUT / Complete | Complete answer without ETag | ListParts / ListMultipartUploads / Abort | Verified at defaults | Probe recommends |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, name := range compatServers {
 		f := compat.by[name]
 		if f == nil || f.probe == nil || len(f.defaults) == 0 {

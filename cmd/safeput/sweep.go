@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -92,7 +93,16 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 		return err
 	})
 	if err != nil {
-		return classified("ListMultipartUploads", u, err)
+		e := classified("ListMultipartUploads", u, err)
+		if store.Unsupported(err) {
+			// Not "nothing found": the store cannot say what it holds.
+			e = annotatedErr(e, func(e *sperrors.Error) {
+				e.Kind = sperrors.Compatibility
+				e.Message = fmt.Sprintf("the store cannot list incomplete multipart uploads (ListMultipartUploads answered %s): "+
+					"sweep cannot find any, so nothing was listed or aborted; this does not mean there are none", unsupportedWhy(err))
+			})
+		}
+		return e
 	}
 	rep := sweepReport{Bucket: u.Bucket, Prefix: u.Key, DryRun: !o.run, Uploads: []sweptUpload{}}
 	if o.olderThan > 0 {
@@ -237,4 +247,22 @@ func printSweep(w io.Writer, r sweepReport) {
 	}
 	_, _ = fmt.Fprintf(w, "found %d, aborted %d, already gone %d, failed %d; %s in parts, %s freed\n",
 		r.Found, r.Aborted, r.Gone, r.Failed, multipart.FormatSize(r.Bytes), multipart.FormatSize(r.Freed))
+}
+
+// unsupportedWhy says how a store refused an operation it lacks: "HTTP 501 NotImplemented".
+func unsupportedWhy(err error) string {
+	e := sperrors.Classify(err)
+	if e.Code == "" {
+		return fmt.Sprintf("HTTP %d", e.StatusCode)
+	}
+	return fmt.Sprintf("HTTP %d %s", e.StatusCode, e.Code)
+}
+
+// annotatedErr applies fn to err's *sperrors.Error, when it has one.
+func annotatedErr(err error, fn func(*sperrors.Error)) error {
+	var e *sperrors.Error
+	if errors.As(err, &e) {
+		fn(e)
+	}
+	return err
 }

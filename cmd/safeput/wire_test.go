@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,90 @@ func TestPutThroughWireFaults(t *testing.T) {
 					}
 				})
 			}
+		}
+	})
+}
+
+// A store lacking the optional operations (s3rver's answers, played by the proxy in front of each
+// real server: ListParts 405, ListMultipartUploads 501, HEAD checksum mode 501, and the probe's
+// first abort 405): put of 3 MiB and 23 MiB at defaults lands verified through both backends and
+// its JSON notes name the skipped checks; probe reports each operation not supported and leaves
+// nothing; sweep says the store cannot list uploads instead of "nothing found".
+func TestLacksOptionalOperations(t *testing.T) {
+	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
+		proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer proxy.Close()
+		refuse := func(op faultproxy.Op, header string, status int, code string) faultproxy.Rule {
+			return faultproxy.Rule{Op: op, Header: header, Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: status, Code: code}}
+		}
+		lacking := []faultproxy.Rule{
+			refuse(faultproxy.ListParts, "", 405, "MethodNotAllowed"),
+			refuse(faultproxy.ListMultipartUploads, "", 501, "NotImplemented"),
+			refuse(faultproxy.HeadObject, "x-amz-checksum-mode", 501, ""),
+		}
+		via := s
+		via.Endpoint = proxy.URL()
+		bucket := s3test.NewBucket(t, s)
+		for _, backend := range []string{"aws", "minio"} {
+			for _, size := range []int{3 << 20, 23 << 20} {
+				proxy.SetRules(lacking...)
+				data := s3test.RandomBytes(size)
+				key := fmt.Sprintf("lacks/%s/%d", backend, size)
+				r := cli(t, via, nil, "--backend", backend, "--json", "put", "--no-progress", writeFile(t, data), "s3://"+bucket+"/"+key)
+				expectCode(t, r, exitOK, "put "+key)
+				var res struct {
+					VerifiedStrong bool     `json:"verified_strong"`
+					Notes          []string `json:"notes"`
+				}
+				if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+					t.Fatalf("put --json: %v\n%s", err, r.stdout)
+				}
+				notes := strings.Join(res.Notes, "\n")
+				if !res.VerifiedStrong || !strings.Contains(notes, "reading the stored checksum after commit did not run") ||
+					(size > 8<<20 && !strings.Contains(notes, "pre-Complete ListParts check did not run: the store does not support ListParts (HTTP 405 MethodNotAllowed)")) {
+					t.Errorf("%s: strong %v, notes %q: want strong, with the skipped checks named", key, res.VerifiedStrong, res.Notes)
+				}
+				if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+					t.Fatalf("%s: exit 0 but the object differs from the file", key)
+				}
+			}
+		}
+		if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 0 {
+			t.Errorf("incomplete uploads left: %v", ups)
+		}
+
+		proxy.SetRules(append([]faultproxy.Rule{{Op: faultproxy.AbortMultipartUpload, Nth: 1,
+			Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 405, Code: "MethodNotAllowed"}}}, lacking...)...)
+		r := cli(t, via, nil, "--json", "probe", "s3://"+bucket+"/scratch/")
+		expectCode(t, r, exitOK, "probe")
+		var rep probeReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("probe --json: %v\n%s", err, r.stdout)
+		}
+		results := map[string]string{}
+		for _, row := range rep.Rows {
+			results[row.Rule] = row.Result
+		}
+		for _, rule := range []string{ruleListParts, ruleListUploads, ruleAbort, "HEAD returns stored checksums"} {
+			if results[rule] != "not supported" {
+				t.Errorf("probe row %q = %q, want not supported", rule, results[rule])
+			}
+		}
+		if len(rep.Leftovers) != 0 || rep.Removed.Objects != rep.Created.Objects {
+			t.Errorf("probe left things behind: created %+v removed %+v leftovers %v", rep.Created, rep.Removed, rep.Leftovers)
+		}
+		if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 0 {
+			t.Errorf("uploads left after probe: %v", ups)
+		}
+
+		proxy.SetRules(lacking...)
+		r = cli(t, via, nil, "--json", "sweep", "s3://"+bucket+"/lacks/")
+		expectCode(t, r, exitCompatibility, "sweep")
+		if !strings.Contains(r.stdout+r.stderr, "the store cannot list incomplete multipart uploads (ListMultipartUploads answered HTTP 501 NotImplemented)") {
+			t.Errorf("sweep output %q %q: want the store's missing listing named", r.stdout, r.stderr)
 		}
 	})
 }

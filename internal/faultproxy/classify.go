@@ -89,12 +89,13 @@ func Classify(r *http.Request) Op {
 type target struct {
 	Bucket, Key, UploadID string
 	PartNumber            int32
+	Header                http.Header // the request's headers, for Rule.Header
 }
 
 func parseTarget(r *http.Request) target {
 	bucket, key := splitPath(r.URL.Path)
 	q := r.URL.Query()
-	t := target{Bucket: bucket, Key: key, UploadID: q.Get("uploadId")}
+	t := target{Bucket: bucket, Key: key, UploadID: q.Get("uploadId"), Header: r.Header}
 	if n, err := strconv.ParseInt(q.Get("partNumber"), 10, 32); err == nil {
 		t.PartNumber = int32(n)
 	}

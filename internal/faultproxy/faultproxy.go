@@ -130,7 +130,11 @@ type Rule struct {
 	Nth        int     // fire on the nth matching request only (1-based); 0 = every one
 	Times      int     // fire at most this many times; 0 = unlimited
 	Prob       float64 // 0 = always; else fire with this probability (seeded RNG)
-	Fault      Fault
+	// Header, when set, matches only requests carrying that header (any value, name in any
+	// case): "x-amz-checksum-mode" selects a HEAD asking for checksums, "If-None-Match" a
+	// conditional write, so a store refusing only that header can be played.
+	Header string
+	Fault  Fault
 }
 
 // Stats counts requests per operation and injected faults per kind.
@@ -330,7 +334,8 @@ func (p *Proxy) decide(op Op, t target) (Fault, bool) {
 	)
 	for i := range p.rules {
 		r := &p.rules[i]
-		if (r.Op != OpAny && r.Op != op) || (r.PartNumber != 0 && r.PartNumber != t.PartNumber) {
+		if (r.Op != OpAny && r.Op != op) || (r.PartNumber != 0 && r.PartNumber != t.PartNumber) ||
+			(r.Header != "" && len(t.Header.Values(r.Header)) == 0) {
 			continue
 		}
 		r.matched++

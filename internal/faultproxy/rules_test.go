@@ -2,7 +2,9 @@ package faultproxy
 
 import (
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -49,7 +51,12 @@ func TestClassify(t *testing.T) {
 func TestParseTarget(t *testing.T) {
 	r := httptest.NewRequest("PUT", "/bkt/dir/a%20b?partNumber=7&uploadId=xyz", nil)
 	want := target{Bucket: "bkt", Key: "dir/a b", UploadID: "xyz", PartNumber: 7}
-	if got := parseTarget(r); got != want {
+	got := parseTarget(r)
+	if got.Header == nil {
+		t.Error("parseTarget kept no headers")
+	}
+	got.Header = nil
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("parseTarget = %+v, want %+v", got, want)
 	}
 }
@@ -178,5 +185,24 @@ func TestSetRulesResetsCounters(t *testing.T) {
 	}
 	if s := p.Stats(); s.Requests[PutObject] != 3 || s.Injected[DropResponse] != 2 {
 		t.Errorf("stats = %+v, want 3 PutObject and 2 DropResponse across SetRules", s)
+	}
+}
+
+// A rule with Header fires only on requests carrying it: a store refusing HEAD's checksum mode
+// but answering a plain HEAD.
+func TestRuleHeader(t *testing.T) {
+	p := newDecider(1, Rule{Op: HeadObject, Header: "x-amz-checksum-mode", Fault: Fault{Kind: Status, Status: 501}})
+	withMode := http.Header{}
+	withMode.Set("X-Amz-Checksum-Mode", "ENABLED")
+	var got []Kind
+	for _, h := range []http.Header{nil, withMode, {}} {
+		f, ok := p.decide(HeadObject, target{Bucket: "b", Key: "k", Header: h})
+		if !ok {
+			f.Kind = ""
+		}
+		got = append(got, f.Kind)
+	}
+	if want := []Kind{"", Status, ""}; !slices.Equal(got, want) {
+		t.Fatalf("fired %q, want %q", got, want)
 	}
 }

@@ -60,4 +60,10 @@ func TestErrorJSON(t *testing.T) {
 	if strings.Contains(ErrorJSON(ExitUsage, errors.New("a\nb")).Error, "\n") {
 		t.Fatal("error text spans lines")
 	}
+	// An error nobody classified still gets the kind its exit code stands for.
+	for code, kind := range map[int]string{ExitInternal: "internal", ExitUsage: "permanent", ExitTransient: "transient", ExitCanceled: "canceled"} {
+		if je := ErrorJSON(code, errors.New("plain")); je.Kind != kind {
+			t.Errorf("exit %d: kind %q; want %q", code, je.Kind, kind)
+		}
+	}
 }

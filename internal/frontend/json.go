@@ -85,7 +85,32 @@ func ErrorJSON(code int, err error) JSONError {
 	if code == ExitCanceled {
 		je.Kind = sperrors.Canceled.String()
 	}
+	if je.Kind == "" || je.Kind == sperrors.Unknown.String() {
+		// Every failure carries a kind, also one that never reached the library (bad input).
+		je.Kind = exitKind(code).String()
+	}
 	return je
+}
+
+// exitKind is the kind an exit code stands for when the error itself has none: bad input
+// (ExitUsage) is permanent, as errors.Permanent documents: retrying it cannot help.
+func exitKind(code int) sperrors.Kind {
+	switch code {
+	case ExitTransient:
+		return sperrors.Transient
+	case ExitIntegrity:
+		return sperrors.Integrity
+	case ExitCompatibility:
+		return sperrors.Compatibility
+	case ExitPrecondition:
+		return sperrors.Precondition
+	case ExitCanceled:
+		return sperrors.Canceled
+	case ExitUsage, ExitPermanent:
+		return sperrors.Permanent
+	default:
+		return sperrors.Internal
+	}
 }
 
 // OneLine renders err on one line, without the library's "safeput: " prefix.

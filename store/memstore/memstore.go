@@ -68,6 +68,23 @@ type Rules struct {
 	// size and ETag, as some stores do: the current attempt first, then the replaced ones, oldest
 	// first. Complete still takes the current one.
 	ListEveryAttempt bool
+	// Optional operations the store lacks, as s3rver does (405 MethodNotAllowed to ListParts and
+	// AbortMultipartUpload, 501 NotImplemented to ListMultipartUploads): a non-zero value is the
+	// status answered, 405 (MethodNotAllowed) or 501 (NotImplemented), and the request does
+	// nothing. LacksHeadChecksumMode refuses a HEAD with ChecksumMode only (a store that rejects
+	// the x-amz-checksum-mode header); a plain HEAD still answers.
+	LacksListParts, LacksListUploads, LacksAbort, LacksHeadChecksumMode int
+}
+
+// lacks is the answer of an operation the store lacks (status from Rules), nil when it has it.
+func lacks(op, rid string, status int) error {
+	switch status {
+	case 0:
+		return nil
+	case 405:
+		return respErr(op, rid, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.")
+	}
+	return respErr(op, rid, status, "NotImplemented", msgNotImpl)
 }
 
 func (r Rules) minPartSize() int64 {
@@ -527,6 +544,9 @@ func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := lacks(op, rid, s.rules.LacksListParts); err != nil {
+		return nil, err
+	}
 	u, err := s.uploadLocked(op, rid, in.Bucket, in.Key, in.UploadID)
 	if err != nil {
 		return nil, err
@@ -727,6 +747,9 @@ func (s *Store) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipa
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := lacks(op, rid, s.rules.LacksAbort); err != nil {
+		return err
+	}
 	u, err := s.uploadLocked(op, rid, in.Bucket, in.Key, in.UploadID)
 	if err != nil {
 		return err
@@ -761,6 +784,11 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if in.ChecksumMode {
+		if err := lacks(op, rid, s.rules.LacksHeadChecksumMode); err != nil {
+			return nil, err
+		}
+	}
 	o, err := s.objectLocked(op, rid, in.Bucket, in.Key)
 	if err != nil {
 		return nil, err
@@ -840,6 +868,9 @@ func (s *Store) ListMultipartUploads(ctx context.Context, in *store.ListMultipar
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := lacks(op, rid, s.rules.LacksListUploads); err != nil {
+		return nil, err
+	}
 	if _, err := s.bucketLocked(op, rid, in.Bucket); err != nil {
 		return nil, err
 	}

@@ -140,3 +140,31 @@ func TestListEveryAttempt(t *testing.T) {
 		t.Fatalf("object %q, want the current attempt", data)
 	}
 }
+
+// A store lacking optional operations answers each with the status set, as s3rver does, and
+// does nothing: the upload stays, and a HEAD without checksum mode still answers.
+func TestLacksOptionalOperations(t *testing.T) {
+	s := quirky(Rules{LacksListParts: 405, LacksListUploads: 501, LacksAbort: 405, LacksHeadChecksumMode: 501})
+	m := newMP(t, s, "k", store.ChecksumNone, store.ChecksumTypeNone)
+	m.upload(5)
+	_, err := s.ListParts(ctx, &store.ListPartsInput{Bucket: bkt, Key: "k", UploadID: m.id})
+	wantResp(t, err, 405, "MethodNotAllowed")
+	_, err = s.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: bkt})
+	wantResp(t, err, 501, "NotImplemented")
+	err = s.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: bkt, Key: "k", UploadID: m.id})
+	wantResp(t, err, 405, "MethodNotAllowed")
+	if !store.Unsupported(err) {
+		t.Fatalf("store.Unsupported(%v) is false", err)
+	}
+	if len(s.Uploads(bkt)) != 1 {
+		t.Fatalf("uploads %v: the refused abort must leave the upload", s.Uploads(bkt))
+	}
+	if _, err := s.CompleteMultipartUpload(ctx, m.complete()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.HeadObject(ctx, &store.HeadObjectInput{Bucket: bkt, Key: "k", ChecksumMode: true})
+	wantResp(t, err, 501, "NotImplemented")
+	if h, err := s.HeadObject(ctx, &store.HeadObjectInput{Bucket: bkt, Key: "k"}); err != nil || h.Size != 5 {
+		t.Fatalf("plain HEAD: %+v, %v", h, err)
+	}
+}

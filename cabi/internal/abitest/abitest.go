@@ -178,6 +178,12 @@ func Suite(t *testing.T, scope Scope, run Runner) {
 		checkLanded(t, s, bucket, "misuse/c", []byte("xyz"))
 	})
 
+	t.Run("open-exact-heap-string", func(t *testing.T) {
+		lines := runScenario(t, run, "heapopen", []string{Config(s, bucket, "heapopen/k", "aws", nil)}, 0)
+		reportCases(t, lines)
+		checkNothingLanded(t, s, bucket, "heapopen/k")
+	})
+
 	t.Run("abort-from-another-thread", func(t *testing.T) {
 		key := "abortrace/k"
 		lines := runScenario(t, run, "abortrace", []string{Config(s, bucket, key, "aws", nil)}, 0)

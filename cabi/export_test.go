@@ -1,0 +1,6 @@
+package cabi
+
+import "testing"
+
+// HungServer is hungServer for the tests of package cabi_test.
+func HungServer(t *testing.T) string { return hungServer(t) }
