@@ -158,8 +158,8 @@ func defaultsIntegrity(Params) string {
 }
 
 func cliIntegrity(Params) string {
-	return "`safeput put` as a user runs it (whole process, no --provider, default backend and part size; the harness pipes the stream to its stdin, or names the file): " +
-		"as safeput-defaults; its CPU column is the CLI process's plus the harness's pipe copy"
+	return "`safeput put` as a user runs it (whole process, no --provider, default backend and part size; the stream on its stdin through a pipe, or the file named): " +
+		"as safeput-defaults; its CPU column is the CLI process's (the harness feeds the pipe by sendfile)"
 }
 
 func tmFullIntegrity(p Params) string {

@@ -374,8 +374,8 @@ Run it on a quiet machine: client and server share the cores, so other work move
 - **Defaults**: the second table of each size and source (when the run measured it) is safeput as a user who names no
   profile runs it: the library at its defaults (` + "`safeput-defaults/*`" + `, one Uploader per upload,
   so every upload is its first on the server) and the CLI (` + "`safeput-cli`" + `), whose whole process
-  is measured (start-up included): ` + "`safeput put -`" + ` with the stream piped to its stdin by the
-  harness (that copy's CPU counts in its row), or ` + "`safeput put FILE`" + ` for a readerat source; its
+  is measured (start-up included): ` + "`safeput put -`" + ` with the stream fed to its stdin through a
+  pipe by sendfile from the file (next to no CPU in the harness), or ` + "`safeput put FILE`" + ` for a readerat source; its
   CPU is the child's getrusage of its waited-for children. Peers at a whole-object checksum
   (` + "`minio-go+crc32c`" + `, ` + "`transfermanager+full-crc32`" + `) show what verification costs them.
 - **Ceiling**: one aws-sdk-go-v2 PutObject of the whole body, no checksum, UNSIGNED-PAYLOAD.
