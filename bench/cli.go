@@ -77,7 +77,9 @@ func newSafeputCLI(srv s3test.Server, bucket string, p Params) (Uploader, error)
 		if res.Status != "landed" || res.Size != src.Size {
 			return "", fmt.Errorf("CLI reports %s, %d bytes; want landed, %d", res.Status, res.Size, src.Size)
 		}
-		return fmt.Sprintf("%d parts, verified %s", res.Parts, res.Verified), nil
+		ps := cmd.ProcessState
+		return fmt.Sprintf("%d parts, verified %s; CLI user %.2f s, sys %.2f s", res.Parts, res.Verified,
+			ps.UserTime().Seconds(), ps.SystemTime().Seconds()), nil
 	}, nil
 }
 

@@ -376,7 +376,9 @@ Run it on a quiet machine: client and server share the cores, so other work move
   so every upload is its first on the server) and the CLI (` + "`safeput-cli`" + `), whose whole process
   is measured (start-up included): ` + "`safeput put -`" + ` with the stream fed to its stdin through a
   pipe by sendfile from the file (next to no CPU in the harness), or ` + "`safeput put FILE`" + ` for a readerat source; its
-  CPU is the child's getrusage of its waited-for children. Peers at a whole-object checksum
+  CPU is the child's getrusage of its waited-for children (the note splits the CLI's user and
+  system time); its memory columns are the harness child's, not the CLI's (the CLI memory
+  section measures that). Peers at a whole-object checksum
   (` + "`minio-go+crc32c`" + `, ` + "`transfermanager+full-crc32`" + `) show what verification costs them.
 - **Ceiling**: one aws-sdk-go-v2 PutObject of the whole body, no checksum, UNSIGNED-PAYLOAD.
 - **Order**: round-robin; each round runs every implementation once, starting one later than
