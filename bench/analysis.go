@@ -23,6 +23,7 @@ type TableRow struct {
 	Server    string // empty in a report of one unnamed server
 	Impl      string
 	Role      Role
+	Defaults  bool // safeput at its defaults: left out of the per-profile analysis
 	Size      int64
 	Kind      string
 	MiBps     float64
@@ -97,7 +98,7 @@ func ParseReport(md string) (Report, error) {
 		if err != nil {
 			return r, err
 		}
-		row := TableRow{Server: server, Impl: im.Name, Role: im.Role, Size: size, Kind: kind}
+		row := TableRow{Server: server, Impl: im.Name, Role: im.Role, Defaults: im.Defaults, Size: size, Kind: kind}
 		for _, f := range []struct {
 			cell   string
 			dst    *float64
@@ -152,7 +153,7 @@ func span(v []float64, format string) string {
 	return lo + "–" + hi
 }
 
-func isSafeput(row TableRow) bool { return row.Role == RoleSafeput }
+func isSafeput(row TableRow) bool { return row.Role == RoleSafeput && !row.Defaults }
 
 // Servers lists the report's servers in table order ("" for a report of one unnamed server).
 func (r Report) Servers() []string {

@@ -169,6 +169,9 @@ func (cfg Config) impls() ([]string, error) {
 	if len(cfg.Impls) == 0 {
 		var all []string
 		for _, im := range Impls() {
+			if im.Name == "safeput-cli" && cfg.Params.CLI == "" {
+				continue // no binary to run
+			}
 			all = append(all, im.Name)
 		}
 		return all, nil

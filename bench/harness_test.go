@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +19,7 @@ func TestHarnessTiny(t *testing.T) {
 	srv := s3test.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	params := Params{PartSize: 5 << 20, Concurrency: 2, Signing: SigningUnsigned}
+	params := Params{PartSize: 5 << 20, Concurrency: 2, Signing: SigningUnsigned, CLI: buildCLI(t)}
 	recs, err := Run(ctx, Config{
 		Server: srv,
 		Bucket: s3test.NewBucket(t, srv),
@@ -37,8 +39,8 @@ func TestHarnessTiny(t *testing.T) {
 	}
 	rows := Summarize(recs)
 	verdicts := Evaluate(rows, params)
-	if len(verdicts) != 2*2*4 {
-		t.Errorf("got %d verdicts, want 16 (2 safeput × 2 kinds × 4 targets)", len(verdicts))
+	if len(verdicts) != 5*2*4 {
+		t.Errorf("got %d verdicts, want 40 (5 safeput: 2 profile, 3 defaults × 2 kinds × 4 targets)", len(verdicts))
 	}
 	md := Markdown(Env{Command: "test", Params: params, Runs: 1}, rows, verdicts)
 	for _, im := range Impls() {
@@ -46,6 +48,18 @@ func TestHarnessTiny(t *testing.T) {
 			t.Errorf("report lacks %s:\n%s", im.Name, md)
 		}
 	}
+}
+
+// buildCLI builds the safeput CLI for the safeput-cli rows.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "safeput")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join("..", "cmd", "safeput")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the CLI: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // TestSigningSDKDefault checks that the peers also work with the SDKs' plain-HTTP signing (the

@@ -14,6 +14,7 @@ type Row struct {
 	Server    string // empty in a report of one unnamed server
 	Impl      string
 	Role      Role
+	Defaults  bool // safeput at its defaults (Impl.Defaults): the defaults table
 	Size      int64
 	Kind      string
 	Runs      int
@@ -53,8 +54,9 @@ func Summarize(recs []Record) []Row {
 	}
 	order := map[string]int{}
 	roles := map[string]Role{}
+	defaults := map[string]bool{}
 	for i, im := range Impls() {
-		order[im.Name], roles[im.Name] = i, im.Role
+		order[im.Name], roles[im.Name], defaults[im.Name] = i, im.Role, im.Defaults
 	}
 	slices.SortFunc(keys, func(a, b k) int {
 		return cmp.Or(cmp.Compare(servers[a.server], servers[b.server]), cmp.Compare(a.size, b.size), cmp.Compare(a.kind, b.kind), cmp.Compare(order[a.impl], order[b.impl]))
@@ -72,7 +74,7 @@ func Summarize(recs []Record) []Row {
 			peak = max(peak, r.PeakBytes)
 		}
 		rows = append(rows, Row{
-			Server: key.server, Impl: key.impl, Role: roles[key.impl], Size: key.size, Kind: key.kind, Runs: len(g),
+			Server: key.server, Impl: key.impl, Role: roles[key.impl], Defaults: defaults[key.impl], Size: key.size, Kind: key.kind, Runs: len(g),
 			MiBps: median(speeds), MinMiBps: slices.Min(speeds), MaxMiBps: slices.Max(speeds),
 			CPUPerGiB: median(cpus), ServerCPUPerGiB: median(srvs), PeakBytes: peak, IdleBytes: int64(median(idles)),
 			MemMethod: g[0].MemMethod, Note: g[len(g)-1].Note,
@@ -218,12 +220,11 @@ func Markdown(env Env, rows []Row, verdicts []Verdict) string {
 			groups = append(groups, g)
 		}
 	}
-	for _, g := range groups {
-		w("### %s%s, %s source\n\n", serverPrefix(g.server), multipart.FormatSize(g.size), g.kind)
+	table := func(g group, defaults bool) {
 		w("| implementation | MiB/s (median) | min–max | CPU s/GiB | server CPU s/GiB | peak memory MiB | idle MiB | vs best peer | vs raw PUT | note |\n")
 		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, r := range rows {
-			if r.Server != g.server || r.Size != g.size || r.Kind != g.kind {
+			if r.Server != g.server || r.Size != g.size || r.Kind != g.kind || r.Defaults != defaults {
 				continue
 			}
 			peer, ceiling, _ := Ratios(rows, r)
@@ -231,6 +232,16 @@ func Markdown(env Env, rows []Row, verdicts []Verdict) string {
 				serverCPU(r.ServerCPUPerGiB), mib(r.PeakBytes), mib(r.IdleBytes), ratio(peer), pct(ceiling), r.Note)
 		}
 		w("\n")
+	}
+	for _, g := range groups {
+		w("### %s%s, %s source\n\n", serverPrefix(g.server), multipart.FormatSize(g.size), g.kind)
+		table(g, false)
+		if slices.ContainsFunc(rows, func(r Row) bool {
+			return r.Defaults && r.Server == g.server && r.Size == g.size && r.Kind == g.kind
+		}) {
+			w("At defaults (no profile, no flags; the same run, compared with the peers above):\n\n")
+			table(g, true)
+		}
 	}
 
 	var impls []string

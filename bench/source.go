@@ -62,9 +62,9 @@ func Open(path string, size int64, kind string) (Source, io.Closer, error) {
 	switch kind {
 	case SourceStream:
 		// Hides Seek, ReadAt and Stat: every uploader sees a pipe-like stream of unknown size.
-		return Source{Kind: kind, Reader: struct{ io.Reader }{f}, Size: size}, f, nil
+		return Source{Kind: kind, Reader: struct{ io.Reader }{f}, Size: size, Path: path}, f, nil
 	case SourceReaderAt:
-		return Source{Kind: kind, Reader: io.NewSectionReader(f, 0, size), Size: size}, f, nil
+		return Source{Kind: kind, Reader: io.NewSectionReader(f, 0, size), Size: size, Path: path}, f, nil
 	}
 	_ = f.Close()
 	return Source{}, nil, fmt.Errorf("unknown source kind %q (want %s or %s)", kind, SourceStream, SourceReaderAt)

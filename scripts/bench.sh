@@ -98,10 +98,9 @@ cleanup() {
 trap cleanup EXIT
 
 (cd bench && go build -o "$bin" ./cmd/bench)
-if [[ -n "$CLI_MEM_SIZES" ]]; then
-	# Static, as a release build would be: with cgo the C library is mapped too (about 1.4 MiB of RSS).
-	(cd cmd/safeput && CGO_ENABLED=0 go build -o "$work/safeput" .)
-fi
+# The CLI, measured as a user runs it (the safeput-cli rows) and for the memory section. Static,
+# as a release build would be: with cgo the C library is mapped too (about 1.4 MiB of RSS).
+(cd cmd/safeput && CGO_ENABLED=0 go build -o "$work/safeput" .)
 # The tables and the CLI memory section measure on each server in turn (each server's CPU
 # column reads that server's process).
 start_s3_server "$work/s3"
@@ -125,8 +124,7 @@ fi
 
 memflags=()
 if [[ -n "$CLI_MEM_SIZES" ]]; then
-	memflags=(-cli-mem-sizes "$CLI_MEM_SIZES" -cli-mem-runs "$CLI_MEM_RUNS" -cli-binary "$work/safeput"
-		-server-name versitygw)
+	memflags=(-cli-mem-sizes "$CLI_MEM_SIZES" -cli-mem-runs "$CLI_MEM_RUNS" -server-name versitygw)
 	if [[ "$MEMORY_ONLY" == "1" ]]; then
 		memflags+=(-cli-mem-only)
 		cmdline="MEMORY_ONLY=1 CLI_MEM_SIZES=\"$CLI_MEM_SIZES\" CLI_MEM_RUNS=$CLI_MEM_RUNS bash scripts/bench.sh"
@@ -136,7 +134,7 @@ if [[ -n "$CLI_MEM_SIZES" ]]; then
 fi
 
 "$bin" "${memflags[@]}" -sizes "$SIZES" -runs "$RUNS" -part "$PART" -conc "$CONC" -sources "$SOURCES" -impls "$IMPLS" \
-	-peer-signing "$PEER_SIGNING" -dir "$work" "${outflag[@]}" -servers "$BENCH_SERVERS" -server-versions "$server_versions" \
+	-peer-signing "$PEER_SIGNING" -cli-binary "$work/safeput" -dir "$work" "${outflag[@]}" -servers "$BENCH_SERVERS" -server-versions "$server_versions" \
 	-command "$cmdline" -versitygw "$VERSITYGW_VERSION" -revision "$rev" -server-pid "${safeput_s3_pid:-0}" "$@" \
 	-data-desc "$work ($fstype)"
 

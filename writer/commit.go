@@ -78,6 +78,16 @@ func (w *Writer) putSingle() error {
 	defer w.releaseHeldLent(fence)
 	var rec partDone
 	w.checksumFilled(&rec, data, crc)
+	// The bytes are held until the check is done: their MD5 is taken only if the evidence needs it.
+	w.lateETag = func() string {
+		if !rec.hasMD5 {
+			_, rec.md5 = verify.MD5Base64(data)
+			rec.hasMD5 = true
+			w.md5Bytes.Add(int64(len(data)))
+		}
+		return fmt.Sprintf("%x", rec.md5)
+	}
+	defer func() { w.lateETag = nil }()
 	in := &store.PutObjectInput{
 		Bucket: w.bucket, Key: w.key, ContentLength: int64(len(data)),
 		ContentType: w.cfg.contentType, Metadata: w.cfg.metadata,
@@ -107,6 +117,7 @@ func (w *Writer) putSingle() error {
 	put := func(ctx context.Context, _ int) error {
 		in.Body = newFencedReader(data, fence)
 		w.bytesSent.Add(int64(len(data)))
+		echoKnown := w.facts.echoes()
 		o, err := w.st.PutObject(ctx, in)
 		if err != nil && w.caps.probing && headerRefused(err) {
 			w.dropOfferedChecksum("PutObject", err)
@@ -119,6 +130,9 @@ func (w *Writer) putSingle() error {
 			if in.IfNoneMatch && store.Unsupported(err) {
 				return &conditionRefused{err: err}
 			}
+			return err
+		}
+		if err := w.lateMD5(0, partBody{buf: data}, &rec, in.Checksum, o.Checksums, echoKnown); err != nil {
 			return err
 		}
 		receipt := verify.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
@@ -145,6 +159,9 @@ func (w *Writer) putSingle() error {
 			return err
 		}
 		err = w.doSized("PutObject", 0, int64(len(data)), put)
+	}
+	if rec.hasMD5 && want.ETag == "" {
+		want.ETag = fmt.Sprintf("%x", rec.md5)
 	}
 	if err != nil {
 		if damagedLeft != nil && isPrecondition(err) {

@@ -20,8 +20,13 @@ import (
 //     from the answer whether the store takes it (a refusal costs one retry, then is remembered
 //     by the Uploader), then whether HEAD reports it;
 //  2. the ETag against the body's MD5 (single PUT) or MD5-of-part-MD5s-N (multipart), computed
-//     as the bytes pass, part MD5s in the part goroutines;
-//  3. reading the object back, for replayable sources or objects up to the read-back limit.
+//     in the part goroutines only when the write may need it: while it is not known whether the
+//     HEAD reports the checksum, a body's MD5 is taken after its receipt, from the bytes still
+//     held, unless the receipt echoes the checksum sent on an endpoint known to echo it (lateMD5);
+//     a single PUT's MD5 is taken when its HEAD needs it (lateETag);
+//  3. reading the object back, for replayable sources or objects up to the read-back limit, or
+//     of any size when parts went without MD5s and the HEAD then reported no checksum (once per
+//     Uploader and bucket: the endpoint's facts then say so).
 // What a bucket of the store showed is kept by the Uploader (uploader.go), so its later writes
 // skip what cannot help.
 
@@ -41,9 +46,17 @@ type endpointFacts struct {
 	headChecksum   tri  // HEAD reported the full-object checksum we sent
 	etagMD5        tri  // a single-PUT ETag is the body's MD5
 	mpETagMD5      tri  // a multipart ETag is MD5-of-part-MD5s-N
+	receiptEcho    tri  // an UploadPart or PutObject answer echoed the checksum sent
 	// lacks holds the store's "not supported" answer to each optional operation it lacks
 	// (optional.go).
 	lacks map[string]error
+}
+
+// echoes reports whether this endpoint's receipts are known to echo the checksum sent.
+func (f *endpointFacts) echoes() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.receiptEcho == yes
 }
 
 func (f *endpointFacts) get() (headerRejected bool, headChecksum, etagMD5, mpETagMD5 tri) {
@@ -77,8 +90,16 @@ func chooseChecksum(cfg config, f *endpointFacts) checksumCaps {
 	if c.alg != store.ChecksumNone && headChecksum == yes {
 		headKnown = true
 	}
-	if !headKnown {
-		// The stored checksum may not come back: MD5 ETags are the next proof.
+	switch {
+	case headKnown:
+	case c.alg != store.ChecksumNone && headChecksum == unknown && !c.etagIsMD5 && !c.mpETagMD5:
+		// Whether the HEAD reports the checksum is not known yet. A store that echoes it on a
+		// receipt took it (MinIO, the gateway, AWS do, and their HEAD reports it): those bytes
+		// need no MD5. A receipt that does not echo it gets its MD5 while the bytes are held.
+		// (Where ETags are known MD5s, the MD5 checks every receipt apart from the echo: kept.)
+		c.md5Late = true
+	default:
+		// The stored checksum does not come back: MD5 ETags are the next proof.
 		c.md5 = true
 	}
 	// A store that does not check the checksum header (none listed in its profile: Ceph RGW 16.2
@@ -86,7 +107,7 @@ func chooseChecksum(cfg config, f *endpointFacts) checksumCaps {
 	// refused instead of stored.
 	c.sendMD5 = cfg.contentMD5 || (cfg.rules.ContentMD5 && cfg.rules.Checksums.Types(cfg.checksum) == 0)
 	if c.sendMD5 {
-		c.md5 = true
+		c.md5, c.md5Late = true, false
 	}
 	return c
 }
@@ -110,7 +131,7 @@ func headerRefused(err error) bool {
 func (w *Writer) dropOfferedChecksum(op string, err error) {
 	w.facts.update(func(f *endpointFacts) { f.headerRejected = true })
 	w.caps.alg, w.caps.fullObject, w.caps.probing = store.ChecksumNone, false, false
-	w.caps.md5 = true
+	w.caps.md5, w.caps.md5Late = true, false
 	w.note(fmt.Sprintf("the store refused the %s checksum header on %s; sent without it", w.cfg.checksum, op))
 	w.log.Info("store refused the offered checksum header: retrying without it", zap.String("op", op),
 		zap.String("checksum", string(w.cfg.checksum)), zap.Error(err))
@@ -148,6 +169,12 @@ type judgement struct {
 // teaches the endpoint's facts what this HEAD showed.
 func (w *Writer) judge(want verify.Expected, head *store.HeadObjectOutput, multipart bool) judgement {
 	ev := verify.Assess(want, head, w.etagTrusted(multipart))
+	if !ev.Strong() && ev.Mismatch == nil && want.ETag == "" && w.lateETag != nil {
+		// The checksum did not decide it and the body's MD5 was left for this moment: the
+		// single PUT's bytes are still held.
+		want.ETag = w.lateETag()
+		ev = verify.Assess(want, head, w.etagTrusted(multipart))
+	}
 	w.learn(ev, want, multipart)
 	if ev.Mismatch != nil {
 		return judgement{mismatch: ev.Mismatch}
@@ -207,8 +234,12 @@ func (w *Writer) learn(ev verify.Evidence, want verify.Expected, multipart bool)
 	}
 }
 
+// readBackAllowed reports whether the object may be read back when nothing else proved it: past
+// the read-back limit too when parts went without their MD5 on the expectation that the HEAD
+// would report the checksum (caps.md5Late) and it did not: the price of that expectation, paid
+// once per Uploader and bucket (the endpoint's facts then say so, and later writes compute MD5s).
 func (w *Writer) readBackAllowed(size int64) bool {
-	return w.cfg.readBack || w.cfg.replayable || (w.cfg.readBackLimit > 0 && size <= w.cfg.readBackLimit)
+	return w.cfg.readBack || w.cfg.replayable || (w.cfg.readBackLimit > 0 && (size <= w.cfg.readBackLimit || w.md5Skipped.Load()))
 }
 
 // unverified handles a landed object nothing could prove: with WithAllowWeakVerification it is a

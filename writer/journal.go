@@ -337,7 +337,11 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 			continue
 		}
 		// The source must still hold these bytes: recompute, compare with the record.
-		_, src, perr := w.prepareBody(p.Number, w.sectionPart(off, p.Size), false)
+		section := w.sectionPart(off, p.Size)
+		_, src, perr := w.prepareBody(p.Number, section, false)
+		if perr == nil && p.MD5 != "" && !src.hasMD5 {
+			perr = w.partMD5(p.Number, section, &src) // the record holds one (caps.md5Late): compare it too
+		}
 		if perr != nil {
 			return nil, false, perr
 		}

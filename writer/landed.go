@@ -190,7 +190,8 @@ func (w *Writer) finish(res *Result) error {
 	w.mu.Unlock()
 	w.emit(Event{Type: EventDone, Size: res.Size, Method: res.Verified, BytesDone: res.Size, Elapsed: res.Elapsed})
 	w.log.Debug("write landed", zap.Int64("size", res.Size), zap.Int("parts", res.Parts),
-		zap.String("verified", string(res.Verified)), zap.Bool("already_existed", res.AlreadyExisted))
+		zap.String("verified", string(res.Verified)), zap.Bool("already_existed", res.AlreadyExisted),
+		zap.Int64("md5_bytes", w.md5Bytes.Load()))
 	return nil
 }
 

@@ -166,7 +166,10 @@ func WithAllowWeakVerification(on bool) Option { return func(c *config) { c.allo
 
 // WithReadBackLimit sets the largest object read back as the last resort when neither the
 // store's checksum nor its ETag proves it (default DefaultReadBackLimit; 0 never reads back,
-// except for Upload of a replayable source). WithReadBack(true) reads back every object.
+// except for Upload of a replayable source). WithReadBack(true) reads back every object. A
+// multipart write whose parts skipped their MD5s because their receipts echoed the checksum, on a
+// store whose HEAD then reports none, is read back whatever its size unless n is 0 (once per
+// Uploader and bucket: its later writes compute the MD5s).
 func WithReadBackLimit(n int64) Option { return func(c *config) { c.readBackLimit = n } }
 
 // WithAbortTimeout bounds the clean-up (abort, delete) that runs after a failure on a context

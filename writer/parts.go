@@ -131,8 +131,12 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 			in.ContentMD5 = md5Header(rec.md5)
 		}
 		w.bytesSent.Add(size)
+		echoKnown := w.facts.echoes()
 		out, err := w.st.UploadPart(ctx, in)
 		if err != nil {
+			return err
+		}
+		if err := w.lateMD5(n, part, &rec, in.Checksum, out.Checksums, echoKnown); err != nil {
 			return err
 		}
 		receipt := verify.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
@@ -140,9 +144,12 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		if _, err := verify.CheckReceipt(receipt, out.ETag, out.Checksums, w.etagTrusted(false) || w.etagTrusted(true)); err != nil {
 			return w.integrity("UploadPart", n, err)
 		}
-		done.etag = out.ETag
+		done.etag, done.md5, done.hasMD5 = out.ETag, rec.md5, rec.hasMD5
 		return nil
 	})
+	if err == nil && !done.hasMD5 && w.caps.md5Late {
+		w.md5Skipped.Store(true)
+	}
 	if err != nil {
 		_ = w.fail(err)
 		return
@@ -157,6 +164,60 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 	w.mu.Unlock()
 	total := w.bytesDone.Add(size)
 	w.emit(Event{Type: EventPartDone, UploadID: uploadID, PartNumber: n, Size: size, BytesDone: total})
+}
+
+// lateMD5 takes the body's MD5 after its receipt, while its bytes are still held, when the write
+// left MD5s for later (caps.md5Late, or a single PUT whose offered header was refused after its
+// MD5 was skipped). A receipt that echoes the checksum sent shows the store took it; the MD5 is
+// skipped only when this endpoint's receipts were already known to echo it when the body was
+// sent (echoKnown): a store that checks no checksum never echoes, so an echo on one receipt
+// alone (forged, or from a middlebox) never decides it, and one receipt without the echo makes
+// the endpoint untrusted for good. Otherwise the part's ETag may be the
+// evidence left, and it needs the MD5.
+func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Checksum, echoed store.Checksums, echoKnown bool) error {
+	if rec.hasMD5 || (!w.caps.md5Late && !w.caps.md5) {
+		return nil
+	}
+	if !sent.IsZero() {
+		got := echoed.Get(sent.Algorithm)
+		w.facts.update(func(f *endpointFacts) {
+			switch {
+			case got == "":
+				f.receiptEcho = no // one receipt without the echo: never trusted to echo again
+			case got == sent.Value && f.receiptEcho == unknown:
+				f.receiptEcho = yes
+			}
+		})
+		if got == sent.Value && echoKnown && w.caps.md5Late {
+			return nil
+		}
+	}
+	return w.partMD5(n, part, rec)
+}
+
+// partMD5 sets rec's MD5 from the part's bytes: its buffer, or its section of the source re-read.
+func (w *Writer) partMD5(n int32, part partBody, rec *partDone) error {
+	if part.section == nil {
+		_, rec.md5 = verify.MD5Base64(part.buf)
+		rec.hasMD5 = true
+		w.md5Bytes.Add(int64(len(part.buf)))
+		return nil
+	}
+	h := newMD5()
+	section := io.NewSectionReader(part.section.Outer())
+	chunkBuf := sectionChunks.Get()
+	defer sectionChunks.Put(chunkBuf)
+	m, err := io.CopyBuffer(h, io.LimitReader(section, part.size()), *chunkBuf)
+	if err != nil {
+		return w.sourceError("UploadPart", n, err)
+	}
+	if m != part.size() {
+		return w.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", m, n, part.size(), w.cfg.sizeHint)
+	}
+	copy(rec.md5[:], h.Sum(nil))
+	rec.hasMD5 = true
+	w.md5Bytes.Add(m)
+	return nil
 }
 
 // prepareBody returns a fresh reader over the part and its checksums. fillCRC takes a buffer's
@@ -213,6 +274,7 @@ func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeke
 	if md5h != nil {
 		copy(rec.md5[:], md5h.Sum(nil))
 		rec.hasMD5 = true
+		w.md5Bytes.Add(read)
 	}
 	if _, err := section.Seek(0, io.SeekStart); err != nil {
 		return nil, rec, err
@@ -248,5 +310,6 @@ func (w *Writer) checksumFilled(rec *partDone, data []byte, crc uint64) {
 	if w.caps.md5 {
 		_, rec.md5 = verify.MD5Base64(data)
 		rec.hasMD5 = true
+		w.md5Bytes.Add(int64(len(data)))
 	}
 }

@@ -86,6 +86,13 @@ type Writer struct {
 	// no request reads the caller's memory, so its parts need no fence.
 	sectionInFile bool
 	resent        bool // parts were re-sent once after a failed layout check
+	// lateETag gives the single PUT's body MD5 (hex) on demand while its buffer is held: the
+	// HEAD's evidence may need it (evidence.go). nil for a multipart write.
+	lateETag func() string
+	// md5Skipped: a part went without its MD5 because its receipt echoed the checksum sent
+	// (caps.md5Late); if the HEAD then reports no checksum, only a read-back can prove the object.
+	md5Skipped atomic.Bool
+	md5Bytes   atomic.Int64 // bytes hashed by MD5 (logged when the write lands)
 	// listedTwice are the part numbers ListParts listed more than once, noted once each.
 	listedTwice map[int32]bool
 
@@ -125,11 +132,15 @@ type checksumCaps struct {
 	alg        store.ChecksumAlgorithm // sent as x-amz-checksum-*; "" when the store takes none we can use
 	local      store.ChecksumAlgorithm // computed locally (and compared with whatever the store reports) even when not sent
 	fullObject bool                    // multipart upload carries a FULL_OBJECT checksum
-	md5        bool                    // compute MD5 (Content-MD5 or ETag check)
-	sendMD5    bool                    // send Content-MD5 (asked for, or the store's only body check)
-	etagIsMD5  bool                    // single-PUT and part ETags are the body's MD5
-	mpETagMD5  bool                    // multipart ETags are md5-of-md5s-N
-	probing    bool                    // alg is offered though the profile does not list it
+	md5        bool                    // compute MD5 (Content-MD5 or ETag check) before sending
+	// md5Late: the HEAD may report the checksum sent (not yet known): a part or PUT whose receipt
+	// echoes that checksum needs no MD5; one whose receipt does not gets its MD5 then, from the
+	// bytes still held (evidence.go).
+	md5Late   bool
+	sendMD5   bool // send Content-MD5 (asked for, or the store's only body check)
+	etagIsMD5 bool // single-PUT and part ETags are the body's MD5
+	mpETagMD5 bool // multipart ETags are md5-of-md5s-N
+	probing   bool // alg is offered though the profile does not list it
 }
 
 // New returns a Writer for bucket/key. Nothing is sent until a part fills or Close.

@@ -28,7 +28,7 @@ func (c *cliMemOptions) register() {
 	flag.StringVar(&c.sizes, "cli-mem-sizes", "", "CLI memory section: stdin stream sizes for `safeput put -` (empty: skip the section)")
 	flag.StringVar(&c.backends, "cli-mem-backends", "aws,minio", "CLI memory section: --backend values")
 	flag.IntVar(&c.runs, "cli-mem-runs", 1, "CLI memory section: runs per backend and size")
-	flag.StringVar(&c.binary, "cli-binary", "", "CLI memory section: the safeput binary")
+	flag.StringVar(&c.binary, "cli-binary", "", "the safeput binary: the safeput-cli rows and the CLI memory section")
 	flag.StringVar(&c.timeBin, "time", "/usr/bin/time", "CLI memory section: GNU time, whose %M is the peak RSS")
 	flag.StringVar(&c.serverName, "server-name", "", "CLI memory section: how the report names the server given by SAFEPUT_S3_ENDPOINT (default: its endpoint)")
 	flag.StringVar(&c.versions, "server-versions", "", "CLI memory section: the servers' versions, for the report")

@@ -35,8 +35,8 @@ func main() {
 }
 
 type options struct {
-	sizes, kinds, impls, part, signing, dir, dataDesc, profileDir, out, command, versitygw, revision, isolation, servers, serverVersions string
-	runs, conc, serverPID                                                                                                                int
+	sizes, kinds, impls, part, signing, dir, dataDesc, profileDir, out, command, versitygw, revision, isolation, servers, serverVersions, cliBinary string
+	runs, conc, serverPID                                                                                                                           int
 }
 
 func run() error {
@@ -64,6 +64,7 @@ func run() error {
 	reanalyse := flag.String("reanalyse", "", "rewrite this report's header, integrity table and analysis from its own tables, measuring nothing (e.g. BENCHMARKS.md)")
 	flag.Parse()
 	o.serverVersions = cm.versions
+	o.cliBinary = cm.binary // the safeput-cli implementation runs it too
 	if *reanalyse != "" {
 		return reanalyseFile(*reanalyse)
 	}
@@ -120,7 +121,7 @@ func runHarness(ctx context.Context, o options) error {
 	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
-	params := bench.Params{PartSize: part, Concurrency: o.conc, Signing: signing}
+	params := bench.Params{PartSize: part, Concurrency: o.conc, Signing: signing, CLI: o.cliBinary}
 	env := bench.Env{
 		Command: o.command, Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Machine: machine(),
 		DataDir: cmp.Or(o.dataDesc, o.dir), Versions: versions(o), Params: params, Runs: o.runs,
@@ -370,6 +371,15 @@ Run it on a quiet machine: client and server share the cores, so other work move
   their SDK defaults for retries and checksums (see the integrity table). Peers sign with
   UNSIGNED-PAYLOAD by default, as the SDKs do over TLS and as safeput does when a checksum
   header covers the body; ` + "`PEER_SIGNING=sdk-default`" + ` keeps the SDKs' plain-HTTP SHA-256 signing.
+- **Defaults**: the second table of each size and source (when the run measured it) is safeput as a user who names no
+  profile runs it: the library at its defaults (` + "`safeput-defaults/*`" + `, one Uploader per upload,
+  so every upload is its first on the server) and the CLI (` + "`safeput-cli`" + `), whose whole process
+  is measured (start-up included): ` + "`safeput put -`" + ` with the stream fed to its stdin through a
+  pipe by sendfile from the file (next to no CPU in the harness), or ` + "`safeput put FILE`" + ` for a readerat source; its
+  CPU is the child's getrusage of its waited-for children (the note splits the CLI's user and
+  system time); its memory columns are the harness child's, not the CLI's (the CLI memory
+  section measures that). Peers at a whole-object checksum
+  (` + "`minio-go+crc32c`" + `, ` + "`transfermanager+full-crc32`" + `) show what verification costs them.
 - **Ceiling**: one aws-sdk-go-v2 PutObject of the whole body, no checksum, UNSIGNED-PAYLOAD.
 - **Order**: round-robin; each round runs every implementation once, starting one later than
   the previous round, so drift in load hits all alike.

@@ -1,0 +1,207 @@
+package writer_test
+
+import (
+	"context"
+	"crypto/md5" //nolint:gosec // the store's ETags are MD5s, as S3's
+	"encoding/hex"
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
+	"github.com/safeput/safeput/writer"
+)
+
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// parrotStore keeps nothing: it reads each body to the end and answers as a real store would,
+// doing as little as it can, so a benchmark's CPU is the writer's. echo: it echoes the checksum
+// sent on each receipt and its HEAD reports the full-object checksum the Complete named (MinIO,
+// the gateway). Otherwise it ignores checksum headers and its ETags are the parts' MD5s and
+// MD5-of-MD5s-N (Ceph RGW 16.2): the MD5s it computes are in the figure, the same before and
+// after any change of the writer.
+type parrotStore struct {
+	echo bool
+
+	mu    sync.Mutex
+	parts map[int32]store.Part
+	head  store.HeadObjectOutput
+}
+
+func (s *parrotStore) drain(r io.Reader) (int64, [md5.Size]byte, error) {
+	var sum [md5.Size]byte
+	if s.echo {
+		n, err := io.Copy(io.Discard, r)
+		return n, sum, err
+	}
+	h := md5.New() //nolint:gosec // see import
+	n, err := io.Copy(h, r)
+	copy(sum[:], h.Sum(nil))
+	return n, sum, err
+}
+
+func (s *parrotStore) PutObject(_ context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
+	n, sum, err := s.drain(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := &store.PutObjectOutput{ETag: `"` + hex.EncodeToString(sum[:]) + `"`}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.head = store.HeadObjectOutput{Size: n, ETag: out.ETag}
+	if s.echo {
+		out.Checksums = echoed(in.Checksum)
+		s.head.Checksums = out.Checksums
+	}
+	return out, nil
+}
+
+func echoed(c store.Checksum) store.Checksums {
+	switch c.Algorithm {
+	case store.ChecksumCRC64NVME:
+		return store.Checksums{CRC64NVME: c.Value}
+	case store.ChecksumCRC32C:
+		return store.Checksums{CRC32C: c.Value}
+	case store.ChecksumCRC32:
+		return store.Checksums{CRC32: c.Value}
+	}
+	return store.Checksums{}
+}
+
+func (s *parrotStore) CreateMultipartUpload(context.Context, *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.parts = map[int32]store.Part{}
+	return &store.CreateMultipartUploadOutput{UploadID: "parrot"}, nil
+}
+
+func (s *parrotStore) UploadPart(_ context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
+	n, sum, err := s.drain(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := &store.UploadPartOutput{ETag: `"` + hex.EncodeToString(sum[:]) + `"`}
+	if s.echo {
+		out.ETag = fmt.Sprintf(`"part-%d"`, in.PartNumber)
+		out.Checksums = echoed(in.Checksum)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.parts[in.PartNumber] = store.Part{PartNumber: in.PartNumber, Size: n, ETag: out.ETag, Checksums: out.Checksums}
+	return out, nil
+}
+
+func (s *parrotStore) ListParts(context.Context, *store.ListPartsInput) (*store.ListPartsOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &store.ListPartsOutput{}
+	for n := int32(1); n <= int32(len(s.parts)); n++ {
+		out.Parts = append(out.Parts, s.parts[n])
+	}
+	return out, nil
+}
+
+func (s *parrotStore) CompleteMultipartUpload(_ context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var size int64
+	md5s := make([][md5.Size]byte, 0, len(in.Parts))
+	for _, p := range in.Parts {
+		size += s.parts[p.PartNumber].Size
+		e, _ := verify.ParseETag(s.parts[p.PartNumber].ETag)
+		var sum [md5.Size]byte
+		_, _ = hex.Decode(sum[:], []byte(e.Hex))
+		md5s = append(md5s, sum)
+	}
+	s.head = store.HeadObjectOutput{Size: size, ETag: `"` + verify.MultipartETag(md5s) + `"`}
+	if s.echo {
+		s.head.ETag = `"parrot-object"`
+		s.head.Checksums = echoed(in.FullObjectChecksum)
+	}
+	return &store.CompleteMultipartUploadOutput{ETag: s.head.ETag}, nil
+}
+
+func (s *parrotStore) AbortMultipartUpload(context.Context, *store.AbortMultipartUploadInput) error {
+	return nil
+}
+
+func (s *parrotStore) HeadObject(context.Context, *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.head
+	return &h, nil
+}
+
+func (s *parrotStore) GetObject(context.Context, *store.GetObjectInput) (*store.GetObjectOutput, error) {
+	return nil, &store.ResponseError{StatusCode: 501, Code: "NotImplemented", Message: "the parrot keeps no bytes"}
+}
+
+func (s *parrotStore) DeleteObject(context.Context, *store.DeleteObjectInput) error { return nil }
+
+func (s *parrotStore) ListMultipartUploads(context.Context, *store.ListMultipartUploadsInput) (*store.ListMultipartUploadsOutput, error) {
+	return &store.ListMultipartUploadsOutput{}, nil
+}
+
+// BenchmarkDefaultsHashing is the writer's CPU per GiB of a 256 MiB stream written at defaults
+// (no profile, 16 MiB × 4) to a store that keeps nothing (parrotStore), as MinIO and the gateway
+// answer (echoing: the checksum echoed and reported by HEAD) and as Ceph RGW 16.2 answers
+// (ignoring: MD5 ETags only, whose MD5s the store computes in this process too): through a fresh
+// Uploader per write (the CLI: one write per process) and through one shared Uploader (a
+// program's later writes). Compare runs with benchstat:
+//
+//	go test -run '^$' -bench BenchmarkDefaultsHashing -count 6 ./writer/ > new.txt; benchstat old.txt new.txt
+func BenchmarkDefaultsHashing(b *testing.B) {
+	const size = 256 << 20
+	for _, echo := range []bool{true, false} {
+		for _, shared := range []bool{false, true} {
+			name := map[bool]string{true: "echoing", false: "ignoring"}[echo] + map[bool]string{false: "/fresh-uploader", true: "/shared-uploader"}[shared]
+			b.Run(name, func(b *testing.B) {
+				st := &parrotStore{echo: echo}
+				var u *writer.Uploader
+				if shared {
+					u = benchUploader(b, st)
+					// The shared Uploader's first write has taught it the endpoint.
+					if _, err := u.Upload(context.Background(), "b", "k", newGen(size)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.SetBytes(size)
+				b.ResetTimer()
+				start := processCPU(b)
+				for b.Loop() {
+					up := u
+					if up == nil {
+						up = benchUploader(b, st)
+					}
+					res, err := up.Upload(context.Background(), "b", "k", newGen(size))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !res.VerifiedStrong {
+						b.Fatalf("verified %s", res.Verified)
+					}
+				}
+				spent := processCPU(b) - start
+				b.ReportMetric(float64(spent.Milliseconds())/(float64(size)*float64(b.N)/(1<<30)), "cpu-ms/GiB")
+			})
+		}
+	}
+}
+
+func benchUploader(b *testing.B, st store.Store) *writer.Uploader {
+	u, err := writer.NewUploader(st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return u
+}

@@ -1,0 +1,56 @@
+package writer_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/safeput/safeput/internal/testkit"
+	"github.com/safeput/safeput/verify"
+	"github.com/safeput/safeput/writer"
+)
+
+// TestRealServerMD5OnlyWhenNeeded: at defaults (no profile), through both adapters on every
+// server, writes from one Uploader end strongly verified by the store's own evidence (no
+// read-back), and hash by MD5 only what that evidence needs: on a server that echoes and reports
+// the checksum (the gateway, MinIO) the first multipart write hashes only its first part (sent
+// before any echo was seen) and later writes nothing; on one that ignores checksum headers
+// (Ceph RGW 16.2) every byte, for the MD5 ETags that prove it there.
+func TestRealServerMD5OnlyWhenNeeded(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		u, err := writer.NewUploader(env.Store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		small, large := randomBytes(t, smallSize), randomBytes(t, largeSize)
+		for i, c := range []struct {
+			key  string
+			data []byte
+		}{{"md5-first", large}, {"md5-second", large}, {"md5-single", small}} {
+			w, err := u.New(context.Background(), env.Bucket, c.key, writer.WithPartSize(5*mib), writer.WithThreshold(5*mib),
+				writer.WithConcurrency(1), writer.WithReadBackLimit(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := closeWith(w, c.data)
+			landedOnServer(t, env, c.key, c.data, res, err)
+			hashed := writer.MD5Bytes(w)
+			t.Logf("%s %s: verified %s, %d bytes hashed by MD5", env.Adapter, c.key, res.Verified, hashed)
+			var want int64
+			switch {
+			case env.Srv.IgnoresChecksums():
+				want = int64(len(c.data))
+				if res.Verified != verify.MethodETagMD5 {
+					t.Errorf("%s: verified %s, want %s", c.key, res.Verified, verify.MethodETagMD5)
+				}
+			case i == 0:
+				want = 5 * mib
+			}
+			if !env.Srv.IgnoresChecksums() && res.Verified != verify.MethodCRC64NVME {
+				t.Errorf("%s: verified %s, want %s", c.key, res.Verified, verify.MethodCRC64NVME)
+			}
+			if hashed != want {
+				t.Errorf("%s: %d bytes hashed by MD5, want %d", c.key, hashed, want)
+			}
+		}
+	})
+}
