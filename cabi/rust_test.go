@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/cabi"
+	"github.com/safeput/safeput/cabi/internal/abitest"
 	"github.com/safeput/safeput/internal/s3test"
 )
 
@@ -85,23 +86,7 @@ func sameAsWritten(t *testing.T, s s3test.Server, bucket, key, file string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := s3test.ReadAll(t, s, bucket, key)
-	if string(got) != string(want) {
-		t.Errorf("%s: read back %d bytes, the caller wrote %d; want them identical", key, len(got), len(want))
-	}
-	if left := s3test.IncompleteUploads(t, s, bucket, key); len(left) > 0 {
-		t.Errorf("%s: incomplete uploads left: %v", key, left)
-	}
-}
-
-func nothingAt(t *testing.T, s s3test.Server, bucket, key string) {
-	t.Helper()
-	if s3test.Exists(t, s, bucket, key) {
-		t.Errorf("%s: an object landed; want none", key)
-	}
-	if left := s3test.IncompleteUploads(t, s, bucket, key); len(left) > 0 {
-		t.Errorf("%s: incomplete uploads left: %v", key, left)
-	}
+	abitest.CheckLanded(t, s, bucket, key, want)
 }
 
 // The Rust reference caller, a separate process loading libsafeput.so through bindings written
@@ -147,7 +132,7 @@ func TestRustCaller(t *testing.T) {
 				t.Run("abort-from-another-thread", func(t *testing.T) {
 					key := "abort/" + backend
 					runRust(t, prog, "abort", rustConfig(s, bucket, key, backend, ""))
-					nothingAt(t, s, bucket, key)
+					abitest.CheckNothingLanded(t, s, bucket, key)
 				})
 				t.Run("misuse", func(t *testing.T) {
 					a, b := "misuse/a/"+backend, "misuse/b/"+backend
@@ -155,7 +140,7 @@ func TestRustCaller(t *testing.T) {
 					if got := s3test.ReadAll(t, s, bucket, a); string(got) != "abc" {
 						t.Errorf("%s: %q; want abc", a, got)
 					}
-					nothingAt(t, s, bucket, b)
+					abitest.CheckNothingLanded(t, s, bucket, b)
 				})
 			})
 		}

@@ -116,7 +116,7 @@ func Suite(t *testing.T, scope Scope, run Runner) {
 			if !res.VerifiedStrong || res.Verified == "" {
 				t.Errorf("verified %q strong=%v; want a strong verification", res.Verified, res.VerifiedStrong)
 			}
-			checkLanded(t, s, bucket, key, Expected(streamSize, 11))
+			CheckLanded(t, s, bucket, key, Expected(streamSize, 11))
 		})
 		if scope == Quick {
 			continue
@@ -134,7 +134,7 @@ func Suite(t *testing.T, scope Scope, run Runner) {
 			if res.Failures["integrity"] < 1 {
 				t.Errorf("failures %v; want the injected integrity failure counted", res.Failures)
 			}
-			checkLanded(t, s, bucket, key, Expected(11*mib+7, 12))
+			CheckLanded(t, s, bucket, key, Expected(11*mib+7, 12))
 		})
 
 		t.Run("integrity-fault-after-checksum-"+backend, func(t *testing.T) {
@@ -147,7 +147,7 @@ func Suite(t *testing.T, scope Scope, run Runner) {
 			if status != 5 || res.Kind != "integrity" {
 				t.Fatalf("status %d, result %+v; want 5, integrity", status, res)
 			}
-			checkNothingLanded(t, s, bucket, key)
+			CheckNothingLanded(t, s, bucket, key)
 		})
 
 		t.Run("permanent-fault-"+backend, func(t *testing.T) {
@@ -157,7 +157,7 @@ func Suite(t *testing.T, scope Scope, run Runner) {
 			if status != 4 || res.ExitCode != 4 || res.Kind != "permanent" || res.Error == "" {
 				t.Fatalf("status %d, result %+v; want 4 with kind permanent and the message", status, res)
 			}
-			checkNothingLanded(t, s, bucket, key)
+			CheckNothingLanded(t, s, bucket, key)
 		})
 	}
 
@@ -173,22 +173,22 @@ func Suite(t *testing.T, scope Scope, run Runner) {
 		}
 		lines := runScenario(t, run, "misuse", args, 0)
 		reportCases(t, lines)
-		checkLanded(t, s, bucket, "misuse/a", []byte("abc"))
-		checkNothingLanded(t, s, bucket, "misuse/b")
-		checkLanded(t, s, bucket, "misuse/c", []byte("xyz"))
+		CheckLanded(t, s, bucket, "misuse/a", []byte("abc"))
+		CheckNothingLanded(t, s, bucket, "misuse/b")
+		CheckLanded(t, s, bucket, "misuse/c", []byte("xyz"))
 	})
 
 	t.Run("open-exact-heap-string", func(t *testing.T) {
 		lines := runScenario(t, run, "heapopen", []string{Config(s, bucket, "heapopen/k", "aws", nil)}, 0)
 		reportCases(t, lines)
-		checkNothingLanded(t, s, bucket, "heapopen/k")
+		CheckNothingLanded(t, s, bucket, "heapopen/k")
 	})
 
 	t.Run("abort-from-another-thread", func(t *testing.T) {
 		key := "abortrace/k"
 		lines := runScenario(t, run, "abortrace", []string{Config(s, bucket, key, "aws", nil)}, 0)
 		reportCases(t, lines)
-		checkNothingLanded(t, s, bucket, key)
+		CheckNothingLanded(t, s, bucket, key)
 	})
 }
 
@@ -209,7 +209,7 @@ func threads(t *testing.T, s s3test.Server, bucket string, run Runner) {
 			t.Errorf("thread %d: %q; want status 0", i, line)
 			continue
 		}
-		checkLanded(t, s, bucket, fmt.Sprintf("threads/%d", i), Expected(size, uint64(100+i)))
+		CheckLanded(t, s, bucket, fmt.Sprintf("threads/%d", i), Expected(size, uint64(100+i)))
 	}
 }
 
@@ -270,7 +270,8 @@ func reportCases(t *testing.T, lines []string) {
 	}
 }
 
-func checkLanded(t *testing.T, s s3test.Server, bucket, key string, want []byte) {
+// CheckLanded fails t unless key reads back as want and no incomplete upload is left for it.
+func CheckLanded(t *testing.T, s s3test.Server, bucket, key string, want []byte) {
 	t.Helper()
 	got := s3test.ReadAll(t, s, bucket, key)
 	if string(got) != string(want) {
@@ -281,7 +282,8 @@ func checkLanded(t *testing.T, s s3test.Server, bucket, key string, want []byte)
 	}
 }
 
-func checkNothingLanded(t *testing.T, s s3test.Server, bucket, key string) {
+// CheckNothingLanded fails t if an object or an incomplete upload exists at key.
+func CheckNothingLanded(t *testing.T, s s3test.Server, bucket, key string) {
 	t.Helper()
 	if s3test.Exists(t, s, bucket, key) {
 		t.Errorf("%s: an object landed; want none", key)
