@@ -5,9 +5,9 @@ import (
 	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/verify"
 	"go.uber.org/zap"
 )
 
@@ -118,7 +118,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 // filled takes in the n bytes just added at the end of buf[:fill], adding them to its CRC.
 func (w *Writer) filled(n int) {
 	if n > 0 && w.caps.local != store.ChecksumNone {
-		w.fillCRC = verify.Update(w.caps.local, w.fillCRC, w.buf[w.fill:w.fill+n])
+		w.fillCRC = integrity.Update(w.caps.local, w.fillCRC, w.buf[w.fill:w.fill+n])
 	}
 	w.fill += n
 }

@@ -18,10 +18,10 @@ import (
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/verify"
 )
 
 // The code reads in the order of a write:
@@ -167,7 +167,7 @@ func (cfg config) invalid() string {
 	if cfg.partSize <= 0 {
 		return fmt.Sprintf("part size must be positive, got %d", cfg.partSize)
 	}
-	if c := cfg.resolvedChecksum(); !c.Valid() || (c != store.ChecksumNone && !verify.IsCRC(c)) {
+	if c := cfg.resolvedChecksum(); !c.Valid() || (c != store.ChecksumNone && !integrity.IsCRC(c)) {
 		return fmt.Sprintf("checksum %q is not supported (want CRC64NVME, CRC32C, CRC32 or none)", c)
 	}
 	return ""
