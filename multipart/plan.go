@@ -141,7 +141,7 @@ func (r Rules) Plan(req PlanRequest) (Plan, error) {
 		}
 		return Plan{}, invalidf("memory budget %s is below the %s this plan needs (%d parts in flight x %s, single-PUT threshold %s); at most %d parts in flight would fit", FormatSize(req.MemoryBudget), FormatSize(p.Memory), inflight, FormatSize(p.PartSize), FormatSize(p.Threshold), req.MemoryBudget/p.PartSize)
 	}
-	// The planner's arithmetic is checked against the same rules ValidateLayout applies, so a
+	// The planner's arithmetic is checked against the same rules validateLayout applies, so a
 	// planner bug surfaces here as an error instead of a store rejecting the upload later.
 	if !p.Single && p.Parts > 0 {
 		if err := r.checkUniform(p.PartSize, p.Parts, p.LastPartSize); err != nil {
@@ -196,10 +196,10 @@ func (p Plan) CheckPart(n int, size int64, final bool) error {
 	return nil
 }
 
-// ValidateLayout checks parts, the sizes of parts numbered 1..len(partSizes), against r: count,
+// validateLayout checks parts, the sizes of parts numbered 1..len(partSizes), against r: count,
 // per-part minimum (all but the last) and maximum, equal non-final parts, the last part's limits
 // and the object size. Contiguous numbering is implied by the slice. Errors are *RuleError.
-func ValidateLayout(r Rules, partSizes []int64) error {
+func validateLayout(r Rules, partSizes []int64) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func ValidateLayout(r Rules, partSizes []int64) error {
 	return r.checkFinal(n, partSizes[n-1], smallest, total)
 }
 
-// checkUniform is ValidateLayout for parts-1 parts of size p and a last part of size last,
+// checkUniform is validateLayout for parts-1 parts of size p and a last part of size last,
 // in constant time.
 func (r Rules) checkUniform(p int64, parts int, last int64) error {
 	if parts < 1 {

@@ -145,7 +145,7 @@ func TestValidateLayout(t *testing.T) {
 		{"wasabi", []int64{5 * GB, 5 * GB, 5 * GB}, ""},
 		{"digitalocean", append(fill(1000, 5*GB), 1), "object size 5000000000001 B is above the maximum 5 TB of profile digitalocean"},
 	} {
-		err := ValidateLayout(mustProfile(t, tc.profile), tc.parts)
+		err := validateLayout(mustProfile(t, tc.profile), tc.parts)
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("%s %v: %v", tc.profile, tc.parts, err)
@@ -156,7 +156,7 @@ func TestValidateLayout(t *testing.T) {
 			t.Errorf("%s: error\n%v\nwant\n%s", tc.profile, err, tc.want)
 		}
 	}
-	if err := ValidateLayout(mustProfile(t, "aws"), []int64{-1}); !errors.Is(err, store.ErrInvalidInput) {
+	if err := validateLayout(mustProfile(t, "aws"), []int64{-1}); !errors.Is(err, store.ErrInvalidInput) {
 		t.Errorf("negative part: %v", err)
 	}
 }
@@ -282,7 +282,7 @@ func checkKnownPlan(t *rapid.T, r Rules, req PlanRequest, p Plan) {
 	if p.Memory != int64(min(req.Concurrency, p.Parts))*p.PartSize {
 		t.Fatalf("memory %d for %d x %d", p.Memory, min(req.Concurrency, p.Parts), p.PartSize)
 	}
-	if err := ValidateLayout(r, layout(p)); err != nil {
+	if err := validateLayout(r, layout(p)); err != nil {
 		t.Fatalf("plan breaks its own rules: %v", err)
 	}
 	for _, n := range []int{1, p.Parts / 2, p.Parts - 1} {
@@ -337,7 +337,7 @@ func TestStrictSatisfiesEveryProfile(t *testing.T) {
 				}
 				continue
 			}
-			if err := ValidateLayout(r, layout(p)); err != nil {
+			if err := validateLayout(r, layout(p)); err != nil {
 				t.Fatalf("strict plan %+v breaks %s: %v", planFields(p), r.Name, err)
 			}
 			if !narrower(strict, r) {
@@ -370,7 +370,7 @@ func TestUnknownSizePlan(t *testing.T) {
 				parts := int(ceilDiv(length, p.PartSize))
 				sizes := fill(parts, p.PartSize)
 				sizes[parts-1] = length - int64(parts-1)*p.PartSize
-				if err := ValidateLayout(r, sizes); err != nil {
+				if err := validateLayout(r, sizes); err != nil {
 					t.Fatalf("stream of %d: %v", length, err)
 				}
 				for _, n := range []int{1, parts / 2, parts - 1} {
