@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
@@ -86,8 +87,8 @@ type prober struct {
 }
 
 const (
-	kib = multipart.KiB
-	mib = multipart.MiB
+	kib = bytesize.KiB
+	mib = bytesize.MiB
 )
 
 func (a *app) runProbe(ctx context.Context, target string) error {
@@ -323,14 +324,14 @@ func (p *prober) run() error {
 	var firstReject string
 	var tinyLast mpuOutcome
 	for _, size := range minSizes {
-		o := p.mpu("min-"+multipart.FormatSize(size), []partSpec{{1, size}, {2, 1}}, mpuOpts{})
+		o := p.mpu("min-"+bytesize.Format(size), []partSpec{{1, size}, {2, 1}}, mpuOpts{})
 		if fatal(ctx, o.err) {
 			return classified(o.op, s3URL{Bucket: p.bucket, Key: o.key}, o.err)
 		}
 		if size == 5*mib {
 			tinyLast = o
 		}
-		p.row("non-final part of "+multipart.FormatSize(size), accepted(o.err), o.evidence())
+		p.row("non-final part of "+bytesize.Format(size), accepted(o.err), o.evidence())
 		if o.err == nil {
 			smallest = size
 		} else if firstReject == "" {
@@ -346,7 +347,7 @@ func (p *prober) run() error {
 		if firstReject != "" {
 			ev += "; below it: " + firstReject
 		}
-		p.row("effective minimum non-final part", multipart.FormatSize(smallest), ev)
+		p.row("effective minimum non-final part", bytesize.Format(smallest), ev)
 		obs.rules.MinPartSize = smallest
 	}
 	partSize := max(obs.rules.MinPartSize, 5*mib)
@@ -673,7 +674,7 @@ func compareProfile(p, obs multipart.Rules) (safe bool, diffs []string) {
 			safe = false
 		}
 	}
-	check(fmt.Sprintf("min part %s (probed %s)", multipart.FormatSize(p.MinPartSize), multipart.FormatSize(obs.MinPartSize)),
+	check(fmt.Sprintf("min part %s (probed %s)", bytesize.Format(p.MinPartSize), bytesize.Format(obs.MinPartSize)),
 		p.MinPartSize == obs.MinPartSize, p.MinPartSize >= obs.MinPartSize)
 	flag := func(name string, pv, ov bool, pStricterWhenTrue bool) {
 		var ok bool

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
@@ -173,7 +174,7 @@ func (a *app) runVerify(ctx context.Context, file, dst string, readBack bool) er
 }
 
 func printVerify(w io.Writer, r verifyReport) {
-	_, _ = fmt.Fprintf(w, "%s: s3://%s/%s vs %s (%s)\n", strings.ToUpper(r.Status), r.Bucket, r.Key, r.File, multipart.FormatSize(r.Size))
+	_, _ = fmt.Fprintf(w, "%s: s3://%s/%s vs %s (%s)\n", strings.ToUpper(r.Status), r.Bucket, r.Key, r.File, bytesize.Format(r.Size))
 	for _, c := range r.Comparisons {
 		mark := "equal"
 		if !c.Equal {
@@ -284,7 +285,7 @@ func (a *app) etagComparison(ctx context.Context, file string, size int64, etag 
 	case e.Parts > 0 && rules.MultipartETagMD5:
 		preferred := int64(writer.DefaultPartSize)
 		if a.g.partSize != "" {
-			if n, err := multipart.ParseSize(a.g.partSize); err == nil && n > 0 {
+			if n, err := bytesize.Parse(a.g.partSize); err == nil && n > 0 {
 				preferred = n
 			}
 		}
@@ -322,7 +323,7 @@ func (a *app) etagComparison(ctx context.Context, file string, size int64, etag 
 	what := "ETag (MD5)"
 	if e.Parts > 0 {
 		local = integrity.MultipartETag(sums)
-		what = fmt.Sprintf("ETag (MD5 of %d part MD5s of %s)", e.Parts, multipart.FormatSize(partSize))
+		what = fmt.Sprintf("ETag (MD5 of %d part MD5s of %s)", e.Parts, bytesize.Format(partSize))
 	}
 	remote := e.Hex
 	if e.Parts > 0 {
