@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/internal/bytesize"
 )
 
 // The analysis and the README summary are computed from the report's own tables (parsed back
@@ -59,7 +59,7 @@ func ParseReport(md string) (Report, error) {
 	for sc.Scan() {
 		line := sc.Text()
 		if m := settingsLine.FindStringSubmatch(line); m != nil {
-			ps, err := multipart.ParseSize(m[1])
+			ps, err := bytesize.Parse(m[1])
 			if err != nil {
 				return r, fmt.Errorf("settings line %q: %w", line, err)
 			}
@@ -73,7 +73,7 @@ func ParseReport(md string) (Report, error) {
 			continue
 		}
 		if m := groupLine.FindStringSubmatch(line); m != nil {
-			s, err := multipart.ParseSize(m[2])
+			s, err := bytesize.Parse(m[2])
 			if err != nil {
 				return r, fmt.Errorf("table heading %q: %w", line, err)
 			}
@@ -404,7 +404,7 @@ func analysisOf(r Report) string {
 	}
 	if s := span(r.values(streamed, peak), "%.1f"); s != "" {
 		w(" With a stream it holds at most concurrency × part size of buffers (%d × %s; TestStreamMemoryBound in writer/ asserts that bound on allocated bytes); RSS adds the idle process (%s MiB) and the per-request garbage the GC does not collect while the live buffers set its goal, which takes a stream to %s MiB peak RSS",
-			r.Params.Concurrency, multipart.FormatSize(r.Params.PartSize), span(r.values(all, func(row TableRow) float64 { return row.IdleMiB }), "%.1f"), s)
+			r.Params.Concurrency, bytesize.Format(r.Params.PartSize), span(r.values(all, func(row TableRow) float64 { return row.IdleMiB }), "%.1f"), s)
 		over := r.values(func(row TableRow) bool { return streamed(row) && row.PeakMiB > limit }, peak)
 		if len(over) == 0 {
 			w(", within the %.0f MiB target.", limit)

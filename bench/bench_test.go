@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/multipart"
 )
 
 // envSize reads a size such as "64MiB" from the environment.
@@ -19,7 +19,7 @@ func envSize(b *testing.B, name string, def int64) int64 {
 	if v == "" {
 		return def
 	}
-	n, err := multipart.ParseSize(v)
+	n, err := bytesize.Parse(v)
 	if err != nil || n <= 0 {
 		b.Fatalf("%s=%q: want a size such as 64MiB", name, v)
 	}

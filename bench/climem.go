@@ -22,8 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/minio/crc64nvme"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/multipart"
 )
 
 // CLIMemConfig is a run of the CLI memory section: `safeput put - s3://…` fed a generated stream
@@ -87,7 +87,7 @@ func RunCLIMemory(ctx context.Context, cfg CLIMemConfig) ([]CLIMemRecord, error)
 				key := fmt.Sprintf("cli-mem/%s/%d/run%d", backend, size, run)
 				rec, data, err := cfg.putOnce(ctx, backend, key, size)
 				if err != nil {
-					return recs, fmt.Errorf("safeput put - (%s, %s, run %d): %w", backend, multipart.FormatSize(size), run, err)
+					return recs, fmt.Errorf("safeput put - (%s, %s, run %d): %w", backend, bytesize.Format(size), run, err)
 				}
 				if err := CheckObject(ctx, raw, cfg.Bucket, key, data); err != nil {
 					return recs, err
@@ -101,7 +101,7 @@ func RunCLIMemory(ctx context.Context, cfg CLIMemConfig) ([]CLIMemRecord, error)
 				rec.Run = run
 				recs = append(recs, rec)
 				_, _ = fmt.Fprintf(logw, "cli-memory %s %s %s run %d: peak RSS %.1f MiB (bound %.1f), %.1f s, %d parts\n",
-					cfg.ServerName, backend, multipart.FormatSize(size), run, mib(rec.PeakRSS), mib(cfg.Bound()), rec.Seconds, rec.Parts)
+					cfg.ServerName, backend, bytesize.Format(size), run, mib(rec.PeakRSS), mib(cfg.Bound()), rec.Seconds, rec.Parts)
 			}
 		}
 	}
@@ -186,7 +186,7 @@ func CLIMemMarkdown(cfg CLIMemConfig, command, date string, recs []CLIMemRecord)
 	w("## Memory of the CLI on a stream\n\n")
 	w("Peak RSS of `safeput put - s3://…` reading a generated stream on stdin, at the CLI's defaults\n")
 	w("(%s parts × %d in flight), measured by GNU time (`%%M`, the process's own peak). The promise\n",
-		multipart.FormatSize(cfg.PartSize), cfg.Concurrency)
+		bytesize.Format(cfg.PartSize), cfg.Concurrency)
 	w("is concurrency × part size + 16 MiB = %.0f MiB at every size. Every object landed, verified,\n", mib(cfg.Bound()))
 	w("and read back identical with a plain client.")
 	if img, static, err := readOnlyImage(cfg.Binary); err == nil {
@@ -241,7 +241,7 @@ func CLIMemMarkdown(cfg CLIMemConfig, command, date string, recs []CLIMemRecord)
 		if r.PeakRSS > cfg.Bound() {
 			within = "**no**"
 		}
-		w("| %s | %s | %s | %d | %.1f | %.0f | %s | %.1f |\n", k.server, k.backend, multipart.FormatSize(k.size), runs[k],
+		w("| %s | %s | %s | %d | %.1f | %.0f | %s | %.1f |\n", k.server, k.backend, bytesize.Format(k.size), runs[k],
 			mib(r.PeakRSS), mib(cfg.Bound()), within, mibps(r.Size, r.Seconds))
 	}
 	w("\n")
@@ -268,7 +268,7 @@ func CLIMemMarkdown(cfg CLIMemConfig, command, date string, recs []CLIMemRecord)
 				continue
 			}
 			w("- %s, %s: %s → %s changes the peak by %+.1f MiB\n", k.server, k.backend,
-				multipart.FormatSize(lo), multipart.FormatSize(hi), mib(big.PeakRSS-worst[k].PeakRSS))
+				bytesize.Format(lo), bytesize.Format(hi), mib(big.PeakRSS-worst[k].PeakRSS))
 		}
 		w("\n")
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/multipart"
 )
 
 // DefaultServers are the test servers the benchmark measures on (scripts/bench.sh starts them):
@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg Config) ([]Record, error) {
 	for _, size := range cfg.Sizes {
 		data, err := Generate(cfg.Dir, size)
 		if err != nil {
-			return recs, fmt.Errorf("generate %s: %w", multipart.FormatSize(size), err)
+			return recs, fmt.Errorf("generate %s: %w", bytesize.Format(size), err)
 		}
 		recs, err = runSize(ctx, cfg, raw, impls, data, recs, logw)
 		_ = os.Remove(data.Path)
@@ -158,7 +158,7 @@ func runSize(ctx context.Context, cfg Config, raw *s3.Client, impls []string, da
 				}
 				recs = append(recs, Record{Server: cfg.Server.Name, Impl: name, Size: data.Size, Kind: kind, Run: run, Sample: s})
 				_, _ = fmt.Fprintf(logw, "%-9s %-8s %-8s run %d  %-16s %8.1f MiB/s  cpu %6.2f s  peak %6.1f MiB (heap %5.1f)  read back ok  %s\n",
-					cfg.Server.Name, multipart.FormatSize(data.Size), kind, run+1, name, mibps(data.Size, s.Seconds), s.CPUSeconds, mib(s.PeakBytes), mib(s.PeakHeapBytes), s.Note)
+					cfg.Server.Name, bytesize.Format(data.Size), kind, run+1, name, mibps(data.Size, s.Seconds), s.CPUSeconds, mib(s.PeakBytes), mib(s.PeakHeapBytes), s.Note)
 			}
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/internal/bytesize"
 )
 
 // Row is one implementation's figures for one server, size and source kind.
@@ -155,7 +155,7 @@ func Evaluate(rows []Row, p Params) []Verdict {
 		peer, ceiling, best := Ratios(rows, row)
 		v(fmt.Sprintf("throughput ≥ %.1f× best peer", TargetPeerRatio), fmt.Sprintf("%.2f× %s", peer, best), peer >= TargetPeerRatio, peer == 0)
 		v(fmt.Sprintf("throughput ≥ %.0f %% of raw single PUT", TargetCeilingRatio*100), fmt.Sprintf("%.0f %%", ceiling*100), ceiling >= TargetCeilingRatio, ceiling == 0)
-		v(fmt.Sprintf("peak memory ≤ %d × %s + 16 MiB = %s", p.Concurrency, multipart.FormatSize(p.PartSize), multipart.FormatSize(memLimit)),
+		v(fmt.Sprintf("peak memory ≤ %d × %s + 16 MiB = %s", p.Concurrency, bytesize.Format(p.PartSize), bytesize.Format(memLimit)),
 			fmt.Sprintf("%.1f MiB", mib(row.PeakBytes)), row.PeakBytes <= memLimit, false)
 		var worst string
 		var peers int
@@ -202,7 +202,7 @@ func Markdown(env Env, rows []Row, verdicts []Verdict) string {
 	w("- Load average (1/5/15 min) at start → end: %s\n", env.Load)
 	w("- Data (source files and server storage): %s\n", env.DataDir)
 	w("- Settings: part size %s, concurrency %d, %d run(s) per implementation, peer payload signing `%s`\n",
-		multipart.FormatSize(env.Params.PartSize), env.Params.Concurrency, env.Runs, env.Params.Signing)
+		bytesize.Format(env.Params.PartSize), env.Params.Concurrency, env.Runs, env.Params.Signing)
 	if len(rows) > 0 {
 		w("- Memory column: %s\n", rows[0].MemMethod)
 	}
@@ -234,7 +234,7 @@ func Markdown(env Env, rows []Row, verdicts []Verdict) string {
 		w("\n")
 	}
 	for _, g := range groups {
-		w("### %s%s, %s source\n\n", serverPrefix(g.server), multipart.FormatSize(g.size), g.kind)
+		w("### %s%s, %s source\n\n", serverPrefix(g.server), bytesize.Format(g.size), g.kind)
 		table(g, false)
 		if slices.ContainsFunc(rows, func(r Row) bool {
 			return r.Defaults && r.Server == g.server && r.Size == g.size && r.Kind == g.kind
@@ -254,7 +254,7 @@ func Markdown(env Env, rows []Row, verdicts []Verdict) string {
 	w("### Targets\n\n")
 	w("| server | implementation | size | source | target | measured | met |\n|---|---|---|---|---|---|---|\n")
 	for _, v := range verdicts {
-		w("| %s | %s | %s | %s | %s | %s | %s |\n", cmp.Or(v.Server, "–"), v.Impl, multipart.FormatSize(v.Size), v.Kind, v.Target, v.Got, mark(v))
+		w("| %s | %s | %s | %s | %s | %s | %s |\n", cmp.Or(v.Server, "–"), v.Impl, bytesize.Format(v.Size), v.Kind, v.Target, v.Got, mark(v))
 	}
 	w("\n")
 	return b.String()
@@ -272,7 +272,7 @@ func serverPrefix(server string) string {
 func VerdictLines(verdicts []Verdict) string {
 	var b strings.Builder
 	for _, v := range verdicts {
-		fmt.Fprintf(&b, "%-4s %-9s %-14s %-8s %-8s %-44s %s\n", strings.ToUpper(markWord(v)), v.Server, v.Impl, multipart.FormatSize(v.Size), v.Kind, v.Target, v.Got)
+		fmt.Fprintf(&b, "%-4s %-9s %-14s %-8s %-8s %-44s %s\n", strings.ToUpper(markWord(v)), v.Server, v.Impl, bytesize.Format(v.Size), v.Kind, v.Target, v.Got)
 	}
 	return b.String()
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
@@ -84,7 +85,7 @@ func (s *sizeJSON) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &str); err != nil {
 			return err
 		}
-		n, err := multipart.ParseSize(str)
+		n, err := bytesize.Parse(str)
 		if err != nil {
 			return err
 		}

@@ -49,11 +49,11 @@ const (
 //  1. context.Canceled or context.DeadlineExceeded anywhere in the chain: Canceled. Classify
 //     cannot tell the caller's context from a per-attempt timeout; ClassifyContext can.
 //  2. Rejected input (store.ErrInvalidInput, or an error with InvalidInput() true): Permanent.
-//  3. An S3 error code in the code table (CodeTable): its Kind.
+//  3. An S3 error code in the code table (package doc): its Kind.
 //  4. An HTTP status of 400 or more without a code whose error document the connection lost
 //     on the way (store.ResponseError.DocumentLost, or ErrorDocumentLost() true): Transient,
 //     since the status alone cannot tell a refusal worth another attempt from a final one.
-//     Otherwise an HTTP status of 400 or more: the status table (StatusTable), else 5xx
+//     Otherwise an HTTP status of 400 or more: the status table (package doc), else 5xx
 //     Transient and 4xx Permanent.
 //  5. An unknown code in a success answer (an <Error> in a 200 Complete body): Transient.
 //  6. TLS certificate and handshake failures: Permanent.

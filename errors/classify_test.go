@@ -14,7 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
@@ -393,55 +392,6 @@ func TestRedact(t *testing.T) {
 		if got := errors.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	cases := []struct {
-		ra, amz string
-		want    time.Duration
-	}{
-		{"", "", 0},
-		{"3", "", 3 * time.Second},
-		{"3", "1500", 1500 * time.Millisecond},
-		{"", "250", 250 * time.Millisecond},
-		{"-1", "", 0},
-		{"soon", "x", 0},
-		{now.Add(10 * time.Second).Format(http.TimeFormat), "", 10 * time.Second},
-		{now.Add(-10 * time.Second).Format(http.TimeFormat), "", 0},
-		{"99999999999999999", "", time.Duration(1<<63 - 1)},
-	}
-	for _, c := range cases {
-		if got := errors.ParseRetryAfter(c.ra, c.amz, now); got != c.want {
-			t.Errorf("ParseRetryAfter(%q, %q) = %v, want %v", c.ra, c.amz, got, c.want)
-		}
-	}
-}
-
-func TestParseErrorBody(t *testing.T) {
-	body := `<?xml version="1.0" encoding="UTF-8"?>
-
-<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message><RequestId>656c76696e6727732072657175657374</RequestId><HostId>Uuag1LuByRx9e6j5Onimru9pO4ZVKnJ2Qz7/C1NPcfTWAtRPfTaOFg==</HostId></Error>`
-	b, ok := errors.ParseErrorBody(strings.NewReader(body))
-	if !ok || b.Code != "InternalError" || b.RequestID != "656c76696e6727732072657175657374" || !strings.HasPrefix(b.Message, "We encountered") {
-		t.Errorf("%+v %v", b, ok)
-	}
-	for _, notErr := range []string{
-		`<CompleteMultipartUploadResult><ETag>"x"</ETag></CompleteMultipartUploadResult>`,
-		`<html>502 Bad Gateway</html>`, ``, `<Error><Code>`, `<Error></Error>`,
-	} {
-		if _, ok := errors.ParseErrorBody(strings.NewReader(notErr)); ok {
-			t.Errorf("%q parsed as an error", notErr)
-		}
-	}
-	if _, ok := errors.ParseErrorBody(nil); ok {
-		t.Error("nil reader")
-	}
-	// A huge body is cut at the limit rather than read whole.
-	huge := io.MultiReader(strings.NewReader("<Error><Code>X</Code><Message>"), strings.NewReader(strings.Repeat("a", 2*errors.MaxErrorBodySize)))
-	if _, ok := errors.ParseErrorBody(huge); ok {
-		t.Error("truncated document parsed")
 	}
 }
 

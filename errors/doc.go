@@ -28,7 +28,7 @@
 //
 // # S3 error codes
 //
-// The codes Classify knows (CodeTable). The status is the one stores usually send; the code wins
+// The codes Classify knows. The status is the one stores usually send; the code wins
 // over the status. A test keeps this list equal to the table; to rewrite it, run
 // go test -run TestDocTable ./errors/ -args -update.
 //
@@ -96,10 +96,10 @@
 //
 // # HTTP statuses without a known code
 //
-// StatusTable. Any other status of 500 and above is Transient; any other 4xx is Permanent. An
-// error status whose document the connection lost on the way (no code known) is Transient. A
-// success status with an unknown code (an <Error> in a 200 Complete body) is Transient; a success
-// status with no code at all is a non-compliant answer: Compatibility.
+// Statuses Classify knows. Any other status of 500 and above is Transient; any other 4xx is
+// Permanent. An error status whose document the connection lost on the way (no code known) is
+// Transient. A success status with an unknown code (an <Error> in a 200 Complete body) is
+// Transient; a success status with no code at all is a non-compliant answer: Compatibility.
 //
 //	Status  Kind           Note
 //	408     transient      request timeout

@@ -1,20 +1,15 @@
 package errors_test
 
 import (
-	"bytes"
 	"context"
 	stderrors "errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
-	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
@@ -114,72 +109,4 @@ func check(t *testing.T, e *errors.Error) {
 	if r := errors.Redact(s); errors.Redact(r) != r {
 		t.Fatalf("Redact is not idempotent on %q", s)
 	}
-}
-
-// FuzzParseRetryAfter: any header values give a non-negative duration, never a panic.
-func FuzzParseRetryAfter(f *testing.F) {
-	f.Add("", "", int64(0))
-	f.Add("120", "", int64(1767225600))
-	f.Add("Wed, 21 Oct 2015 07:28:00 GMT", "", int64(1445412000))
-	f.Add("1", "1500", int64(0))
-	f.Add("-5", "-5", int64(0))
-	f.Add("99999999999999999999", "9223372036854775807", int64(0))
-	f.Add(" 7 ", "\t", int64(-1))
-	f.Fuzz(func(t *testing.T, ra, amz string, unix int64) {
-		// A "now" whose ±1e5 s neighbourhood has four-digit years, so HTTP dates round-trip.
-		const lo, hi = int64(100_000), int64(253_402_300_799 - 100_000)
-		now := time.Unix(lo+((unix%(hi-lo))+(hi-lo))%(hi-lo), 0)
-		d := errors.ParseRetryAfter(ra, amz, now)
-		if d < 0 {
-			t.Fatalf("ParseRetryAfter(%q, %q) = %v, negative", ra, amz, d)
-		}
-		// x-amz-retry-after wins whenever it is a positive number of milliseconds.
-		if ms, err := strconv.ParseInt(strings.TrimSpace(amz), 10, 64); err == nil && ms > 0 {
-			if alone := errors.ParseRetryAfter("", amz, now); d != alone {
-				t.Fatalf("with Retry-After %q: %v, want x-amz-retry-after's %v", ra, d, alone)
-			}
-		}
-		// Round trips from the fuzzed number: milliseconds, seconds, and an HTTP date k s away.
-		n := unix
-		wantScaled := func(unit time.Duration) time.Duration {
-			switch {
-			case n <= 0:
-				return 0
-			case n > math.MaxInt64/int64(unit):
-				return time.Duration(math.MaxInt64)
-			}
-			return time.Duration(n) * unit
-		}
-		if got, want := errors.ParseRetryAfter("", strconv.FormatInt(n, 10), now), wantScaled(time.Millisecond); got != want {
-			t.Fatalf("x-amz-retry-after %d: %v, want %v", n, got, want)
-		}
-		if got, want := errors.ParseRetryAfter(" "+strconv.FormatInt(n, 10)+" ", "", now), wantScaled(time.Second); got != want {
-			t.Fatalf("Retry-After %d: %v, want %v", n, got, want)
-		}
-		k := n % 100_000
-		date := now.Add(time.Duration(k) * time.Second).UTC().Format(http.TimeFormat)
-		if got, want := errors.ParseRetryAfter(date, "", now), time.Duration(max(k, 0))*time.Second; got != want {
-			t.Fatalf("Retry-After %q at %s: %v, want %v", date, now.UTC().Format(http.TimeFormat), got, want)
-		}
-	})
-}
-
-// FuzzParseErrorBody: arbitrary bodies never panic, and a parsed error always has a code.
-func FuzzParseErrorBody(f *testing.F) {
-	f.Add([]byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n\n" + `<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message><RequestId>4442587FB7D0A2F9</RequestId><HostId>x</HostId></Error>`))
-	f.Add([]byte(`<CompleteMultipartUploadResult><Location>x</Location><ETag>"a-2"</ETag></CompleteMultipartUploadResult>`))
-	f.Add([]byte(`<?xml version="1.0" encoding="ISO-8859-1"?><Error><Code>SlowDown</Code></Error>`))
-	f.Add([]byte(`<Error><Code>A</Code><Code>B</Code><Message>X-Amz-Signature=abc</Message></Error>`))
-	f.Add([]byte(`<!DOCTYPE x [<!ENTITY a "b">]><Error><Code>&a;</Code></Error>`))
-	f.Add([]byte("<html><body>502</body></html>"))
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		b, ok := errors.ParseErrorBody(bytes.NewReader(data))
-		if ok && b.Code == "" {
-			t.Fatal("ok without a code")
-		}
-		if len(b.Code) > 200 || len(b.Message) > 1000 {
-			t.Fatalf("field not clipped: %d %d", len(b.Code), len(b.Message))
-		}
-	})
 }

@@ -1,13 +1,10 @@
 package errors
 
-import (
-	"slices"
-	"strings"
-)
+import "strings"
 
-// CodeRule maps one S3 error code to a Kind. It is the single source of the code table: Classify
+// codeRule maps one S3 error code to a Kind. It is the single source of the code table: Classify
 // reads it, doc.go prints it (a test keeps them equal) and the tests are driven by it.
-type CodeRule struct {
+type codeRule struct {
 	Code string
 	// Status is the HTTP status stores usually send with Code; documentation only, since Classify
 	// trusts the code over the status.
@@ -26,7 +23,7 @@ type CodeRule struct {
 const CodeUnverifiable = "Unverifiable"
 
 // codeTable is ordered by kind, then code, for the documentation.
-var codeTable = []CodeRule{
+var codeTable = []codeRule{
 	// Transient: the store failed this request; the same request may succeed later.
 	{"InternalError", 500, Transient, Unknown, false, "also embedded in a 200 Complete body"},
 	{"ServiceUnavailable", 503, Transient, Unknown, false, ""},
@@ -95,14 +92,14 @@ var codeTable = []CodeRule{
 	{"MetadataTooLarge", 400, Permanent, Unknown, false, ""},
 }
 
-// StatusRule maps an HTTP status to a Kind when the answer carried no code Classify knows.
-type StatusRule struct {
+// statusRule maps an HTTP status to a Kind when the answer carried no code Classify knows.
+type statusRule struct {
 	Status int
 	Kind   Kind
 	Note   string
 }
 
-var statusTable = []StatusRule{
+var statusTable = []statusRule{
 	{408, Transient, "request timeout"},
 	{409, Permanent, "a conflict without ConditionalRequestConflict"},
 	{412, Precondition, "HEAD and other bodiless answers carry no code"},
@@ -120,8 +117,8 @@ var (
 	statusIndex = indexStatuses()
 )
 
-func indexCodes() map[string]*CodeRule {
-	m := make(map[string]*CodeRule, len(codeTable))
+func indexCodes() map[string]*codeRule {
+	m := make(map[string]*codeRule, len(codeTable))
 	for i := range codeTable {
 		m[strings.ToLower(codeTable[i].Code)] = &codeTable[i]
 	}
@@ -135,13 +132,6 @@ func indexStatuses() map[int]Kind {
 	}
 	return m
 }
-
-// CodeTable returns a copy of the code → Kind table Classify uses.
-func CodeTable() []CodeRule { return slices.Clone(codeTable) }
-
-// StatusTable returns a copy of the status → Kind table for answers without a known code. Any
-// other status of 500 and above is Transient, any other 4xx is Permanent.
-func StatusTable() []StatusRule { return slices.Clone(statusTable) }
 
 // isCompleteOp reports whether op names CompleteMultipartUpload, under either of the names
 // safeput and the SDKs use.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/store"
 )
 
@@ -55,7 +56,7 @@ type RuleError struct {
 }
 
 func (e *RuleError) Error() string {
-	sz := FormatSize
+	sz := bytesize.Format
 	part := ""
 	if e.Part > 0 {
 		part = "part " + strconv.Itoa(e.Part) + ": "

@@ -19,7 +19,7 @@ func ExampleProfile() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(multipart.FormatSize(plan.PartSize), plan.Parts)
+	fmt.Printf("%d MiB %d\n", plan.PartSize>>20, plan.Parts)
 	// Output: 16 MiB 6400
 }
 
@@ -32,6 +32,6 @@ func ExampleParse() {
 	}
 	_, err = rules.Plan(multipart.PlanRequest{Size: 1 << 30, PartSize: 5 << 20, Concurrency: 4})
 	var re *multipart.RuleError
-	fmt.Println(errors.As(err, &re), multipart.FormatSize(rules.MinPartSize))
+	fmt.Printf("%v %d MiB\n", errors.As(err, &re), rules.MinPartSize>>20)
 	// Output: true 8 MiB
 }

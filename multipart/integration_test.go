@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/multipart"
@@ -75,14 +76,14 @@ func TestPlansAgainstServer(t *testing.T) {
 			profile string
 			size    int64
 		}{
-			{"one-byte-last-part", serverProfile(t, env).Name, 2*multipart.MiB*5 + 1},
-			{"r2-equal-parts", "r2", 3*5*multipart.MiB + 12345},
+			{"one-byte-last-part", serverProfile(t, env).Name, 2*bytesize.MiB*5 + 1},
+			{"r2-equal-parts", "r2", 3*5*bytesize.MiB + 12345},
 		} {
 			rules, err := multipart.Profile(tc.profile)
 			if err != nil {
 				t.Fatal(err)
 			}
-			plan, err := rules.Plan(multipart.PlanRequest{Size: tc.size, PartSize: 5 * multipart.MiB, Concurrency: 2})
+			plan, err := rules.Plan(multipart.PlanRequest{Size: tc.size, PartSize: 5 * bytesize.MiB, Concurrency: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +106,7 @@ func TestPlansAgainstServer(t *testing.T) {
 		// Unknown length: the plan fixes the part size from the expected maximum; the stream is
 		// cut into parts checked one by one with CheckPart.
 		rules := serverProfile(t, env)
-		plan, err := rules.Plan(multipart.PlanRequest{Size: multipart.UnknownSize, PartSize: 5 * multipart.MiB, Concurrency: 2, ExpectedMaxSize: 100 * multipart.MiB})
+		plan, err := rules.Plan(multipart.PlanRequest{Size: multipart.UnknownSize, PartSize: 5 * bytesize.MiB, Concurrency: 2, ExpectedMaxSize: 100 * bytesize.MiB})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +127,7 @@ func TestPlansAgainstServer(t *testing.T) {
 		}
 
 		// Illegal: a 4 MiB non-final part. The rules say so before sending...
-		illegal := []int64{4 * multipart.MiB, 1}
+		illegal := []int64{4 * bytesize.MiB, 1}
 		if err := multipart.ValidateLayout(rules, illegal); err == nil {
 			t.Fatal("ValidateLayout accepted a 4 MiB non-final part")
 		}

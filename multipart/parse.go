@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/store"
 )
 
@@ -20,7 +21,7 @@ type ruleKey struct {
 func sizeKey(key, help string, f func(*Rules) *int64) ruleKey {
 	return ruleKey{key, help,
 		func(r *Rules, v string) error {
-			n, err := ParseSize(v)
+			n, err := bytesize.Parse(v)
 			if err != nil {
 				return err
 			}
@@ -146,7 +147,8 @@ func (r Rules) String() string {
 //     "custom") unless name= says otherwise. Keys: name, profile, min, max, parts, object, single,
 //     equal, lastnotlarger, nonemptylast, contiguous, crc32, crc32c, crc64nvme, sha1, sha256,
 //     checksums=none (clears all five), md5, condput, condcomplete, etagmd5, mpetagmd5,
-//     headchecksums, prefer. Sizes take the units ParseSize takes.
+//     headchecksums, prefer. Sizes take binary (KiB..EiB) and decimal (KB..EB) units, plain bytes,
+//     or "unlimited".
 //
 // The result is validated; errors wrap store.ErrInvalidInput.
 func Parse(s string) (Rules, error) {

@@ -1,17 +1,21 @@
 package multipart
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/safeput/safeput/internal/bytesize"
+)
 
 // DefaultPartSize is the part size when the caller states none: at least every documented
 // minimum (including Oracle's unverified 10 MiB), and few enough requests for most objects.
-const DefaultPartSize = 16 * MiB
+const DefaultPartSize = 16 * bytesize.MiB
 
 // UnknownSize is PlanRequest.Size for a stream whose length is not known up front.
 const UnknownSize int64 = -1
 
 // partAlign is the granularity of planned part sizes: whole MiB keep layouts readable and
 // buffers pool-friendly. Plans fall back to byte granularity only when no MiB multiple fits.
-const partAlign = MiB
+const partAlign = bytesize.MiB
 
 // PlanRequest is what the writer knows before the first byte.
 type PlanRequest struct {
@@ -133,15 +137,15 @@ func (r Rules) Plan(req PlanRequest) (Plan, error) {
 
 	if req.MemoryBudget > 0 && p.Memory > req.MemoryBudget {
 		if p.Single {
-			return Plan{}, invalidf("memory budget %s is below the %s a single PUT of this object buffers; lower the threshold to at most %s", FormatSize(req.MemoryBudget), FormatSize(p.Memory), FormatSize(req.MemoryBudget))
+			return Plan{}, invalidf("memory budget %s is below the %s a single PUT of this object buffers; lower the threshold to at most %s", bytesize.Format(req.MemoryBudget), bytesize.Format(p.Memory), bytesize.Format(req.MemoryBudget))
 		}
 		inflight := int64(req.Concurrency)
 		if p.Parts > 0 {
 			inflight = min(inflight, int64(p.Parts))
 		}
-		return Plan{}, invalidf("memory budget %s is below the %s this plan needs (%d parts in flight x %s, single-PUT threshold %s); at most %d parts in flight would fit", FormatSize(req.MemoryBudget), FormatSize(p.Memory), inflight, FormatSize(p.PartSize), FormatSize(p.Threshold), req.MemoryBudget/p.PartSize)
+		return Plan{}, invalidf("memory budget %s is below the %s this plan needs (%d parts in flight x %s, single-PUT threshold %s); at most %d parts in flight would fit", bytesize.Format(req.MemoryBudget), bytesize.Format(p.Memory), inflight, bytesize.Format(p.PartSize), bytesize.Format(p.Threshold), req.MemoryBudget/p.PartSize)
 	}
-	// The planner's arithmetic is checked against the same rules ValidateLayout applies, so a
+	// The planner's arithmetic is checked against the same rules validateLayout applies, so a
 	// planner bug surfaces here as an error instead of a store rejecting the upload later.
 	if !p.Single && p.Parts > 0 {
 		if err := r.checkUniform(p.PartSize, p.Parts, p.LastPartSize); err != nil {
@@ -167,7 +171,7 @@ func (r Rules) partSize(floor, target int64) int64 {
 func (p Plan) CheckPart(n int, size int64, final bool) error {
 	switch {
 	case p.Single:
-		return invalidf("part %d: this plan is a single PUT of %s, not a multipart upload", n, FormatSize(p.Size))
+		return invalidf("part %d: this plan is a single PUT of %s, not a multipart upload", n, bytesize.Format(p.Size))
 	case p.PartSize <= 0:
 		return invalidf("part %d: checked against an empty plan", n)
 	case n < 1:
@@ -196,10 +200,10 @@ func (p Plan) CheckPart(n int, size int64, final bool) error {
 	return nil
 }
 
-// ValidateLayout checks parts, the sizes of parts numbered 1..len(partSizes), against r: count,
+// validateLayout checks parts, the sizes of parts numbered 1..len(partSizes), against r: count,
 // per-part minimum (all but the last) and maximum, equal non-final parts, the last part's limits
 // and the object size. Contiguous numbering is implied by the slice. Errors are *RuleError.
-func ValidateLayout(r Rules, partSizes []int64) error {
+func validateLayout(r Rules, partSizes []int64) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -227,7 +231,7 @@ func ValidateLayout(r Rules, partSizes []int64) error {
 	return r.checkFinal(n, partSizes[n-1], smallest, total)
 }
 
-// checkUniform is ValidateLayout for parts-1 parts of size p and a last part of size last,
+// checkUniform is validateLayout for parts-1 parts of size p and a last part of size last,
 // in constant time.
 func (r Rules) checkUniform(p int64, parts int, last int64) error {
 	if parts < 1 {

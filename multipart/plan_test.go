@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/store"
 	"pgregory.net/rapid"
 )
@@ -35,34 +36,34 @@ func TestPlanExamples(t *testing.T) {
 		want    Plan // Rules, Concurrency filled in below
 	}{
 		{"strict", PlanRequest{Size: 0, Concurrency: 4},
-			Plan{Single: true, Size: 0, PartSize: 16 * MiB, Parts: 1, LastPartSize: 0, Threshold: 16 * MiB, Ceiling: 0, Memory: 0}},
-		{"strict", PlanRequest{Size: 16 * MiB, Concurrency: 4},
-			Plan{Single: true, Size: 16 * MiB, PartSize: 16 * MiB, Parts: 1, LastPartSize: 16 * MiB, Threshold: 16 * MiB, Ceiling: 16 * MiB, Memory: 16 * MiB}},
-		{"strict", PlanRequest{Size: 16*MiB + 1, Concurrency: 4},
-			Plan{Size: 16*MiB + 1, PartSize: 16 * MiB, Parts: 2, LastPartSize: 1, Threshold: 16 * MiB, Ceiling: 16*MiB + 1, Memory: 32 * MiB}},
+			Plan{Single: true, Size: 0, PartSize: 16 * bytesize.MiB, Parts: 1, LastPartSize: 0, Threshold: 16 * bytesize.MiB, Ceiling: 0, Memory: 0}},
+		{"strict", PlanRequest{Size: 16 * bytesize.MiB, Concurrency: 4},
+			Plan{Single: true, Size: 16 * bytesize.MiB, PartSize: 16 * bytesize.MiB, Parts: 1, LastPartSize: 16 * bytesize.MiB, Threshold: 16 * bytesize.MiB, Ceiling: 16 * bytesize.MiB, Memory: 16 * bytesize.MiB}},
+		{"strict", PlanRequest{Size: 16*bytesize.MiB + 1, Concurrency: 4},
+			Plan{Size: 16*bytesize.MiB + 1, PartSize: 16 * bytesize.MiB, Parts: 2, LastPartSize: 1, Threshold: 16 * bytesize.MiB, Ceiling: 16*bytesize.MiB + 1, Memory: 32 * bytesize.MiB}},
 		// An exact multiple: the last part is full, never an empty trailing part.
-		{"b2", PlanRequest{Size: 64 * MiB, Concurrency: 8},
-			Plan{Size: 64 * MiB, PartSize: 16 * MiB, Parts: 4, LastPartSize: 16 * MiB, Threshold: 16 * MiB, Ceiling: 64 * MiB, Memory: 64 * MiB}},
+		{"b2", PlanRequest{Size: 64 * bytesize.MiB, Concurrency: 8},
+			Plan{Size: 64 * bytesize.MiB, PartSize: 16 * bytesize.MiB, Parts: 4, LastPartSize: 16 * bytesize.MiB, Threshold: 16 * bytesize.MiB, Ceiling: 64 * bytesize.MiB, Memory: 64 * bytesize.MiB}},
 		// 1 TiB needs parts of at least ceil(1 TiB / 10,000) = 109,951,163 B: 105 MiB.
-		{"r2", PlanRequest{Size: TiB, Concurrency: 4},
-			Plan{Size: TiB, PartSize: 105 * MiB, Parts: 9987, LastPartSize: 46 * MiB, Threshold: 105 * MiB, Ceiling: TiB, Memory: 4 * 105 * MiB}},
+		{"r2", PlanRequest{Size: bytesize.TiB, Concurrency: 4},
+			Plan{Size: bytesize.TiB, PartSize: 105 * bytesize.MiB, Parts: 9987, LastPartSize: 46 * bytesize.MiB, Threshold: 105 * bytesize.MiB, Ceiling: bytesize.TiB, Memory: 4 * 105 * bytesize.MiB}},
 		// The largest strict object: 5 TB in 477 MiB parts.
-		{"strict", PlanRequest{Size: 5 * TB, Concurrency: 2, Threshold: 5 * MiB},
-			Plan{Size: 5 * TB, PartSize: 477 * MiB, Parts: 9997, LastPartSize: 5*TB - 9996*477*MiB, Threshold: 5 * MiB, Ceiling: 5 * TB, Memory: 2 * 477 * MiB}},
+		{"strict", PlanRequest{Size: 5 * bytesize.TB, Concurrency: 2, Threshold: 5 * bytesize.MiB},
+			Plan{Size: 5 * bytesize.TB, PartSize: 477 * bytesize.MiB, Parts: 9997, LastPartSize: 5*bytesize.TB - 9996*477*bytesize.MiB, Threshold: 5 * bytesize.MiB, Ceiling: 5 * bytesize.TB, Memory: 2 * 477 * bytesize.MiB}},
 		// A preferred size that is not a whole MiB is rounded up.
-		{"oss", PlanRequest{Size: 10 * MB, PartSize: 1 * MB, Concurrency: 1, Threshold: 1},
-			Plan{Size: 10 * MB, PartSize: MiB, Parts: 10, LastPartSize: 10*MB - 9*MiB, Threshold: 1, Ceiling: 10 * MB, Memory: MiB}},
+		{"oss", PlanRequest{Size: 10 * bytesize.MB, PartSize: 1 * bytesize.MB, Concurrency: 1, Threshold: 1},
+			Plan{Size: 10 * bytesize.MB, PartSize: bytesize.MiB, Parts: 10, LastPartSize: 10*bytesize.MB - 9*bytesize.MiB, Threshold: 1, Ceiling: 10 * bytesize.MB, Memory: bytesize.MiB}},
 		// Unknown size: 1 TiB expected, part size from the hint, ceiling stated.
-		{"r2", PlanRequest{Size: UnknownSize, Concurrency: 4, ExpectedMaxSize: 1 * TiB},
-			Plan{Size: UnknownSize, PartSize: 105 * MiB, Threshold: 105 * MiB, Ceiling: 10000 * 105 * MiB, Memory: 4 * 105 * MiB}},
+		{"r2", PlanRequest{Size: UnknownSize, Concurrency: 4, ExpectedMaxSize: 1 * bytesize.TiB},
+			Plan{Size: UnknownSize, PartSize: 105 * bytesize.MiB, Threshold: 105 * bytesize.MiB, Ceiling: 10000 * 105 * bytesize.MiB, Memory: 4 * 105 * bytesize.MiB}},
 		{"aws", PlanRequest{Size: UnknownSize, Concurrency: 2},
-			Plan{Size: UnknownSize, PartSize: 16 * MiB, Threshold: 16 * MiB, Ceiling: 10000 * 16 * MiB, Memory: 32 * MiB}},
+			Plan{Size: UnknownSize, PartSize: 16 * bytesize.MiB, Threshold: 16 * bytesize.MiB, Ceiling: 10000 * 16 * bytesize.MiB, Memory: 32 * bytesize.MiB}},
 		// Ceiling capped by the maximum object size.
-		{"gcs", PlanRequest{Size: UnknownSize, PartSize: GiB, Concurrency: 1, Threshold: 3 * GiB},
-			Plan{Size: UnknownSize, PartSize: GiB, Threshold: 3 * GiB, Ceiling: 5 * TiB, Memory: 3 * GiB}},
+		{"gcs", PlanRequest{Size: UnknownSize, PartSize: bytesize.GiB, Concurrency: 1, Threshold: 3 * bytesize.GiB},
+			Plan{Size: UnknownSize, PartSize: bytesize.GiB, Threshold: 3 * bytesize.GiB, Ceiling: 5 * bytesize.TiB, Memory: 3 * bytesize.GiB}},
 		// Garage has no limits: no overflow at the largest size.
 		{"garage", PlanRequest{Size: Unlimited, Concurrency: 1},
-			Plan{Size: Unlimited, PartSize: 879609303 * MiB, Parts: 10000, LastPartSize: Unlimited - 9999*879609303*MiB, Threshold: 879609303 * MiB, Ceiling: Unlimited, Memory: 879609303 * MiB}},
+			Plan{Size: Unlimited, PartSize: 879609303 * bytesize.MiB, Parts: 10000, LastPartSize: Unlimited - 9999*879609303*bytesize.MiB, Threshold: 879609303 * bytesize.MiB, Ceiling: Unlimited, Memory: 879609303 * bytesize.MiB}},
 	} {
 		r := mustProfile(t, tc.profile)
 		got, err := r.Plan(tc.req)
@@ -86,11 +87,11 @@ func TestPlanErrors(t *testing.T) {
 		want    string
 		rule    Rule // "" for invalid input
 	}{
-		{"minio", PlanRequest{Size: 100 * MiB, PartSize: 4 * MiB, Concurrency: 1}, "part size 4 MiB is below the minimum 5 MiB of profile minio", RuleMinPartSize},
-		{"r2", PlanRequest{Size: 100 * GiB, PartSize: 5 * GiB, Concurrency: 1}, "part size 5 GiB is above the maximum 5115 MiB of profile r2", RuleMaxPartSize},
-		{"aws", PlanRequest{Size: 100 * GiB, Threshold: 5 * GiB, Concurrency: 1}, "single PUT size 5 GiB is above the maximum 5 GB of profile aws", RuleMaxSinglePut},
-		{"strict", PlanRequest{Size: 5*TB + 1, Concurrency: 1}, "object size 5000000000001 B is above the maximum 5 TB of profile strict", RuleMaxObjectSize},
-		{"wasabi", PlanRequest{Size: UnknownSize, ExpectedMaxSize: 6 * TB, Concurrency: 1}, "object size 6 TB is above the maximum 5 TB of profile wasabi", RuleMaxObjectSize},
+		{"minio", PlanRequest{Size: 100 * bytesize.MiB, PartSize: 4 * bytesize.MiB, Concurrency: 1}, "part size 4 MiB is below the minimum 5 MiB of profile minio", RuleMinPartSize},
+		{"r2", PlanRequest{Size: 100 * bytesize.GiB, PartSize: 5 * bytesize.GiB, Concurrency: 1}, "part size 5 GiB is above the maximum 5115 MiB of profile r2", RuleMaxPartSize},
+		{"aws", PlanRequest{Size: 100 * bytesize.GiB, Threshold: 5 * bytesize.GiB, Concurrency: 1}, "single PUT size 5 GiB is above the maximum 5 GB of profile aws", RuleMaxSinglePut},
+		{"strict", PlanRequest{Size: 5*bytesize.TB + 1, Concurrency: 1}, "object size 5000000000001 B is above the maximum 5 TB of profile strict", RuleMaxObjectSize},
+		{"wasabi", PlanRequest{Size: UnknownSize, ExpectedMaxSize: 6 * bytesize.TB, Concurrency: 1}, "object size 6 TB is above the maximum 5 TB of profile wasabi", RuleMaxObjectSize},
 		{"strict", PlanRequest{Size: -2, Concurrency: 1}, "object size -2 is negative", ""},
 		{"strict", PlanRequest{Size: 1, PartSize: -1, Concurrency: 1}, "part size -1 is negative", ""},
 		{"strict", PlanRequest{Size: 1}, "concurrency 0: at least 1 part must be in flight", ""},
@@ -98,11 +99,11 @@ func TestPlanErrors(t *testing.T) {
 		{"strict", PlanRequest{Size: 1, Concurrency: 1, Threshold: -1}, "single-PUT threshold -1 is negative", ""},
 		{"strict", PlanRequest{Size: UnknownSize, Concurrency: 1, ExpectedMaxSize: -1}, "expected maximum size -1 is negative", ""},
 		{"strict", PlanRequest{Size: 1, Concurrency: 1, MemoryBudget: -1}, "memory budget -1 is negative", ""},
-		{"strict", PlanRequest{Size: GiB, Concurrency: 4, MemoryBudget: 32 * MiB},
+		{"strict", PlanRequest{Size: bytesize.GiB, Concurrency: 4, MemoryBudget: 32 * bytesize.MiB},
 			"memory budget 32 MiB is below the 64 MiB this plan needs (4 parts in flight x 16 MiB, single-PUT threshold 16 MiB); at most 2 parts in flight would fit", ""},
-		{"strict", PlanRequest{Size: UnknownSize, Concurrency: 8, MemoryBudget: 100 * MiB},
+		{"strict", PlanRequest{Size: UnknownSize, Concurrency: 8, MemoryBudget: 100 * bytesize.MiB},
 			"memory budget 100 MiB is below the 128 MiB this plan needs (8 parts in flight x 16 MiB", ""},
-		{"strict", PlanRequest{Size: 10 * MiB, Concurrency: 1, MemoryBudget: 8 * MiB},
+		{"strict", PlanRequest{Size: 10 * bytesize.MiB, Concurrency: 1, MemoryBudget: 8 * bytesize.MiB},
 			"memory budget 8 MiB is below the 10 MiB a single PUT of this object buffers", ""},
 	} {
 		_, err := mustProfile(t, tc.profile).Plan(tc.req)
@@ -130,22 +131,22 @@ func TestValidateLayout(t *testing.T) {
 		parts   []int64
 		want    string // "" means valid
 	}{
-		{"r2", []int64{5 * MiB, 5 * MiB, 1}, ""},
+		{"r2", []int64{5 * bytesize.MiB, 5 * bytesize.MiB, 1}, ""},
 		{"r2", []int64{0}, ""},
-		{"minio", []int64{5 * MiB, 0}, ""},
+		{"minio", []int64{5 * bytesize.MiB, 0}, ""},
 		{"garage", []int64{1, 2, 3}, ""},
-		{"aws", []int64{6 * MiB, 5 * MiB, 7 * MiB}, ""},
+		{"aws", []int64{6 * bytesize.MiB, 5 * bytesize.MiB, 7 * bytesize.MiB}, ""},
 		{"aws", nil, "part count 0 is below the minimum 1 of profile aws"},
-		{"minio", []int64{4 * MiB, 5 * MiB}, "part 1: part size 4 MiB is below the minimum 5 MiB of profile minio"},
-		{"aws", []int64{6 * GiB}, "part 1: part size 6 GiB is above the maximum 5 GiB of profile aws"},
-		{"r2", []int64{6 * MiB, 5 * MiB, 1}, "part 2: part size 5 MiB differs from the first part's 6 MiB; profile r2 requires equal non-final parts"},
-		{"r2", []int64{5 * MiB, 6 * MiB}, "part 2: last part size 6 MiB is above the smallest other part's 5 MiB; profile r2 requires the last part to be no larger"},
-		{"b2", []int64{5 * MiB, 0}, "part 2: last part is empty; profile b2 requires at least 1 B"},
+		{"minio", []int64{4 * bytesize.MiB, 5 * bytesize.MiB}, "part 1: part size 4 MiB is below the minimum 5 MiB of profile minio"},
+		{"aws", []int64{6 * bytesize.GiB}, "part 1: part size 6 GiB is above the maximum 5 GiB of profile aws"},
+		{"r2", []int64{6 * bytesize.MiB, 5 * bytesize.MiB, 1}, "part 2: part size 5 MiB differs from the first part's 6 MiB; profile r2 requires equal non-final parts"},
+		{"r2", []int64{5 * bytesize.MiB, 6 * bytesize.MiB}, "part 2: last part size 6 MiB is above the smallest other part's 5 MiB; profile r2 requires the last part to be no larger"},
+		{"b2", []int64{5 * bytesize.MiB, 0}, "part 2: last part is empty; profile b2 requires at least 1 B"},
 		{"strict", make([]int64, 10001), "part count 10001 is above the maximum 10000 of profile strict"},
-		{"wasabi", []int64{5 * GB, 5 * GB, 5 * GB}, ""},
-		{"digitalocean", append(fill(1000, 5*GB), 1), "object size 5000000000001 B is above the maximum 5 TB of profile digitalocean"},
+		{"wasabi", []int64{5 * bytesize.GB, 5 * bytesize.GB, 5 * bytesize.GB}, ""},
+		{"digitalocean", append(fill(1000, 5*bytesize.GB), 1), "object size 5000000000001 B is above the maximum 5 TB of profile digitalocean"},
 	} {
-		err := ValidateLayout(mustProfile(t, tc.profile), tc.parts)
+		err := validateLayout(mustProfile(t, tc.profile), tc.parts)
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("%s %v: %v", tc.profile, tc.parts, err)
@@ -156,7 +157,7 @@ func TestValidateLayout(t *testing.T) {
 			t.Errorf("%s: error\n%v\nwant\n%s", tc.profile, err, tc.want)
 		}
 	}
-	if err := ValidateLayout(mustProfile(t, "aws"), []int64{-1}); !errors.Is(err, store.ErrInvalidInput) {
+	if err := validateLayout(mustProfile(t, "aws"), []int64{-1}); !errors.Is(err, store.ErrInvalidInput) {
 		t.Errorf("negative part: %v", err)
 	}
 }
@@ -171,11 +172,11 @@ func fill(n int, size int64) []int64 {
 
 func TestCheckPart(t *testing.T) {
 	r := mustProfile(t, "r2")
-	known, err := r.Plan(PlanRequest{Size: 40 * MiB, Concurrency: 2})
+	known, err := r.Plan(PlanRequest{Size: 40 * bytesize.MiB, Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := r.Plan(PlanRequest{Size: UnknownSize, PartSize: 5 * MiB, Concurrency: 2})
+	stream, err := r.Plan(PlanRequest{Size: UnknownSize, PartSize: 5 * bytesize.MiB, Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,22 +187,22 @@ func TestCheckPart(t *testing.T) {
 		final bool
 		want  string
 	}{
-		{known, 1, 16 * MiB, false, ""},
-		{known, 3, 8 * MiB, true, ""},
-		{known, 2, 15 * MiB, false, "part 2: part size 15 MiB does not fit the plan: non-final parts are exactly 16 MiB, the last 1 B to 16 MiB (profile r2)"},
-		{known, 3, 8 * MiB, false, "part 3: stream is longer than this plan's ceiling 40 MiB (40 MiB by the end of this part) under profile r2"},
-		{known, 3, 9 * MiB, true, "part 3: stream is longer than this plan's ceiling 40 MiB (41 MiB by the end of this part)"},
-		{known, 2, 2 * MiB, true, "part 2: stream ended at 18 MiB, short of the declared size 40 MiB (profile r2)"},
-		{known, 0, MiB, true, "part number 0: part numbers start at 1"},
+		{known, 1, 16 * bytesize.MiB, false, ""},
+		{known, 3, 8 * bytesize.MiB, true, ""},
+		{known, 2, 15 * bytesize.MiB, false, "part 2: part size 15 MiB does not fit the plan: non-final parts are exactly 16 MiB, the last 1 B to 16 MiB (profile r2)"},
+		{known, 3, 8 * bytesize.MiB, false, "part 3: stream is longer than this plan's ceiling 40 MiB (40 MiB by the end of this part) under profile r2"},
+		{known, 3, 9 * bytesize.MiB, true, "part 3: stream is longer than this plan's ceiling 40 MiB (41 MiB by the end of this part)"},
+		{known, 2, 2 * bytesize.MiB, true, "part 2: stream ended at 18 MiB, short of the declared size 40 MiB (profile r2)"},
+		{known, 0, bytesize.MiB, true, "part number 0: part numbers start at 1"},
 		{known, 1, -1, true, "part 1: size -1 is negative"},
-		{stream, 1, 5 * MiB, false, ""},
-		{stream, 9999, 5 * MiB, false, ""},
-		{stream, 10000, 5 * MiB, true, ""},
+		{stream, 1, 5 * bytesize.MiB, false, ""},
+		{stream, 9999, 5 * bytesize.MiB, false, ""},
+		{stream, 10000, 5 * bytesize.MiB, true, ""},
 		{stream, 10000, 1, true, ""},
-		{stream, 10000, 5 * MiB, false, "part 10000: stream is longer than this plan's ceiling 50000 MiB (50000 MiB by the end of this part) under profile r2; plan with a larger expected size"},
+		{stream, 10000, 5 * bytesize.MiB, false, "part 10000: stream is longer than this plan's ceiling 50000 MiB (50000 MiB by the end of this part) under profile r2; plan with a larger expected size"},
 		{stream, 10001, 1, true, "part 10001: stream is longer than this plan's ceiling"},
 		{stream, 7, 0, true, "part 7: part size 0 B does not fit the plan"},
-		{stream, 7, 5*MiB + 1, true, "part 7: part size 5242881 B does not fit the plan"},
+		{stream, 7, 5*bytesize.MiB + 1, true, "part 7: part size 5242881 B does not fit the plan"},
 	} {
 		err := tc.p.CheckPart(tc.n, tc.size, tc.final)
 		if tc.want == "" {
@@ -214,8 +215,8 @@ func TestCheckPart(t *testing.T) {
 			t.Errorf("CheckPart(%d, %d, %v) = %v, want %q", tc.n, tc.size, tc.final, err, tc.want)
 		}
 	}
-	single, _ := r.Plan(PlanRequest{Size: MiB, Concurrency: 1})
-	if err := single.CheckPart(1, MiB, true); err == nil || !strings.Contains(err.Error(), "single PUT") {
+	single, _ := r.Plan(PlanRequest{Size: bytesize.MiB, Concurrency: 1})
+	if err := single.CheckPart(1, bytesize.MiB, true); err == nil || !strings.Contains(err.Error(), "single PUT") {
 		t.Errorf("single plan CheckPart: %v", err)
 	}
 	if err := (Plan{}).CheckPart(1, 1, true); err == nil {
@@ -232,10 +233,10 @@ func TestCheckPart(t *testing.T) {
 func drawRequest(t *rapid.T, r Rules, size int64) PlanRequest {
 	req := PlanRequest{Size: size, Concurrency: rapid.IntRange(1, 64).Draw(t, "concurrency")}
 	if rapid.Bool().Draw(t, "preferPartSize") {
-		req.PartSize = rapid.Int64Range(max(1, r.MinPartSize), min(r.MaxPartSize, 2*GiB)).Draw(t, "partSize")
+		req.PartSize = rapid.Int64Range(max(1, r.MinPartSize), min(r.MaxPartSize, 2*bytesize.GiB)).Draw(t, "partSize")
 	}
 	if rapid.Bool().Draw(t, "setThreshold") {
-		req.Threshold = rapid.Int64Range(1, min(r.MaxSinglePut, 6*GiB)).Draw(t, "threshold")
+		req.Threshold = rapid.Int64Range(1, min(r.MaxSinglePut, 6*bytesize.GiB)).Draw(t, "threshold")
 	}
 	return req
 }
@@ -243,11 +244,11 @@ func drawRequest(t *rapid.T, r Rules, size int64) PlanRequest {
 // drawSize draws an object size in [0, hi], often near small values and part boundaries.
 func drawSize(t *rapid.T, hi int64) int64 {
 	return rapid.OneOf(
-		rapid.Int64Range(0, min(hi, 64*MiB)),
+		rapid.Int64Range(0, min(hi, 64*bytesize.MiB)),
 		rapid.Int64Range(0, hi),
-		rapid.Map(rapid.Int64Range(0, hi/MiB), func(n int64) int64 { return n * MiB }),
-		rapid.Map(rapid.Int64Range(0, hi/MiB), func(n int64) int64 { return min(hi, n*MiB+1) }),
-		rapid.Int64Range(max(0, hi-GiB), hi),
+		rapid.Map(rapid.Int64Range(0, hi/bytesize.MiB), func(n int64) int64 { return n * bytesize.MiB }),
+		rapid.Map(rapid.Int64Range(0, hi/bytesize.MiB), func(n int64) int64 { return min(hi, n*bytesize.MiB+1) }),
+		rapid.Int64Range(max(0, hi-bytesize.GiB), hi),
 	).Draw(t, "size")
 }
 
@@ -276,13 +277,13 @@ func checkKnownPlan(t *rapid.T, r Rules, req PlanRequest, p Plan) {
 	if floor == 0 {
 		floor = max(DefaultPartSize, r.MinPartSize)
 	}
-	if want := roundUp(max(floor, ceilDiv(p.Size, int64(r.MaxParts))), MiB); p.PartSize != want {
+	if want := roundUp(max(floor, ceilDiv(p.Size, int64(r.MaxParts))), bytesize.MiB); p.PartSize != want {
 		t.Fatalf("part size %d, want %d", p.PartSize, want)
 	}
 	if p.Memory != int64(min(req.Concurrency, p.Parts))*p.PartSize {
 		t.Fatalf("memory %d for %d x %d", p.Memory, min(req.Concurrency, p.Parts), p.PartSize)
 	}
-	if err := ValidateLayout(r, layout(p)); err != nil {
+	if err := validateLayout(r, layout(p)); err != nil {
 		t.Fatalf("plan breaks its own rules: %v", err)
 	}
 	for _, n := range []int{1, p.Parts / 2, p.Parts - 1} {
@@ -337,7 +338,7 @@ func TestStrictSatisfiesEveryProfile(t *testing.T) {
 				}
 				continue
 			}
-			if err := ValidateLayout(r, layout(p)); err != nil {
+			if err := validateLayout(r, layout(p)); err != nil {
 				t.Fatalf("strict plan %+v breaks %s: %v", planFields(p), r.Name, err)
 			}
 			if !narrower(strict, r) {
@@ -370,7 +371,7 @@ func TestUnknownSizePlan(t *testing.T) {
 				parts := int(ceilDiv(length, p.PartSize))
 				sizes := fill(parts, p.PartSize)
 				sizes[parts-1] = length - int64(parts-1)*p.PartSize
-				if err := ValidateLayout(r, sizes); err != nil {
+				if err := validateLayout(r, sizes); err != nil {
 					t.Fatalf("stream of %d: %v", length, err)
 				}
 				for _, n := range []int{1, parts / 2, parts - 1} {
@@ -437,9 +438,9 @@ func BenchmarkPlan(b *testing.B) {
 	r := mustProfile(b, "strict")
 	reqs := []PlanRequest{
 		{Size: 0, Concurrency: 4},
-		{Size: 100 * MiB, Concurrency: 4},
-		{Size: 3 * TB, Concurrency: 8, MemoryBudget: 8 * GiB},
-		{Size: UnknownSize, Concurrency: 4, ExpectedMaxSize: TiB},
+		{Size: 100 * bytesize.MiB, Concurrency: 4},
+		{Size: 3 * bytesize.TB, Concurrency: 8, MemoryBudget: 8 * bytesize.GiB},
+		{Size: UnknownSize, Concurrency: 4, ExpectedMaxSize: bytesize.TiB},
 	}
 	b.ReportAllocs()
 	for b.Loop() {

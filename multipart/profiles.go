@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/store"
 )
 
@@ -38,8 +39,8 @@ var profiles = []Rules{
 	// Conditional writes (PUT and Complete): https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
 	// ETag is the body MD5 for PutObject: https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html
 	// HEAD checksum mode: https://docs.aws.amazon.com/sdkref/latest/guide/feature-dataintegrity.html
-	{Name: "aws", MinPartSize: 5 * MiB, MaxPartSize: 5 * GiB, MaxParts: 10000,
-		MaxObjectSize: 10000 * 5 * GiB, MaxSinglePut: 5 * GB,
+	{Name: "aws", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
+		MaxObjectSize: 10000 * 5 * bytesize.GiB, MaxSinglePut: 5 * bytesize.GB,
 		Checksums: awsChecksums, ContentMD5: true, ConditionalPut: true, ConditionalComplete: true,
 		SinglePutETagMD5: true, MultipartETagMD5: true, HeadChecksums: true},
 
@@ -49,8 +50,8 @@ var profiles = []Rules{
 	// Checksum header rejected (Jan 2025): https://github.com/boto/s3transfer/issues/327 ; a 2026
 	// report of CRC32 in one region is not enough to rely on. Conditional PUT -> NotImplemented:
 	// https://github.com/sathinduga/obsidian-s3-sync-and-backup/pull/84 . Content-MD5 unverified.
-	{Name: "b2", MinPartSize: 5 * MiB, MaxPartSize: 5 * GB, MaxParts: 10000,
-		MaxObjectSize: 10 * TB, MaxSinglePut: 5 * GB, NonEmptyLastPart: true},
+	{Name: "b2", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GB, MaxParts: 10000,
+		MaxObjectSize: 10 * bytesize.TB, MaxSinglePut: 5 * bytesize.GB, NonEmptyLastPart: true},
 
 	// Ceph RGW. rgw_multipart_min_part_size 5 MiB, rgw_multipart_part_upload_limit 10,000,
 	// rgw_max_put_size 5 GiB per part and per PUT (ceph/ceph src/common/options); no object cap
@@ -60,8 +61,8 @@ var profiles = []Rules{
 	// BadDigest), ETags are the body MD5 and MD5-of-part-MD5s-N (HEAD; the Complete answer's
 	// ETag is empty), If-None-Match is honoured on PUT (412) and ignored on Complete. Newer
 	// releases add checksums (https://github.com/ceph/ceph/pull/66493); they are not relied on.
-	{Name: "ceph", MinPartSize: 5 * MiB, MaxPartSize: 5 * GiB, MaxParts: 10000,
-		MaxObjectSize: 10000 * 5 * GiB, MaxSinglePut: 5 * GiB,
+	{Name: "ceph", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
+		MaxObjectSize: 10000 * 5 * bytesize.GiB, MaxSinglePut: 5 * bytesize.GiB,
 		ContentMD5: true, ConditionalPut: true, SinglePutETagMD5: true, MultipartETagMD5: true},
 
 	// Tencent COS. 1 MB..5 GB parts, 10,000: https://www.tencentcloud.com/document/product/436/7750
@@ -69,15 +70,15 @@ var profiles = []Rules{
 	// Single PUT 5 GB: https://www.tencentcloud.com/document/product/436/14112 ; object 48.82 TB:
 	// https://intl.cloud.tencent.com/document/product/436/13324 . Native CRC64-ECMA only; no-overwrite
 	// is the vendor header x-cos-forbid-overwrite, not If-None-Match.
-	{Name: "cos", MinPartSize: 1 * MiB, MaxPartSize: 5 * GB, MaxParts: 10000,
-		MaxObjectSize: 48820 * GB, MaxSinglePut: 5 * GB, ContiguousPartNumbers: true, ContentMD5: true},
+	{Name: "cos", MinPartSize: 1 * bytesize.MiB, MaxPartSize: 5 * bytesize.GB, MaxParts: 10000,
+		MaxObjectSize: 48820 * bytesize.GB, MaxSinglePut: 5 * bytesize.GB, ContiguousPartNumbers: true, ContentMD5: true},
 
 	// DigitalOcean Spaces. 5 MiB..5 GB parts, 10,000, 5 GB PUT, 5 TB object:
 	// https://docs.digitalocean.com/products/spaces/details/limits/ . Default SDK checksums broke
 	// uploads (https://docs.digitalocean.com/reference/api/spaces-api): no checksums. Conditional
 	// PUT only reported by a third party: unverified.
-	{Name: "digitalocean", MinPartSize: 5 * MiB, MaxPartSize: 5 * GB, MaxParts: 10000,
-		MaxObjectSize: 5 * TB, MaxSinglePut: 5 * GB, ContentMD5: true},
+	{Name: "digitalocean", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GB, MaxParts: 10000,
+		MaxObjectSize: 5 * bytesize.TB, MaxSinglePut: 5 * bytesize.GB, ContentMD5: true},
 
 	// Garage (v2.0.0). No minimum part size, part numbers need only increase
 	// (deuxfleurs-org/garage src/api/s3/multipart.rs); no size limits found, so Unlimited.
@@ -95,8 +96,8 @@ var profiles = []Rules{
 	// No preconditions on XML MPU: https://cloud.google.com/storage/docs/multipart-uploads
 	// Object has CRC32C, ETag not MD5: https://cloud.google.com/storage/docs/xml-api/post-object-complete
 	// x-amz-checksum-* unverified (GCS uses x-goog-hash).
-	{Name: "gcs", MinPartSize: 5 * MiB, MaxPartSize: 5 * GiB, MaxParts: 10000,
-		MaxObjectSize: 5 * TiB, MaxSinglePut: 5 * TiB, ContentMD5: true},
+	{Name: "gcs", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
+		MaxObjectSize: 5 * bytesize.TiB, MaxSinglePut: 5 * bytesize.TiB, ContentMD5: true},
 
 	// MinIO. 5 MiB min, 10,000 parts (minio/minio cmd/utils.go); 5 GiB part, 5 TiB PUT, 50 TiB
 	// object: https://docs.min.io/community/minio-object-store/operations/concepts/thresholds.html
@@ -116,8 +117,8 @@ var profiles = []Rules{
 	// CRC64NVME than a CRC32C or CRC32 (2.83-2.99 vs 2.27-2.53 server CPU-s per GiB, 1 GiB through
 	// `safeput put --provider minio --checksum X`, 3 runs each, data on tmpfs), and the client's
 	// CRC32C pass costs about what its CRC64NVME does.
-	{Name: "minio", MinPartSize: 5 * MiB, MaxPartSize: 5 * GiB, MaxParts: 10000,
-		MaxObjectSize: 50 * TiB, MaxSinglePut: 5 * TiB,
+	{Name: "minio", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
+		MaxObjectSize: 50 * bytesize.TiB, MaxSinglePut: 5 * bytesize.TiB,
 		Checksums:  ChecksumSupport{CRC32: FullObject | Composite, CRC32C: FullObject | Composite, CRC64NVME: FullObject | Composite, SHA1: Composite, SHA256: Composite},
 		ContentMD5: true, ConditionalPut: true, ConditionalComplete: true,
 		SinglePutETagMD5: true, MultipartETagMD5: true, HeadChecksums: true,
@@ -126,16 +127,16 @@ var profiles = []Rules{
 	// Huawei OBS. 100 KB..5 GB parts, 1..10,000: https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0099.html
 	// 5 GB PUT, 48.8 TB object: https://support.huaweicloud.com/en-us/devg-obs/obs_06_0028.html
 	// Content-MD5 optional per part (same page); checksums and conditionals unverified.
-	{Name: "obs", MinPartSize: 100 * KiB, MaxPartSize: 5 * GB, MaxParts: 10000,
-		MaxObjectSize: 48800 * GB, MaxSinglePut: 5 * GB, ContentMD5: true},
+	{Name: "obs", MinPartSize: 100 * bytesize.KiB, MaxPartSize: 5 * bytesize.GB, MaxParts: 10000,
+		MaxObjectSize: 48800 * bytesize.GB, MaxSinglePut: 5 * bytesize.GB, ContentMD5: true},
 
 	// Alibaba OSS. 100 KB..5 GB parts (checked at Complete): https://www.alibabacloud.com/help/doc-detail/31993.html
 	// Ascending part numbers, gaps allowed: https://help.aliyun.com/en/oss/developer-reference/completemultipartupload
 	// 5 GB PUT, 48.8 TB object: https://www.alibabacloud.com/help/doc-detail/32030.htm
 	// Native CRC64-ECMA only; no-overwrite is x-oss-forbid-overwrite:
 	// https://help.aliyun.com/en/oss/user-guide/0042-00000214
-	{Name: "oss", MinPartSize: 100 * KiB, MaxPartSize: 5 * GB, MaxParts: 10000,
-		MaxObjectSize: 48800 * GB, MaxSinglePut: 5 * GB, ContentMD5: true},
+	{Name: "oss", MinPartSize: 100 * bytesize.KiB, MaxPartSize: 5 * bytesize.GB, MaxParts: 10000,
+		MaxObjectSize: 48800 * bytesize.GB, MaxSinglePut: 5 * bytesize.GB, ContentMD5: true},
 
 	// Cloudflare R2. Equal non-final parts, last part no larger, 5 MiB min, 10,000 parts:
 	// https://developers.cloudflare.com/r2/objects/multipart-objects (also: multipart ETag is
@@ -144,8 +145,8 @@ var profiles = []Rules{
 	// Checksums (CRC64NVME full only, the rest composite only): https://developers.cloudflare.com/r2/api/s3/api/
 	// If-None-Match on PutObject: https://github.com/cloudflare/cloudflare-docs/pull/5303 ; on
 	// Complete unverified. Content-MD5 listed for PutObject/CreateMultipartUpload, not UploadPart.
-	{Name: "r2", MinPartSize: 5 * MiB, MaxPartSize: 5*GiB - 5*MiB, MaxParts: 10000,
-		MaxObjectSize: 5*TiB - 5*GiB, MaxSinglePut: 5*GiB - 5*MiB,
+	{Name: "r2", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5*bytesize.GiB - 5*bytesize.MiB, MaxParts: 10000,
+		MaxObjectSize: 5*bytesize.TiB - 5*bytesize.GiB, MaxSinglePut: 5*bytesize.GiB - 5*bytesize.MiB,
 		EqualParts: true, LastPartNotLarger: true,
 		Checksums:      ChecksumSupport{CRC32: Composite, CRC32C: Composite, CRC64NVME: FullObject, SHA1: Composite, SHA256: Composite},
 		ConditionalPut: true, MultipartETagMD5: true},
@@ -155,8 +156,8 @@ var profiles = []Rules{
 	// limits unverified: AWS values. Checksums, composite for multipart (weed/s3api/chunked_reader_v4.go);
 	// CRC64NVME left out because AWS only defines it as FULL_OBJECT. If-None-Match on PUT and
 	// Complete (s3api_object_handlers_put.go, s3api_object_handlers_multipart.go).
-	{Name: "seaweedfs", MinPartSize: 5 * MiB, MaxPartSize: 5 * GiB, MaxParts: 10000,
-		MaxObjectSize: 10000 * 5 * GiB, MaxSinglePut: 5 * GB,
+	{Name: "seaweedfs", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
+		MaxObjectSize: 10000 * 5 * bytesize.GiB, MaxSinglePut: 5 * bytesize.GB,
 		Checksums:  ChecksumSupport{CRC32: Composite, CRC32C: Composite, SHA1: Composite, SHA256: Composite},
 		ContentMD5: true, ConditionalPut: true, ConditionalComplete: true},
 
@@ -170,8 +171,8 @@ var profiles = []Rules{
 	// CPU-s/GiB more when sent a CRC64NVME (3.61-3.70 vs 3.06-3.22 server CPU-s per GiB for
 	// CRC32C or CRC32, 1 GiB through `safeput put --provider versitygw --checksum X`, 3 runs each,
 	// data on tmpfs).
-	{Name: "versitygw", MinPartSize: 5 * MiB, MaxPartSize: 5 * GiB, MaxParts: 10000,
-		MaxObjectSize: 10000 * 5 * GiB, MaxSinglePut: 5 * GiB,
+	{Name: "versitygw", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
+		MaxObjectSize: 10000 * 5 * bytesize.GiB, MaxSinglePut: 5 * bytesize.GiB,
 		Checksums: awsChecksums, ContentMD5: true, ConditionalPut: true, ConditionalComplete: true,
 		SinglePutETagMD5: true, MultipartETagMD5: true, HeadChecksums: true,
 		PreferredChecksum: store.ChecksumCRC32C},
@@ -180,8 +181,8 @@ var profiles = []Rules{
 	// 5 GB PUT, 5 TB object (Wasabi FAQ, quoted in https://github.com/pglombardo/PasswordPusher/issues/1895).
 	// BadDigest/InvalidDigest for Content-MD5: https://docs.wasabi.com/docs/rest-api-introduction
 	// Checksums and conditionals unverified.
-	{Name: "wasabi", MinPartSize: 5 * MiB, MaxPartSize: 5 * GiB, MaxParts: 10000,
-		MaxObjectSize: 5 * TB, MaxSinglePut: 5 * GB, ContentMD5: true},
+	{Name: "wasabi", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
+		MaxObjectSize: 5 * bytesize.TB, MaxSinglePut: 5 * bytesize.GB, ContentMD5: true},
 }
 
 // strict is every profile intersected, so an unknown S3-compatible store is served by what all

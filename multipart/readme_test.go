@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/safeput/safeput/internal/bytesize"
 )
 
 // profileTable renders the profile table of README.md from the profile data, so the
@@ -38,8 +40,8 @@ func profileTable() string {
 			layout = []string{"any"}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s / %s |\n", name,
-			FormatSize(r.MinPartSize), FormatSize(r.MaxPartSize), r.MaxParts, FormatSize(r.MaxObjectSize),
-			FormatSize(r.MaxSinglePut), strings.Join(layout, ", "), r.Checksums, yes(r.ContentMD5),
+			bytesize.Format(r.MinPartSize), bytesize.Format(r.MaxPartSize), r.MaxParts, bytesize.Format(r.MaxObjectSize),
+			bytesize.Format(r.MaxSinglePut), strings.Join(layout, ", "), r.Checksums, yes(r.ContentMD5),
 			yes(r.ConditionalPut), yes(r.ConditionalComplete))
 	}
 	return b.String()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/store"
 )
 
@@ -190,20 +191,20 @@ func (r Rules) Validate() error {
 	}
 	switch {
 	case r.MinPartSize < 0:
-		return bad("minimum part size %s is negative", FormatSize(r.MinPartSize))
+		return bad("minimum part size %s is negative", bytesize.Format(r.MinPartSize))
 	case r.MaxPartSize < 1:
-		return bad("maximum part size %s must be at least 1 B", FormatSize(r.MaxPartSize))
+		return bad("maximum part size %s must be at least 1 B", bytesize.Format(r.MaxPartSize))
 	case r.MinPartSize > r.MaxPartSize:
-		return bad("minimum part size %s is above the maximum part size %s", FormatSize(r.MinPartSize), FormatSize(r.MaxPartSize))
+		return bad("minimum part size %s is above the maximum part size %s", bytesize.Format(r.MinPartSize), bytesize.Format(r.MaxPartSize))
 	case r.MaxParts < 1 || r.MaxParts > store.MaxPartNumber:
 		// S3 part numbers stop at 10,000; the store package rejects larger ones.
 		return bad("maximum part count %d is outside 1..%d", r.MaxParts, store.MaxPartNumber)
 	case r.MaxObjectSize < 1:
-		return bad("maximum object size %s must be at least 1 B", FormatSize(r.MaxObjectSize))
+		return bad("maximum object size %s must be at least 1 B", bytesize.Format(r.MaxObjectSize))
 	case r.MaxSinglePut < 0:
-		return bad("maximum single PUT %s is negative", FormatSize(r.MaxSinglePut))
+		return bad("maximum single PUT %s is negative", bytesize.Format(r.MaxSinglePut))
 	case r.MaxSinglePut > r.MaxObjectSize:
-		return bad("maximum single PUT %s is above the maximum object size %s", FormatSize(r.MaxSinglePut), FormatSize(r.MaxObjectSize))
+		return bad("maximum single PUT %s is above the maximum object size %s", bytesize.Format(r.MaxSinglePut), bytesize.Format(r.MaxObjectSize))
 	}
 	for _, a := range checksumAlgorithms {
 		if t := r.Checksums.Types(a); t&^(FullObject|Composite) != 0 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/store"
 	"pgregory.net/rapid"
 )
@@ -53,12 +54,12 @@ func TestUnknownProfile(t *testing.T) {
 func TestStrictValues(t *testing.T) {
 	want := Rules{
 		Name:        "strict",
-		MinPartSize: 5 * MiB, // AWS, MinIO, GCS, R2, B2, Ceph, DO, Wasabi, SeaweedFS, versitygw
+		MinPartSize: 5 * bytesize.MiB,
 		// B2, OBS, OSS, COS and DO write "5 GB", read as 5e9: below R2's 5 GiB - 5 MiB.
-		MaxPartSize:   5 * GB,
+		MaxPartSize:   5 * bytesize.GB,
 		MaxParts:      10000,
-		MaxObjectSize: 5 * TB, // DigitalOcean and Wasabi "5 TB", below R2's 5 TiB - 5 GiB
-		MaxSinglePut:  5 * GB,
+		MaxObjectSize: 5 * bytesize.TB,
+		MaxSinglePut:  5 * bytesize.GB,
 		EqualParts:    true, LastPartNotLarger: true, // R2
 		NonEmptyLastPart:      true, // B2
 		ContiguousPartNumbers: true, // COS
@@ -141,7 +142,7 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strict
-	want.Name, want.MaxPartSize = "custom", 5*GiB
+	want.Name, want.MaxPartSize = "custom", 5*bytesize.GiB
 	if r != want {
 		t.Errorf("got  %s\nwant %s", r, want)
 	}
@@ -151,7 +152,7 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ = Profile("r2")
-	want.Name, want.MinPartSize = "r2-custom", 8*MiB
+	want.Name, want.MinPartSize = "r2-custom", 8*bytesize.MiB
 	if r != want {
 		t.Errorf("got  %s\nwant %s", r, want)
 	}
@@ -225,14 +226,14 @@ func TestStringRoundTripProfiles(t *testing.T) {
 // genRules draws valid Rules over the whole range of every field.
 func genRules() *rapid.Generator[Rules] {
 	size := func(lo, hi int64) *rapid.Generator[int64] {
-		return rapid.OneOf(rapid.Int64Range(lo, min(hi, lo+64*MiB)), rapid.Int64Range(lo, hi),
-			rapid.Map(rapid.Int64Range(0, hi/MiB), func(n int64) int64 { return max(lo, n*MiB) }),
+		return rapid.OneOf(rapid.Int64Range(lo, min(hi, lo+64*bytesize.MiB)), rapid.Int64Range(lo, hi),
+			rapid.Map(rapid.Int64Range(0, hi/bytesize.MiB), func(n int64) int64 { return max(lo, n*bytesize.MiB) }),
 			rapid.Just(hi))
 	}
 	types := rapid.Map(rapid.IntRange(0, 3), func(n int) ChecksumTypes { return ChecksumTypes(n) })
 	return rapid.Custom(func(t *rapid.T) Rules {
 		r := Rules{Name: rapid.StringMatching(`[a-zA-Z0-9._+-]{1,16}`).Draw(t, "name")}
-		r.MinPartSize = size(0, 10*GiB).Draw(t, "min")
+		r.MinPartSize = size(0, 10*bytesize.GiB).Draw(t, "min")
 		r.MaxPartSize = size(max(1, r.MinPartSize), Unlimited).Draw(t, "max")
 		r.MaxParts = rapid.IntRange(1, store.MaxPartNumber).Draw(t, "parts")
 		r.MaxObjectSize = size(1, Unlimited).Draw(t, "object")
@@ -311,7 +312,7 @@ func TestIntersect(t *testing.T) {
 	if !narrower(both, aws) || !narrower(both, r2) {
 		t.Errorf("aws+r2 = %s", both)
 	}
-	if both.MaxPartSize != 5*GiB-5*MiB || !both.EqualParts || both.Checksums.CRC32 != Composite || both.Checksums.CRC64NVME != FullObject || !both.ConditionalPut || both.ConditionalComplete {
+	if both.MaxPartSize != 5*bytesize.GiB-5*bytesize.MiB || !both.EqualParts || both.Checksums.CRC32 != Composite || both.Checksums.CRC64NVME != FullObject || !both.ConditionalPut || both.ConditionalComplete {
 		t.Errorf("aws+r2 = %s", both)
 	}
 }

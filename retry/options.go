@@ -34,12 +34,15 @@ const (
 	DefaultIntegrityRetries    = 2
 	DefaultRetryAfterCap       = 20 * time.Second
 	DefaultBudget              = 500
-	// RetryCost is what one retry takes from the budget; TimeoutCost is for a retry after a
-	// timeout, which held a connection for the whole timeout. A success after a retry refunds
-	// that retry's cost; a success at the first attempt adds NoRetryIncrement.
-	RetryCost        = 5
-	TimeoutCost      = 10
-	NoRetryIncrement = 1
+)
+
+// retryCost is what one retry takes from the budget; timeoutCost is for a retry after a timeout,
+// which held a connection for the whole timeout. A success after a retry refunds that retry's
+// cost; a success at the first attempt adds noRetryIncrement. WithRetryBudget documents them.
+const (
+	retryCost        = 5
+	timeoutCost      = 10
+	noRetryIncrement = 1
 )
 
 // Option configures a Policy (New, With).
@@ -184,7 +187,9 @@ func WithRetryAfterCap(d time.Duration) Option {
 }
 
 // WithRetryBudget gives the policy a retry budget of capacity tokens (default 500; 0 or less turns
-// the budget off). In With, it gives the derived policy a budget of its own.
+// the budget off). A retry takes 5 tokens (10 after a timeout, which held a connection for the
+// whole timeout); a success after a retry refunds that retry's tokens, a success at the first
+// attempt adds 1. In With, it gives the derived policy a budget of its own.
 func WithRetryBudget(capacity int) Option {
 	return func(p *Policy) {
 		p.cfg.budgetCap = max(capacity, 0)

@@ -183,7 +183,7 @@ func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, att
 				if lastCost > 0 {
 					p.budget.put(lastCost)
 				} else {
-					p.budget.put(NoRetryIncrement)
+					p.budget.put(noRetryIncrement)
 				}
 			}
 			if p.limiter != nil {
@@ -221,9 +221,9 @@ func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, att
 			// will not happen.
 			return stats, p.canceled(ctx, op, stats, last, nil)
 		}
-		cost := RetryCost
+		cost := retryCost
 		if errors.IsTimeout(e) {
-			cost = TimeoutCost
+			cost = timeoutCost
 		}
 		if p.budget != nil && !p.budget.take(cost) {
 			p.log.Warn("retry budget exhausted", append(p.fields(op, attempt, e), zap.Error(e))...)

@@ -271,7 +271,7 @@ func TestBudgetTimeoutCost(t *testing.T) {
 	if !stderrors.As(err, &e) || e.Kind != errors.Transient || !errors.IsTimeout(e) || !stderrors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("per-attempt timeout: %v", err)
 	}
-	if st.Attempts != 2 || p.Budget() != DefaultBudget-TimeoutCost {
+	if st.Attempts != 2 || p.Budget() != DefaultBudget-timeoutCost {
 		t.Fatalf("attempts %d budget %d", st.Attempts, p.Budget())
 	}
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
-	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/writer"
 )
@@ -158,7 +158,7 @@ func envSize(tb testing.TB, name string, def int64) int64 {
 	if v == "" {
 		return def
 	}
-	n, err := multipart.ParseSize(v)
+	n, err := bytesize.Parse(v)
 	if err != nil {
 		tb.Fatalf("%s=%q: %v", name, v, err)
 	}
@@ -251,7 +251,7 @@ func testUploadAllocationPerPart(t *testing.T, each func(*testing.T, func(*testi
 					src.name, smallParts, s, largeParts, l, perPart)
 				if perPart > float64(perPartBound) {
 					t.Errorf("each extra %s part allocated %.0f B (bound %s): something copies or reallocates per part",
-						multipart.FormatSize(partSize), perPart, multipart.FormatSize(int64(perPartBound)))
+						bytesize.Format(partSize), perPart, bytesize.Format(int64(perPartBound)))
 				}
 			})
 		}

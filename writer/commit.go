@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/verify"
 )
 
 // commit finishes the write; any error it returns is cleaned up by Close.
@@ -81,7 +81,7 @@ func (w *Writer) putSingle() error {
 	// The bytes are held until the check is done: their MD5 is taken only if the evidence needs it.
 	w.lateETag = func() string {
 		if !rec.hasMD5 {
-			_, rec.md5 = verify.MD5Base64(data)
+			_, rec.md5 = integrity.MD5Base64(data)
 			rec.hasMD5 = true
 			w.md5Bytes.Add(int64(len(data)))
 		}
@@ -99,7 +99,7 @@ func (w *Writer) putSingle() error {
 	if w.caps.sendMD5 {
 		in.ContentMD5 = md5Header(rec.md5)
 	}
-	want := verify.Expected{Size: int64(len(data))}
+	want := integrity.Expected{Size: int64(len(data))}
 	if w.caps.local != store.ChecksumNone {
 		want.Checksum = store.Checksum{Algorithm: w.caps.local, Value: rec.sum}
 	}
@@ -135,8 +135,8 @@ func (w *Writer) putSingle() error {
 		if err := w.lateMD5(0, partBody{buf: data}, &rec, in.Checksum, o.Checksums, echoKnown); err != nil {
 			return err
 		}
-		receipt := verify.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
-		if _, err := verify.CheckReceipt(receipt, o.ETag, o.Checksums, w.etagTrusted(false)); err != nil {
+		receipt := integrity.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
+		if _, err := integrity.CheckReceipt(receipt, o.ETag, o.Checksums, w.etagTrusted(false)); err != nil {
 			if in.IfNoneMatch {
 				// The key was free (the create-only PUT was accepted), so the damaged object is
 				// this request's: remove it, or the retry meets it as a 412 and it stays.
@@ -202,18 +202,18 @@ func (w *Writer) complete() error {
 	if err != nil {
 		return w.fail(err)
 	}
-	receipts := make([]verify.Receipt, len(parts))
+	receipts := make([]integrity.Receipt, len(parts))
 	etags := make(map[int32]string, len(parts))
 	completed := make([]store.CompletedPart, len(parts))
-	var crc *verify.CRC
+	var crc *integrity.CRC
 	if w.caps.local != store.ChecksumNone {
-		crc, _ = verify.NewCRC(w.caps.local)
+		crc, _ = integrity.NewCRC(w.caps.local)
 	}
 	md5s := make([][16]byte, 0, len(parts))
 	for i, p := range parts {
 		// The MD5s let the layout check see a part damaged on the way on a store that checks no
 		// checksum (its ETags are MD5s of what it got): re-sent or failed before Complete.
-		receipts[i] = verify.Receipt{PartNumber: p.number, Size: p.size, MD5: p.md5, HasMD5: p.hasMD5}
+		receipts[i] = integrity.Receipt{PartNumber: p.number, Size: p.size, MD5: p.md5, HasMD5: p.hasMD5}
 		if crc != nil {
 			// Compared with ListParts whenever the store reports that algorithm, sent or not.
 			receipts[i].Checksum = store.Checksum{Algorithm: w.caps.local, Value: p.sum}
@@ -232,7 +232,7 @@ func (w *Writer) complete() error {
 	// Without a listing there is nothing to compare: the receipts were checked as parts were sent.
 	if canList {
 		w.noteListedTwice(listed, etags)
-		if bad, err := verify.CheckLayout(receipts, etags, listed); err != nil {
+		if bad, err := integrity.CheckLayout(receipts, etags, listed); err != nil {
 			// A part the store lost or kept wrong is re-sent when the source can be re-read
 			// (ReaderAt); a streamed part's buffer is gone, so the write fails instead.
 			if w.section == nil || !w.resend(bad, parts) {
@@ -246,7 +246,7 @@ func (w *Writer) complete() error {
 		Bucket: w.bucket, Key: w.key, UploadID: uploadID, Parts: completed,
 		IfNoneMatch: w.conditional(w.cfg.rules.ConditionalComplete, optCondComplete), ObjectSize: w.size,
 	}
-	want := verify.Expected{Size: w.size}
+	want := integrity.Expected{Size: w.size}
 	if crc != nil {
 		// The full-object value, combined from the parts' CRCs: no second pass over the data.
 		want.Checksum = store.Checksum{Algorithm: w.caps.local, Value: crc.String()}
@@ -259,7 +259,7 @@ func (w *Writer) complete() error {
 		}
 	}
 	if len(md5s) == len(parts) {
-		want.ETag = verify.MultipartETag(md5s)
+		want.ETag = integrity.MultipartETag(md5s)
 	}
 	res := &Result{
 		Bucket: w.bucket, Key: w.key, Size: w.size, Checksum: want.Checksum, Multipart: true,

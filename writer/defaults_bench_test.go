@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -118,12 +118,12 @@ func (s *parrotStore) CompleteMultipartUpload(_ context.Context, in *store.Compl
 	md5s := make([][md5.Size]byte, 0, len(in.Parts))
 	for _, p := range in.Parts {
 		size += s.parts[p.PartNumber].Size
-		e, _ := verify.ParseETag(s.parts[p.PartNumber].ETag)
+		e, _ := integrity.ParseETag(s.parts[p.PartNumber].ETag)
 		var sum [md5.Size]byte
 		_, _ = hex.Decode(sum[:], []byte(e.Hex))
 		md5s = append(md5s, sum)
 	}
-	s.head = store.HeadObjectOutput{Size: size, ETag: `"` + verify.MultipartETag(md5s) + `"`}
+	s.head = store.HeadObjectOutput{Size: size, ETag: `"` + integrity.MultipartETag(md5s) + `"`}
 	if s.echo {
 		s.head.ETag = `"parrot-object"`
 		s.head.Checksums = echoed(in.FullObjectChecksum)

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/verify"
@@ -83,7 +84,7 @@ func chooseChecksum(cfg config, f *endpointFacts) checksumCaps {
 		c.alg = cfg.checksum
 		c.fullObject = types.Has(multipart.FullObject)
 		headKnown = cfg.rules.HeadChecksums
-	} else if verify.IsCRC(cfg.checksum) && !rejected {
+	} else if integrity.IsCRC(cfg.checksum) && !rejected {
 		// The profile does not say the store takes it: offer it; a refusal is retried without.
 		c.alg, c.fullObject, c.probing = cfg.checksum, true, true
 	}
@@ -167,13 +168,13 @@ type judgement struct {
 
 // judge gathers evidence after a HEAD: the HEAD's own, then a read-back when allowed. It also
 // teaches the endpoint's facts what this HEAD showed.
-func (w *Writer) judge(want verify.Expected, head *store.HeadObjectOutput, multipart bool) judgement {
-	ev := verify.Assess(want, head, w.etagTrusted(multipart))
+func (w *Writer) judge(want integrity.Expected, head *store.HeadObjectOutput, multipart bool) judgement {
+	ev := integrity.Assess(want, head, w.etagTrusted(multipart))
 	if !ev.Strong() && ev.Mismatch == nil && want.ETag == "" && w.lateETag != nil {
 		// The checksum did not decide it and the body's MD5 was left for this moment: the
 		// single PUT's bytes are still held.
 		want.ETag = w.lateETag()
-		ev = verify.Assess(want, head, w.etagTrusted(multipart))
+		ev = integrity.Assess(want, head, w.etagTrusted(multipart))
 	}
 	w.learn(ev, want, multipart)
 	if ev.Mismatch != nil {
@@ -188,7 +189,7 @@ func (w *Writer) judge(want verify.Expected, head *store.HeadObjectOutput, multi
 	}
 	method, err := w.readBack(want)
 	if err != nil {
-		var mm *verify.Mismatch
+		var mm *integrity.Mismatch
 		if stderrors.As(err, &mm) {
 			return judgement{mismatch: err}
 		}
@@ -202,7 +203,7 @@ func (w *Writer) judge(want verify.Expected, head *store.HeadObjectOutput, multi
 
 // learn records what a HEAD showed about the endpoint: whether it reports the checksum we
 // sent, and whether its ETags are MD5s.
-func (w *Writer) learn(ev verify.Evidence, want verify.Expected, multipart bool) {
+func (w *Writer) learn(ev integrity.Evidence, want integrity.Expected, multipart bool) {
 	if ev.Mismatch != nil {
 		return
 	}

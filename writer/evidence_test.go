@@ -15,6 +15,7 @@ import (
 	"weak"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/faulty"
 	"github.com/safeput/safeput/store/memstore"
@@ -229,7 +230,7 @@ func TestFillTimeCRC(t *testing.T) {
 					t.Fatal(err)
 				}
 				res := w.Result()
-				want, _ := verify.Sum(alg, body)
+				want, _ := integrity.Sum(alg, body)
 				if res.Checksum.Algorithm != alg || res.Checksum.Value != want {
 					t.Fatalf("result checksum %s %s, want %s %s", res.Checksum.Algorithm, res.Checksum.Value, alg, want)
 				}

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/verify"
 	"go.uber.org/zap"
 )
 
@@ -118,7 +118,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 // filled takes in the n bytes just added at the end of buf[:fill], adding them to its CRC.
 func (w *Writer) filled(n int) {
 	if n > 0 && w.caps.local != store.ChecksumNone {
-		w.fillCRC = verify.Update(w.caps.local, w.fillCRC, w.buf[w.fill:w.fill+n])
+		w.fillCRC = integrity.Update(w.caps.local, w.fillCRC, w.buf[w.fill:w.fill+n])
 	}
 	w.fill += n
 }
@@ -155,7 +155,7 @@ func (w *Writer) account(n int64) error {
 	if w.plan.Ceiling > 0 && w.size > w.plan.Ceiling {
 		return w.fail(w.errorf(sperrors.Compatibility, "Write", nil,
 			"object grew past %s, the most %d parts of %s can hold under profile %s; set WithExpectedMaxSize or WithSize",
-			multipart.FormatSize(w.plan.Ceiling), w.cfg.rules.MaxParts, multipart.FormatSize(w.plan.PartSize), w.cfg.rules.Name))
+			bytesize.Format(w.plan.Ceiling), w.cfg.rules.MaxParts, bytesize.Format(w.plan.PartSize), w.cfg.rules.Name))
 	}
 	return nil
 }

@@ -9,9 +9,9 @@ import (
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/verify"
 )
 
 // WithJournal records every multipart upload of the write in j, so a process that dies mid-way
@@ -147,7 +147,7 @@ func (w *Writer) journalPart(p partDone) error {
 }
 
 // journalIntend records the object Complete is about to create. Hook: complete.
-func (w *Writer) journalIntend(want verify.Expected) error {
+func (w *Writer) journalIntend(want integrity.Expected) error {
 	w.mu.Lock()
 	id, held := w.jr.id, w.jr.held
 	w.mu.Unlock()
@@ -390,13 +390,13 @@ func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 		}
 		return nil, herr
 	}
-	method, verr := verify.CheckHead(want, head)
+	method, verr := integrity.CheckHead(want, head)
 	sameObject := verr == nil && method.Strong()
-	if !sameObject || want.Checksum.Algorithm != w.caps.local || !verify.IsCRC(w.caps.local) {
+	if !sameObject || want.Checksum.Algorithm != w.caps.local || !integrity.IsCRC(w.caps.local) {
 		return nil, nil // not the recorded object, or nothing to compare the source with
 	}
 	// Combine the source's part checksums: the object must be this file, not just the record's.
-	crc, _ := verify.NewCRC(w.caps.local)
+	crc, _ := integrity.NewCRC(w.caps.local)
 	n := int32(0)
 	for off := int64(0); off < w.cfg.sizeHint; off += w.plan.PartSize {
 		n++
@@ -419,8 +419,8 @@ func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 	}, nil
 }
 
-func expectedOf(o journal.Object) verify.Expected {
-	want := verify.Expected{Size: o.Size, ETag: o.ETag}
+func expectedOf(o journal.Object) integrity.Expected {
+	want := integrity.Expected{Size: o.Size, ETag: o.ETag}
 	if o.ChecksumAlgorithm != "" {
 		want.Checksum = store.Checksum{Algorithm: store.ChecksumAlgorithm(o.ChecksumAlgorithm), Value: o.Checksum}
 	}

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/faulty"
 	"github.com/safeput/safeput/store/memstore"
-	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -79,7 +79,7 @@ func FuzzJournalRecord(f *testing.F) {
 			n := 1 + int32(uint32(storeNumber)%12)
 			off := min(int64(n-1)*fuzzPart, int64(len(data)))
 			body := data[off:min(off+int64(uint32(storeLen)%(2*fuzzPart)), int64(len(data)))]
-			crc, err := verify.Sum(store.ChecksumCRC32C, body)
+			crc, err := integrity.Sum(store.ChecksumCRC32C, body)
 			if err != nil {
 				t.Fatal(err)
 			}

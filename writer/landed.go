@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/verify"
 )
@@ -27,7 +28,7 @@ func (l *lostResponse) Unwrap() error { return l.err }
 
 // precheckCreateOnly emulates If-None-Match with a HEAD on stores that do not support it (racy
 // by nature; the profile says so). done is true when the key exists: err is then the outcome.
-func (w *Writer) precheckCreateOnly(want verify.Expected, res *Result) (done bool, err error) {
+func (w *Writer) precheckCreateOnly(want integrity.Expected, res *Result) (done bool, err error) {
 	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
 		_, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key})
 		return err
@@ -46,7 +47,7 @@ func (w *Writer) precheckCreateOnly(want verify.Expected, res *Result) (done boo
 // landedAlready handles a 412 on a create-only write, or NoSuchUpload on a re-sent Complete: if
 // the object at the key is exactly ours, the write landed (idempotent success); else it is a
 // Precondition error and the existing object is left untouched.
-func (w *Writer) landedAlready(cause error, want verify.Expected, res *Result) error {
+func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result) error {
 	head, herr := w.headWithChecksum()
 	var j judgement
 	if herr == nil {
@@ -96,7 +97,7 @@ func (w *Writer) landedAlready(cause error, want verify.Expected, res *Result) e
 
 // verifyLanded compares the committed object with what was written. A mismatch is an Integrity
 // error, and the bad object is deleted (it is ours, and must not be read as good data).
-func (w *Writer) verifyLanded(want verify.Expected, res *Result) error {
+func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 	head, err := w.headWithChecksum()
 	if err != nil {
 		var re *store.ResponseError
@@ -132,9 +133,9 @@ func (w *Writer) verifyLanded(want verify.Expected, res *Result) error {
 }
 
 // readBack re-reads the whole object and compares length and CRC.
-func (w *Writer) readBack(want verify.Expected) (verify.Method, error) {
+func (w *Writer) readBack(want integrity.Expected) (verify.Method, error) {
 	alg := want.Checksum.Algorithm
-	if alg == store.ChecksumNone || !verify.IsCRC(alg) {
+	if alg == store.ChecksumNone || !integrity.IsCRC(alg) {
 		alg = store.ChecksumCRC64NVME
 	}
 	var got uint64
@@ -145,7 +146,7 @@ func (w *Writer) readBack(want verify.Expected) (verify.Method, error) {
 			return err
 		}
 		defer out.Body.Close()
-		c, _ := verify.NewCRC(alg)
+		c, _ := integrity.NewCRC(alg)
 		buf := make([]byte, 256<<10)
 		for {
 			m, rerr := out.Body.Read(buf)
@@ -164,10 +165,10 @@ func (w *Writer) readBack(want verify.Expected) (verify.Method, error) {
 		return "", err
 	}
 	if n != want.Size {
-		return "", &verify.Mismatch{What: "read-back length", Want: fmt.Sprint(want.Size), Got: fmt.Sprint(n)}
+		return "", &integrity.Mismatch{What: "read-back length", Want: fmt.Sprint(want.Size), Got: fmt.Sprint(n)}
 	}
-	if want.Checksum.Algorithm == alg && verify.EncodeCRCValue(alg, got) != want.Checksum.Value {
-		return "", &verify.Mismatch{What: "read-back " + string(alg), Want: want.Checksum.Value, Got: verify.EncodeCRCValue(alg, got)}
+	if want.Checksum.Algorithm == alg && integrity.EncodeCRCValue(alg, got) != want.Checksum.Value {
+		return "", &integrity.Mismatch{What: "read-back " + string(alg), Want: want.Checksum.Value, Got: integrity.EncodeCRCValue(alg, got)}
 	}
 	if want.Checksum.Algorithm != alg {
 		// No checksum was computed while writing; compare with the parts' combined value.
@@ -241,13 +242,13 @@ func (w *Writer) assembledFromOurParts(head *store.HeadObjectOutput) bool {
 // they assemble from parts with these ETags, in part order: the MD5 of the parts' MD5s, "-n".
 // Stores whose ETags are not MD5-based never match.
 func isAssembledFrom(objectETag string, partETags []string) bool {
-	got, ok := verify.ParseETag(objectETag)
+	got, ok := integrity.ParseETag(objectETag)
 	if !ok || len(partETags) == 0 || got.Parts != len(partETags) {
 		return false
 	}
 	md5s := make([][16]byte, len(partETags))
 	for i, etag := range partETags {
-		e, ok := verify.ParseETag(etag)
+		e, ok := integrity.ParseETag(etag)
 		if !ok || !e.IsMD5() {
 			return false
 		}
@@ -255,5 +256,5 @@ func isAssembledFrom(objectETag string, partETags []string) bool {
 			return false
 		}
 	}
-	return verify.MultipartETag(md5s) == got.Hex+"-"+strconv.Itoa(got.Parts)
+	return integrity.MultipartETag(md5s) == got.Hex+"-"+strconv.Itoa(got.Parts)
 }

@@ -7,8 +7,8 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/bufpool"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/verify"
 	"go.uber.org/zap"
 )
 
@@ -139,9 +139,9 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		if err := w.lateMD5(n, part, &rec, in.Checksum, out.Checksums, echoKnown); err != nil {
 			return err
 		}
-		receipt := verify.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
+		receipt := integrity.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
 		// A store whose multipart ETags are MD5-of-part-MD5s makes part ETags that are MD5s.
-		if _, err := verify.CheckReceipt(receipt, out.ETag, out.Checksums, w.etagTrusted(false) || w.etagTrusted(true)); err != nil {
+		if _, err := integrity.CheckReceipt(receipt, out.ETag, out.Checksums, w.etagTrusted(false) || w.etagTrusted(true)); err != nil {
 			return w.integrity("UploadPart", n, err)
 		}
 		done.etag, done.md5, done.hasMD5 = out.ETag, rec.md5, rec.hasMD5
@@ -198,7 +198,7 @@ func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Check
 // partMD5 sets rec's MD5 from the part's bytes: its buffer, or its section of the source re-read.
 func (w *Writer) partMD5(n int32, part partBody, rec *partDone) error {
 	if part.section == nil {
-		_, rec.md5 = verify.MD5Base64(part.buf)
+		_, rec.md5 = integrity.MD5Base64(part.buf)
 		rec.hasMD5 = true
 		w.md5Bytes.Add(int64(len(part.buf)))
 		return nil
@@ -238,7 +238,7 @@ func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeke
 	// a file's section goes by sendfile where the connection allows (bufpool.WriteN). Each
 	// attempt gets its own reader: an earlier attempt's request may still be reading its own.
 	section := io.NewSectionReader(part.section.Outer())
-	crc := verify.ChecksumOf(w.caps.local, nil)
+	crc := integrity.ChecksumOf(w.caps.local, nil)
 	var md5h md5Hasher
 	if w.caps.md5 {
 		md5h = newMD5()
@@ -251,7 +251,7 @@ func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeke
 		m, err := section.Read(chunk)
 		if m > 0 {
 			if w.caps.local != store.ChecksumNone {
-				crc = verify.Update(w.caps.local, crc, chunk[:m])
+				crc = integrity.Update(w.caps.local, crc, chunk[:m])
 			}
 			if md5h != nil {
 				_, _ = md5h.Write(chunk[:m])
@@ -269,7 +269,7 @@ func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeke
 		return nil, rec, w.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", read, n, size, w.cfg.sizeHint)
 	}
 	if w.caps.local != store.ChecksumNone {
-		rec.crc, rec.sum = crc, verify.EncodeCRCValue(w.caps.local, crc)
+		rec.crc, rec.sum = crc, integrity.EncodeCRCValue(w.caps.local, crc)
 	}
 	if md5h != nil {
 		copy(rec.md5[:], md5h.Sum(nil))
@@ -296,7 +296,7 @@ var sectionChunks = bufpool.New(256 << 10)
 func (w *Writer) checksum(rec *partDone, data []byte) {
 	crc := uint64(0)
 	if w.caps.local != store.ChecksumNone {
-		crc = verify.ChecksumOf(w.caps.local, data)
+		crc = integrity.ChecksumOf(w.caps.local, data)
 	}
 	w.checksumFilled(rec, data, crc)
 }
@@ -305,10 +305,10 @@ func (w *Writer) checksum(rec *partDone, data []byte) {
 func (w *Writer) checksumFilled(rec *partDone, data []byte, crc uint64) {
 	if w.caps.local != store.ChecksumNone {
 		rec.crc = crc
-		rec.sum = verify.EncodeCRCValue(w.caps.local, rec.crc)
+		rec.sum = integrity.EncodeCRCValue(w.caps.local, rec.crc)
 	}
 	if w.caps.md5 {
-		_, rec.md5 = verify.MD5Base64(data)
+		_, rec.md5 = integrity.MD5Base64(data)
 		rec.hasMD5 = true
 		w.md5Bytes.Add(int64(len(data)))
 	}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
@@ -396,7 +397,7 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 		var re *store.ResponseError
 		switch {
 		case herr == nil:
-			method, verr := verify.CheckHead(want, head)
+			method, verr := integrity.CheckHead(want, head)
 			landed = verr == nil && method.Strong()
 			ours := isAssembledFrom(head.ETag, recordETags(rec))
 			switch {
@@ -408,7 +409,7 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 				// MD5), but the record holds the object's CRC: read the object back (bounded
 				// by the read-back limit) to prove it either way.
 				m, rerr := w.readBack(want)
-				var mm *verify.Mismatch
+				var mm *integrity.Mismatch
 				switch {
 				case rerr == nil:
 					landed = m == verify.MethodReadBack
@@ -417,7 +418,7 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 				case ours:
 					return RecoverFailed, nil, rerr
 				}
-			case head.Size == want.Size && !verify.Assess(want, head, false).ChecksumReported:
+			case head.Size == want.Size && !integrity.Assess(want, head, false).ChecksumReported:
 				// Nothing decided it, and the object was not read back: dropped as gone, but
 				// the report says what was left unproven.
 				unproven = fmt.Sprintf("the key holds an object of the intended size (%d bytes) that its HEAD cannot prove or disprove (no checksum of ours; an ETag that need not be an MD5), not read back", want.Size)
@@ -482,27 +483,27 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 
 // readBackProves reports whether reading the object back can prove it: the record holds its
 // full-object CRC, and it is within the read-back limit (negative: never read back).
-func readBackProves(want verify.Expected, limit int64) bool {
+func readBackProves(want integrity.Expected, limit int64) bool {
 	return recordsCRC(want) && limit >= 0 && want.Size <= limit
 }
 
 // recordsCRC reports whether the record holds the object's full-object CRC, which a read-back
 // can compare.
-func recordsCRC(want verify.Expected) bool {
-	return verify.IsCRC(want.Checksum.Algorithm) && want.Checksum.Value != ""
+func recordsCRC(want integrity.Expected) bool {
+	return integrity.IsCRC(want.Checksum.Algorithm) && want.Checksum.Value != ""
 }
 
 // partsShowDamage reports whether the record proves that a part was damaged on the way (see
 // damagedParts).
 func partsShowDamage(rec journal.Record) bool { return len(damagedParts(rec)) > 0 }
 
-// damagedParts returns the parts the record proves were damaged on the way (verify.DamagedByETag
+// damagedParts returns the parts the record proves were damaged on the way (integrity.DamagedByETag
 // over the MD5s the writer computed and the ETags the store gave).
 func damagedParts(rec journal.Record) map[int32]bool {
-	sent := make([]verify.Receipt, 0, len(rec.Parts))
+	sent := make([]integrity.Receipt, 0, len(rec.Parts))
 	etags := make(map[int32]string, len(rec.Parts))
 	for _, p := range rec.Parts {
-		r := verify.Receipt{PartNumber: p.Number, Size: p.Size}
+		r := integrity.Receipt{PartNumber: p.Number, Size: p.Size}
 		if sum, err := hex.DecodeString(p.MD5); err == nil && len(sum) == len(r.MD5) {
 			copy(r.MD5[:], sum)
 			r.HasMD5 = true
@@ -510,7 +511,7 @@ func damagedParts(rec journal.Record) map[int32]bool {
 		sent = append(sent, r)
 		etags[p.Number] = p.ETag
 	}
-	return verify.DamagedByETag(sent, func(n int32) string { return etags[n] })
+	return integrity.DamagedByETag(sent, func(n int32) string { return etags[n] })
 }
 
 // recordETags lists the ETags a record holds for its parts, in part order.

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/faulty"
 	"github.com/safeput/safeput/store/memstore"
-	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -441,7 +441,7 @@ func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, 
 	}
 	id := journal.ID{Endpoint: endpointID, Bucket: "b", Key: key, UploadID: up.UploadID}
 	rec := journal.Record{ID: id, PartSize: 1 << 20, SourceSize: int64(len(data)), ChecksumAlgorithm: string(store.ChecksumCRC64NVME)}
-	full, err := verify.Sum(store.ChecksumCRC64NVME, data)
+	full, err := integrity.Sum(store.ChecksumCRC64NVME, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +451,7 @@ func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, 
 		body := bytes.Clone(data[off:min(off+1<<20, len(data))])
 		sum := md5.Sum(body)
 		md5s = append(md5s, sum)
-		crc, err := verify.Sum(store.ChecksumCRC64NVME, body)
+		crc, err := integrity.Sum(store.ChecksumCRC64NVME, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -465,7 +465,7 @@ func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, 
 		completed = append(completed, store.CompletedPart{PartNumber: n, ETag: out.ETag})
 		rec.Parts = append(rec.Parts, journal.Part{Number: n, Size: int64(len(body)), Checksum: crc, MD5: hex.EncodeToString(sum[:]), ETag: out.ETag})
 	}
-	rec.Object = &journal.Object{Size: int64(len(data)), ETag: verify.MultipartETag(md5s), ChecksumAlgorithm: string(store.ChecksumCRC64NVME), Checksum: full}
+	rec.Object = &journal.Object{Size: int64(len(data)), ETag: integrity.MultipartETag(md5s), ChecksumAlgorithm: string(store.ChecksumCRC64NVME), Checksum: full}
 	if err := j.Begin(rec); err != nil {
 		t.Fatal(err)
 	}

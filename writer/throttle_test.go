@@ -72,7 +72,7 @@ func TestThrottlingStorm(t *testing.T) {
 
 // A store in full outage (every request answered 503 SlowDown): 32 writers sharing one retry
 // policy send at most one first attempt each plus what the retry budget allows
-// (DefaultBudget / RetryCost retries), every write fails Throttled, nothing is left behind.
+// (DefaultBudget / 5 retries), every write fails Throttled, nothing is left behind.
 func TestOutageRequestBound(t *testing.T) {
 	const writers = 32
 	mem := memstore.New(memstore.WithBuckets("b"))
@@ -99,7 +99,7 @@ func TestOutageRequestBound(t *testing.T) {
 		}
 	}
 	sent := len(fs.Injected())
-	bound := writers + retry.DefaultBudget/retry.RetryCost
+	bound := writers + retry.DefaultBudget/5 // a retry takes 5 tokens (retry.WithRetryBudget)
 	t.Logf("%d writers in a full outage sent %d requests (bound %d)", writers, sent, bound)
 	if sent > bound {
 		t.Errorf("%d requests sent, want at most %d (one first attempt per writer + the retry budget)", sent, bound)

@@ -18,10 +18,11 @@ import (
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/verify"
 )
 
 // The code reads in the order of a write:
@@ -167,7 +168,7 @@ func (cfg config) invalid() string {
 	if cfg.partSize <= 0 {
 		return fmt.Sprintf("part size must be positive, got %d", cfg.partSize)
 	}
-	if c := cfg.resolvedChecksum(); !c.Valid() || (c != store.ChecksumNone && !verify.IsCRC(c)) {
+	if c := cfg.resolvedChecksum(); !c.Valid() || (c != store.ChecksumNone && !integrity.IsCRC(c)) {
 		return fmt.Sprintf("checksum %q is not supported (want CRC64NVME, CRC32C, CRC32 or none)", c)
 	}
 	return ""
@@ -222,7 +223,7 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		cfg.budget = b
 	} else if need := int64(cfg.concurrency) * plan.PartSize; need > cfg.budget.Limit() {
 		return nil, bad("concurrency %d × part size %s = %s exceeds the whole memory budget %s",
-			cfg.concurrency, multipart.FormatSize(plan.PartSize), multipart.FormatSize(need), multipart.FormatSize(cfg.budget.Limit()))
+			cfg.concurrency, bytesize.Format(plan.PartSize), bytesize.Format(need), bytesize.Format(cfg.budget.Limit()))
 	}
 	if cfg.policy == nil { // not made by u.config: a recovery writer given no policy
 		cfg.policy = u.cfg.policy

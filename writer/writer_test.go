@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/multipart"
@@ -406,7 +407,7 @@ func TestObserverAndResult(t *testing.T) {
 		}
 		// The profile's CRC: CRC32C under minio and versitygw, CRC64NVME otherwise.
 		rules, _ := multipart.Profile(env.Profile())
-		sum, _ := verify.Sum(rules.Checksum(), data)
+		sum, _ := integrity.Sum(rules.Checksum(), data)
 		if res.Checksum.Algorithm != rules.Checksum() || res.Checksum.Value != sum {
 			t.Fatalf("result checksum %s %s, want %s %s", res.Checksum.Algorithm, res.Checksum.Value, rules.Checksum(), sum)
 		}
@@ -439,7 +440,7 @@ func TestDefaultsVerifyAgainstStoreChecksum(t *testing.T) {
 			if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, data) {
 				t.Fatal("read back differs")
 			}
-			sum, _ := verify.Sum(store.ChecksumCRC64NVME, data)
+			sum, _ := integrity.Sum(store.ChecksumCRC64NVME, data)
 			if res.Checksum.Value != sum || res.Verified != wantMethod {
 				t.Fatalf("size %d: checksum %s (want %s), verified %s (want %s)", size, res.Checksum.Value, sum, res.Verified, wantMethod)
 			}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
@@ -260,7 +261,7 @@ func (a *app) uploadOptions(size int64) (uploadConfig, error) {
 	uc.rules = rules
 	uc.partSize = writer.DefaultPartSize
 	if a.g.partSize != "" {
-		n, err := multipart.ParseSize(a.g.partSize)
+		n, err := bytesize.Parse(a.g.partSize)
 		if err != nil {
 			return uc, usageErr("--part-size: %v", err)
 		}

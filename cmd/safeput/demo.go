@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/faulty"
@@ -169,13 +169,13 @@ func landed(s *scenarioReport, mem *memstore.Store, key string, want []byte, res
 			layout(res), res.Verified, res.Requests, failureSummary(res.Failures), res.UploadAttempts)
 	}
 	got, ok := mem.Object(demoBucket, key)
-	s.expect(fmt.Sprintf("the stored object equals the %s sent, byte for byte", multipart.FormatSize(int64(len(want)))), ok && bytes.Equal(got, want))
+	s.expect(fmt.Sprintf("the stored object equals the %s sent, byte for byte", bytesize.Format(int64(len(want)))), ok && bytes.Equal(got, want))
 	s.expect("no incomplete multipart upload left", len(mem.Uploads(demoBucket)) == 0)
 }
 
 func layout(r *writer.Result) string {
 	if r.Multipart {
-		return fmt.Sprintf("multipart, %d parts of %s", r.Parts, multipart.FormatSize(r.PartSize))
+		return fmt.Sprintf("multipart, %d parts of %s", r.Parts, bytesize.Format(r.PartSize))
 	}
 	return "single PUT"
 }

@@ -16,9 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/verify"
 )
 
 func (a *app) probeCmd() *cobra.Command {
@@ -86,8 +87,8 @@ type prober struct {
 }
 
 const (
-	kib = multipart.KiB
-	mib = multipart.MiB
+	kib = bytesize.KiB
+	mib = bytesize.MiB
 )
 
 func (a *app) runProbe(ctx context.Context, target string) error {
@@ -242,7 +243,7 @@ func (p *prober) mpu(label string, parts []partSpec, o mpuOpts) mpuOutcome {
 		all = append(all, body...)
 		var c store.Checksum
 		if o.alg != store.ChecksumNone {
-			v, _ := verify.Sum(o.alg, body)
+			v, _ := integrity.Sum(o.alg, body)
 			c = store.Checksum{Algorithm: o.alg, Value: v}
 		}
 		up, err := p.st.UploadPart(p.ctx, &store.UploadPartInput{Bucket: p.bucket, Key: key, UploadID: cr.UploadID,
@@ -257,7 +258,7 @@ func (p *prober) mpu(label string, parts []partSpec, o mpuOpts) mpuOutcome {
 	in := &store.CompleteMultipartUploadInput{Bucket: p.bucket, Key: key, UploadID: cr.UploadID, Parts: done,
 		ChecksumType: o.typ, IfNoneMatch: o.ifNoneMatch}
 	if o.typ == store.ChecksumTypeFullObject {
-		v, _ := verify.Sum(o.alg, all)
+		v, _ := integrity.Sum(o.alg, all)
 		in.FullObjectChecksum = store.Checksum{Algorithm: o.alg, Value: v}
 	}
 	co, err := p.st.CompleteMultipartUpload(p.ctx, in)
@@ -323,14 +324,14 @@ func (p *prober) run() error {
 	var firstReject string
 	var tinyLast mpuOutcome
 	for _, size := range minSizes {
-		o := p.mpu("min-"+multipart.FormatSize(size), []partSpec{{1, size}, {2, 1}}, mpuOpts{})
+		o := p.mpu("min-"+bytesize.Format(size), []partSpec{{1, size}, {2, 1}}, mpuOpts{})
 		if fatal(ctx, o.err) {
 			return classified(o.op, s3URL{Bucket: p.bucket, Key: o.key}, o.err)
 		}
 		if size == 5*mib {
 			tinyLast = o
 		}
-		p.row("non-final part of "+multipart.FormatSize(size), accepted(o.err), o.evidence())
+		p.row("non-final part of "+bytesize.Format(size), accepted(o.err), o.evidence())
 		if o.err == nil {
 			smallest = size
 		} else if firstReject == "" {
@@ -346,7 +347,7 @@ func (p *prober) run() error {
 		if firstReject != "" {
 			ev += "; below it: " + firstReject
 		}
-		p.row("effective minimum non-final part", multipart.FormatSize(smallest), ev)
+		p.row("effective minimum non-final part", bytesize.Format(smallest), ev)
 		obs.rules.MinPartSize = smallest
 	}
 	partSize := max(obs.rules.MinPartSize, 5*mib)
@@ -382,7 +383,7 @@ func (p *prober) run() error {
 	putOK := map[store.ChecksumAlgorithm]string{} // algorithm → key of the accepted object
 	body := p.data[:64*kib]
 	for _, alg := range algs {
-		v, _ := verify.Sum(alg, body)
+		v, _ := integrity.Sum(alg, body)
 		key := p.key("put-" + strings.ToLower(string(alg)))
 		out, err := p.put(key, body, store.Checksum{Algorithm: alg, Value: v}, "", false)
 		if fatal(ctx, err) {
@@ -431,7 +432,7 @@ func (p *prober) run() error {
 	if headAlg == store.ChecksumNone {
 		p.row("HEAD returns stored checksums", "unknown", "no PUT with a CRC checksum was accepted")
 	} else {
-		want, _ := verify.Sum(headAlg, body)
+		want, _ := integrity.Sum(headAlg, body)
 		h, err := p.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: p.bucket, Key: putOK[headAlg], ChecksumMode: true})
 		switch {
 		case store.Unsupported(err):
@@ -452,7 +453,7 @@ func (p *prober) run() error {
 	if wrongAlg == store.ChecksumNone {
 		wrongAlg = store.ChecksumCRC32
 	}
-	wrong, _ := verify.Sum(wrongAlg, p.data[kib:2*kib])
+	wrong, _ := integrity.Sum(wrongAlg, p.data[kib:2*kib])
 	_, err := p.put(p.key("wrong-checksum"), body, store.Checksum{Algorithm: wrongAlg, Value: wrong}, "", false)
 	p.row("wrong x-amz-checksum-"+strings.ToLower(string(wrongAlg))+" rejected", yesNo(err != nil), evidence("PutObject", err))
 	if err == nil {
@@ -515,7 +516,7 @@ func (p *prober) run() error {
 	if mp.err != nil {
 		p.row("multipart ETag is md5-of-md5s-N", "unknown", "no multipart upload completed")
 	} else {
-		want := verify.MultipartETag(mp.partMD5)
+		want := integrity.MultipartETag(mp.partMD5)
 		ok := strings.EqualFold(strings.Trim(mp.etag, `"`), want)
 		from := "ETag "
 		if mp.noETag {
@@ -673,7 +674,7 @@ func compareProfile(p, obs multipart.Rules) (safe bool, diffs []string) {
 			safe = false
 		}
 	}
-	check(fmt.Sprintf("min part %s (probed %s)", multipart.FormatSize(p.MinPartSize), multipart.FormatSize(obs.MinPartSize)),
+	check(fmt.Sprintf("min part %s (probed %s)", bytesize.Format(p.MinPartSize), bytesize.Format(obs.MinPartSize)),
 		p.MinPartSize == obs.MinPartSize, p.MinPartSize >= obs.MinPartSize)
 	flag := func(name string, pv, ov bool, pStricterWhenTrue bool) {
 		var ok bool

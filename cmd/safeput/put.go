@@ -17,9 +17,9 @@ import (
 	"golang.org/x/term"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/journal"
-	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -120,7 +120,7 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	opts := uc.opts
 	var expectedMax int64
 	if o.expectedSize != "" {
-		n, err := multipart.ParseSize(o.expectedSize)
+		n, err := bytesize.Parse(o.expectedSize)
 		if err != nil {
 			return usageErr("--expected-size: %v", err)
 		}
@@ -234,7 +234,7 @@ func failureSummary(m map[sperrors.Kind]int) string {
 
 func printResult(w io.Writer, r *writer.Result) {
 	_, _ = fmt.Fprintf(w, "landed s3://%s/%s\n", r.Bucket, r.Key)
-	_, _ = fmt.Fprintf(w, "  size       %s (%d bytes)\n", multipart.FormatSize(r.Size), r.Size)
+	_, _ = fmt.Fprintf(w, "  size       %s (%d bytes)\n", bytesize.Format(r.Size), r.Size)
 	strength := "strong"
 	if !r.VerifiedStrong {
 		strength = "WEAK: length only, a changed byte would not be seen"
@@ -253,14 +253,14 @@ func printResult(w io.Writer, r *writer.Result) {
 	switch {
 	case r.AlreadyExisted:
 	case r.Multipart:
-		_, _ = fmt.Fprintf(w, "  layout     multipart, %d parts of %s (upload %s)\n", r.Parts, multipart.FormatSize(r.PartSize), r.UploadID)
+		_, _ = fmt.Fprintf(w, "  layout     multipart, %d parts of %s (upload %s)\n", r.Parts, bytesize.Format(r.PartSize), r.UploadID)
 	default:
 		_, _ = fmt.Fprintf(w, "  layout     single PUT\n")
 	}
 	_, _ = fmt.Fprintf(w, "  sent       %s in %d requests; failed requests: %s; upload attempts: %d\n",
-		multipart.FormatSize(r.BytesSent), r.Requests, failureSummary(r.Failures), r.UploadAttempts)
+		bytesize.Format(r.BytesSent), r.Requests, failureSummary(r.Failures), r.UploadAttempts)
 	if r.ResumedParts > 0 {
-		_, _ = fmt.Fprintf(w, "  resumed    %d parts (%s) reused from the journaled upload of a crashed run\n", r.ResumedParts, multipart.FormatSize(r.ResumedBytes))
+		_, _ = fmt.Fprintf(w, "  resumed    %d parts (%s) reused from the journaled upload of a crashed run\n", r.ResumedParts, bytesize.Format(r.ResumedBytes))
 	}
 	switch {
 	case r.AlreadyExisted && r.ResumedParts > 0:

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/journal"
-	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -95,7 +95,7 @@ func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
 	if o.journal == "" {
 		return usageErr("--journal DIR is required")
 	}
-	readBackLimit, err := multipart.ParseSize(o.readBackLimit)
+	readBackLimit, err := bytesize.Parse(o.readBackLimit)
 	if err != nil {
 		return usageErr("--read-back-limit: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/store"
 )
 
@@ -246,7 +246,7 @@ func printSweep(w io.Writer, r sweepReport) {
 		}
 	}
 	_, _ = fmt.Fprintf(w, "found %d, aborted %d, already gone %d, failed %d; %s in parts, %s freed\n",
-		r.Found, r.Aborted, r.Gone, r.Failed, multipart.FormatSize(r.Bytes), multipart.FormatSize(r.Freed))
+		r.Found, r.Aborted, r.Gone, r.Failed, bytesize.Format(r.Bytes), bytesize.Format(r.Freed))
 }
 
 // unsupportedWhy says how a store refused an operation it lacks: "HTTP 501 NotImplemented".

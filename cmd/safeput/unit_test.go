@@ -7,6 +7,7 @@ import (
 	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/memstore"
@@ -120,7 +121,7 @@ func TestCompareProfile(t *testing.T) {
 		t.Error("aws (unequal parts allowed) must not be safe on an R2-like store")
 	}
 	small := aws
-	small.MinPartSize = 8 * multipart.MiB
+	small.MinPartSize = 8 * bytesize.MiB
 	if safe, _ := compareProfile(aws, small); safe {
 		t.Error("5 MiB parts are not safe where the minimum is 8 MiB")
 	}

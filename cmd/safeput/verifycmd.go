@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/verify"
@@ -119,7 +121,7 @@ func (a *app) runVerify(ctx context.Context, file, dst string, readBack bool) er
 		if v := head.Checksums.Get(alg); v != "" && !strings.Contains(v, "-") {
 			rep.Comparisons = append(rep.Comparisons, comparison{What: string(alg), Local: local[alg], Store: v, Equal: local[alg] == v})
 			if rep.Method == "" {
-				rep.Method, rep.Strong = string(verify.MethodFor(alg)), true
+				rep.Method, rep.Strong = string(integrity.MethodFor(alg)), true
 			}
 		}
 	}
@@ -172,7 +174,7 @@ func (a *app) runVerify(ctx context.Context, file, dst string, readBack bool) er
 }
 
 func printVerify(w io.Writer, r verifyReport) {
-	_, _ = fmt.Fprintf(w, "%s: s3://%s/%s vs %s (%s)\n", strings.ToUpper(r.Status), r.Bucket, r.Key, r.File, multipart.FormatSize(r.Size))
+	_, _ = fmt.Fprintf(w, "%s: s3://%s/%s vs %s (%s)\n", strings.ToUpper(r.Status), r.Bucket, r.Key, r.File, bytesize.Format(r.Size))
 	for _, c := range r.Comparisons {
 		mark := "equal"
 		if !c.Equal {
@@ -201,9 +203,9 @@ func contains(algs []store.ChecksumAlgorithm, a store.ChecksumAlgorithm) bool {
 
 // hashReader computes the base64 checksum of r for every algorithm in one pass.
 func hashReader(ctx context.Context, r io.Reader, algs []store.ChecksumAlgorithm) (map[store.ChecksumAlgorithm]string, error) {
-	crcs := map[store.ChecksumAlgorithm]*verify.CRC{}
+	crcs := map[store.ChecksumAlgorithm]*integrity.CRC{}
 	for _, alg := range algs {
-		c, err := verify.NewCRC(alg)
+		c, err := integrity.NewCRC(alg)
 		if err != nil {
 			return nil, err
 		}
@@ -272,7 +274,7 @@ func classified(op string, u s3URL, err error) error {
 // computed; an ETag with another part count cannot be compared and ok is false.
 func (a *app) etagComparison(ctx context.Context, file string, size int64, etag string) (c comparison, ok bool, err error) {
 	rules, perr := multipart.Parse(a.g.provider)
-	e, eok := verify.ParseETag(etag)
+	e, eok := integrity.ParseETag(etag)
 	if perr != nil || !eok {
 		return c, false, nil
 	}
@@ -283,7 +285,7 @@ func (a *app) etagComparison(ctx context.Context, file string, size int64, etag 
 	case e.Parts > 0 && rules.MultipartETagMD5:
 		preferred := int64(writer.DefaultPartSize)
 		if a.g.partSize != "" {
-			if n, err := multipart.ParseSize(a.g.partSize); err == nil && n > 0 {
+			if n, err := bytesize.Parse(a.g.partSize); err == nil && n > 0 {
 				preferred = n
 			}
 		}
@@ -320,8 +322,8 @@ func (a *app) etagComparison(ctx context.Context, file string, size int64, etag 
 	local := hex.EncodeToString(sums[0][:])
 	what := "ETag (MD5)"
 	if e.Parts > 0 {
-		local = verify.MultipartETag(sums)
-		what = fmt.Sprintf("ETag (MD5 of %d part MD5s of %s)", e.Parts, multipart.FormatSize(partSize))
+		local = integrity.MultipartETag(sums)
+		what = fmt.Sprintf("ETag (MD5 of %d part MD5s of %s)", e.Parts, bytesize.Format(partSize))
 	}
 	remote := e.Hex
 	if e.Parts > 0 {

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/s3error"
 	"github.com/safeput/safeput/store"
 )
 
@@ -141,7 +141,7 @@ func requestID(md middleware.Metadata) string {
 // retryAfter reads the store's hint with the errors package's parser: x-amz-retry-after
 // (milliseconds) first, else Retry-After (seconds or an HTTP date); 0 when absent or unparsable.
 func retryAfter(h http.Header, now time.Time) time.Duration {
-	return sperrors.ParseRetryAfter(h.Get("Retry-After"), h.Get("x-amz-retry-after"), now)
+	return s3error.ParseRetryAfter(h.Get("Retry-After"), h.Get("x-amz-retry-after"), now)
 }
 
 // s3Error200ID names the SDK's check for an error document in a 200 answer.

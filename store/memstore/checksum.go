@@ -15,8 +15,8 @@ import (
 	"github.com/safeput/safeput/store"
 )
 
-// The checksums here are computed independently of package verify on purpose: memstore is the
-// oracle verify's tests run against, so it must not share verify's bugs.
+// The checksums here are computed independently of internal/integrity on purpose: memstore is the
+// oracle the writer's tests run against, so it must not share its bugs.
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

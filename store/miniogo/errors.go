@@ -19,7 +19,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/signer"
 
-	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/s3error"
 	"github.com/safeput/safeput/store"
 )
 
@@ -179,7 +179,7 @@ func (ex *exchange) embedded(op string) error {
 	if len(doc) == 0 {
 		return nil
 	}
-	d, ok := sperrors.ParseErrorBody(bytes.NewReader(doc))
+	d, ok := s3error.ParseBody(bytes.NewReader(doc))
 	if !ok {
 		return nil
 	}
@@ -353,7 +353,7 @@ func (s *Store) fail(op string, ex *exchange, err error) error {
 	}
 	if s.recording && status >= 300 {
 		// The raw body is the authority: "" when it had no code (a HEAD never has a body).
-		if doc, ok := sperrors.ParseErrorBody(bytes.NewReader(st.errBody)); ok {
+		if doc, ok := s3error.ParseBody(bytes.NewReader(st.errBody)); ok {
 			re.Code, re.Message = doc.Code, doc.Message
 			if doc.RequestID != "" {
 				re.RequestID = doc.RequestID
@@ -400,5 +400,5 @@ func restoreTransportError(err, rtErr error) error {
 // retryAfter reads the store's hint with the errors package's parser, as the aws adapter does:
 // x-amz-retry-after (milliseconds) first, else Retry-After (seconds or an HTTP date).
 func retryAfter(h http.Header, now time.Time) time.Duration {
-	return sperrors.ParseRetryAfter(h.Get("Retry-After"), h.Get("x-amz-retry-after"), now)
+	return s3error.ParseRetryAfter(h.Get("Retry-After"), h.Get("x-amz-retry-after"), now)
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/bench"
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/multipart"
 )
 
 // cliMemOptions are the flags of the CLI memory section.
@@ -49,7 +49,7 @@ func runCLIMem(ctx context.Context, o options, c cliMemOptions) error {
 	}
 	var sizes []int64
 	for _, f := range fields(c.sizes) {
-		n, err := multipart.ParseSize(f)
+		n, err := bytesize.Parse(f)
 		if err != nil || n <= 0 {
 			return fmt.Errorf("cli-mem-sizes %q: want e.g. 1GiB", f)
 		}

@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/bench"
+	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/multipart"
 )
 
 func main() {
@@ -92,13 +92,13 @@ func runHarness(ctx context.Context, o options) error {
 	}
 	var sizes []int64
 	for _, f := range fields(o.sizes) {
-		n, err := multipart.ParseSize(f)
+		n, err := bytesize.Parse(f)
 		if err != nil || n <= 0 {
 			return fmt.Errorf("size %q: want e.g. 256MiB", f)
 		}
 		sizes = append(sizes, n)
 	}
-	part, err := multipart.ParseSize(o.part)
+	part, err := bytesize.Parse(o.part)
 	if err != nil || part <= 0 {
 		return fmt.Errorf("part size %q: want e.g. 16MiB", o.part)
 	}
@@ -327,7 +327,7 @@ func versions(o options) []string {
 
 // targets states the targets from the constants Evaluate checks.
 var targets = fmt.Sprintf("safeput with verification on ≥ %.1f× the best peer and ≥ %.0f %% of the raw single PUT; peak memory ≤ concurrency × part size + %s at every size; CPU per GiB below every peer's",
-	bench.TargetPeerRatio, bench.TargetCeilingRatio*100, multipart.FormatSize(bench.TargetMemSlack))
+	bench.TargetPeerRatio, bench.TargetCeilingRatio*100, bytesize.Format(bench.TargetMemSlack))
 
 // header is BENCHMARKS.md up to the generated "Latest run".
 var header = `# Benchmarks

@@ -1,4 +1,4 @@
-package verify
+package integrity
 
 import (
 	"crypto/md5" //nolint:gosec // ETags are MD5s; not for security.
@@ -6,12 +6,13 @@ import (
 	"strconv"
 
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
 )
 
 // Evidence is what a HEAD answer proves about a committed object.
 type Evidence struct {
-	// Method is the strongest comparison that matched; MethodLengthOnly when only the length did.
-	Method Method
+	// Method is the strongest comparison that matched; verify.MethodLengthOnly when only the length did.
+	Method verify.Method
 	// Mismatch is set when the answer proves the object differs from what was written.
 	Mismatch *Mismatch
 	// Missing names each strong comparison that could not be made, and why, for an
@@ -42,7 +43,7 @@ func Assess(want Expected, head *store.HeadObjectOutput, etagIsMD5 bool) Evidenc
 		ev.Mismatch = &Mismatch{What: "object length", Want: strconv.FormatInt(want.Size, 10), Got: strconv.FormatInt(head.Size, 10)}
 		return ev
 	}
-	ev.Method = MethodLengthOnly
+	ev.Method = verify.MethodLengthOnly
 	if want.Checksum.IsZero() {
 		ev.Missing = append(ev.Missing, "no checksum was computed (WithChecksum(ChecksumNone))")
 	} else if got := head.Checksums.Get(want.Checksum.Algorithm); got != "" && !compositeValue(got) {
@@ -67,7 +68,7 @@ func Assess(want Expected, head *store.HeadObjectOutput, etagIsMD5 bool) Evidenc
 	case g == w:
 		ev.ETagMatched = true
 		if !ev.Method.Strong() {
-			ev.Method = MethodETagMD5
+			ev.Method = verify.MethodETagMD5
 		}
 	default:
 		ev.ETagDiffered = true

@@ -1,6 +1,6 @@
-// Package verify computes the checksums safeput sends and compares what a store reports with
+// Package integrity computes the checksums safeput sends and compares what a store reports with
 // what was written: per-part receipts, the layout before commit, and the object after commit.
-package verify
+package integrity
 
 import (
 	"crypto/md5"  //nolint:gosec // MD5 is what S3 ETags and Content-MD5 use; not for security.

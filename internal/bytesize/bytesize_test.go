@@ -1,4 +1,4 @@
-package multipart
+package bytesize
 
 import (
 	"math"
@@ -28,8 +28,8 @@ func TestFormatSize(t *testing.T) {
 		{Unlimited, "unlimited"},
 		{math.MinInt64, "-9223372036854775808 B"},
 	} {
-		if got := FormatSize(tc.n); got != tc.want {
-			t.Errorf("FormatSize(%d) = %q, want %q", tc.n, got, tc.want)
+		if got := Format(tc.n); got != tc.want {
+			t.Errorf("Format(%d) = %q, want %q", tc.n, got, tc.want)
 		}
 	}
 }
@@ -58,9 +58,9 @@ func TestParseSize(t *testing.T) {
 		{"unlimited", Unlimited},
 		{"9223372036854775807", Unlimited},
 	} {
-		got, err := ParseSize(tc.in)
+		got, err := Parse(tc.in)
 		if err != nil || got != tc.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+			t.Errorf("Parse(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
 		}
 	}
 	for _, tc := range []struct{ in, wantErr string }{
@@ -74,19 +74,38 @@ func TestParseSize(t *testing.T) {
 		{"99999999999999999999", "out of range"},
 		{"1e3", `unknown unit "e3"`},
 	} {
-		_, err := ParseSize(tc.in)
+		_, err := Parse(tc.in)
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-			t.Errorf("ParseSize(%q) error = %v, want it to contain %q", tc.in, err, tc.wantErr)
+			t.Errorf("Parse(%q) error = %v, want it to contain %q", tc.in, err, tc.wantErr)
 		}
 	}
 }
 
 func TestFormatParseRoundTrip(t *testing.T) {
 	for _, n := range []int64{0, 1, 999, KiB, 5 * MiB, 5*GiB - 5*MiB, 5 * GB, 48800 * GB, 5*TiB - 5*GiB, Unlimited, Unlimited - 1, 3 * EiB} {
-		s := FormatSize(n)
-		got, err := ParseSize(s)
+		s := Format(n)
+		got, err := Parse(s)
 		if err != nil || got != n {
-			t.Errorf("ParseSize(FormatSize(%d) = %q) = %d, %v", n, s, got, err)
+			t.Errorf("Parse(Format(%d) = %q) = %d, %v", n, s, got, err)
 		}
 	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"0", "5MiB", "5 MiB", "100KB", "unlimited", "9223372036854775807", "8EiB", "-1", "1.5GiB", " 7 b ", "5 MiB B"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := Parse(s)
+		if err != nil {
+			return
+		}
+		if n < 0 {
+			t.Fatalf("Parse(%q) = %d", s, n)
+		}
+		back, err := Parse(Format(n))
+		if err != nil || back != n {
+			t.Fatalf("Format(%d) = %q does not round-trip: %d, %v", n, Format(n), back, err)
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package verify
+package integrity
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
 )
 
 func randBytes(n int) []byte {
@@ -146,7 +147,7 @@ func TestCheckReceipt(t *testing.T) {
 	sent := Receipt{PartNumber: 2, Size: 5, Checksum: store.Checksum{Algorithm: store.ChecksumCRC64NVME, Value: sum}, MD5: md5raw, HasMD5: true}
 	var echoed store.Checksums
 	echoed.Set(store.ChecksumCRC64NVME, sum)
-	if m, err := CheckReceipt(sent, `"5d41402abc4b2a76b9719d911017c592"`, echoed, true); err != nil || m != MethodCRC64NVME {
+	if m, err := CheckReceipt(sent, `"5d41402abc4b2a76b9719d911017c592"`, echoed, true); err != nil || m != verify.MethodCRC64NVME {
 		t.Fatalf("good receipt: %v %v", m, err)
 	}
 	echoed.CRC64NVME = "AAAAAAAAAAA="
@@ -157,7 +158,7 @@ func TestCheckReceipt(t *testing.T) {
 	if m, err := CheckReceipt(sent, `"00000000000000000000000000000000"`, store.Checksums{}, true); !errors.As(err, &mm) {
 		t.Fatalf("wrong MD5 ETag not caught: %v %v", m, err)
 	}
-	if m, err := CheckReceipt(sent, `"5d41402abc4b2a76b9719d911017c592"`, store.Checksums{}, true); err != nil || m != MethodETagMD5 {
+	if m, err := CheckReceipt(sent, `"5d41402abc4b2a76b9719d911017c592"`, store.Checksums{}, true); err != nil || m != verify.MethodETagMD5 {
 		t.Fatalf("md5 receipt: %v %v", m, err)
 	}
 	if _, err := CheckReceipt(sent, ``, store.Checksums{}, true); err == nil {
@@ -246,11 +247,11 @@ func TestCheckHead(t *testing.T) {
 	sum, _ := Sum(store.ChecksumCRC64NVME, body)
 	want := Expected{Size: 100, Checksum: store.Checksum{Algorithm: store.ChecksumCRC64NVME, Value: sum}}
 	head := &store.HeadObjectOutput{Size: 100}
-	if m, err := CheckHead(want, head); err != nil || m != MethodLengthOnly || m.Strong() {
+	if m, err := CheckHead(want, head); err != nil || m != verify.MethodLengthOnly || m.Strong() {
 		t.Fatalf("no checksum: %v %v", m, err)
 	}
 	head.Checksums.CRC64NVME = sum
-	if m, err := CheckHead(want, head); err != nil || m != MethodCRC64NVME || !m.Strong() {
+	if m, err := CheckHead(want, head); err != nil || m != verify.MethodCRC64NVME || !m.Strong() {
 		t.Fatalf("checksum: %v %v", m, err)
 	}
 	head.Checksums.CRC64NVME = "AAAAAAAAAAA="
@@ -263,7 +264,7 @@ func TestCheckHead(t *testing.T) {
 	}
 	_, d := MD5Base64(body)
 	etag := MultipartETag([][16]byte{d, d})
-	if m, err := CheckHead(Expected{Size: 100, ETag: etag}, &store.HeadObjectOutput{Size: 100, ETag: `"` + etag + `"`}); err != nil || m != MethodETagMD5 {
+	if m, err := CheckHead(Expected{Size: 100, ETag: etag}, &store.HeadObjectOutput{Size: 100, ETag: `"` + etag + `"`}); err != nil || m != verify.MethodETagMD5 {
 		t.Fatalf("etag: %v %v", m, err)
 	}
 	if _, err := CheckHead(Expected{Size: 100, ETag: etag}, &store.HeadObjectOutput{Size: 100, ETag: "00000000000000000000000000000000-2"}); err == nil {
@@ -321,7 +322,7 @@ func FuzzCheckReceipt(f *testing.F) {
 		}
 		head := &store.HeadObjectOutput{Size: size, ETag: etag, Checksums: got}
 		m, err = CheckHead(Expected{Size: size, Checksum: r.Checksum, ETag: etag}, head)
-		if err == nil && m == MethodCRC64NVME && echoed != sent {
+		if err == nil && m == verify.MethodCRC64NVME && echoed != sent {
 			t.Fatalf("HEAD checksum %q vs %q accepted", echoed, sent)
 		}
 
@@ -337,7 +338,7 @@ func FuzzCheckReceipt(f *testing.F) {
 		}
 		md5Receipt := Receipt{PartNumber: 3, Size: int64(len(body)), MD5: sum, HasMD5: true}
 		for _, good := range []string{`"` + digest + `"`, strings.ToUpper(digest)} {
-			if m, err := CheckReceipt(md5Receipt, good, store.Checksums{}, true); err != nil || m != MethodETagMD5 {
+			if m, err := CheckReceipt(md5Receipt, good, store.Checksums{}, true); err != nil || m != verify.MethodETagMD5 {
 				t.Fatalf("right MD5 ETag %s: %q, %v", good, m, err)
 			}
 		}
@@ -357,11 +358,11 @@ func FuzzCheckReceipt(f *testing.F) {
 		both.Checksum = store.Checksum{Algorithm: store.ChecksumCRC64NVME, Value: crcB64}
 		var echo store.Checksums
 		echo.Set(store.ChecksumCRC64NVME, crcB64)
-		if m, err := CheckReceipt(both, `"`+digest+`"`, echo, true); err != nil || m != MethodCRC64NVME {
+		if m, err := CheckReceipt(both, `"`+digest+`"`, echo, true); err != nil || m != verify.MethodCRC64NVME {
 			t.Fatalf("CRC echo and MD5 ETag both right: %q, %v", m, err)
 		}
 		// Whatever ETag was fuzzed: accepted as an MD5 ETag only if it carries this digest.
-		if m, err := CheckReceipt(md5Receipt, etag, store.Checksums{}, etagIsMD5); err == nil && m == MethodETagMD5 {
+		if m, err := CheckReceipt(md5Receipt, etag, store.Checksums{}, etagIsMD5); err == nil && m == verify.MethodETagMD5 {
 			if e, _ := ParseETag(etag); e.Hex != digest {
 				t.Fatalf("ETag %q accepted as the MD5 of a body whose MD5 is %s", etag, digest)
 			}

@@ -1,4 +1,6 @@
-package errors
+// Package s3error reads what an S3 answer says about a failure: the <Error> document and the
+// retry hint. The adapters use it; Classify turns what they report into an *errors.Error.
+package s3error
 
 import (
 	"encoding/xml"
@@ -8,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/safeput/safeput/errors"
 )
 
 // ParseRetryAfter reads a store's retry hint: x-amz-retry-after (milliseconds) wins over
@@ -41,39 +46,39 @@ func ParseRetryAfter(retryAfter, amzRetryAfter string, now time.Time) time.Durat
 	return 0
 }
 
-// MaxErrorBodySize is the most ParseErrorBody reads: S3 error documents are a few hundred bytes.
-const MaxErrorBodySize = 64 << 10
+// MaxBodySize is the most ParseBody reads: S3 error documents are a few hundred bytes.
+const MaxBodySize = 64 << 10
 
-// ErrorBody is the content of an S3 <Error> document.
-type ErrorBody struct {
+// Body is the content of an S3 <Error> document.
+type Body struct {
 	Code      string
 	Message   string
 	RequestID string
 	HostID    string
 }
 
-// ParseErrorBody reads at most MaxErrorBodySize bytes of r and returns the S3 <Error> document
+// ParseBody reads at most MaxBodySize bytes of r and returns the S3 <Error> document
 // found there; ok is false when the body is not one (a CompleteMultipartUploadResult, HTML from a
 // proxy, nothing). Adapters use it on a 200 CompleteMultipartUpload answer, which S3 may send with
 // an <Error> body after a long Complete fails.
-func ParseErrorBody(r io.Reader) (body ErrorBody, ok bool) {
+func ParseBody(r io.Reader) (body Body, ok bool) {
 	if r == nil {
-		return ErrorBody{}, false
+		return Body{}, false
 	}
-	dec := xml.NewDecoder(io.LimitReader(r, MaxErrorBodySize))
+	dec := xml.NewDecoder(io.LimitReader(r, MaxBodySize))
 	// Stores send UTF-8; a declared other charset must not make the decoder fail the whole parse.
 	dec.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return ErrorBody{}, false
+			return Body{}, false
 		}
 		start, isStart := tok.(xml.StartElement)
 		if !isStart {
 			continue
 		}
 		if start.Name.Local != "Error" {
-			return ErrorBody{}, false
+			return Body{}, false
 		}
 		var doc struct {
 			Code      string `xml:"Code"`
@@ -82,14 +87,31 @@ func ParseErrorBody(r io.Reader) (body ErrorBody, ok bool) {
 			HostID    string `xml:"HostId"`
 		}
 		if err := dec.DecodeElement(&doc, &start); err != nil {
-			return ErrorBody{}, false
+			return Body{}, false
 		}
-		body = ErrorBody{
+		body = Body{
 			Code:      clip(strings.TrimSpace(doc.Code), maxCodeLen),
-			Message:   Redact(clip(strings.TrimSpace(doc.Message), maxMessageLen)),
+			Message:   errors.Redact(clip(strings.TrimSpace(doc.Message), maxMessageLen)),
 			RequestID: clip(strings.TrimSpace(doc.RequestID), maxCodeLen),
 			HostID:    clip(strings.TrimSpace(doc.HostID), maxMessageLen),
 		}
 		return body, body.Code != ""
 	}
+}
+
+// The limits Classify applies to what it copies from a store's answer, to keep a log line a line.
+const (
+	maxCodeLen    = 128
+	maxMessageLen = 512
+)
+
+// clip cuts s to at most n bytes on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

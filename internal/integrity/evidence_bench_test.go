@@ -1,4 +1,4 @@
-package verify
+package integrity
 
 import (
 	"crypto/md5" //nolint:gosec // the ETag evidence path is MD5.

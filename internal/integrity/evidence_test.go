@@ -1,10 +1,11 @@
-package verify
+package integrity
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
 )
 
 func TestAssess(t *testing.T) {
@@ -23,24 +24,24 @@ func TestAssess(t *testing.T) {
 		want      Expected
 		head      *store.HeadObjectOutput
 		trusted   bool
-		method    Method
+		method    verify.Method
 		mismatch  bool
 		missing   string // a fragment of Missing, when weak
 		etagMatch bool
 	}{
 		{"no answer", want, nil, false, "", true, "", false},
 		{"length differs", want, &store.HeadObjectOutput{Size: 4, ETag: md5hex}, false, "", true, "", false},
-		{"checksum equal", want, &store.HeadObjectOutput{Size: 5, ETag: md5hex, Checksums: withCRC(crc)}, false, MethodCRC64NVME, false, "", true},
+		{"checksum equal", want, &store.HeadObjectOutput{Size: 5, ETag: md5hex, Checksums: withCRC(crc)}, false, verify.MethodCRC64NVME, false, "", true},
 		{"checksum differs", want, &store.HeadObjectOutput{Size: 5, ETag: md5hex, Checksums: withCRC("AAAAAAAAAAA=")}, false, "", true, "", false},
-		{"composite checksum ignored", want, &store.HeadObjectOutput{Size: 5, ETag: md5hex, Checksums: withCRC("AAAAAAAAAAA=-2")}, false, MethodETagMD5, false, "", true},
-		{"MD5 ETag only", want, &store.HeadObjectOutput{Size: 5, ETag: `"` + md5hex + `"`}, false, MethodETagMD5, false, "", true},
-		{"multipart ETag", Expected{Size: 5, ETag: mp}, &store.HeadObjectOutput{Size: 5, ETag: mp}, false, MethodETagMD5, false, "", true},
-		{"multipart ETag of another part count", Expected{Size: 5, ETag: mp}, &store.HeadObjectOutput{Size: 5, ETag: strings.Replace(mp, "-2", "-3", 1)}, false, MethodLengthOnly, false, "not known to make MD5 ETags", false},
-		{"ETag differs, store not known for MD5 ETags", want, &store.HeadObjectOutput{Size: 5, ETag: strings.Repeat("0", 32)}, false, MethodLengthOnly, false, "not known to make MD5 ETags", false},
+		{"composite checksum ignored", want, &store.HeadObjectOutput{Size: 5, ETag: md5hex, Checksums: withCRC("AAAAAAAAAAA=-2")}, false, verify.MethodETagMD5, false, "", true},
+		{"MD5 ETag only", want, &store.HeadObjectOutput{Size: 5, ETag: `"` + md5hex + `"`}, false, verify.MethodETagMD5, false, "", true},
+		{"multipart ETag", Expected{Size: 5, ETag: mp}, &store.HeadObjectOutput{Size: 5, ETag: mp}, false, verify.MethodETagMD5, false, "", true},
+		{"multipart ETag of another part count", Expected{Size: 5, ETag: mp}, &store.HeadObjectOutput{Size: 5, ETag: strings.Replace(mp, "-2", "-3", 1)}, false, verify.MethodLengthOnly, false, "not known to make MD5 ETags", false},
+		{"ETag differs, store not known for MD5 ETags", want, &store.HeadObjectOutput{Size: 5, ETag: strings.Repeat("0", 32)}, false, verify.MethodLengthOnly, false, "not known to make MD5 ETags", false},
 		{"ETag differs on an MD5-ETag store", want, &store.HeadObjectOutput{Size: 5, ETag: strings.Repeat("0", 32)}, true, "", true, "", false},
-		{"ETag differs but the checksum proves it", want, &store.HeadObjectOutput{Size: 5, ETag: strings.Repeat("0", 32), Checksums: withCRC(crc)}, true, MethodCRC64NVME, false, "", false},
-		{"ETag not an MD5", want, &store.HeadObjectOutput{Size: 5, ETag: "opaque-etag"}, false, MethodLengthOnly, false, "is not an MD5", false},
-		{"nothing computed", Expected{Size: 5}, &store.HeadObjectOutput{Size: 5, ETag: md5hex}, false, MethodLengthOnly, false, "no MD5 was computed", false},
+		{"ETag differs but the checksum proves it", want, &store.HeadObjectOutput{Size: 5, ETag: strings.Repeat("0", 32), Checksums: withCRC(crc)}, true, verify.MethodCRC64NVME, false, "", false},
+		{"ETag not an MD5", want, &store.HeadObjectOutput{Size: 5, ETag: "opaque-etag"}, false, verify.MethodLengthOnly, false, "is not an MD5", false},
+		{"nothing computed", Expected{Size: 5}, &store.HeadObjectOutput{Size: 5, ETag: md5hex}, false, verify.MethodLengthOnly, false, "no MD5 was computed", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

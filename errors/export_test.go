@@ -1,0 +1,9 @@
+package errors
+
+import "slices"
+
+// The external tests are driven by the tables Classify reads; users read them in the package doc.
+
+func CodeTable() []codeRule { return slices.Clone(codeTable) }
+
+func StatusTable() []statusRule { return slices.Clone(statusTable) }
