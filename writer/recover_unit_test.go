@@ -257,14 +257,7 @@ func TestALostCreateIsNeverForgotten(t *testing.T) {
 // A placeholder whose candidate upload Recover cannot inspect (ListParts refused) is kept and
 // reported failed, not dropped as if nothing were there: the next Recover aborts that upload.
 func TestRecoverKeepsAPlaceholderItCouldNotFollow(t *testing.T) {
-	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
-	lost := faulty.New(mem, faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse),
-		faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden))
-	j := newJournal(t)
-	if _, err := writer.Upload(context.Background(), lost, "b", "k", bytes.NewReader(make([]byte, 3<<20)),
-		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err != nil {
-		t.Fatal(err)
-	}
+	mem, j := journaledLostCreate(t)
 	refused := faulty.New(mem, faulty.Always(faulty.OpListParts, faulty.Forbidden))
 	rep, err := writer.Recover(context.Background(), refused, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
 	if err != nil || rep.Counts[writer.RecoverFailed] != 1 {
@@ -501,14 +494,7 @@ func TestRecoverCallsDamagedOnlyWhatTheRecordProves(t *testing.T) {
 // On a store that lacks the listings Recover needs (405/501), it keeps the records and says the
 // store cannot list, rather than reporting the uploads gone.
 func TestRecoverSaysTheStoreCannotList(t *testing.T) {
-	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
-	lost := faulty.New(mem, faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse),
-		faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden))
-	j := newJournal(t)
-	if _, err := writer.Upload(context.Background(), lost, "b", "k", bytes.NewReader(make([]byte, 3<<20)),
-		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err != nil {
-		t.Fatal(err)
-	}
+	mem, j := journaledLostCreate(t)
 	unlisted := faulty.New(mem, faulty.Always(faulty.OpListMultipartUploads, faulty.Response(501, "NotImplemented", "not implemented")))
 	rep, err := writer.Recover(context.Background(), unlisted, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
 	if err != nil || rep.Counts[writer.RecoverFailed] != 1 || len(rep.Uploads) != 1 ||
@@ -526,4 +512,20 @@ func TestRecoverSaysTheStoreCannotList(t *testing.T) {
 		!strings.Contains(fmt.Sprint(rep.Uploads[0].Err), "does not support ListParts (HTTP 405 MethodNotAllowed): whether upload "+id.UploadID+" is still open cannot be told") {
 		t.Fatalf("recover without ListParts = %+v, %v; want the record kept, saying why", rep, err)
 	}
+}
+
+// journaledLostCreate lands b/k (3 MiB in 1 MiB parts) in a memstore after the first
+// CreateMultipartUpload's answer was lost and the sweep for it was refused, so the journal keeps
+// a placeholder for an upload Recover has to find.
+func journaledLostCreate(t *testing.T) (*memstore.Store, *journal.Dir) {
+	t.Helper()
+	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
+	lost := faulty.New(mem, faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse),
+		faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden))
+	j := newJournal(t)
+	if _, err := writer.Upload(context.Background(), lost, "b", "k", bytes.NewReader(make([]byte, 3<<20)),
+		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err != nil {
+		t.Fatal(err)
+	}
+	return mem, j
 }
