@@ -21,6 +21,8 @@ CEPH_VERSION="16.2.15+ds-0+deb12u2"
 ceph_packages=(radosgw ceph-mon ceph-osd ceph-mgr ceph-common ceph-base)
 # Bounds for each wait; the cluster normally needs well under a minute on a shared 2-core machine.
 ceph_start_timeout_s=${CEPH_START_TIMEOUT_S:-180}
+# The ports the manager and OSD may bind above ms_bind_port_min.
+ceph_bind_window=200
 ceph_pids=()
 ceph_data=""
 
@@ -60,13 +62,18 @@ install_ceph() {
 	fi
 }
 
-# ceph_free_port: a port below the kernel's ephemeral range (so no outgoing connection takes it
-# between the check and the bind) with no socket of any state on it.
+# ceph_free_port [WINDOW_MIN]: a port below the kernel's ephemeral range (so no outgoing
+# connection takes it between the check and the bind) with no socket of any state on it, and
+# outside the manager's and OSD's bind window starting at WINDOW_MIN: they bind there before the
+# gateway starts, and took its port once.
 ceph_free_port() {
-	local p low
+	local p low window=${1:-}
 	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 	for _ in $(seq 1 50); do
 		p=$((10000 + RANDOM % (low - 10000)))
+		if [[ -n "$window" ]] && ((p >= window && p <= window + ceph_bind_window)); then
+			continue
+		fi
 		if [[ -z "$(ss -Hant "( sport = :$p )" 2>/dev/null)" ]]; then
 			echo "$p"
 			return 0
@@ -126,7 +133,7 @@ mon_host = [v2:127.0.0.1:$mon_v2,v1:127.0.0.1:$mon_v1]
 public_addr = 127.0.0.1
 cluster_addr = 127.0.0.1
 ms_bind_port_min = $port_min
-ms_bind_port_max = $((port_min + 200))
+ms_bind_port_max = $((port_min + ceph_bind_window))
 auth_cluster_required = none
 auth_service_required = none
 auth_client_required = none
@@ -199,15 +206,17 @@ start_ceph_rgw() {
 	# exits and the whole monitor set-up is redone on new ports.
 	for attempt in 1 2 3; do
 		fsid=$(cat /proc/sys/kernel/random/uuid)
-		mon_v1=$(ceph_free_port) && mon_v2=$(ceph_free_port) && rgw_port=$(ceph_free_port) || return 1
+		# The manager and OSD bind inside this window; Ceph skips ports already in use, so the
+		# other ports are picked outside it.
+		port_min=$(ceph_free_port) || return 1
+		mon_v1=$(ceph_free_port "$port_min") && mon_v2=$(ceph_free_port "$port_min") &&
+			rgw_port=$(ceph_free_port "$port_min") || return 1
 		# TLS on a second beast endpoint, with the test run's certificate (s3server.sh).
 		rgw_tls="" rgw_tls_port=""
 		if [[ -n "${SAFEPUT_S3_TLS_DIR:-}" ]]; then
-			rgw_tls_port=$(ceph_free_port) || return 1
+			rgw_tls_port=$(ceph_free_port "$port_min") || return 1
 			rgw_tls=" ssl_endpoint=127.0.0.1:$rgw_tls_port ssl_certificate=$SAFEPUT_S3_TLS_DIR/server.pem ssl_private_key=$SAFEPUT_S3_TLS_DIR/server.key"
 		fi
-		# The manager and OSD bind inside this window; Ceph skips ports already in use.
-		port_min=$(ceph_free_port) || return 1
 		ceph_write_conf
 		rm -rf "$ceph_data/mon/ceph-a" && mkdir -p "$ceph_data/mon/ceph-a"
 		# Authentication is off, but the tools still read a keyring; one with a mon. key keeps them quiet.
