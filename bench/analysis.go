@@ -395,6 +395,8 @@ func analysisOf(r Report) string {
 		w("\n")
 	}
 
+	b.WriteString(r.defaultsBullet())
+
 	limit := float64(int64(r.Params.Concurrency)*r.Params.PartSize+TargetMemSlack) / (1 << 20)
 	readerAt := func(row TableRow) bool { return isSafeput(row) && row.Kind == SourceReaderAt }
 	streamed := func(row TableRow) bool { return isSafeput(row) && row.Kind == SourceStream }
@@ -428,6 +430,98 @@ func analysisOf(r Report) string {
 	return b.String()
 }
 
+func isDefaults(row TableRow) bool { return row.Role == RoleSafeput && row.Defaults }
+
+// lowestPeerCPU is, per size and source of row, the lowest client CPU per GiB of any peer (0
+// when no peer was measured there).
+func (r Report) lowestPeerCPU(row TableRow) float64 {
+	low := 0.0
+	for _, p := range r.Rows {
+		if p.Role == RolePeer && p.Size == row.Size && p.Kind == row.Kind && (low == 0 || p.CPU < low) {
+			low = p.CPU
+		}
+	}
+	return low
+}
+
+// defaultsBullet is the analysis of the defaults tables: safeput as a user who names no profile
+// runs it, against the targets (≥ 1.0× the best peer, client CPU below every peer's),
+// and, where a target is missed, what the tables show bounds it.
+func (r Report) defaultsBullet() string {
+	var rows []TableRow
+	for _, row := range r.Rows {
+		if isDefaults(row) {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	var vsPeer, cpus, lows []float64
+	speedMet, cpuMet, withPeer := 0, 0, 0
+	for _, row := range rows {
+		cpus = append(cpus, row.CPU)
+		if row.VsPeer > 0 {
+			withPeer++
+			vsPeer = append(vsPeer, row.VsPeer)
+			if row.VsPeer >= TargetDefaultsPeerRatio {
+				speedMet++
+			}
+		}
+		if low := r.lowestPeerCPU(row); low > 0 {
+			lows = append(lows, low)
+			if row.CPU < low {
+				cpuMet++
+			}
+		}
+	}
+	w("- **At defaults** (no profile, no flags: %s).", joinAnd(implNames(rows)))
+	if withPeer > 0 {
+		w(" Throughput %s× the best peer, the ≥ %.1f× target met in %d of %d rows;", span(vsPeer, "%.2f"), TargetDefaultsPeerRatio, speedMet, withPeer)
+	}
+	w(" client CPU %s s/GiB", span(cpus, "%.2f"))
+	if len(lows) > 0 {
+		w(" against the lowest peer's %s, below every peer's in %d of %d rows", span(lows, "%.2f"), cpuMet, len(rows))
+	}
+	w(".")
+	if speedMet == withPeer && cpuMet == len(rows) {
+		w("\n")
+		return b.String()
+	}
+	// What the tables show about the bound: the server's work at defaults against under the
+	// server's own profile, and the CLI process against the library.
+	srv := func(keep func(TableRow) bool) []float64 {
+		return r.values(func(row TableRow) bool { return keep(row) && row.ServerCPU > 0 }, func(row TableRow) float64 { return row.ServerCPU })
+	}
+	lib := func(row TableRow) bool { return isDefaults(row) && row.Impl != "safeput-cli" }
+	if d, p := srv(lib), srv(isSafeput); len(d) > 0 && len(p) > 0 && median(d) > median(p) {
+		w(" The server spends %s s of CPU per GiB on an upload at defaults against %s under its own profile", span(d, "%.2f"), span(p, "%.2f"))
+		if r.serverBound() {
+			w(", and on this machine the server's CPU is the bound")
+		}
+		w(": at defaults safeput sends CRC64NVME, under the profile the checksum the profile names (see the integrity table), and the server's extra CPU per GiB comes out of the cores the upload shares with it.")
+	}
+	cli := r.values(func(row TableRow) bool { return row.Impl == "safeput-cli" }, func(row TableRow) float64 { return row.CPU })
+	libCPU := r.values(lib, func(row TableRow) float64 { return row.CPU })
+	if len(cli) > 0 && len(libCPU) > 0 && median(cli) > median(libCPU) {
+		w(" The CLI's whole process spends %s s/GiB against the library's %s at the same defaults: start-up, and (for a stream) reading its stdin pipe, which the library rows do not pay.", span(cli, "%.2f"), span(libCPU, "%.2f"))
+	}
+	w("\n")
+	return b.String()
+}
+
+func implNames(rows []TableRow) []string {
+	var out []string
+	for _, row := range rows {
+		if !slices.Contains(out, row.Impl) {
+			out = append(out, row.Impl)
+		}
+	}
+	return out
+}
+
 // ReadmeSummary is the benchmark sentences README.md carries, computed from BENCHMARKS.md: one
 // per server.
 func ReadmeSummary(r Report) string {
@@ -457,6 +551,13 @@ func readmeSummaryOf(server string, r Report) string {
 		w(", with %s %% less client CPU per GiB than the AWS SDK uploaders", s)
 	}
 	w(".")
+	if d := r.values(func(row TableRow) bool { return isDefaults(row) && row.VsPeer > 0 }, func(row TableRow) float64 { return row.VsPeer }); len(d) > 0 {
+		w(" At defaults (no profile, no flags; the library and the CLI) it ran at %s× the best peer", span(d, "%.2f"))
+		if c := r.values(isDefaults, func(row TableRow) float64 { return row.CPU }); len(c) > 0 {
+			w(", with %s s of client CPU per GiB", span(c, "%.2f"))
+		}
+		w(".")
+	}
 	srv := r.values(func(row TableRow) bool { return row.Role != RoleCeiling && row.ServerCPU > 0 }, func(row TableRow) float64 { return row.ServerCPU })
 	if len(srv) > 0 {
 		own := r.values(isSafeput, func(row TableRow) float64 { return row.CPU })
@@ -483,6 +584,7 @@ func Normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
 // raw records are gone (the harness keeps none: the tables are the run's record).
 func Reanalyse(md, header string) (string, error) {
 	md, cliMem := CutCLIMem(md)
+	md, tlsBlock := CutTLS(md)
 	i := strings.Index(md, "## Latest run")
 	if i < 0 {
 		return "", fmt.Errorf("no \"## Latest run\" section")
@@ -506,7 +608,19 @@ func Reanalyse(md, header string) (string, error) {
 		}
 	}
 	out := header + strings.TrimRight(body, "\n") + "\n\n" + Analysis(r)
+	if tlsBlock != "" {
+		// Its comparison with the plain run is regenerated from the tables just kept.
+		inner := strings.TrimSuffix(strings.TrimPrefix(tlsBlock, TLSBegin+"\n"), TLSEnd+"\n")
+		blk, err := TLSBlock(inner, out)
+		if err != nil {
+			return "", err
+		}
+		out = SpliceTLS(out, blk)
+	}
 	if cliMem != "" {
+		if tlsBlock != "" {
+			out += "\n"
+		}
 		out += cliMem // after the analysis, which ends with a blank line
 	}
 	return out, nil

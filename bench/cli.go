@@ -29,6 +29,9 @@ func newSafeputCLI(srv s3test.Server, bucket string, p Params) (Uploader, error)
 			from = "-"
 		}
 		args := []string{"--endpoint", srv.Endpoint, "--region", srv.Region, "--path-style"}
+		if p.CABundleFile != "" {
+			args = append(args, "--ca-bundle", p.CABundleFile)
+		}
 		// The settings every implementation gets, named only where they are not the CLI's own.
 		if p.PartSize != writer.DefaultPartSize {
 			args = append(args, "--part-size", fmt.Sprint(p.PartSize))

@@ -2,8 +2,11 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
@@ -59,6 +63,10 @@ type Params struct {
 	Signing     Signing
 	// CLI is the safeput binary the safeput-cli implementation runs ("" leaves it out).
 	CLI string `json:",omitempty"`
+	// CABundleFile is the PEM file of the private CA of a TLS run (-tls), which the CLI is given
+	// with --ca-bundle as a user would; the library rows and the peers get the same CA in memory
+	// (s3test.Server.CABundle).
+	CABundleFile string `json:",omitempty"`
 }
 
 // Source is one upload's body. Kind is SourceStream (a struct{io.Reader}: no size, no Seek, no
@@ -257,7 +265,7 @@ func newSafeputDefaults(st store.Store, bucket string, p Params) (Uploader, erro
 }
 
 func newSafeputDefaultsAWS(srv s3test.Server, bucket string, p Params) (Uploader, error) {
-	st, err := awss3.New(awss3.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	st, err := awss3.New(awss3.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true, CABundle: srv.CABundle})
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +273,7 @@ func newSafeputDefaultsAWS(srv s3test.Server, bucket string, p Params) (Uploader
 }
 
 func newSafeputDefaultsMinio(srv s3test.Server, bucket string, p Params) (Uploader, error) {
-	st, err := miniogo.New(miniogo.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	st, err := miniogo.New(miniogo.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true, CABundle: srv.CABundle})
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +281,7 @@ func newSafeputDefaultsMinio(srv s3test.Server, bucket string, p Params) (Upload
 }
 
 func newSafeputAWS(srv s3test.Server, bucket string, p Params) (Uploader, error) {
-	st, err := awss3.New(awss3.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	st, err := awss3.New(awss3.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true, CABundle: srv.CABundle})
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +289,7 @@ func newSafeputAWS(srv s3test.Server, bucket string, p Params) (Uploader, error)
 }
 
 func newSafeputMinio(srv s3test.Server, bucket string, p Params) (Uploader, error) {
-	st, err := miniogo.New(miniogo.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	st, err := miniogo.New(miniogo.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true, CABundle: srv.CABundle})
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +298,8 @@ func newSafeputMinio(srv s3test.Server, bucket string, p Params) (Uploader, erro
 
 // awsClient is an aws-sdk-go-v2 client as a peer's user would build it: SDK defaults for
 // retries (standard, 3 attempts), checksums (WhenSupported) and HTTP client, plus the signing
-// choice documented on Signing.
+// choice documented on Signing. Over TLS with a private CA its HTTP client trusts that CA, as
+// config.WithCustomCABundle would make it.
 func awsClient(srv s3test.Server, p Params) *s3.Client {
 	return s3.New(s3.Options{
 		Region:       srv.Region,
@@ -301,7 +310,26 @@ func awsClient(srv s3test.Server, p Params) *s3.Client {
 		if p.Signing == SigningUnsigned {
 			o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 		}
+		if roots := peerRoots(srv); roots != nil {
+			o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+				tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+			})
+		}
 	})
+}
+
+// peerRoots is what a peer's user would trust for srv's private CA: the system roots and that
+// CA; nil over plain HTTP.
+func peerRoots(srv s3test.Server) *x509.CertPool {
+	if len(srv.CABundle) == 0 {
+		return nil
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	roots.AppendCertsFromPEM(srv.CABundle)
+	return roots
 }
 
 func newTransferManager(srv s3test.Server, bucket string, p Params) (Uploader, error) {
@@ -366,13 +394,23 @@ func minioGoUploader(srv s3test.Server, bucket string, p Params, checksum minio.
 	if err != nil {
 		return nil, err
 	}
-	c, err := minio.New(u.Host, &minio.Options{
+	mo := &minio.Options{
 		Creds:           miniocreds.NewStaticV4(srv.AccessKey, srv.SecretKey, ""),
 		Secure:          u.Scheme == "https",
 		Region:          srv.Region,
 		BucketLookup:    minio.BucketLookupPath,
 		TrailingHeaders: checksum != minio.ChecksumNone, // Checksum needs it
-	})
+	}
+	if roots := peerRoots(srv); roots != nil {
+		// minio-go's own transport, as its docs suggest, trusting the CA.
+		tr, err := minio.DefaultTransport(true)
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		mo.Transport = tr
+	}
+	c, err := minio.New(u.Host, mo)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ func committedReport(t *testing.T) (tables, analysis string, r Report) {
 		t.Fatal(err)
 	}
 	md, _ := CutCLIMem(string(b))
+	md, _ = CutTLS(md)
 	i := strings.Index(md, "## Latest run")
 	j := strings.Index(md, AnalysisHeading)
 	if i < 0 || j < i {

@@ -19,6 +19,11 @@
 #   CLI_MEM_RUNS=1       runs per server, backend and size
 #   MEMORY_ONLY=1        run only the CLI memory section (a few minutes) and replace just that
 #                        section of BENCHMARKS.md
+#   TLS=1                measure over TLS instead: each server also serves TLS with a throw-away
+#                        private CA made for the run, every uploader (the CLI with --ca-bundle)
+#                        trusts that CA, and only the TLS block of BENCHMARKS.md is replaced
+#                        (with a table against the plain-HTTP tables already there); no CLI
+#                        memory section
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -36,10 +41,18 @@ OUT=${OUT:-BENCHMARKS.md}
 CLI_MEM_SIZES=${CLI_MEM_SIZES-1GiB 4GiB}
 CLI_MEM_RUNS=${CLI_MEM_RUNS:-1}
 MEMORY_ONLY=${MEMORY_ONLY:-}
+TLS=${TLS:-}
 BENCH_SERVERS=${BENCH_SERVERS:-versitygw minio}
 export SAFEPUT_S3_START=$BENCH_SERVERS
-# The measured server runs alone: no second (TLS) instance beside it.
-export SAFEPUT_S3_TLS=${SAFEPUT_S3_TLS:-0}
+# The measured server runs alone: no second (TLS) instance beside it, except in a TLS run, where
+# the plain instance beside the measured TLS one idles.
+if [[ "$TLS" == "1" ]]; then
+	export SAFEPUT_S3_TLS=1
+	CLI_MEM_SIZES=""
+	[[ "$MEMORY_ONLY" == "1" ]] && { echo "TLS=1 and MEMORY_ONLY=1 do not go together" >&2; exit 2; }
+else
+	export SAFEPUT_S3_TLS=${SAFEPUT_S3_TLS:-0}
+fi
 
 # to_bytes 256MiB -> 268435456 (KiB/MiB/GiB or plain bytes).
 to_bytes() {
@@ -112,6 +125,11 @@ if [[ -n "$(git status --porcelain -- . ':!BENCHMARKS.md' 2>/dev/null)" ]]; then
 
 cmdline="BENCH_SERVERS=\"$BENCH_SERVERS\" SIZES=\"$SIZES\" RUNS=$RUNS PART=$PART CONC=$CONC SOURCES=\"$SOURCES\" PEER_SIGNING=$PEER_SIGNING bash scripts/bench.sh"
 [[ -n "$IMPLS" ]] && cmdline="IMPLS=\"$IMPLS\" $cmdline"
+tlsflag=()
+if [[ "$TLS" == "1" ]]; then
+	cmdline="TLS=1 $cmdline"
+	tlsflag=(-tls)
+fi
 [[ $# -gt 0 ]] && cmdline="$cmdline $*"
 
 outflag=(-out "$root/$OUT")
@@ -133,7 +151,7 @@ if [[ -n "$CLI_MEM_SIZES" ]]; then
 	fi
 fi
 
-"$bin" "${memflags[@]}" -sizes "$SIZES" -runs "$RUNS" -part "$PART" -conc "$CONC" -sources "$SOURCES" -impls "$IMPLS" \
+"$bin" "${memflags[@]}" "${tlsflag[@]}" -sizes "$SIZES" -runs "$RUNS" -part "$PART" -conc "$CONC" -sources "$SOURCES" -impls "$IMPLS" \
 	-peer-signing "$PEER_SIGNING" -cli-binary "$work/safeput" -dir "$work" "${outflag[@]}" -servers "$BENCH_SERVERS" -server-versions "$server_versions" \
 	-command "$cmdline" -versitygw "$VERSITYGW_VERSION" -revision "$rev" -server-pid "${safeput_s3_pid:-0}" "$@" \
 	-data-desc "$work ($fstype)"

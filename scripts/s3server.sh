@@ -24,6 +24,8 @@
 #                                                  the gateway a second process on the same
 #                                                  directory, MinIO a second instance (its own
 #                                                  drive), RGW a second beast endpoint
+#   SAFEPUT_S3_<NAME>_TLS_PID, _TLS_TRASH            that TLS server's process and (MinIO) trash
+#                                                  directory, for the benchmark's TLS tables
 #
 # Settings:
 #   SAFEPUT_S3_START="versitygw ceph"    which servers to start (default: all, s3rver included; quick local loops
@@ -172,7 +174,7 @@ start_server_versitygw() {
 		srv_pid=$!
 		if wait_ready versitygw-tls 10 tcp_ready "$tls_port"; then
 			srv_tls_endpoint="https://127.0.0.1:$tls_port"
-			srv_extra_pids="$srv_pid"
+			srv_extra_pids="$srv_pid" srv_tls_pid=$srv_pid
 		fi
 		srv_pid=$plain_pid srv_log=$plain_log
 	fi
@@ -197,7 +199,8 @@ start_minio_tls() {
 	srv_pid=$!
 	if wait_ready minio-tls 60 tcp_ready "$port"; then
 		srv_tls_endpoint="https://127.0.0.1:$port"
-		srv_extra_pids="$srv_pid"
+		srv_extra_pids="$srv_pid" srv_tls_pid=$srv_pid
+		srv_tls_trash="$data/tls-drive/.minio.sys/tmp/.trash"
 	fi
 	srv_pid=$plain_pid srv_log=$plain_log
 }
@@ -282,7 +285,7 @@ start_server_s3rver() {
 start_with_retry() {
 	local name=$1 data=$2 attempt
 	for attempt in 1 2 3; do
-		srv_pid="" srv_log="" srv_trash="" srv_bucket="" srv_tls_endpoint="" srv_extra_pids=""
+		srv_pid="" srv_log="" srv_trash="" srv_bucket="" srv_tls_endpoint="" srv_extra_pids="" srv_tls_pid="" srv_tls_trash=""
 		if "start_server_$name" "$data"; then
 			return 0
 		fi
@@ -348,7 +351,9 @@ start_s3_server() {
 		export "${var}_ENDPOINT=$srv_endpoint" "${var}_ACCESS_KEY=$srv_access" \
 			"${var}_SECRET_KEY=$srv_secret" "${var}_REGION=$srv_region" "${var}_PID=$srv_pid" "${var}_TRASH=$srv_trash"
 		if [[ -n "${srv_tls_endpoint:-}" ]]; then
-			export "${var}_TLS_ENDPOINT=$srv_tls_endpoint"
+			# The TLS server's own pid and trash (the benchmark's TLS tables read its CPU): the
+			# gateway and MinIO serve TLS from a second process, RGW from the same one.
+			export "${var}_TLS_ENDPOINT=$srv_tls_endpoint" "${var}_TLS_PID=${srv_tls_pid:-$srv_pid}" "${var}_TLS_TRASH=${srv_tls_trash:-}"
 			echo "$name also serves TLS on $srv_tls_endpoint" >&2
 		elif [[ -n "${SAFEPUT_S3_TLS_DIR:-}" ]]; then
 			echo "WARNING: $name serves no TLS endpoint: its TLS tests use the in-process relay" >&2

@@ -22,6 +22,9 @@ type directReader struct {
 	f   *os.File
 }
 
+// pipeSize is the capacity asked for a stdin pipe.
+const pipeSize = 1 << 20
+
 // newDirectReader returns a directReader for src and a func to call when done with it; ok is
 // false (and nothing changed) when src is neither a regular file nor a pipe, FIFO or socket the
 // poller can watch. A pipe is read through a duplicate of its descriptor made non-blocking; the
@@ -53,6 +56,13 @@ func newDirectReader(ctx context.Context, src *os.File) (r *directReader, releas
 	if err != nil {
 		_ = syscall.Close(dup)
 		return nil, nil, false
+	}
+	if fi.Mode()&os.ModeNamedPipe != 0 {
+		// A pipe holds 64 KiB by default: a fast producer then wakes this reader (and the reader
+		// the producer) every 64 KiB, which cost the CLI 0.5–0.9 s of system CPU per GiB. A larger
+		// pipe, where the system allows it (fs.pipe-max-size, 1 MiB by default), moves the same
+		// bytes in a sixteenth of the wake-ups. The pages are the kernel's, not this process's.
+		_, _ = unix.FcntlInt(uintptr(dup), unix.F_SETPIPE_SZ, pipeSize)
 	}
 	restore := func() {
 		if flags&unix.O_NONBLOCK == 0 {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -148,5 +149,34 @@ func TestDirectReaderReadsARegularFile(t *testing.T) {
 	defer null.Close()
 	if _, _, ok := newDirectReader(context.Background(), null); ok {
 		t.Fatal("a character device was taken for a direct read")
+	}
+}
+
+// A stdin pipe is widened to pipeSize where the system allows it (fs.pipe-max-size), so a fast
+// producer wakes the CLI once per MiB rather than once per 64 KiB.
+func TestDirectReaderWidensAPipe(t *testing.T) {
+	r, _ := blockingPipe(t)
+	maxSize := 1 << 20
+	if b, err := os.ReadFile("/proc/sys/fs/pipe-max-size"); err == nil {
+		var n int
+		if _, err := fmt.Sscan(string(b), &n); err == nil && n < maxSize {
+			maxSize = n
+		}
+	}
+	dr, release, ok := newDirectReader(context.Background(), r)
+	if !ok {
+		t.Fatal("newDirectReader refused a pipe")
+	}
+	defer release()
+	rc, err := dr.f.SyscallConn() // not Fd, which would make the descriptor blocking
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	if cerr := rc.Control(func(fd uintptr) { got, err = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0) }); cerr != nil || err != nil {
+		t.Fatal(cerr, err)
+	}
+	if got < maxSize {
+		t.Errorf("pipe holds %d bytes, want %d (pipe-max-size allows it)", got, maxSize)
 	}
 }

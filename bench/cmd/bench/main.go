@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -37,6 +38,7 @@ func main() {
 type options struct {
 	sizes, kinds, impls, part, signing, dir, dataDesc, profileDir, out, command, versitygw, revision, isolation, servers, serverVersions, cliBinary string
 	runs, conc, serverPID                                                                                                                           int
+	tls                                                                                                                                             bool
 }
 
 func run() error {
@@ -59,6 +61,7 @@ func run() error {
 	flag.StringVar(&o.command, "command", "", "the command line to record in the report")
 	flag.StringVar(&o.versitygw, "versitygw", "", "server version to record in the report")
 	flag.StringVar(&o.revision, "revision", "", "safeput revision to record in the report")
+	flag.BoolVar(&o.tls, "tls", false, "measure over each server's TLS endpoint (SAFEPUT_S3_<NAME>_TLS_ENDPOINT, its CA from SAFEPUT_S3_TLS_DIR) and replace only the TLS block of -out")
 	var cm cliMemOptions
 	cm.register()
 	reanalyse := flag.String("reanalyse", "", "rewrite this report's header, integrity table and analysis from its own tables, measuring nothing (e.g. BENCHMARKS.md)")
@@ -122,6 +125,9 @@ func runHarness(ctx context.Context, o options) error {
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
 	params := bench.Params{PartSize: part, Concurrency: o.conc, Signing: signing, CLI: o.cliBinary}
+	if o.tls {
+		params.CABundleFile = filepath.Join(os.Getenv("SAFEPUT_S3_TLS_DIR"), "ca.pem")
+	}
 	env := bench.Env{
 		Command: o.command, Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), Machine: machine(),
 		DataDir: cmp.Or(o.dataDesc, o.dir), Versions: versions(o), Params: params, Runs: o.runs,
@@ -144,8 +150,8 @@ func runHarness(ctx context.Context, o options) error {
 			Exec:       exec,
 			Log:        os.Stderr,
 			ProfileDir: o.profileDir,
-			ServerPID:  serverPID(srv.Name, o.serverPID),
-			TrashDir:   os.Getenv(serverVar(srv.Name) + "_TRASH"),
+			ServerPID:  serverPID(srv.Name, o.tls, o.serverPID),
+			TrashDir:   os.Getenv(serverVar(srv.Name) + tlsSuffix(o.tls) + "_TRASH"),
 		}
 		r, err := bench.Run(ctx, cfg)
 		if err != nil {
@@ -165,12 +171,24 @@ func runHarness(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("reading back the report: %w", err)
 	}
-	report += bench.Analysis(parsed)
+	if !o.tls {
+		report += bench.Analysis(parsed)
+	}
 	fmt.Println(report)
 	fmt.Println("Targets (reported, not enforced):")
 	fmt.Print(bench.VerdictLines(verdicts))
 	if o.out != "" {
-		if err := os.WriteFile(o.out, []byte(keepCLIMem(o.out, header+report)), 0o644); err != nil {
+		var doc string
+		if o.tls {
+			doc, err = withTLSRun(o.out, report)
+		} else {
+			doc, err = keepTLS(o.out, header+report)
+			doc = keepCLIMem(o.out, doc)
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.out, []byte(doc), 0o644); err != nil {
 			return err
 		}
 		fmt.Fprintln(os.Stderr, "wrote", o.out)
@@ -195,7 +213,14 @@ func harnessServers(o options) ([]s3test.Server, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("-servers: %s is not running (SAFEPUT_S3_SERVERS=%s)", name, os.Getenv("SAFEPUT_S3_SERVERS"))
 		}
-		out = append(out, all[i])
+		srv := all[i]
+		if o.tls {
+			var err error
+			if srv, err = overTLS(srv); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, srv)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("-servers names no server")
@@ -203,9 +228,10 @@ func harnessServers(o options) ([]s3test.Server, error) {
 	return out, nil
 }
 
-// serverPID is the pid scripts/s3server.sh exported for the named server, else fallback.
-func serverPID(name string, fallback int) int {
-	v := os.Getenv(serverVar(name) + "_PID")
+// serverPID is the pid scripts/s3server.sh exported for the named server (its TLS server's
+// with tls), else fallback.
+func serverPID(name string, tls bool, fallback int) int {
+	v := os.Getenv(serverVar(name) + tlsSuffix(tls) + "_PID")
 	if pid, err := strconv.Atoi(v); err == nil && pid > 0 {
 		return pid
 	}
@@ -220,6 +246,60 @@ func serverVar(name string) string {
 		}
 		return '_'
 	}, name))
+}
+
+// tlsSuffix is the part of a server's variable names that the TLS server's carry.
+func tlsSuffix(tls bool) string {
+	if tls {
+		return "_TLS"
+	}
+	return ""
+}
+
+// overTLS is srv reached at its TLS endpoint with the run's CA, as scripts/s3server.sh exports
+// them.
+func overTLS(srv s3test.Server) (s3test.Server, error) {
+	ep := os.Getenv(serverVar(srv.Name) + "_TLS_ENDPOINT")
+	if ep == "" {
+		return srv, fmt.Errorf("-tls: %s serves no TLS endpoint (%s_TLS_ENDPOINT is unset)", srv.Name, serverVar(srv.Name))
+	}
+	ca, err := os.ReadFile(filepath.Join(os.Getenv("SAFEPUT_S3_TLS_DIR"), "ca.pem"))
+	if err != nil {
+		return srv, fmt.Errorf("-tls: the run's CA (SAFEPUT_S3_TLS_DIR): %w", err)
+	}
+	srv.Endpoint, srv.CABundle = ep, ca
+	return srv, nil
+}
+
+// withTLSRun is the file at path with its TLS block replaced by this TLS run's report.
+func withTLSRun(path, report string) (string, error) {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	blk, err := bench.TLSBlock(report, string(old))
+	if err != nil {
+		return "", err
+	}
+	return bench.SpliceTLS(string(old), blk), nil
+}
+
+// keepTLS is doc (a plain run's report) with the TLS block the file at path has, its comparison
+// regenerated against doc's tables.
+func keepTLS(path, doc string) (string, error) {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return doc, nil
+	}
+	_, blk := bench.CutTLS(string(old))
+	if blk == "" {
+		return doc, nil
+	}
+	inner := strings.TrimSuffix(strings.TrimPrefix(blk, bench.TLSBegin+"\n"), bench.TLSEnd+"\n")
+	if blk, err = bench.TLSBlock(inner, doc); err != nil {
+		return "", err
+	}
+	return bench.SpliceTLS(doc, blk), nil
 }
 
 // reanalyseFile regenerates a report's prose from its tables; the tables are left as measured.
@@ -343,6 +423,7 @@ make bench                                   # defaults: 256 MiB and 1 GiB, 5 ru
 SIZES="64MiB" RUNS=3 PART=8MiB CONC=4 bash scripts/bench.sh   # smaller
 BENCH_GO=1 bash scripts/bench.sh             # also the go test -bench suite, -count 6, through benchstat
 MEMORY_ONLY=1 bash scripts/bench.sh          # only the CLI memory section (1 and 4 GiB stdin streams)
+TLS=1 bash scripts/bench.sh                  # the same over TLS with a private CA: replaces only the TLS section
 (cd bench && go run ./cmd/bench -reanalyse ../BENCHMARKS.md)   # rewrite the prose from the tables, measuring nothing
 ` + "```" + `
 
@@ -357,6 +438,13 @@ Run it on a quiet machine: client and server share the cores, so other work move
   objects in a trash it first sweeps 5 minutes after start, so the harness empties that
   directory after each delete (outside the measured time). The numbers are this machine's
   client+server throughput, not a network's.
+- **Over TLS** (` + "`TLS=1`" + `, its own section): each server also serves HTTPS on loopback with a
+  certificate from a throw-away CA made for the run (the gateway as a second process on the same
+  directory, MinIO as a second instance with its own drive; the plain one idles beside it), and
+  every uploader trusts that CA as its users would: safeput through its adapters' ` + "`CABundle`" + `,
+  the CLI with ` + "`--ca-bundle`" + `, the aws-sdk-go-v2 peers through their HTTP client's root CAs,
+  minio-go through its default transport's. The server CPU column reads the TLS server's process.
+  The section ends with a table setting each row beside the plain-HTTP run's.
 - **Data**: non-compressible bytes (ChaCha8) generated once per size into a file beside the
   server's data. A *stream* source is ` + "`struct{io.Reader}`" + ` over the file (no size, no Seek, no
   ReadAt); a *readerat* source is an ` + "`*io.SectionReader`" + ` (Read, ReadAt, Seek, Size). Each
