@@ -76,7 +76,7 @@ func TestBenchmarksTLSBlockIsCurrent(t *testing.T) {
 	}
 	_, blk := CutTLS(string(b))
 	if blk == "" {
-		t.Skip("BENCHMARKS.md has no TLS block (TLS=1 scripts/bench.sh makes it)")
+		t.Fatal("BENCHMARKS.md has no TLS block (TLS=1 scripts/bench.sh makes it)")
 	}
 	inner := strings.TrimSuffix(strings.TrimPrefix(blk, TLSBegin+"\n"), TLSEnd+"\n")
 	want, err := TLSBlock(inner, string(b))
