@@ -4,6 +4,9 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/retry"
@@ -28,6 +31,9 @@ type Uploader struct {
 	// cfg is what every write starts from: NewUploader's options; its policy is never nil.
 	cfg   config
 	facts factTable
+	// insecureWarned: a store with certificate verification off is warned about once, on the
+	// first write, through that write's logger (the C ABI passes its logger per write).
+	insecureWarned atomic.Bool
 }
 
 // NewUploader returns an Uploader for st. opts are the defaults of every write it makes (a
@@ -79,7 +85,22 @@ func (u *Uploader) config(opts []Option) config {
 	if cfg.policy == nil { // WithRetry(nil) for one write: the Uploader's policy
 		cfg.policy = u.cfg.policy
 	}
+	u.warnInsecure(cfg.logger)
 	return cfg
+}
+
+// warnInsecure logs, once per Uploader, that its store does not verify certificates (the
+// adapters' InsecureSkipVerify): a choice that must show in the logs, not only in the code.
+func (u *Uploader) warnInsecure(l *zap.Logger) {
+	in, ok := u.st.(interface{ InsecureSkipVerify() bool })
+	if !ok || !in.InsecureSkipVerify() || !u.insecureWarned.CompareAndSwap(false, true) {
+		return
+	}
+	f := []zap.Field{}
+	if e, ok := u.st.(interface{ Endpoint() string }); ok {
+		f = append(f, zap.String("endpoint", e.Endpoint()))
+	}
+	l.Warn("TLS certificate verification is off for this store: anyone on the path can read and alter what is sent (trust a private CA with a CA bundle instead)", f...)
 }
 
 // New returns a Writer for bucket/key, configured by u's options and then opts. Nothing is sent
@@ -120,6 +141,7 @@ func (u *Uploader) Recover(ctx context.Context, opts RecoverOptions) (*RecoverRe
 	if opts.Logger == nil {
 		opts.Logger = u.cfg.logger
 	}
+	u.warnInsecure(opts.Logger)
 	in := u.cfg.instrument
 	if in == nil {
 		return u.recover(ctx, u.cfg.journal, opts)

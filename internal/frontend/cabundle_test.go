@@ -6,9 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
-
 	"github.com/safeput/safeput/internal/testcerts"
 )
 
@@ -75,25 +72,5 @@ func TestCABundleSources(t *testing.T) {
 				t.Errorf("%s: bundle %s: %v, want an error naming it (%s)", backend, file, err, want)
 			}
 		}
-	}
-}
-
-// Verification off is warned about once per store built.
-func TestInsecureWarnsOnce(t *testing.T) {
-	isolate(t)
-	core, logs := observer.New(zap.WarnLevel)
-	c := Conn{Endpoint: "https://127.0.0.1:1", AccessKey: "a", SecretKey: "s", Backend: "minio", InsecureSkipVerify: true, Logger: zap.New(core)}
-	if _, err := NewStore(c, nil); err != nil {
-		t.Fatal(err)
-	}
-	if n := logs.FilterMessageSnippet("verification is off").Len(); n != 1 {
-		t.Fatalf("%d warnings, want 1", n)
-	}
-	c.InsecureSkipVerify = false
-	if _, err := NewStore(c, nil); err != nil {
-		t.Fatal(err)
-	}
-	if n := logs.FilterMessageSnippet("verification is off").Len(); n != 1 {
-		t.Fatalf("a store with verification on warned too (%d warnings)", n)
 	}
 }

@@ -259,10 +259,6 @@ func NewResolvedStore(c Conn, r Resolved) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.InsecureSkipVerify && c.Logger != nil {
-		c.Logger.Warn("TLS certificate verification is off for this store: anyone on the path can read and alter what is sent (trust a private CA with a CA bundle instead)",
-			zap.String("endpoint", r.Endpoint))
-	}
 	if c.Backend == "minio" {
 		cfg := miniogo.Config{Endpoint: r.Endpoint, Region: r.Region, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify, CABundle: ca}
 		if r.Expires.IsZero() {

@@ -81,6 +81,7 @@ func WithSignedPayload(on bool) Option {
 type Store struct {
 	client        *s3.Client
 	signedPayload bool
+	insecure      bool // Config.InsecureSkipVerify
 }
 
 var _ store.Store = (*Store)(nil)
@@ -141,7 +142,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Endpoint != "" {
 		o.BaseEndpoint = aws.String(cfg.Endpoint)
 	}
-	return &Store{client: s3.New(o), signedPayload: cfg.SignedPayload}, nil
+	return &Store{client: s3.New(o), signedPayload: cfg.SignedPayload, insecure: cfg.InsecureSkipVerify}, nil
 }
 
 // NewFromClient wraps an already-configured client. Retries and checksum behaviour are forced
@@ -627,6 +628,10 @@ func unquote(etag string) string { return partlist.ETag(etag) }
 func quote(etag string) string {
 	return `"` + unquote(etag) + `"`
 }
+
+// InsecureSkipVerify reports whether the store was built with certificate verification off. A
+// writer.Uploader made on it logs a warning, once, so the choice shows in the logs.
+func (s *Store) InsecureSkipVerify() bool { return s.insecure }
 
 // Endpoint names the endpoint this store talks to ("" for AWS's regional default), e.g. for a
 // journal's endpoint identity.

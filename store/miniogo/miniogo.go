@@ -78,6 +78,7 @@ type Store struct {
 	// recording is true when requests go through our recordingTransport (New), so raw
 	// response headers and error bodies are available; NewFromCore cannot install it.
 	recording bool
+	insecure  bool // Config.InsecureSkipVerify
 }
 
 var _ store.Store = (*Store)(nil)
@@ -159,7 +160,7 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("miniogo: %w", err)
 	}
-	return &Store{core: core, recording: true}, nil
+	return &Store{core: core, recording: true, insecure: cfg.InsecureSkipVerify}, nil
 }
 
 // NewFromCore wraps an existing Core. The caller must have built it with MaxRetries: 1, a
@@ -666,6 +667,10 @@ func (s *Store) ListMultipartUploads(ctx context.Context, in *store.ListMultipar
 		keyMarker, idMarker = res.NextKeyMarker, res.NextUploadIDMarker
 	}
 }
+
+// InsecureSkipVerify reports whether the store was built with certificate verification off. A
+// writer.Uploader made on it logs a warning, once, so the choice shows in the logs.
+func (s *Store) InsecureSkipVerify() bool { return s.insecure }
 
 // Endpoint names the endpoint this store talks to (its base URL), e.g. for a journal's endpoint
 // identity.
