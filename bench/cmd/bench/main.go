@@ -288,8 +288,11 @@ func withTLSRun(path, report string) (string, error) {
 // regenerated against doc's tables.
 func keepTLS(path, doc string) (string, error) {
 	old, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return doc, nil // a first run: no TLS block to keep
+	}
 	if err != nil {
-		return doc, nil
+		return "", err
 	}
 	_, blk := bench.CutTLS(string(old))
 	if blk == "" {
