@@ -50,7 +50,7 @@ func (e *MetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetr
 	}
 	body, skipped := EncodeMetrics(rm)
 	var err error
-	if len(body) > 0 && hasDataPoints(rm) {
+	if len(body) > 0 && hasMetrics(rm) {
 		err = e.c.post(ctx, body)
 	}
 	if skipped > 0 {
@@ -59,9 +59,9 @@ func (e *MetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetr
 	return err
 }
 
-// hasDataPoints reports whether rm holds any metric: a reader collects an empty ResourceMetrics
+// hasMetrics reports whether rm holds any metric: a reader collects an empty ResourceMetrics
 // when nothing was recorded, and posting it would only cost the collector a request.
-func hasDataPoints(rm *metricdata.ResourceMetrics) bool {
+func hasMetrics(rm *metricdata.ResourceMetrics) bool {
 	for _, sm := range rm.ScopeMetrics {
 		if len(sm.Metrics) > 0 {
 			return true
