@@ -158,7 +158,10 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	}
 	// OTLP export when the standard variables ask for it; what was recorded is flushed before
 	// the command reports, so a short run's spans and metrics reach the collector.
-	instrument, flushTelemetry, err := telemetry(ctx)
+	// A variable it cannot honour is printed whatever the log level: the user asked for an export.
+	instrument, flushTelemetry, err := telemetry(ctx, func(msg string, err error) {
+		_, _ = fmt.Fprintf(a.stderr, "safeput: warning: %s: %v\n", msg, err)
+	})
 	if err != nil {
 		return usageErr("OpenTelemetry export (OTEL_* variables): %v", err)
 	}

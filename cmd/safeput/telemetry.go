@@ -7,13 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/safeput/safeput/cmd/safeput/internal/otlp"
 	spotel "github.com/safeput/safeput/otel"
 	"github.com/safeput/safeput/writer"
 )
@@ -37,12 +36,25 @@ func otlpConfigured() bool {
 }
 
 // telemetry returns the option that instruments a run's writes and the function that exports
-// what they recorded, when the OTLP variables are set (the exporters read the rest of them:
+// what they recorded, when the OTLP variables are set (internal/otlp reads the rest of them:
 // headers, timeouts, per-signal endpoints; OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name
-// the resource). Without them it returns no option and a no-op flush: nothing changes.
-func telemetry(ctx context.Context) (writer.Option, func() error, error) {
+// the resource). Without them it returns no option and a no-op flush: nothing changes. A signal
+// whose variables cannot be honoured (a gRPC or JSON protocol, a bad URL…) is not exported and
+// warn says why: telemetry never stops a write.
+func telemetry(ctx context.Context, warn func(msg string, err error)) (writer.Option, func() error, error) {
 	noop := func() error { return nil }
 	if !otlpConfigured() {
+		return nil, noop, nil
+	}
+	tcfg, traces, terr := otlp.ConfigFromEnv(os.Getenv, otlp.Traces)
+	if terr != nil {
+		warn("OpenTelemetry traces are not exported", terr)
+	}
+	mcfg, metrics, merr := otlp.ConfigFromEnv(os.Getenv, otlp.Metrics)
+	if merr != nil {
+		warn("OpenTelemetry metrics are not exported", merr)
+	}
+	if !traces && !metrics {
 		return nil, noop, nil
 	}
 	// The default name first: the variables (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES), merged
@@ -52,17 +64,19 @@ func telemetry(ctx context.Context) (writer.Option, func() error, error) {
 	if err != nil {
 		return nil, noop, err
 	}
-	te, err := otlptracehttp.New(ctx)
-	if err != nil {
-		return nil, noop, err
+	// A signal without an endpoint (only the other's per-signal variable is set) gets a provider
+	// with nothing behind it: the instrumentation records, nothing is sent.
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if traces {
+		topts = append(topts, sdktrace.WithBatcher(otlp.NewSpanExporter(tcfg)))
 	}
-	me, err := otlpmetrichttp.New(ctx)
-	if err != nil {
-		return nil, noop, err
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	if metrics {
+		// The periodic reader exports at shutdown too: a short run's metrics are not lost.
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(otlp.NewMetricExporter(mcfg))))
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(te), sdktrace.WithResource(res))
-	// The periodic reader exports at shutdown too: a short run's metrics are not lost.
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me)), sdkmetric.WithResource(res))
+	tp := sdktrace.NewTracerProvider(topts...)
+	mp := sdkmetric.NewMeterProvider(mopts...)
 	inst, err := spotel.New(spotel.WithTracerProvider(tp), spotel.WithMeterProvider(mp))
 	if err != nil {
 		return nil, noop, err
