@@ -22,6 +22,12 @@ type codeRule struct {
 // length-only verification was not allowed. Status 0: no store sends it.
 const CodeUnverifiable = "Unverifiable"
 
+// CodeEncryptionNotApplied is the Code of the Compatibility error of a write whose object landed
+// without the server-side encryption asked for: the HEAD after commit reported none, or another
+// kind, KMS key or customer-key MD5 (a store or gateway that ignores the headers answers 200).
+// The write's own object is deleted. Status 0: no store sends it.
+const CodeEncryptionNotApplied = "EncryptionNotApplied"
+
 // codeTable is ordered by kind, then code, for the documentation.
 var codeTable = []codeRule{
 	// Transient: the store failed this request; the same request may succeed later.

@@ -379,7 +379,7 @@ func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 	want := expectedOf(*rec.Object)
 	var head *store.HeadObjectOutput
 	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true})
+		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true, SSECustomerKey: w.customerKey()})
 		head = h
 		return err
 	})

@@ -30,7 +30,7 @@ func (l *lostResponse) Unwrap() error { return l.err }
 // by nature; the profile says so). done is true when the key exists: err is then the outcome.
 func (w *Writer) precheckCreateOnly(want integrity.Expected, res *Result) (done bool, err error) {
 	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		_, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key})
+		_, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
 		return err
 	})
 	if herr == nil {
@@ -53,6 +53,10 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 	if herr == nil {
 		j = w.judge(want, head, res.Multipart)
 		if j.mismatch == nil {
+			ours := !w.cfg.createOnly || (res.Multipart && w.assembledFromOurParts(head))
+			if e := w.checkEncryption(head, res, ours); e != nil {
+				return w.fail(e)
+			}
 			res.AlreadyExisted = true
 			res.ETag, res.VersionID = head.ETag, head.VersionID
 			if w.currentUploadID() != "" {
@@ -100,6 +104,12 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 	head, err := w.headWithChecksum()
 	if err != nil {
+		if plain := w.headPlainAfterRefusal(err); plain != nil {
+			// The object is there but not under this write's customer key: not what was asked.
+			if e := w.checkEncryption(plain, res, true); e != nil {
+				return w.fail(e)
+			}
+		}
 		var re *store.ResponseError
 		if stderrors.As(err, &re) && re.StatusCode == 404 {
 			return w.fail(err)
@@ -107,6 +117,9 @@ func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 		// Committed, not checked: the caller must know the key holds this write's object,
 		// unproven (it may be damaged), and not assume the key is as it was.
 		return w.fail(w.leftUnchecked(err, "the object was committed but could not be checked: it is at the key, unproven"))
+	}
+	if e := w.checkEncryption(head, res, true); e != nil {
+		return w.fail(e)
 	}
 	j := w.judge(want, head, res.Multipart)
 	method, verr := j.method, j.mismatch
@@ -141,7 +154,7 @@ func (w *Writer) readBack(want integrity.Expected) (verify.Method, error) {
 	var got uint64
 	var n int64
 	err := w.do("GetObject", 0, func(ctx context.Context, _ int) error {
-		out, err := w.st.GetObject(ctx, &store.GetObjectInput{Bucket: w.bucket, Key: w.key})
+		out, err := w.st.GetObject(ctx, &store.GetObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
 		if err != nil {
 			return err
 		}

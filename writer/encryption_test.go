@@ -1,0 +1,172 @@
+package writer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/verify"
+	"github.com/safeput/safeput/writer"
+)
+
+// sseCases are the encryptions asked for in the unit tests, with the encryption each store
+// that honours them reports.
+func sseCases(key []byte) []struct {
+	name string
+	opt  writer.Option
+	want store.Encryption
+} {
+	return []struct {
+		name string
+		opt  writer.Option
+		want store.Encryption
+	}{
+		{"SSE-S3", writer.WithSSES3(), store.Encryption{Type: store.SSES3}},
+		{"SSE-KMS", writer.WithSSEKMS("k1", map[string]string{"app": "safeput"}, true), store.Encryption{Type: store.SSEKMS, KMSKeyID: "k1", BucketKey: true}},
+		{"SSE-C", writer.WithSSEC(key), store.Encryption{Type: store.SSEC, CustomerKeyMD5: store.CustomerKey(key).MD5()}},
+	}
+}
+
+// Unit: each encryption asked for is sent on the single PUT and the multipart upload (and for
+// SSE-C the key on every part, HEAD and GET, which memstore checks), and Result says what the
+// store reported.
+func TestEncryptionHonoured(t *testing.T) {
+	key := randomBytes(t, 32)
+	for _, c := range sseCases(key) {
+		for _, size := range []int{smallSize, largeSize} {
+			t.Run(fmt.Sprintf("%s/%d", c.name, size), func(t *testing.T) {
+				mem := newMem(minioLike)
+				data := randomBytes(t, size)
+				res, err := write(t, mem, "k", data, c.opt)
+				mustLand(t, mem, "k", data, res, err, verify.MethodCRC64NVME)
+				if got := res.Encryption; got.Type != c.want.Type || got.KMSKeyID != c.want.KMSKeyID || got.CustomerKeyMD5 != c.want.CustomerKeyMD5 || len(got.CustomerKey) != 0 {
+					t.Fatalf("Result.Encryption %v, want %v", got, c.want)
+				}
+			})
+		}
+	}
+}
+
+// Unit: a store that ignores the SSE headers and answers 200 stores plaintext: the write fails
+// with a Compatibility error coded EncryptionNotApplied that names what was asked and what the
+// store reported, and the object is gone. For SSE-C the HEAD with the key is refused (the object
+// is not SSE-C), and a plain HEAD shows what is there.
+func TestEncryptionIgnoredFailsAndDeletes(t *testing.T) {
+	key := randomBytes(t, 32)
+	for _, c := range sseCases(key) {
+		for _, size := range []int{smallSize, largeSize} {
+			t.Run(fmt.Sprintf("%s/%d", c.name, size), func(t *testing.T) {
+				mem := newMem(memstore.Rules{NoDefaultChecksum: true, IgnoreSSE: true})
+				_, err := write(t, mem, "k", randomBytes(t, size), c.opt)
+				var e *sperrors.Error
+				if !errors.As(err, &e) || e.Kind != sperrors.Compatibility || e.Code != sperrors.CodeEncryptionNotApplied {
+					t.Fatalf("err %v, want Compatibility coded %s", err, sperrors.CodeEncryptionNotApplied)
+				}
+				msg := err.Error()
+				for _, want := range []string{"asked for " + c.want.String(), "the store reports none", "object was deleted"} {
+					if !strings.Contains(msg, want) {
+						t.Errorf("the error does not say %q: %s", want, msg)
+					}
+				}
+				if e.ObjectLeft {
+					t.Errorf("ObjectLeft set, but the object was deleted: %v", err)
+				}
+				mustBeAbsent(t, mem, "k")
+			})
+		}
+	}
+}
+
+// Unit: a KMS key reported as an ARN ending in the key asked for is the key asked for; another
+// key is not.
+func TestEncryptionKMSKeyARN(t *testing.T) {
+	mem := newMem(minioLike)
+	data := randomBytes(t, smallSize)
+	res, err := write(t, mem, "k", data, writer.WithSSEKMS("arn:aws:kms:k1", nil, false))
+	mustLand(t, mem, "k", data, res, err, verify.MethodCRC64NVME)
+	// memstore reports the id as sent; the comparison is what is checked here.
+	for _, c := range []struct {
+		asked, got string
+		ok         bool
+	}{
+		{"k1", "arn:aws:kms:k1", true},
+		{"k1", "arn:aws:kms:eu-west-1:111122223333:key/k1", true},
+		{"k1", "k1", true},
+		{"k1", "arn:aws:kms:k2", false},
+		{"k1", "", false},
+		{"k1", "xk1", false},
+	} {
+		if got := writer.EncryptionDiffers(store.Encryption{Type: store.SSEKMS, KMSKeyID: c.asked}, store.Encryption{Type: store.SSEKMS, KMSKeyID: c.got}) == ""; got != c.ok {
+			t.Errorf("asked %q, reported %q: accepted %v, want %v", c.asked, c.got, got, c.ok)
+		}
+	}
+}
+
+// Unit: bad encryption options fail before anything is sent, naming the rule.
+func TestEncryptionInvalid(t *testing.T) {
+	mem := newMem(memstore.Rules{})
+	for _, c := range []struct {
+		opt  writer.Option
+		want string
+	}{
+		{writer.WithSSEC(make([]byte, 16)), "16 bytes, want 32"},
+		{writer.WithSSEC(nil), "0 bytes, want 32"},
+		{writer.WithEncryption(store.Encryption{Type: "aws:kms:dsse"}), "unknown type"},
+		{writer.WithEncryption(store.Encryption{Type: store.SSES3, KMSKeyID: "k"}), "only the type"},
+	} {
+		_, err := writer.New(context.Background(), mem, unitBucket, "k", c.opt)
+		var e *sperrors.Error
+		if !errors.As(err, &e) || e.Kind != sperrors.Permanent || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("err %v, want Permanent naming %q", err, c.want)
+		}
+	}
+	if mem.Requests("PutObject")+mem.Requests("CreateMultipartUpload") != 0 {
+		t.Fatal("an invalid option sent a request")
+	}
+}
+
+// Unit: an SSE-C key never appears in the error, the logs, the Result or its JSON, in raw,
+// base64 or hex form, whether the write lands or fails.
+func TestSSECKeyNeverLeaks(t *testing.T) {
+	key := randomBytes(t, 32)
+	forms := []string{string(key), base64.StdEncoding.EncodeToString(key), fmt.Sprintf("%x", key), fmt.Sprintf("%v", key)}
+	for _, rules := range []memstore.Rules{minioLike, {NoDefaultChecksum: true, IgnoreSSE: true}} {
+		for _, size := range []int{smallSize, largeSize} {
+			var logs bytes.Buffer
+			enc := zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig())
+			log := zap.New(zapcore.NewCore(enc, zapcore.AddSync(&logs), zap.DebugLevel))
+			mem := newMem(rules)
+			res, err := write(t, mem, "k", randomBytes(t, size), writer.WithSSEC(key), writer.WithLogger(log))
+			var out bytes.Buffer
+			fmt.Fprintf(&out, "%v\n%+v\n%#v\n", err, err, res)
+			if res != nil {
+				fmt.Fprintf(&out, "%+v\n%#v\n%s\n", *res, res.Encryption, res.Encryption)
+				j, jerr := json.Marshal(res)
+				if jerr != nil {
+					t.Fatal(jerr)
+				}
+				out.Write(j)
+			}
+			if rules.IgnoreSSE == (err == nil) {
+				t.Fatalf("IgnoreSSE %v: err %v", rules.IgnoreSSE, err)
+			}
+			out.Write(logs.Bytes())
+			for _, f := range forms {
+				if bytes.Contains(out.Bytes(), []byte(f)) {
+					t.Fatalf("the SSE-C key (as %.12q…) appears in the outputs:\n%s", f, out.String())
+				}
+			}
+		}
+	}
+}
