@@ -73,6 +73,7 @@ var codeTable = []codeRule{
 	{"InvalidPart", 400, Compatibility, Unknown, false, "missing part, ETag mismatch, R2 unequal parts"},
 	{"InvalidPartOrder", 400, Compatibility, Unknown, false, ""},
 	{"NotImplemented", 501, Compatibility, Unknown, false, "a header the store does not support"},
+	{CodeEncryptionNotApplied, 0, Compatibility, Unknown, false, "safeput's own: the HEAD after commit showed no or other server-side encryption than asked; the object was deleted"},
 	// Precondition: a conditional write failed.
 	{"PreconditionFailed", 412, Precondition, Unknown, false, "If-None-Match: the key exists"},
 	{"ConditionalRequestConflict", 409, Precondition, Unknown, false, "concurrent conditional write; restart the upload"},

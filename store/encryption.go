@@ -173,3 +173,30 @@ func validateCustomerKey(op string, k CustomerKey) error {
 	}
 	return nil
 }
+
+// Unmet says how the encryption a store reported falls short of e, the one asked for ("" when it
+// does not): another type or none; for SSE-KMS with a key id, another key (a key reported as an
+// ARN ending in ":"+id or "/"+id is that key, as AWS and MinIO report it); for SSE-C, another
+// key MD5. A bucket key asked for is not required back: it changes cost, not protection.
+func (e Encryption) Unmet(reported Encryption) string {
+	switch e.Type {
+	case SSENone:
+		return ""
+	case SSES3, SSEKMS:
+		if reported.Type != e.Type {
+			return "another encryption or none"
+		}
+		if k := e.KMSKeyID; e.Type == SSEKMS && k != "" && reported.KMSKeyID != k &&
+			!strings.HasSuffix(reported.KMSKeyID, ":"+k) && !strings.HasSuffix(reported.KMSKeyID, "/"+k) {
+			return "another KMS key"
+		}
+	case SSEC:
+		if reported.Type != SSEC {
+			return "another encryption or none"
+		}
+		if reported.CustomerKeyMD5 != e.KeyMD5() {
+			return "another customer key"
+		}
+	}
+	return ""
+}

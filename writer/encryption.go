@@ -3,7 +3,6 @@ package writer
 import (
 	"context"
 	stderrors "errors"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -41,41 +40,13 @@ func (w *Writer) customerKey() store.CustomerKey {
 	return nil
 }
 
-// encryptionDiffers says how the encryption a HEAD reported falls short of what was asked, ""
-// when it does not. A KMS key id may come back as an ARN ending in the id asked for.
-func encryptionDiffers(asked, got store.Encryption) string {
-	switch asked.Type {
-	case store.SSENone:
-		return ""
-	case store.SSES3, store.SSEKMS:
-		if got.Type != asked.Type {
-			return "another encryption or none"
-		}
-		if asked.Type == store.SSEKMS && asked.KMSKeyID != "" && !sameKMSKey(asked.KMSKeyID, got.KMSKeyID) {
-			return "another KMS key"
-		}
-	case store.SSEC:
-		if got.Type != store.SSEC {
-			return "another encryption or none"
-		}
-		if got.CustomerKeyMD5 != asked.KeyMD5() {
-			return "another customer key"
-		}
-	}
-	return ""
-}
-
-func sameKMSKey(asked, got string) bool {
-	return got == asked || strings.HasSuffix(got, ":"+asked) || strings.HasSuffix(got, "/"+asked)
-}
-
 // checkEncryption compares the encryption head reports with what was asked and records it in
 // res. A shortfall is a Compatibility error coded EncryptionNotApplied (retrying cannot change
 // what the store does with the headers); when ours, the object is deleted.
 func (w *Writer) checkEncryption(head *store.HeadObjectOutput, res *Result, ours bool) *sperrors.Error {
 	res.Encryption = head.Encryption
 	asked := w.cfg.sse
-	why := encryptionDiffers(asked, head.Encryption)
+	why := asked.Unmet(head.Encryption)
 	if why == "" {
 		return nil
 	}

@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/memstore"
 	"github.com/safeput/safeput/verify"
@@ -107,7 +111,7 @@ func TestEncryptionKMSKeyARN(t *testing.T) {
 		{"k1", "", false},
 		{"k1", "xk1", false},
 	} {
-		if got := writer.EncryptionDiffers(store.Encryption{Type: store.SSEKMS, KMSKeyID: c.asked}, store.Encryption{Type: store.SSEKMS, KMSKeyID: c.got}) == ""; got != c.ok {
+		if got := (store.Encryption{Type: store.SSEKMS, KMSKeyID: c.asked}).Unmet(store.Encryption{Type: store.SSEKMS, KMSKeyID: c.got}) == ""; got != c.ok {
 			t.Errorf("asked %q, reported %q: accepted %v, want %v", c.asked, c.got, got, c.ok)
 		}
 	}
@@ -168,5 +172,64 @@ func TestSSECKeyNeverLeaks(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Unit: a journal record of an SSE-C upload keeps the key's MD5, never the key; Recover HEADs
+// the object with the key the caller gives (picked by that MD5), and without it fails the
+// record, naming the MD5, and keeps it.
+func TestRecoverSSEC(t *testing.T) {
+	key := randomBytes(t, 32)
+	mem := newMem(minioLike)
+	data := randomBytes(t, largeSize)
+	res, err := write(t, mem, "k", data, writer.WithSSEC(key))
+	mustLand(t, mem, "k", data, res, err, verify.MethodCRC64NVME)
+
+	dir := t.TempDir()
+	j, err := journal.Create(filepath.Join(dir, "journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := journal.ID{Endpoint: endpointID, Bucket: unitBucket, Key: "k", UploadID: "lost-complete"}
+	rec := journal.Record{ID: id, PartSize: 5 * mib, SourceSize: int64(len(data)), ChecksumAlgorithm: string(res.Checksum.Algorithm),
+		SSE: string(store.SSEC), SSECustomerKeyMD5: store.CustomerKey(key).MD5()}
+	if err := j.Begin(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Intend(id, journal.Object{Size: res.Size, ChecksumAlgorithm: string(res.Checksum.Algorithm), Checksum: res.Checksum.Value}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Release(id); err != nil {
+		t.Fatal(err)
+	}
+	opts := writer.RecoverOptions{Endpoint: endpointID, Settle: -1}
+	rep, err := writer.Recover(context.Background(), mem, j, opts)
+	if err != nil || len(rep.Uploads) != 1 || rep.Uploads[0].Outcome != writer.RecoverFailed ||
+		!strings.Contains(fmt.Sprint(rep.Uploads[0].Err), rec.SSECustomerKeyMD5) {
+		t.Fatalf("without the key: %+v, %v; want failed naming the key's MD5", rep, err)
+	}
+	opts.SSECustomerKeys = [][]byte{randomBytes(t, 32), key}
+	rep, err = writer.Recover(context.Background(), mem, j, opts)
+	if err != nil || len(rep.Uploads) != 1 || rep.Uploads[0].Outcome != writer.RecoverLanded {
+		t.Fatalf("with the key: %+v, %v; want landed", rep, err)
+	}
+	// The journal never held the key, in any form.
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, f := range []string{string(key), base64.StdEncoding.EncodeToString(key), fmt.Sprintf("%x", key)} {
+			if bytes.Contains(b, []byte(f)) {
+				t.Errorf("the SSE-C key is in journal file %s", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

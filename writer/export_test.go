@@ -26,6 +26,3 @@ func LentDropped(w *Writer) int64 { return w.lentDropped.Load() }
 
 // MD5Bytes is how many bytes w hashed by MD5.
 func MD5Bytes(w *Writer) int64 { return w.md5Bytes.Load() }
-
-// EncryptionDiffers is encryptionDiffers, for the comparison table test.
-var EncryptionDiffers = encryptionDiffers
