@@ -42,7 +42,7 @@ func (s SSE) Encryption() (store.Encryption, error) {
 	e.KMSKeyID, e.BucketKey = s.KMSKeyID, s.BucketKey
 	if s.KMSContext != "" {
 		if err := json.Unmarshal([]byte(s.KMSContext), &e.KMSContext); err != nil {
-			return e, fmt.Errorf("sse-kms-encryption-context: want a JSON object of strings: %v", err)
+			return e, fmt.Errorf("sse-kms-encryption-context: want a JSON object of strings: %w", err)
 		}
 	}
 	if s.CustomerKeyFile != "" {
