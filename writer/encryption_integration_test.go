@@ -20,6 +20,7 @@ import (
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/internal/wirekit"
+	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/writer"
 )
@@ -198,6 +199,56 @@ func TestWireSSEStripped(t *testing.T) {
 		}
 		if proxy.Stats().Injected[faultproxy.StripSSE] == 0 {
 			t.Fatal("the proxy stripped nothing")
+		}
+	})
+}
+
+// TestRecoverSSECOnServers: a journal record of an SSE-C write whose Complete's answer was lost
+// (the object landed; the record still intends it) is settled by Recover through both adapters
+// on every server that honours SSE-C: without the key the record fails, naming the key's MD5,
+// and is kept; with it (among others) the HEAD with the key proves the object landed.
+func TestRecoverSSECOnServers(t *testing.T) {
+	testkit.ForEachTLS(t, func(t *testing.T, env testkit.Env) {
+		if sseExpected(env.Server, store.SSEC) != "honoured" {
+			t.Skipf("%s does not honour SSE-C", env.Server)
+		}
+		key := s3test.RandomBytes(32)
+		data := s3test.RandomBytes(12 << 20)
+		w, err := writer.New(context.Background(), env.Store, env.Bucket, "recover-ssec", writer.WithProfile(env.Profile()),
+			writer.WithPartSize(5<<20), writer.WithSSEC(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := closeWith(w, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := newJournal(t)
+		id := journal.ID{Endpoint: endpointID, Bucket: env.Bucket, Key: "recover-ssec", UploadID: res.UploadID}
+		if err := j.Begin(journal.Record{ID: id, PartSize: 5 << 20, SourceSize: int64(len(data)), ChecksumAlgorithm: string(res.Checksum.Algorithm),
+			SSE: string(store.SSEC), SSECustomerKeyMD5: store.CustomerKey(key).MD5()}); err != nil {
+			t.Fatal(err)
+		}
+		o := journal.Object{Size: res.Size, ChecksumAlgorithm: string(res.Checksum.Algorithm), Checksum: res.Checksum.Value}
+		if res.Verified == "etag-md5" {
+			o.ETag = res.ETag
+		}
+		if err := j.Intend(id, o); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Release(id); err != nil {
+			t.Fatal(err)
+		}
+		opts := writer.RecoverOptions{Endpoint: endpointID, Settle: -1}
+		rep, err := writer.Recover(context.Background(), env.Store, j, opts)
+		if err != nil || len(rep.Uploads) != 1 || rep.Uploads[0].Outcome != writer.RecoverFailed ||
+			!strings.Contains(fmt.Sprint(rep.Uploads[0].Err), store.CustomerKey(key).MD5()) {
+			t.Fatalf("without the key: %+v, %v; want failed naming the key's MD5", rep, err)
+		}
+		opts.SSECustomerKeys = [][]byte{s3test.RandomBytes(32), key}
+		rep, err = writer.Recover(context.Background(), env.Store, j, opts)
+		if err != nil || len(rep.Uploads) != 1 || rep.Uploads[0].Outcome != writer.RecoverLanded {
+			t.Fatalf("with the key: %+v, %v; want landed", rep, err)
 		}
 	})
 }
