@@ -233,3 +233,27 @@ func TestRecoverSSEC(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Unit: a create-only SSE-C write onto a key that holds another object (plaintext, or under
+// another key), whose HEAD with this write's key the store refuses, is a Precondition error and
+// the object is left as it was.
+func TestCreateOnlySSECOntoAnotherObject(t *testing.T) {
+	mem := newMem(minioLike)
+	old := randomBytes(t, smallSize)
+	if _, err := write(t, mem, "k", old); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{smallSize, largeSize} {
+		_, err := write(t, mem, "k", randomBytes(t, size), writer.WithSSEC(randomBytes(t, 32)), writer.WithCreateOnly(true))
+		var e *sperrors.Error
+		if !errors.As(err, &e) || e.Kind != sperrors.Precondition || e.ObjectLeft {
+			t.Fatalf("size %d: err %v, want Precondition", size, err)
+		}
+		if got, _ := mem.Object(unitBucket, "k"); !bytes.Equal(got, old) {
+			t.Fatal("the existing object was changed")
+		}
+		if ups := mem.Uploads(unitBucket); len(ups) != 0 {
+			t.Fatalf("incomplete uploads left: %v", ups)
+		}
+	}
+}

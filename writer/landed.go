@@ -41,6 +41,13 @@ func (w *Writer) precheckCreateOnly(want integrity.Expected, res *Result) (done 
 	if stderrors.As(herr, &re) && re.StatusCode == 404 {
 		return false, nil
 	}
+	if w.headPlainAfterRefusal(herr) != nil {
+		// The key holds an object not under this write's SSE-C key (refused with the key, there
+		// without it): not ours, whatever its bytes.
+		e := w.errorf(sperrors.Precondition, "HeadObject", herr, "an object already exists at the key, not encrypted with this write's SSE-C key; it was left untouched")
+		e.StatusCode, e.Code = 412, "PreconditionFailed"
+		return true, w.fail(e)
+	}
 	return true, w.fail(herr)
 }
 
