@@ -257,3 +257,34 @@ func TestCreateOnlySSECOntoAnotherObject(t *testing.T) {
 		}
 	}
 }
+
+// Unit: an SSE-C upload that never reached Complete is aborted by Recover without its key: only
+// checking an intended object needs it.
+func TestRecoverAbortsSSECUploadWithoutKey(t *testing.T) {
+	key := randomBytes(t, 32)
+	mem := newMem(minioLike)
+	ctx := context.Background()
+	up, err := mem.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: unitBucket, Key: "k",
+		Encryption: store.Encryption{Type: store.SSEC, CustomerKey: key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.Create(filepath.Join(t.TempDir(), "journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := journal.ID{Endpoint: endpointID, Bucket: unitBucket, Key: "k", UploadID: up.UploadID}
+	if err := j.Begin(journal.Record{ID: id, PartSize: 5 * mib, SourceSize: -1, SSE: string(store.SSEC), SSECustomerKeyMD5: store.CustomerKey(key).MD5()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Release(id); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := writer.Recover(ctx, mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+	if err != nil || len(rep.Uploads) != 1 || rep.Uploads[0].Outcome != writer.RecoverAborted {
+		t.Fatalf("%+v, %v; want aborted", rep, err)
+	}
+	if ups := mem.Uploads(unitBucket); len(ups) != 0 {
+		t.Fatalf("uploads left: %v", ups)
+	}
+}

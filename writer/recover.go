@@ -46,7 +46,8 @@ type RecoverOptions struct {
 	ReadBackLimit int64
 	// SSECustomerKeys are the SSE-C keys of the journaled uploads (WithSSEC): a record names its
 	// key by MD5 only, and a store answers a HEAD of an SSE-C object only with the key. A record
-	// whose key is not among them fails (RecoverFailed) and is kept.
+	// whose intended object must be checked and whose key is not among them fails
+	// (RecoverFailed) and is kept; one that was never completed is aborted without it.
 	SSECustomerKeys [][]byte
 }
 
@@ -299,7 +300,9 @@ func recoveryWriter(ctx context.Context, up *Uploader, rec journal.Record, opts 
 				cfg.sse = store.Encryption{Type: store.SSEC, CustomerKey: store.CustomerKey(k)}
 			}
 		}
-		if cfg.sse.Type == store.SSENone {
+		// Only a HEAD (or read-back) of the intended object needs the key; listing and aborting
+		// an upload do not.
+		if cfg.sse.Type == store.SSENone && rec.Object != nil {
 			return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Bucket: rec.Bucket, Key: rec.Key, UploadID: rec.UploadID,
 				Message: fmt.Sprintf("the upload is SSE-C (key MD5 %s) and no key in RecoverOptions.SSECustomerKeys has that MD5: the object cannot be checked without it", rec.SSECustomerKeyMD5)}
 		}
