@@ -54,6 +54,13 @@ type Config struct {
 	Size         *int64   `json:"size"`          // exact size, when known
 	ExpectedSize sizeJSON `json:"expected_size"` // largest size an unknown-size stream may reach
 	ReadBack     bool     `json:"read_back"`     // re-read the whole object after commit
+	// Server-side encryption, as the CLI's put flags: sse "AES256" or "aws:kms" (with
+	// sse_kms_key_id, sse_kms_encryption_context, bucket_key_enabled), or sse_c_key_file.
+	SSE                     string `json:"sse"`
+	SSEKMSKeyID             string `json:"sse_kms_key_id"`
+	SSEKMSEncryptionContext string `json:"sse_kms_encryption_context"`
+	BucketKeyEnabled        bool   `json:"bucket_key_enabled"`
+	SSECKeyFile             string `json:"sse_c_key_file"`
 	// StallTimeout cuts and retries a request that moves no byte for this long ("20s" default,
 	// "0s" off); every handle shares the library's default retry budget.
 	StallTimeout string `json:"stall_timeout"`
@@ -325,6 +332,14 @@ func (c Config) writerOptions() ([]writer.Option, []retry.Option, error) {
 	}
 	if c.ReadBack {
 		opts = append(opts, writer.WithReadBack(true))
+	}
+	enc, err := frontend.SSE{Type: c.SSE, KMSKeyID: c.SSEKMSKeyID, KMSContext: c.SSEKMSEncryptionContext,
+		BucketKey: c.BucketKeyEnabled, CustomerKeyFile: c.SSECKeyFile}.Encryption()
+	if err != nil {
+		return nil, nil, err
+	}
+	if enc.Type != "" {
+		opts = append(opts, writer.WithEncryption(enc))
 	}
 	if c.StallTimeout != "" {
 		d, err := time.ParseDuration(c.StallTimeout)

@@ -96,6 +96,15 @@ extern "C" {
  *   "size"                     the exact size, when known (a different total fails)
  *   "expected_size"            largest size an unknown-size stream may reach (sizes the parts)
  *   "read_back"                after commit, re-read the whole object and compare
+ *   "sse"                      server-side encryption: "AES256" (SSE-S3) or "aws:kms" (SSE-KMS);
+ *                              after commit the HEAD must show it, else SAFEPUT_COMPATIBILITY
+ *                              (code EncryptionNotApplied) and the object is deleted
+ *   "sse_kms_key_id"           with "aws:kms": the KMS key (default: the store's)
+ *   "sse_kms_encryption_context"  with "aws:kms": a JSON object of strings, as a string
+ *   "bucket_key_enabled"       with "aws:kms": ask for an S3 Bucket Key
+ *   "sse_c_key_file"           SSE-C: a file holding the 32-byte key (raw or base64); the key
+ *                              is never logged or returned; the result's "sse_customer_key_md5"
+ *                              is its MD5
  *   "stall_timeout"            cut and retry a request that moves no byte for this long
  *                              ("20s" default, "0s" off, at most "1h")
  *   "abort_timeout"            bound of each clean-up step after a failure or an abort: the
@@ -184,7 +193,8 @@ int safeput_write(int64_t handle, const void *buf, size_t len, char **json_out);
  * very bytes at the key. Also, when they apply: "version_id"; "notes" (facts about the store's
  * answers); "left_behind":[upload ids] when a lost CreateMultipartUpload answer left an upload
  * safeput could not abort, or, when it could not even look for one, "maybe_left_behind":true
- * and a note: a sweep of the key finds it.
+ * and a note: a sweep of the key finds it; "encryption" ("AES256", "aws:kms", "SSE-C"),
+ * "kms_key_id" and "sse_customer_key_md5": the server-side encryption the store's HEAD reported.
  * Otherwise the failure JSON; any multipart upload has been aborted (abort_failed and upload_id
  * say when even that failed). It blocks for as long as the write's own bounds allow (retry
  * policy, stall_timeout per request, abort_timeout for the clean-up after a failure);

@@ -72,6 +72,7 @@
 //	InvalidPart                             400     compatibility                      missing part, ETag mismatch, R2 unequal parts
 //	InvalidPartOrder                        400     compatibility
 //	NotImplemented                          501     compatibility                      a header the store does not support
+//	EncryptionNotApplied                    0       compatibility                      safeput's own: the HEAD after commit showed no or other server-side encryption than asked; the object was deleted
 //	PreconditionFailed                      412     precondition                       If-None-Match: the key exists
 //	ConditionalRequestConflict              409     precondition                       concurrent conditional write; restart the upload
 //	AccessDenied                            403     permanent

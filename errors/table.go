@@ -22,6 +22,12 @@ type codeRule struct {
 // length-only verification was not allowed. Status 0: no store sends it.
 const CodeUnverifiable = "Unverifiable"
 
+// CodeEncryptionNotApplied is the Code of the Compatibility error of a write whose object landed
+// without the server-side encryption asked for: the HEAD after commit reported none, or another
+// kind, KMS key or customer-key MD5 (a store or gateway that ignores the headers answers 200).
+// The write's own object is deleted. Status 0: no store sends it.
+const CodeEncryptionNotApplied = "EncryptionNotApplied"
+
 // codeTable is ordered by kind, then code, for the documentation.
 var codeTable = []codeRule{
 	// Transient: the store failed this request; the same request may succeed later.
@@ -67,6 +73,7 @@ var codeTable = []codeRule{
 	{"InvalidPart", 400, Compatibility, Unknown, false, "missing part, ETag mismatch, R2 unequal parts"},
 	{"InvalidPartOrder", 400, Compatibility, Unknown, false, ""},
 	{"NotImplemented", 501, Compatibility, Unknown, false, "a header the store does not support"},
+	{CodeEncryptionNotApplied, 0, Compatibility, Unknown, false, "safeput's own: the HEAD after commit showed no or other server-side encryption than asked; the object was deleted"},
 	// Precondition: a conditional write failed.
 	{"PreconditionFailed", 412, Precondition, Unknown, false, "If-None-Match: the key exists"},
 	{"ConditionalRequestConflict", 409, Precondition, Unknown, false, "concurrent conditional write; restart the upload"},

@@ -70,6 +70,12 @@ type Record struct {
 	// yet. A process killed before it journals the real id leaves only this; recovery then looks
 	// for an empty upload of exactly this key started around Created that no record names.
 	Creating bool `json:"creating,omitempty"`
+	// SSE is the server-side encryption the upload was created with ("AES256", "aws:kms",
+	// "SSE-C"; "" for none), and SSECustomerKeyMD5 the base64 MD5 of its SSE-C key: what a later
+	// process needs to pick the key that HEADs and completes the object. The key itself is never
+	// journaled; Recover is given it.
+	SSE               string `json:"sse,omitempty"`
+	SSECustomerKeyMD5 string `json:"sse_customer_key_md5,omitempty"`
 }
 
 // CreatingPrefix starts the placeholder upload id of a Creating record.

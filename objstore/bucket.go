@@ -20,6 +20,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
 	"strings"
 
@@ -114,6 +115,10 @@ func NewBucketWithConfig(logger log.Logger, config s3.Config, component string, 
 	if err != nil {
 		return nil, err
 	}
+	enc, err := encryptionOf(config.SSEConfig) // before objstore's reads, whose errors name less
+	if err != nil {
+		return nil, fmt.Errorf("safeobjstore: %w", err)
+	}
 
 	// One transport for reads and writes, wrapped once: Thanos' wrapper (HTTP metrics, traces)
 	// sees every request, and the two clients share one connection pool.
@@ -161,12 +166,43 @@ func NewBucketWithConfig(logger log.Logger, config s3.Config, component string, 
 		// minio-go's MaxRetries counts attempts, as retry.WithMaxAttempts does.
 		wopts = append(wopts, writer.WithRetry(retry.New(retry.WithMaxAttempts(config.MaxRetries))))
 	}
+	if enc.Type != store.SSENone {
+		// Every write asks for it, and the HEAD after commit must show it (writer.WithEncryption).
+		wopts = append(wopts, writer.WithEncryption(enc))
+	}
 	wopts = append(wopts, o.uploader...)
 	up, err := writer.NewUploader(st, wopts...)
 	if err != nil {
 		return nil, fmt.Errorf("safeobjstore: %w", err)
 	}
 	return &Bucket{Bucket: reads, logger: logger, name: config.Bucket, up: up, meta: meta, st: st}, nil
+}
+
+// encryptionOf maps objstore's sse_config to the encryption every write asks for: SSE-S3;
+// SSE-KMS with kms_key_id and kms_encryption_context; SSE-C with the 32-byte key read from the
+// encryption_key file, as objstore reads it.
+func encryptionOf(c s3.SSEConfig) (store.Encryption, error) {
+	var e store.Encryption
+	switch c.Type {
+	case "":
+		return e, nil
+	case s3.SSES3:
+		e.Type = store.SSES3
+	case s3.SSEKMS:
+		e = store.Encryption{Type: store.SSEKMS, KMSKeyID: c.KMSKeyID, KMSContext: c.KMSEncryptionContext}
+	case s3.SSEC:
+		key, err := os.ReadFile(c.EncryptionKey)
+		if err != nil {
+			return e, fmt.Errorf("sse_config encryption_key: %w", err)
+		}
+		if len(key) != store.CustomerKeySize {
+			return e, fmt.Errorf("sse_config encryption_key %s: the file has %d bytes, want the %d-byte key", c.EncryptionKey, len(key), store.CustomerKeySize)
+		}
+		e = store.Encryption{Type: store.SSEC, CustomerKey: key}
+	default:
+		return e, fmt.Errorf("sse_config type %q: want %s, %s or %s", c.Type, s3.SSES3, s3.SSEKMS, s3.SSEC)
+	}
+	return e, e.Validate()
 }
 
 // refuse returns the error of every setting safeput cannot honour for writes with adapter a, or
@@ -177,9 +213,6 @@ func refuse(c s3.Config, a Adapter) (map[string]string, error) {
 	case MinioGo, AWSSDK:
 	default:
 		why = append(why, fmt.Sprintf("unknown adapter %q", a))
-	}
-	if c.SSEConfig.Type != "" {
-		why = append(why, fmt.Sprintf("sse_config (type %q): safeput sends no server-side encryption headers yet", c.SSEConfig.Type))
 	}
 	if c.DisableMultipart {
 		why = append(why, "disable_multipart: safeput sends objects above one part as multipart uploads")
@@ -355,7 +388,7 @@ func (b *Bucket) Upload(ctx context.Context, name string, r io.Reader, opts ...o
 		// objstore's reads would use the context's SSE; a write without it would not be readable
 		// as asked, so it is refused rather than written unencrypted.
 		return &sperrors.Error{Kind: sperrors.Permanent, Op: "Upload", Bucket: b.name, Key: name,
-			Message: "per-request server-side encryption (s3.ContextWithSSEConfig) cannot be honoured: safeput sends no SSE headers yet"}
+			Message: "per-request server-side encryption (s3.ContextWithSSEConfig) cannot be honoured: set sse_config in the bucket config instead"}
 	}
 	params := objstore.ApplyObjectUploadOptions(opts...)
 	wopts := []writer.Option{writer.WithCreateOnly(false), writer.WithMetadata(b.meta)}

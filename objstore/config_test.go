@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,8 +30,8 @@ func TestRefused(t *testing.T) {
 		name, yaml, want string
 		adapter          safeobjstore.Adapter
 	}{
-		{"sse-s3", "sse_config:\n  type: SSE-S3\n", "sse_config", safeobjstore.MinioGo},
-		{"sse-kms", "sse_config:\n  type: SSE-KMS\n  kms_key_id: k1\n", "sse_config", safeobjstore.AWSSDK},
+		{"sse unknown type", "sse_config:\n  type: SSE-X\n", "sse_config", safeobjstore.MinioGo},
+		{"sse-c key file missing", "sse_config:\n  type: SSE-C\n  encryption_key: /nonexistent/key\n", "encryption_key", safeobjstore.AWSSDK},
 		{"storage class", "put_user_metadata:\n  X-Amz-Storage-Class: STANDARD_IA\n", "X-Amz-Storage-Class", safeobjstore.MinioGo},
 		{"header as metadata", "put_user_metadata:\n  Cache-Control: no-cache\n", "Cache-Control", safeobjstore.MinioGo},
 		{"amz header as metadata", "put_user_metadata:\n  X-Amz-Acl: private\n", "X-Amz-Acl", safeobjstore.AWSSDK},
@@ -82,6 +84,36 @@ http_config:
 	}
 	if _, err := safeobjstore.NewBucket(log.NewNopLogger(), []byte(conf+"signature_version2: true\ntrace:\n  enable: true\n"), "test", nil); err != nil {
 		t.Errorf("minio-go with signature v2 and tracing: %v", err)
+	}
+}
+
+// TestSSEConfig: objstore's sse_config (Thanos' shape) is accepted by both adapters for each
+// type, and an SSE-C key file that is not 32 bytes fails construction naming the setting,
+// without printing the file.
+func TestSSEConfig(t *testing.T) {
+	dir := t.TempDir()
+	good, short := filepath.Join(dir, "key"), filepath.Join(dir, "short")
+	if err := os.WriteFile(good, bytes.Repeat([]byte{7}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(short, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := "endpoint: 127.0.0.1:9\ninsecure: true\nbucket: b\naccess_key: k\nsecret_key: s\n"
+	for _, a := range []safeobjstore.Adapter{safeobjstore.MinioGo, safeobjstore.AWSSDK} {
+		for _, sse := range []string{
+			"sse_config:\n  type: SSE-S3\n",
+			"sse_config:\n  type: SSE-KMS\n  kms_key_id: k1\n  kms_encryption_context:\n    app: thanos\n",
+			"sse_config:\n  type: SSE-C\n  encryption_key: " + good + "\n",
+		} {
+			if _, err := safeobjstore.NewBucket(log.NewNopLogger(), []byte(base+sse), "test", nil, safeobjstore.WithAdapter(a)); err != nil {
+				t.Errorf("%s %q: %v", a, sse, err)
+			}
+		}
+		_, err := safeobjstore.NewBucket(log.NewNopLogger(), []byte(base+"sse_config:\n  type: SSE-C\n  encryption_key: "+short+"\n"), "test", nil, safeobjstore.WithAdapter(a))
+		if err == nil || !strings.Contains(err.Error(), "encryption_key") || strings.Contains(err.Error(), "0123456789") {
+			t.Errorf("%s: a 10-byte key file: %v, want an error naming encryption_key (and not the key)", a, err)
+		}
 	}
 }
 

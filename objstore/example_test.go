@@ -29,7 +29,7 @@ func ExampleNewBucket() {
 	// Was: bkt, err := s3.NewBucket(logger, conf, "thanos-compactor", wrapRoundTripper)
 	bkt, err := safeobjstore.NewBucket(logger, conf, "thanos-compactor", wrapRoundTripper)
 	if err != nil {
-		return // a bad config, or a setting safeput cannot honour for writes (sse_config, ...)
+		return // a bad config, or a setting safeput cannot honour for writes (disable_multipart, ...)
 	}
 	defer bkt.Close()
 	// Reads, Iter, Delete: objstore's S3 bucket. Upload: safeput, nil only when verified at the key.

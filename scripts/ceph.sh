@@ -188,6 +188,10 @@ rgw_data = $ceph_data/rgw
 rgw_frontends = beast endpoint=127.0.0.1:$rgw_port$rgw_tls
 rgw_enable_usage_log = false
 rgw_thread_pool_size = 64
+# SSE: the testing KMS backend with the run's key (s3server.sh), and SSE-C over plain HTTP too.
+rgw_crypt_s3_kms_backend = testing
+rgw_crypt_s3_kms_encryption_keys = ${SAFEPUT_S3_KMS_KEY_ID:-safeput-kms-key}=${safeput_kms_secret:-$(head -c 32 /dev/urandom | base64)}
+rgw_crypt_require_ssl = false
 EOF
 }
 

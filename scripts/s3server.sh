@@ -20,6 +20,9 @@
 #   SAFEPUT_S3_TLS_DIR                              a throw-away CA and a server certificate for
 #                                                  127.0.0.1 made for this run (ca.pem, ca.key,
 #                                                  server.pem, server.key; internal/testcerts)
+#   SAFEPUT_S3_KMS_KEY_ID                           the KMS key made for this run, known to MinIO's
+#                                                  built-in KMS (MINIO_KMS_SECRET_KEY) and to RGW's
+#                                                  testing KMS backend (scripts/ceph.sh), for SSE-KMS
 #   SAFEPUT_S3_<NAME>_TLS_ENDPOINT                  https://127.0.0.1:PORT serving that certificate:
 #                                                  the gateway a second process on the same
 #                                                  directory, MinIO a second instance (its own
@@ -192,7 +195,7 @@ start_minio_tls() {
 	free_port || return 1
 	console=$free_port
 	srv_log="$data/minio-tls.log"
-	MINIO_ROOT_USER="$srv_access" MINIO_ROOT_PASSWORD="$srv_secret" MINIO_SITE_REGION="$srv_region" \
+	MINIO_KMS_SECRET_KEY="$SAFEPUT_S3_KMS_KEY_ID:$safeput_kms_secret" MINIO_ROOT_USER="$srv_access" MINIO_ROOT_PASSWORD="$srv_secret" MINIO_SITE_REGION="$srv_region" \
 		MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CALLHOME_ENABLE=off \
 		"$safeput_bin/minio" server --quiet --anonymous --address "127.0.0.1:$port" \
 		--console-address "127.0.0.1:$console" --certs-dir "$data/tls-certs" "$data/tls-drive" >"$srv_log" 2>&1 &
@@ -212,8 +215,9 @@ start_server_minio() {
 	free_port || return 1
 	console=$free_port
 	mkdir -p "$data/drive" || return 1
-	# Browser off and the console on its own loopback port; no update checks or call-home.
-	MINIO_ROOT_USER="$srv_access" MINIO_ROOT_PASSWORD="$srv_secret" MINIO_SITE_REGION="$srv_region" \
+	# Browser off and the console on its own loopback port; no update checks or call-home. The
+	# built-in KMS holds the run's key (SSE-S3 and SSE-KMS need a KMS on MinIO).
+	MINIO_KMS_SECRET_KEY="$SAFEPUT_S3_KMS_KEY_ID:$safeput_kms_secret" MINIO_ROOT_USER="$srv_access" MINIO_ROOT_PASSWORD="$srv_secret" MINIO_SITE_REGION="$srv_region" \
 		MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CALLHOME_ENABLE=off \
 		"$safeput_bin/minio" server --quiet --anonymous --address "127.0.0.1:$srv_port" \
 		--console-address "127.0.0.1:$console" "$data/drive" >"$srv_log" 2>&1 &
@@ -322,6 +326,9 @@ start_s3_server() {
 		unset SAFEPUT_S3_TLS_DIR
 		echo "WARNING: no test certificates: the TLS tests use their in-process relay" >&2
 	fi
+	# One KMS key per run (base64 of 32 random bytes) for the servers that take a static one.
+	export SAFEPUT_S3_KMS_KEY_ID="safeput-kms-key"
+	safeput_kms_secret=$(head -c 32 /dev/urandom | base64) || return 1
 	local name var started=()
 	local list=${SAFEPUT_S3_START:-$SAFEPUT_S3_ALL_SERVERS}
 	for name in ${list//,/ }; do

@@ -213,6 +213,9 @@ type PutObjectInput struct {
 	Metadata    map[string]string
 	// IfNoneMatch sends If-None-Match: * (create-only: 412 when the key exists).
 	IfNoneMatch bool
+	// Encryption is the server-side encryption asked for (x-amz-server-side-encryption*, or the
+	// SSE-C customer headers).
+	Encryption Encryption
 }
 
 // Validate checks the input without sending anything.
@@ -228,6 +231,9 @@ func (in *PutObjectInput) Validate() error {
 	}
 	if in.ContentLength < 0 {
 		return invalid("PutObject %s/%s: negative content length %d", in.Bucket, in.Key, in.ContentLength)
+	}
+	if err := in.Encryption.Validate(); err != nil {
+		return fmt.Errorf("PutObject %s/%s: %w", in.Bucket, in.Key, err)
 	}
 	return in.Checksum.validate("PutObject checksum")
 }
@@ -250,6 +256,9 @@ type CreateMultipartUploadInput struct {
 	// algorithm's checksum.
 	ChecksumAlgorithm ChecksumAlgorithm
 	ChecksumType      ChecksumType
+	// Encryption is the server-side encryption asked for, as in PutObjectInput. With SSE-C every
+	// UploadPart (and a HEAD or GET of the object) must carry the same key.
+	Encryption Encryption
 }
 
 // Validate checks the input without sending anything.
@@ -270,6 +279,9 @@ func (in *CreateMultipartUploadInput) Validate() error {
 	}
 	if in.ChecksumType != ChecksumTypeNone && in.ChecksumAlgorithm == ChecksumNone {
 		return invalid("CreateMultipartUpload: checksum type %s needs a checksum algorithm", in.ChecksumType)
+	}
+	if err := in.Encryption.Validate(); err != nil {
+		return fmt.Errorf("CreateMultipartUpload %s/%s: %w", in.Bucket, in.Key, err)
 	}
 	return nil
 }
@@ -294,6 +306,8 @@ type UploadPartInput struct {
 	ContentLength int64
 	ContentMD5    string
 	Checksum      Checksum
+	// SSECustomerKey is the SSE-C key the upload was created with (nil for none).
+	SSECustomerKey CustomerKey
 }
 
 // Validate checks the input without sending anything.
@@ -315,6 +329,9 @@ func (in *UploadPartInput) Validate() error {
 	}
 	if in.ContentLength < 0 {
 		return invalid("UploadPart %s/%s part %d: negative content length %d", in.Bucket, in.Key, in.PartNumber, in.ContentLength)
+	}
+	if err := validateCustomerKey("UploadPart", in.SSECustomerKey); err != nil {
+		return err
 	}
 	return in.Checksum.validate("UploadPart checksum")
 }
@@ -395,6 +412,9 @@ type CompleteMultipartUploadInput struct {
 	IfNoneMatch bool
 	// ObjectSize is sent as x-amz-mp-object-size when > 0, for stores that check it.
 	ObjectSize int64
+	// SSECustomerKey is the SSE-C key the upload was created with (nil for none): AWS wants it
+	// on the Complete of an upload with checksums.
+	SSECustomerKey CustomerKey
 }
 
 // Validate checks the input without sending anything.
@@ -426,6 +446,9 @@ func (in *CompleteMultipartUploadInput) Validate() error {
 	}
 	if in.ObjectSize < 0 {
 		return invalid("CompleteMultipartUpload %s/%s: negative object size %d", in.Bucket, in.Key, in.ObjectSize)
+	}
+	if err := validateCustomerKey("CompleteMultipartUpload", in.SSECustomerKey); err != nil {
+		return err
 	}
 	return in.FullObjectChecksum.validate("CompleteMultipartUpload full-object checksum")
 }
@@ -465,6 +488,9 @@ type HeadObjectInput struct {
 	Key    string
 	// ChecksumMode asks the store to return stored checksums (x-amz-checksum-mode: ENABLED).
 	ChecksumMode bool
+	// SSECustomerKey is the SSE-C key of the object (nil for none): a store answers a HEAD of an
+	// SSE-C object without it with 400.
+	SSECustomerKey CustomerKey
 }
 
 // Validate checks the input without sending anything.
@@ -472,7 +498,10 @@ func (in *HeadObjectInput) Validate() error {
 	if in == nil {
 		return invalid("HeadObject: nil input")
 	}
-	return ValidateBucketKey(in.Bucket, in.Key)
+	if err := ValidateBucketKey(in.Bucket, in.Key); err != nil {
+		return err
+	}
+	return validateCustomerKey("HeadObject", in.SSECustomerKey)
 }
 
 // HeadObjectOutput is an object's metadata.
@@ -484,7 +513,10 @@ type HeadObjectOutput struct {
 	Metadata     map[string]string
 	LastModified time.Time
 	Checksums    Checksums
-	RequestID    string
+	// Encryption is the server-side encryption the store reports (never a customer key: for
+	// SSE-C, its MD5).
+	Encryption Encryption
+	RequestID  string
 }
 
 // GetObjectInput opens an object, or the range [Offset, Offset+Length) of it.
@@ -494,6 +526,8 @@ type GetObjectInput struct {
 	Offset int64
 	// Length is the number of bytes from Offset; 0 reads to the end.
 	Length int64
+	// SSECustomerKey is the SSE-C key of the object (nil for none).
+	SSECustomerKey CustomerKey
 }
 
 // Validate checks the input without sending anything.
@@ -507,7 +541,7 @@ func (in *GetObjectInput) Validate() error {
 	if in.Offset < 0 || in.Length < 0 {
 		return invalid("GetObject %s/%s: negative range offset %d length %d", in.Bucket, in.Key, in.Offset, in.Length)
 	}
-	return nil
+	return validateCustomerKey("GetObject", in.SSECustomerKey)
 }
 
 // GetObjectOutput is an open object body. Size is the length of Body (the range, when ranged).

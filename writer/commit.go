@@ -92,6 +92,7 @@ func (w *Writer) putSingle() error {
 		Bucket: w.bucket, Key: w.key, ContentLength: int64(len(data)),
 		ContentType: w.cfg.contentType, Metadata: w.cfg.metadata,
 		IfNoneMatch: w.conditional(w.cfg.rules.ConditionalPut, optCondPut),
+		Encryption:  w.cfg.sse,
 	}
 	if w.caps.alg != store.ChecksumNone {
 		in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
@@ -245,6 +246,7 @@ func (w *Writer) complete() error {
 	in := &store.CompleteMultipartUploadInput{
 		Bucket: w.bucket, Key: w.key, UploadID: uploadID, Parts: completed,
 		IfNoneMatch: w.conditional(w.cfg.rules.ConditionalComplete, optCondComplete), ObjectSize: w.size,
+		SSECustomerKey: w.customerKey(),
 	}
 	want := integrity.Expected{Size: w.size}
 	if crc != nil {

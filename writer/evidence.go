@@ -76,6 +76,10 @@ func (f *endpointFacts) update(fn func(*endpointFacts)) {
 // store's rules and what its endpoint showed before.
 func chooseChecksum(cfg config, f *endpointFacts) checksumCaps {
 	c := checksumCaps{etagIsMD5: cfg.rules.SinglePutETagMD5, mpETagMD5: cfg.rules.MultipartETagMD5, md5: cfg.contentMD5, local: cfg.checksum}
+	if etagsMayNotBeMD5(cfg.sse) {
+		// Only what this endpoint showed for such writes (f is kept per encryption) counts.
+		c.etagIsMD5, c.mpETagMD5 = false, false
+	}
 	rejected, headChecksum, etagMD5, mpETagMD5 := f.get()
 	c.etagIsMD5 = c.etagIsMD5 || etagMD5 == yes
 	c.mpETagMD5 = c.mpETagMD5 || mpETagMD5 == yes

@@ -64,6 +64,7 @@ func (w *Writer) journalCreating() (func(), error) {
 	id := journal.ID{Endpoint: w.cfg.journalEndpoint, Bucket: w.bucket, Key: w.key, UploadID: journal.CreatingPrefix + hex.EncodeToString(nonce[:])}
 	err := w.cfg.journal.Begin(journal.Record{
 		ID: id, PartSize: w.plan.PartSize, SourceSize: w.cfg.sizeHint, ChecksumAlgorithm: string(w.caps.local), Creating: true,
+		SSE: string(w.cfg.sse.Type), SSECustomerKeyMD5: w.customerKey().MD5(),
 	})
 	if err != nil {
 		return nil, w.journalError("the upload about to be created", err)
@@ -116,6 +117,7 @@ func (w *Writer) journalBegin(uploadID string) error {
 	id := journal.ID{Endpoint: w.cfg.journalEndpoint, Bucket: w.bucket, Key: w.key, UploadID: uploadID}
 	err := w.cfg.journal.Begin(journal.Record{
 		ID: id, PartSize: w.plan.PartSize, SourceSize: w.cfg.sizeHint, ChecksumAlgorithm: string(w.caps.local),
+		SSE: string(w.cfg.sse.Type), SSECustomerKeyMD5: w.customerKey().MD5(),
 	})
 	if err != nil {
 		return w.journalError("the new upload", err)
@@ -232,7 +234,10 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 	for i := len(recs) - 1; i >= 0; i-- { // newest first
 		r := recs[i]
 		if r.Creating || r.Endpoint != w.cfg.journalEndpoint || r.Bucket != w.bucket || r.Key != w.key || r.PartSize != w.plan.PartSize ||
-			r.SourceSize != w.cfg.sizeHint || r.ChecksumAlgorithm != string(w.caps.local) {
+			r.SourceSize != w.cfg.sizeHint || r.ChecksumAlgorithm != string(w.caps.local) ||
+			// An upload created with other encryption (or another SSE-C key) cannot be finished
+			// as this write: its parts are encrypted as asked then.
+			r.SSE != string(w.cfg.sse.Type) || r.SSECustomerKeyMD5 != w.customerKey().MD5() {
 			continue
 		}
 		if why := w.facts.lacking(optListParts); why != "" {
@@ -379,7 +384,7 @@ func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 	want := expectedOf(*rec.Object)
 	var head *store.HeadObjectOutput
 	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true})
+		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true, SSECustomerKey: w.customerKey()})
 		head = h
 		return err
 	})

@@ -30,7 +30,7 @@ func (l *lostResponse) Unwrap() error { return l.err }
 // by nature; the profile says so). done is true when the key exists: err is then the outcome.
 func (w *Writer) precheckCreateOnly(want integrity.Expected, res *Result) (done bool, err error) {
 	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		_, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key})
+		_, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
 		return err
 	})
 	if herr == nil {
@@ -40,6 +40,13 @@ func (w *Writer) precheckCreateOnly(want integrity.Expected, res *Result) (done 
 	var re *store.ResponseError
 	if stderrors.As(herr, &re) && re.StatusCode == 404 {
 		return false, nil
+	}
+	if w.headPlainAfterRefusal(herr) != nil {
+		// The key holds an object not under this write's SSE-C key (refused with the key, there
+		// without it): not ours, whatever its bytes.
+		e := w.errorf(sperrors.Precondition, "HeadObject", herr, "an object already exists at the key, not encrypted with this write's SSE-C key; it was left untouched")
+		e.StatusCode, e.Code = 412, "PreconditionFailed"
+		return true, w.fail(e)
 	}
 	return true, w.fail(herr)
 }
@@ -53,6 +60,10 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 	if herr == nil {
 		j = w.judge(want, head, res.Multipart)
 		if j.mismatch == nil {
+			ours := !w.cfg.createOnly || (res.Multipart && w.assembledFromOurParts(head))
+			if e := w.checkEncryption(head, res, ours); e != nil {
+				return w.fail(e)
+			}
 			res.AlreadyExisted = true
 			res.ETag, res.VersionID = head.ETag, head.VersionID
 			if w.currentUploadID() != "" {
@@ -100,6 +111,12 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 	head, err := w.headWithChecksum()
 	if err != nil {
+		if plain := w.headPlainAfterRefusal(err); plain != nil {
+			// The object is there but not under this write's customer key: not what was asked.
+			if e := w.checkEncryption(plain, res, true); e != nil {
+				return w.fail(e)
+			}
+		}
 		var re *store.ResponseError
 		if stderrors.As(err, &re) && re.StatusCode == 404 {
 			return w.fail(err)
@@ -107,6 +124,9 @@ func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 		// Committed, not checked: the caller must know the key holds this write's object,
 		// unproven (it may be damaged), and not assume the key is as it was.
 		return w.fail(w.leftUnchecked(err, "the object was committed but could not be checked: it is at the key, unproven"))
+	}
+	if e := w.checkEncryption(head, res, true); e != nil {
+		return w.fail(e)
 	}
 	j := w.judge(want, head, res.Multipart)
 	method, verr := j.method, j.mismatch
@@ -141,7 +161,7 @@ func (w *Writer) readBack(want integrity.Expected) (verify.Method, error) {
 	var got uint64
 	var n int64
 	err := w.do("GetObject", 0, func(ctx context.Context, _ int) error {
-		out, err := w.st.GetObject(ctx, &store.GetObjectInput{Bucket: w.bucket, Key: w.key})
+		out, err := w.st.GetObject(ctx, &store.GetObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
 		if err != nil {
 			return err
 		}

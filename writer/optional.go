@@ -144,11 +144,11 @@ func (w *Writer) headWithChecksum() (*store.HeadObjectOutput, error) {
 	}
 	var head *store.HeadObjectOutput
 	err := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: mode})
+		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: mode, SSECustomerKey: w.customerKey()})
 		if err != nil && mode && store.Unsupported(err) {
 			w.skipped(check, optHeadChecksumMode, w.lacksOp(optHeadChecksumMode, err), instead)
 			mode = false
-			h, err = w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key})
+			h, err = w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
 		}
 		head = h
 		return err

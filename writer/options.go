@@ -1,6 +1,8 @@
 package writer
 
 import (
+	"bytes"
+	"maps"
 	"time"
 
 	"go.uber.org/zap"
@@ -47,6 +49,8 @@ type config struct {
 	// journal and journalEndpoint: WithJournal (journal.go).
 	journal         journal.Journal
 	journalEndpoint string
+	// sse is the server-side encryption asked for (encryption.go).
+	sse store.Encryption
 }
 
 // Defaults: 16 MiB parts (above every provider's documented floor), 4 parts in flight.
@@ -175,3 +179,32 @@ func WithReadBackLimit(n int64) Option { return func(c *config) { c.readBackLimi
 // WithAbortTimeout bounds the clean-up (abort, delete) that runs after a failure on a context
 // detached from the caller's.
 func WithAbortTimeout(d time.Duration) Option { return func(c *config) { c.abortTimeout = d } }
+
+// WithSSES3 asks the store to encrypt the object with keys it manages (SSE-S3,
+// x-amz-server-side-encryption: AES256). After commit the HEAD must report AES256: a store
+// that answered 200 but reports no or other encryption fails the write with a Compatibility
+// error coded EncryptionNotApplied, and the object it stored is deleted. Result.Encryption says
+// what the store reported.
+func WithSSES3() Option { return WithEncryption(store.Encryption{Type: store.SSES3}) }
+
+// WithSSEKMS asks for SSE-KMS with keyID ("" for the store's default key), an optional
+// encryption context and an S3 Bucket Key. The HEAD must report aws:kms and, when keyID is set,
+// that key (the key id itself or an ARN ending in it), as WithSSES3 says. Stores make SSE-KMS
+// ETags that are not MD5s: the proof is the checksum, or a read-back.
+func WithSSEKMS(keyID string, context map[string]string, bucketKey bool) Option {
+	return WithEncryption(store.Encryption{Type: store.SSEKMS, KMSKeyID: keyID, KMSContext: maps.Clone(context), BucketKey: bucketKey})
+}
+
+// WithSSEC asks for SSE-C with a customer key of 32 bytes (its MD5 is computed for you). The key
+// is sent on every request that needs it (PutObject, CreateMultipartUpload, UploadPart, HEAD,
+// GET) and never appears in logs, errors, Results or journal records; the HEAD must report the
+// key's MD5. Recover needs the key again (RecoverOptions.SSECustomerKey). Stores need TLS for
+// SSE-C (MinIO refuses it over plain HTTP).
+func WithSSEC(key []byte) Option {
+	return WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: store.CustomerKey(bytes.Clone(key))})
+}
+
+// WithEncryption asks for e (store.Encryption{} for none, which also turns off an Uploader's
+// encryption for one write); WithSSES3, WithSSEKMS and WithSSEC are its shorthands. An invalid
+// e fails the write (Permanent) naming the rule.
+func WithEncryption(e store.Encryption) Option { return func(c *config) { c.sse = e } }

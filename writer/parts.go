@@ -122,7 +122,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		}
 		in := &store.UploadPartInput{
 			Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: n,
-			Body: body, ContentLength: size,
+			Body: body, ContentLength: size, SSECustomerKey: w.customerKey(),
 		}
 		if w.caps.alg != store.ChecksumNone {
 			in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}

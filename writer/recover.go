@@ -44,6 +44,11 @@ type RecoverOptions struct {
 	// landed and the HEAD cannot prove it either way (default DefaultReadBackLimit; negative:
 	// never). A larger one is reported gone with a Note saying it was not proven.
 	ReadBackLimit int64
+	// SSECustomerKeys are the SSE-C keys of the journaled uploads (WithSSEC): a record names its
+	// key by MD5 only, and a store answers a HEAD of an SSE-C object only with the key. A record
+	// whose intended object must be checked and whose key is not among them fails
+	// (RecoverFailed) and is kept; one that was never completed is aborted without it.
+	SSECustomerKeys [][]byte
 }
 
 // DefaultRecoverSettle is RecoverOptions.Settle's default.
@@ -285,10 +290,24 @@ func recoverOne(ctx context.Context, up *Uploader, j journal.Journal, id journal
 // part size: the record's may be one only its writer's profile allows (1 MiB parts where the
 // default profile wants 5), and refusing it would leave that upload unsettled for ever.
 func recoveryWriter(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverOptions) (*Writer, error) {
-	return up.newWriter(ctx, rec.Bucket, rec.Key, config{
+	cfg := config{
 		rules: defaultConfig().rules, partSize: DefaultPartSize, concurrency: 1, sizeHint: -1, checksumSet: true,
 		policy: opts.Policy, logger: opts.Logger, abortTimeout: DefaultAbortTimeout,
-	})
+	}
+	if rec.SSECustomerKeyMD5 != "" {
+		for _, k := range opts.SSECustomerKeys {
+			if store.CustomerKey(k).MD5() == rec.SSECustomerKeyMD5 {
+				cfg.sse = store.Encryption{Type: store.SSEC, CustomerKey: store.CustomerKey(k)}
+			}
+		}
+		// Only a HEAD (or read-back) of the intended object needs the key; listing and aborting
+		// an upload do not.
+		if cfg.sse.Type == store.SSENone && rec.Object != nil {
+			return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Bucket: rec.Bucket, Key: rec.Key, UploadID: rec.UploadID,
+				Message: fmt.Sprintf("the upload is SSE-C (key MD5 %s) and no key in RecoverOptions.SSECustomerKeys has that MD5: the object cannot be checked without it", rec.SSECustomerKeyMD5)}
+		}
+	}
+	return up.newWriter(ctx, rec.Bucket, rec.Key, cfg)
 }
 
 // creatingWindow bounds when the upload of a Creating placeholder can have been initiated,
@@ -390,7 +409,7 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 		want := expectedOf(*rec.Object)
 		var head *store.HeadObjectOutput
 		herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-			h, err := st.HeadObject(ctx, &store.HeadObjectInput{Bucket: rec.Bucket, Key: rec.Key, ChecksumMode: true})
+			h, err := st.HeadObject(ctx, &store.HeadObjectInput{Bucket: rec.Bucket, Key: rec.Key, ChecksumMode: true, SSECustomerKey: w.customerKey()})
 			head = h
 			return err
 		})

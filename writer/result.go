@@ -17,6 +17,9 @@ type Result struct {
 	VersionID string
 	// Checksum is the full-object checksum sent and compared (zero when none was used).
 	Checksum store.Checksum
+	// Encryption is the server-side encryption the store reported for the object after commit
+	// (zero when it reported none). For SSE-C it carries the key's MD5, never the key.
+	Encryption store.Encryption
 	// Multipart is true when the object was assembled from Parts parts of PartSize bytes.
 	Multipart bool
 	Parts     int

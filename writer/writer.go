@@ -11,6 +11,7 @@ import (
 	stderrors "errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,6 +169,9 @@ func (cfg config) invalid() string {
 	if cfg.partSize <= 0 {
 		return fmt.Sprintf("part size must be positive, got %d", cfg.partSize)
 	}
+	if err := cfg.sse.Validate(); err != nil {
+		return strings.TrimPrefix(err.Error(), store.ErrInvalidInput.Error()+": ")
+	}
 	if c := cfg.resolvedChecksum(); !c.Valid() || (c != store.ChecksumNone && !integrity.IsCRC(c)) {
 		return fmt.Sprintf("checksum %q is not supported (want CRC64NVME, CRC32C, CRC32 or none)", c)
 	}
@@ -241,7 +245,7 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		key:     key,
 		cfg:     cfg,
 		plan:    plan,
-		facts:   u.facts.forBucket(bucket),
+		facts:   u.facts.forBucket(factsKey(bucket, cfg.sse)),
 		start:   time.Now(),
 		policy:  cfg.policy,
 		slots:   make(chan struct{}, cfg.concurrency),

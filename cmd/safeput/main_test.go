@@ -455,7 +455,11 @@ func TestProbe(t *testing.T) { s3test.ForEach(t, testProbe) }
 
 func testProbe(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)
-	r := cli(t, s, nil, "--json", "probe", "s3://"+bucket+"/scratch/")
+	args := []string{"--json", "probe", "s3://" + bucket + "/scratch/"}
+	if kms := os.Getenv("SAFEPUT_S3_KMS_KEY_ID"); kms != "" {
+		args = append(args, "--sse-kms-key-id", kms)
+	}
+	r := cli(t, s, nil, args...)
 	expectCode(t, r, 0, "probe")
 	var rep probeReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
@@ -508,6 +512,24 @@ func testProbe(t *testing.T, s s3test.Server) {
 			row{"single PUT ETag is the body's MD5", "yes", "ETag"},
 			row{"multipart ETag is md5-of-md5s-N", "yes", "ETag"},
 		)
+	}
+	// Server-side encryption over plain HTTP, as each server does it (the writer's
+	// TestEncryptionOnServers asserts the same over TLS, where MinIO honours SSE-C).
+	if kms := os.Getenv("SAFEPUT_S3_KMS_KEY_ID"); kms != "" {
+		sse := map[string][3]string{
+			s3test.VersityGW: {"ignored", "ignored", "ignored"},
+			s3test.MinIO:     {"honoured", "honoured", "refused"},
+			s3test.Ceph:      {"ignored", "honoured", "honoured"},
+		}
+		if results, ok := sse[s.Name]; ok {
+			for i, mode := range sseModes {
+				ev := "HEAD reports"
+				if results[i] == "refused" {
+					ev = "PutObject 400"
+				}
+				want = append(want, row{sseRule(mode), results[i], ev})
+			}
+		}
 	}
 	// The profile named after the server must be what the probe measures there.
 	if (s.Name == s3test.MinIO || s.Name == s3test.Ceph) && rep.MatchedProfile != s.Name {

@@ -31,6 +31,7 @@ type putOpts struct {
 	expectedSize    string
 	noProgress      bool
 	journal         string
+	sse             frontend.SSE
 }
 
 func (a *app) putCmd() *cobra.Command {
@@ -58,6 +59,11 @@ disk (known size); stdin is streamed (unknown size: use --expected-size for stre
 	f.StringVar(&o.expectedSize, "expected-size", "", "for stdin: the largest size the stream may reach (sizes the parts)")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar")
 	f.StringVar(&o.journal, "journal", "", "record the upload in this directory (created if missing) so `safeput recover` can settle it after a crash, and resume a journaled upload of the same file")
+	f.StringVar(&o.sse.Type, "sse", "", "server-side encryption: AES256 (SSE-S3) or aws:kms (SSE-KMS); after commit the HEAD must show it, else exit 6 (EncryptionNotApplied) and the object is deleted")
+	f.StringVar(&o.sse.KMSKeyID, "sse-kms-key-id", "", "with --sse aws:kms: the KMS key (default: the store's); the HEAD must name it")
+	f.StringVar(&o.sse.KMSContext, "sse-kms-encryption-context", "", `with --sse aws:kms: the encryption context, a JSON object of strings, e.g. {"app":"backup"}`)
+	f.BoolVar(&o.sse.BucketKey, "bucket-key-enabled", false, "with --sse aws:kms: ask for an S3 Bucket Key")
+	f.StringVar(&o.sse.CustomerKeyFile, "sse-c-key-file", "", "SSE-C: a file holding the 32-byte customer key (raw or base64); the key is sent on every request, never printed or journaled, and recover needs it again")
 	return cmd
 }
 
@@ -139,6 +145,13 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	}
 	if o.contentType != "" {
 		opts = append(opts, writer.WithContentType(o.contentType))
+	}
+	enc, err := o.sse.Encryption()
+	if err != nil {
+		return usageErr("encryption flags: %v", err)
+	}
+	if enc.Type != "" {
+		opts = append(opts, writer.WithEncryption(enc))
 	}
 	st, endpoint, err := a.journalStore()
 	if err != nil {
@@ -251,6 +264,9 @@ func printResult(w io.Writer, r *writer.Result) {
 	}
 	if !r.Checksum.IsZero() {
 		_, _ = fmt.Fprintf(w, "  checksum   %s %s\n", r.Checksum.Algorithm, r.Checksum.Value)
+	}
+	if !r.Encryption.IsZero() {
+		_, _ = fmt.Fprintf(w, "  encryption %s (reported by the store's HEAD)\n", r.Encryption)
 	}
 	_, _ = fmt.Fprintf(w, "  etag       %s\n", r.ETag)
 	switch {

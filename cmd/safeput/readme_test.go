@@ -101,6 +101,7 @@ func compatRowOf(f *compatFacts) []string {
 		rows["If-None-Match: * on PUT"].Result + " / " + rows["If-None-Match: * on Complete"].Result,
 		rows["Complete answer without ETag"].Result,
 		yes(rows[ruleListParts].Result) + " / " + yes(rows[ruleListUploads].Result) + " / " + yes(rows[ruleAbort].Result),
+		rows[sseRule("SSE-S3")].Result + " / " + rows[sseRule("SSE-KMS")].Result + " / " + rows[sseRule("SSE-C")].Result,
 		strings.Join(verified, "; "),
 		f.probe.Recommendation,
 	}
@@ -121,8 +122,8 @@ func compatTable() (string, bool) {
 	compat.Lock()
 	defer compat.Unlock()
 	var b strings.Builder
-	b.WriteString("| Server | Min part | Checksums honoured | HEAD checksums | ETag single / multipart | If-None-Match PUT / Complete | Complete answer without ETag | ListParts / ListMultipartUploads / Abort | Verified at defaults | Probe recommends |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| Server | Min part | Checksums honoured | HEAD checksums | ETag single / multipart | If-None-Match PUT / Complete | Complete answer without ETag | ListParts / ListMultipartUploads / Abort | SSE-S3 / SSE-KMS / SSE-C (plain HTTP) | Verified at defaults | Probe recommends |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, name := range compatServers {
 		f := compat.by[name]
 		if f == nil || f.probe == nil || len(f.defaults) == 0 {

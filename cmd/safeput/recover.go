@@ -11,6 +11,7 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/writer"
 )
@@ -20,6 +21,7 @@ type recoverOpts struct {
 	run           bool
 	bucket        string
 	readBackLimit string
+	sseCKeyFiles  []string
 }
 
 const recoverExitHelp = `Exit codes of recover:
@@ -58,6 +60,7 @@ the same put --journal again: it resumes.
 	f.StringVar(&o.journal, "journal", "", "the journal directory (required)")
 	f.BoolVar(&o.run, "run", false, "act: drop landed records, abort the other uploads (default: dry run)")
 	f.StringVar(&o.bucket, "bucket", "", "only records of this bucket")
+	f.StringArrayVar(&o.sseCKeyFiles, "sse-c-key-file", nil, "the SSE-C key (a file, as put's) of journaled SSE-C uploads; repeat for several keys (a record names its key by MD5)")
 	f.StringVar(&o.readBackLimit, "read-back-limit", "64MiB", "read back an object whose HEAD cannot prove it up to this size, e.g. 1GiB (0: never; unlimited)")
 	return cmd
 }
@@ -122,7 +125,15 @@ func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	rep, err := up.Recover(ctx, writer.RecoverOptions{Bucket: o.bucket, DryRun: !o.run, ReadBackLimit: readBackLimit})
+	ropts := writer.RecoverOptions{Bucket: o.bucket, DryRun: !o.run, ReadBackLimit: readBackLimit}
+	for _, f := range o.sseCKeyFiles {
+		k, err := frontend.ReadCustomerKey(f)
+		if err != nil {
+			return usageErr("--%v", err)
+		}
+		ropts.SSECustomerKeys = append(ropts.SSECustomerKeys, k)
+	}
+	rep, err := up.Recover(ctx, ropts)
 	if err != nil && rep == nil {
 		if ctx.Err() != nil {
 			return withCode(exitCanceled, err)

@@ -21,6 +21,8 @@
 //   - AnswerEarly: the same answer sent before the request body is read (a server refusing on
 //     the headers, or shedding load): the client's transport is still sending the body when
 //     the call returns.
+//   - StripSSE: a gateway that drops the server-side encryption headers (x-amz-server-side-
+//     encryption*) and forwards the rest: the store stores plaintext and answers 200.
 //   - StoreTruncated, StoreFlipped: silent corruption. The store keeps bytes other than the ones
 //     sent and still answers 200 with an ETag; only an end-to-end check (read back, checksum
 //     compare) notices.
@@ -105,6 +107,9 @@ const (
 	// StoreFlipped forwards the body with its middle byte inverted, re-signed, and passes the
 	// store's answer back unchanged.
 	StoreFlipped Kind = "StoreFlipped"
+	// StripSSE forwards the request without its x-amz-server-side-encryption* headers (SSE-S3,
+	// SSE-KMS and SSE-C alike), re-signed, the body unchanged, and passes the answer back.
+	StripSSE Kind = "StripSSE"
 )
 
 // Fault is what happens to a request a rule fires on.

@@ -69,6 +69,8 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.answerEarly(w, r, fault)
 	case StoreTruncated, StoreFlipped:
 		p.storeAltered(w, r, fault.Kind, fault.Rechecksum)
+	case StripSSE:
+		p.stripSSE(w, r)
 	default:
 		p.writeError(w, r, http.StatusInternalServerError, "FaultProxyUnknownKind", fmt.Sprintf("unknown fault kind %q", fault.Kind))
 	}
@@ -242,6 +244,26 @@ func (p *Proxy) storeAltered(w http.ResponseWriter, r *http.Request, kind Kind, 
 	}
 	h.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
 	p.pass(w, r, bytes.NewReader(body), int64(len(body)), h, true)
+}
+
+// stripSSE forwards r without its server-side encryption headers. They are signed, so the
+// request is signed again; the body is unchanged, so its digests stay and only the payload hash
+// becomes UNSIGNED-PAYLOAD (re-hashing would need the whole body first).
+func (p *Proxy) stripSSE(w http.ResponseWriter, r *http.Request) {
+	h := forwardHeader(r.Header)
+	for k := range h {
+		lk := strings.ToLower(k)
+		if strings.HasPrefix(lk, "x-amz-server-side-encryption") || lk == "authorization" || lk == "x-amz-date" {
+			delete(h, k)
+		}
+	}
+	if strings.HasPrefix(r.Header.Get("X-Amz-Content-Sha256"), "STREAMING-") {
+		_, _ = io.Copy(io.Discard, r.Body)
+		p.writeError(w, r, http.StatusNotImplemented, "FaultProxyUnsupported", "aws-chunked bodies cannot be re-signed")
+		return
+	}
+	h.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+	p.pass(w, r, r.Body, r.ContentLength, h, true)
 }
 
 // digest computes the value of integrity header lk (lower case) over body, base64 as S3 wants.

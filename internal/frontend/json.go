@@ -28,6 +28,11 @@ type JSONResult struct {
 	Failures       map[string]int `json:"failures"`
 	Verified       string         `json:"verified"`
 	VerifiedStrong bool           `json:"verified_strong"`
+	// Encryption is the server-side encryption the store reported after commit ("AES256",
+	// "aws:kms", "SSE-C"), with the KMS key or the SSE-C key's MD5 (never the key).
+	Encryption        string `json:"encryption,omitempty"`
+	KMSKeyID          string `json:"kms_key_id,omitempty"`
+	SSECustomerKeyMD5 string `json:"sse_customer_key_md5,omitempty"`
 	// AllowLengthOnly: the caller accepted weak evidence; Unproven says what was missing.
 	AllowLengthOnly bool     `json:"allow_length_only,omitempty"`
 	Unproven        []string `json:"unproven,omitempty"`
@@ -51,6 +56,7 @@ func ResultJSON(r *writer.Result) JSONResult {
 		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong,
 		AlreadyExisted: r.AlreadyExisted, LeftBehind: r.LeftBehind, MaybeLeftBehind: r.MaybeLeftBehind, UploadAttempts: r.UploadAttempts,
 		ElapsedMS: r.Elapsed.Milliseconds(), AllowLengthOnly: len(r.Unproven) > 0, Unproven: r.Unproven, Notes: r.Notes,
+		Encryption: string(r.Encryption.Type), KMSKeyID: r.Encryption.KMSKeyID, SSECustomerKeyMD5: r.Encryption.CustomerKeyMD5,
 	}
 	for k, n := range r.Failures {
 		j.Failures[k.String()] = n

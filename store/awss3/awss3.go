@@ -263,6 +263,8 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 	if in.IfNoneMatch {
 		req.IfNoneMatch = aws.String("*")
 	}
+	setSSE(in.Encryption, &req.ServerSideEncryption, &req.SSEKMSKeyId, &req.SSEKMSEncryptionContext, &req.BucketKeyEnabled)
+	setCustomerKey(in.Encryption.CustomerKey, &req.SSECustomerAlgorithm, &req.SSECustomerKey, &req.SSECustomerKeyMD5)
 	setChecksum(in.Checksum, &req.ChecksumCRC32, &req.ChecksumCRC32C, &req.ChecksumCRC64NVME, &req.ChecksumSHA1, &req.ChecksumSHA256)
 	out, err := s.client.PutObject(ctx, req, c.opts(s.bodyPayload(in.Checksum)))
 	if err != nil {
@@ -292,6 +294,8 @@ func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMulti
 		ChecksumAlgorithm: types.ChecksumAlgorithm(in.ChecksumAlgorithm),
 		ChecksumType:      types.ChecksumType(in.ChecksumType),
 	}
+	setSSE(in.Encryption, &req.ServerSideEncryption, &req.SSEKMSKeyId, &req.SSEKMSEncryptionContext, &req.BucketKeyEnabled)
+	setCustomerKey(in.Encryption.CustomerKey, &req.SSECustomerAlgorithm, &req.SSECustomerKey, &req.SSECustomerKeyMD5)
 	out, err := s.client.CreateMultipartUpload(ctx, req, c.opts(payloadDefault))
 	if err != nil {
 		return nil, c.wrap(err)
@@ -321,6 +325,7 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 		ContentLength: aws.Int64(in.ContentLength),
 		ContentMD5:    optString(in.ContentMD5),
 	}
+	setCustomerKey(in.SSECustomerKey, &req.SSECustomerAlgorithm, &req.SSECustomerKey, &req.SSECustomerKeyMD5)
 	setChecksum(in.Checksum, &req.ChecksumCRC32, &req.ChecksumCRC32C, &req.ChecksumCRC64NVME, &req.ChecksumSHA1, &req.ChecksumSHA256)
 	out, err := s.client.UploadPart(ctx, req, c.opts(s.bodyPayload(in.Checksum)))
 	if err != nil {
@@ -420,6 +425,7 @@ func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteM
 	if in.ObjectSize > 0 {
 		req.MpuObjectSize = aws.Int64(in.ObjectSize)
 	}
+	setCustomerKey(in.SSECustomerKey, &req.SSECustomerAlgorithm, &req.SSECustomerKey, &req.SSECustomerKeyMD5)
 	out, err := s.client.CompleteMultipartUpload(ctx, req, c.opts(payloadDefault))
 	if err != nil {
 		return nil, c.wrap(err)
@@ -457,6 +463,7 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 	}
 	c := newCall("HeadObject")
 	req := &s3.HeadObjectInput{Bucket: aws.String(in.Bucket), Key: aws.String(in.Key)}
+	setCustomerKey(in.SSECustomerKey, &req.SSECustomerAlgorithm, &req.SSECustomerKey, &req.SSECustomerKeyMD5)
 	if in.ChecksumMode {
 		req.ChecksumMode = types.ChecksumModeEnabled
 	}
@@ -478,6 +485,7 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 		Metadata:     out.Metadata,
 		LastModified: aws.ToTime(out.LastModified),
 		Checksums:    checksums(out.ChecksumCRC32, out.ChecksumCRC32C, out.ChecksumCRC64NVME, out.ChecksumSHA1, out.ChecksumSHA256, out.ChecksumType),
+		Encryption:   reportedSSE(out.ServerSideEncryption, out.SSEKMSKeyId, out.BucketKeyEnabled, out.SSECustomerAlgorithm, out.SSECustomerKeyMD5),
 		RequestID:    requestID(out.ResultMetadata),
 	}, nil
 }
@@ -490,6 +498,7 @@ func (s *Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store
 	}
 	c := newCall("GetObject")
 	req := &s3.GetObjectInput{Bucket: aws.String(in.Bucket), Key: aws.String(in.Key)}
+	setCustomerKey(in.SSECustomerKey, &req.SSECustomerAlgorithm, &req.SSECustomerKey, &req.SSECustomerKeyMD5)
 	ranged := in.Offset > 0 || in.Length > 0
 	if ranged {
 		if in.Length > 0 {
@@ -619,6 +628,39 @@ func checksums(crc32, crc32c, crc64nvme, sha1, sha256 *string, typ types.Checksu
 		SHA256:    aws.ToString(sha256),
 		Type:      store.ChecksumType(typ),
 	}
+}
+
+// setSSE sets a request's x-amz-server-side-encryption fields for SSE-S3 and SSE-KMS.
+func setSSE(e store.Encryption, sse *types.ServerSideEncryption, kmsKey, kmsContext **string, bucketKey **bool) {
+	switch e.Type {
+	case store.SSES3, store.SSEKMS:
+		*sse = types.ServerSideEncryption(e.Type)
+	default:
+		return
+	}
+	*kmsKey = optString(e.KMSKeyID)
+	*kmsContext = optString(e.KMSContextHeader())
+	if e.BucketKey {
+		*bucketKey = aws.Bool(true)
+	}
+}
+
+// setCustomerKey sets a request's SSE-C fields. aws-sdk-go-v2 sends them as given, so the key
+// is base64-encoded and its MD5 computed here.
+func setCustomerKey(k store.CustomerKey, alg, key, keyMD5 **string) {
+	if len(k) == 0 {
+		return
+	}
+	*alg, *key, *keyMD5 = aws.String("AES256"), aws.String(k.Base64()), aws.String(k.MD5())
+}
+
+// reportedSSE is the encryption a HEAD reports.
+func reportedSSE(sse types.ServerSideEncryption, kmsKey *string, bucketKey *bool, customerAlg, customerKeyMD5 *string) store.Encryption {
+	e := store.Encryption{Type: store.SSEType(sse), KMSKeyID: aws.ToString(kmsKey), BucketKey: aws.ToBool(bucketKey)}
+	if aws.ToString(customerAlg) != "" || aws.ToString(customerKeyMD5) != "" {
+		e.Type, e.CustomerKeyMD5 = store.SSEC, aws.ToString(customerKeyMD5)
+	}
+	return e
 }
 
 // unquote strips surrounding spaces and one pair of double quotes: store ETags are returned

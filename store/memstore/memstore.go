@@ -74,6 +74,11 @@ type Rules struct {
 	// nothing. LacksHeadChecksumMode refuses a HEAD with ChecksumMode only (a store that rejects
 	// the x-amz-checksum-mode header); a plain HEAD still answers.
 	LacksListParts, LacksListUploads, LacksAbort, LacksHeadChecksumMode int
+	// IgnoreSSE stores every object unencrypted whatever server-side encryption was asked for
+	// (SSE-C keys ignored too),
+	// and still answers 200, as a store or gateway that drops the headers does. Without it the
+	// store reports what was asked (see sse.go).
+	IgnoreSSE bool
 }
 
 // lacks is the answer of an operation the store lacks (status from Rules), nil when it has it.
@@ -148,7 +153,8 @@ type object struct {
 	contentType string
 	metadata    map[string]string
 	modified    time.Time
-	checksums   store.Checksums // the stored checksum, with its Type
+	checksums   store.Checksums  // the stored checksum, with its Type
+	enc         store.Encryption // as reported: no customer key, its MD5
 }
 
 type upload struct {
@@ -160,6 +166,7 @@ type upload struct {
 	typ             store.ChecksumType
 	parts           map[int32]*part
 	replaced        map[int32][]*part // earlier attempts, kept for ListEveryAttempt
+	enc             store.Encryption  // as reported: no customer key, its MD5
 }
 
 type part struct {
@@ -415,7 +422,7 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 	}
 	b[in.Key] = &object{
 		data: data, etag: etag, contentType: in.ContentType, metadata: maps.Clone(in.Metadata),
-		modified: s.now().UTC(), checksums: sums,
+		modified: s.now().UTC(), checksums: sums, enc: s.stored(in.Encryption),
 	}
 	return &store.PutObjectOutput{ETag: s.answerETag(etag), Checksums: sums, RequestID: rid}, nil
 }
@@ -462,7 +469,7 @@ func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMulti
 	s.uploads[id] = &upload{
 		bucket: in.Bucket, key: in.Key, id: id, initiated: s.now().UTC(),
 		contentType: in.ContentType, metadata: maps.Clone(in.Metadata),
-		alg: alg, typ: typ, parts: map[int32]*part{},
+		alg: alg, typ: typ, parts: map[int32]*part{}, enc: s.stored(in.Encryption),
 	}
 	return &store.CreateMultipartUploadOutput{UploadID: id, RequestID: rid}, nil
 }
@@ -489,9 +496,16 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 	}
 	// Look the upload up before reading the body, as S3 answers NoSuchUpload without it.
 	s.mu.Lock()
-	_, err = s.uploadLocked(op, rid, in.Bucket, in.Key, in.UploadID)
+	up, err := s.uploadLocked(op, rid, in.Bucket, in.Key, in.UploadID)
+	var enc store.Encryption
+	if err == nil {
+		enc = up.enc
+	}
 	s.mu.Unlock()
 	if err != nil {
+		return nil, err
+	}
+	if err := s.customerKeyFits(op, rid, enc, in.SSECustomerKey); err != nil {
 		return nil, err
 	}
 	data, err := readBody(op, rid, fmt.Sprintf("%s/%s part %d", in.Bucket, in.Key, in.PartNumber), in.Body, in.ContentLength)
@@ -671,7 +685,7 @@ func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteM
 	etag := s.objectETag(multipartETag(md5s))
 	b[in.Key] = &object{
 		data: data, etag: etag, contentType: u.contentType, metadata: u.metadata,
-		modified: s.now().UTC(), checksums: sums,
+		modified: s.now().UTC(), checksums: sums, enc: u.enc,
 	}
 	delete(s.uploads, u.id)
 	out := store.CompleteMultipartUploadOutput{ETag: s.answerETag(etag), Checksums: sums, RequestID: rid}
@@ -793,9 +807,12 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 	if err != nil {
 		return nil, err
 	}
+	if err := s.customerKeyFits(op, rid, o.enc, in.SSECustomerKey); err != nil {
+		return nil, err
+	}
 	out := &store.HeadObjectOutput{
 		Size: int64(len(o.data)), ETag: o.etag, ContentType: o.contentType,
-		Metadata: maps.Clone(o.metadata), LastModified: o.modified, RequestID: rid,
+		Metadata: maps.Clone(o.metadata), LastModified: o.modified, RequestID: rid, Encryption: o.enc,
 	}
 	if in.ChecksumMode {
 		out.Checksums = o.checksums
@@ -818,6 +835,9 @@ func (s *Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store
 	defer s.mu.Unlock()
 	o, err := s.objectLocked(op, rid, in.Bucket, in.Key)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.customerKeyFits(op, rid, o.enc, in.SSECustomerKey); err != nil {
 		return nil, err
 	}
 	size := int64(len(o.data))

@@ -331,6 +331,7 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 		UserMetadata: userMetadata(in.Metadata, extra),
 		// Never the streaming (aws-chunked) signature; see the package doc for the payload hash.
 		DisableContentSha256: true,
+		ServerSideEncryption: newSSE(in.Encryption),
 	}
 	if in.IfNoneMatch {
 		opts.SetMatchETagExcept("*")
@@ -373,7 +374,7 @@ func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMulti
 	if in.ChecksumType != store.ChecksumTypeNone {
 		extra["x-amz-checksum-type"] = string(in.ChecksumType)
 	}
-	opts := minio.PutObjectOptions{ContentType: in.ContentType, UserMetadata: userMetadata(in.Metadata, extra)}
+	opts := minio.PutObjectOptions{ContentType: in.ContentType, UserMetadata: userMetadata(in.Metadata, extra), ServerSideEncryption: newSSE(in.Encryption)}
 	ctx, ex := s.track(ctx)
 	id, err := s.core.NewMultipartUpload(ctx, in.Bucket, in.Key, opts)
 	if err != nil {
@@ -394,7 +395,7 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	opts := minio.PutObjectPartOptions{Md5Base64: in.ContentMD5, DisableContentSha256: true}
+	opts := minio.PutObjectPartOptions{Md5Base64: in.ContentMD5, DisableContentSha256: true, SSE: customerKey(in.SSECustomerKey)}
 	if !in.Checksum.IsZero() {
 		opts.CustomHeader = http.Header{}
 		opts.CustomHeader.Set(checksumHeader(in.Checksum.Algorithm), in.Checksum.Value)
@@ -502,7 +503,7 @@ func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteM
 	if in.ChecksumType != store.ChecksumTypeNone {
 		extra["x-amz-checksum-type"] = string(in.ChecksumType)
 	}
-	opts := minio.PutObjectOptions{ContentType: "application/xml", UserMetadata: extra}
+	opts := minio.PutObjectOptions{ContentType: "application/xml", UserMetadata: extra, ServerSideEncryption: customerKey(in.SSECustomerKey)}
 	if in.IfNoneMatch {
 		opts.SetMatchETagExcept("*")
 	}
@@ -555,6 +556,7 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 		return nil, err
 	}
 	opts := minio.StatObjectOptions{Checksum: in.ChecksumMode}
+	opts.ServerSideEncryption = customerKey(in.SSECustomerKey)
 	ctx, ex := s.track(ctx)
 	info, err := s.core.StatObject(ctx, in.Bucket, in.Key, opts)
 	if err != nil {
@@ -572,6 +574,7 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 		Metadata:     metadataFromHeader(info.Headers),
 		LastModified: info.LastModified,
 		Checksums:    checksumsFromHeader(info.Headers),
+		Encryption:   encryptionFromHeader(info.Headers),
 		RequestID:    info.Headers.Get("x-amz-request-id"),
 	}, nil
 }
@@ -582,7 +585,7 @@ func (s *Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	var opts minio.GetObjectOptions
+	opts := minio.GetObjectOptions{ServerSideEncryption: customerKey(in.SSECustomerKey)}
 	ranged := in.Offset > 0 || in.Length > 0
 	if ranged {
 		end := int64(0) // "bytes=offset-": to the end

@@ -1,0 +1,85 @@
+package writer
+
+import (
+	"context"
+	stderrors "errors"
+
+	"go.uber.org/zap"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/store"
+)
+
+// Server-side encryption is asked for on PutObject and CreateMultipartUpload (and, for SSE-C,
+// the key on every request that touches the data) and proven by the HEAD after commit: a store
+// (or a gateway in front of one) that ignores the headers stores plaintext and still answers
+// 200, so an answer is no proof.
+
+// factsKey keeps what an Uploader learns about ETags apart per encryption: SSE-KMS and SSE-C
+// objects of a bucket whose plain objects have MD5 ETags do not.
+func factsKey(bucket string, e store.Encryption) string {
+	switch e.Type {
+	case store.SSEKMS, store.SSEC:
+		return bucket + "\x00" + string(e.Type)
+	}
+	return bucket
+}
+
+// etagsMayNotBeMD5 reports whether the encryption asked for makes the store's ETags something
+// other than MD5s of the data (AWS documents this for SSE-KMS and SSE-C): a profile's word that
+// ETags are MD5s does not hold for such writes, and an ETag that differs proves nothing.
+func etagsMayNotBeMD5(e store.Encryption) bool {
+	return e.Type == store.SSEKMS || e.Type == store.SSEC
+}
+
+// customerKey is the SSE-C key every request touching this write's data carries (nil for none).
+func (w *Writer) customerKey() store.CustomerKey {
+	if w.cfg.sse.Type == store.SSEC {
+		return w.cfg.sse.CustomerKey
+	}
+	return nil
+}
+
+// checkEncryption compares the encryption head reports with what was asked and records it in
+// res. A shortfall is a Compatibility error coded EncryptionNotApplied (retrying cannot change
+// what the store does with the headers); when ours, the object is deleted.
+func (w *Writer) checkEncryption(head *store.HeadObjectOutput, res *Result, ours bool) *sperrors.Error {
+	res.Encryption = head.Encryption
+	asked := w.cfg.sse
+	why := asked.Unmet(head.Encryption)
+	if why == "" {
+		return nil
+	}
+	e := w.errorf(sperrors.Compatibility, "Verify", nil, "the store answered 200 but did not apply the encryption asked for (%s): asked for %s, the store reports %s",
+		why, asked, head.Encryption)
+	e.Code = sperrors.CodeEncryptionNotApplied
+	w.log.Error("the object landed without the encryption asked for", zap.Stringer("asked", asked),
+		zap.Stringer("reported", head.Encryption), zap.Int64("size", res.Size), zap.String("upload_id", res.UploadID))
+	if !ours {
+		e.Message += "; the object at the key was left in place: it may be another writer's"
+		e.ObjectLeft = true
+		return e
+	}
+	return w.removeDamaged(e, "unencrypted")
+}
+
+// headPlainAfterRefusal is the HEAD without the SSE-C key after a HEAD with it failed with a
+// 4xx other than 404: a store answers so when the object is not encrypted with that key (stored
+// plaintext by a store or gateway that dropped the headers). The plain HEAD then shows what is
+// there; nil when it fails too.
+func (w *Writer) headPlainAfterRefusal(err error) *store.HeadObjectOutput {
+	var re *store.ResponseError
+	if w.customerKey() == nil || !stderrors.As(err, &re) || re.StatusCode < 400 || re.StatusCode >= 500 || re.StatusCode == 404 {
+		return nil
+	}
+	var head *store.HeadObjectOutput
+	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key})
+		head = h
+		return err
+	})
+	if herr != nil {
+		return nil
+	}
+	return head
+}
