@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -35,11 +34,8 @@ func TestConfigSSE(t *testing.T) {
 // server: landed with "encryption":"aws:kms" where the server honours it (MinIO, Ceph RGW), and
 // SAFEPUT_COMPATIBILITY coded EncryptionNotApplied where it does not (the gateway).
 func TestSSEOnServers(t *testing.T) {
-	kms := os.Getenv("SAFEPUT_S3_KMS_KEY_ID")
 	s3test.ForEach(t, func(t *testing.T, srv s3test.Server) {
-		if kms == "" {
-			t.Skip("SAFEPUT_S3_KMS_KEY_ID unset")
-		}
+		kms := s3test.KMSKeyID(t)
 		bucket := s3test.NewBucket(t, srv)
 		for _, backend := range []string{"aws", "minio"} {
 			conf := fmt.Sprintf(`{"bucket":%q,"key":%q,"endpoint":%q,"access_key":%q,"secret_key":%q,"region":%q,"path_style":true,"backend":%q,"part_size":"5MiB","sse":"aws:kms","sse_kms_key_id":%q}`,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"testing"
 
 	"github.com/go-kit/log"
@@ -25,11 +24,8 @@ import (
 // aws:kms and that key, and objstore's Get reads it back), and fails EncryptionNotApplied where it
 // does not (the gateway), leaving nothing at the key.
 func TestSSEConfigUpload(t *testing.T) {
-	kms := os.Getenv("SAFEPUT_S3_KMS_KEY_ID")
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
-		if kms == "" {
-			t.Skip("SAFEPUT_S3_KMS_KEY_ID unset")
-		}
+		kms := s3test.KMSKeyID(t)
 		c := config(env, env.Srv.Endpoint)
 		c.SSEConfig = s3.SSEConfig{Type: s3.SSEKMS, KMSKeyID: kms, KMSEncryptionContext: map[string]string{"app": "thanos"}}
 		bkt, err := safeobjstore.NewBucketWithConfig(log.NewNopLogger(), c, "test", nil,

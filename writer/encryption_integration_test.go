@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +24,8 @@ import (
 	"github.com/safeput/safeput/writer"
 )
 
-// kmsKeyID is the run's KMS key (scripts/s3server.sh), known to MinIO's and RGW's KMS.
-func kmsKeyID(t *testing.T) string {
-	t.Helper()
-	id := os.Getenv("SAFEPUT_S3_KMS_KEY_ID")
-	if id == "" {
-		t.Skip("SAFEPUT_S3_KMS_KEY_ID unset: the servers were not started with a KMS key")
-	}
-	return id
-}
+// kmsKeyID is the run's KMS key, known to MinIO's and RGW's KMS.
+func kmsKeyID(t *testing.T) string { t.Helper(); return s3test.KMSKeyID(t) }
 
 // sseExpected is what each test server does with each mode, as measured (the probe reports
 // the same): honoured (the HEAD shows it), or ignored (200, and the HEAD shows no encryption).

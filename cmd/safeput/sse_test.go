@@ -51,10 +51,7 @@ func TestPutSSEFlagsRefused(t *testing.T) {
 // (stdout, stderr at debug level) holds the SSE-C key, raw, base64 or hex.
 func TestPutSSE(t *testing.T) {
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
-		kms := os.Getenv("SAFEPUT_S3_KMS_KEY_ID")
-		if kms == "" {
-			t.Skip("SAFEPUT_S3_KMS_KEY_ID unset")
-		}
+		kms := s3test.KMSKeyID(t)
 		front := s3test.TLSServer(t, s)
 		bucket := s3test.NewBucket(t, front)
 		dir := t.TempDir()

@@ -192,6 +192,22 @@ func noServer(t testing.TB) {
 	t.Skip(noServerMsg)
 }
 
+// KMSKeyID is the run's KMS key, which scripts/s3server.sh gives MinIO's and RGW's KMS
+// (SAFEPUT_S3_KMS_KEY_ID), or ends the test as a missing server does: Fatal under CI=true, Skip
+// elsewhere.
+func KMSKeyID(t testing.TB) string {
+	t.Helper()
+	id := os.Getenv("SAFEPUT_S3_KMS_KEY_ID")
+	if id == "" {
+		const msg = "SAFEPUT_S3_KMS_KEY_ID unset: the servers were not started with a KMS key (run the README test command)"
+		if os.Getenv("CI") != "" && os.Getenv("CI") != "false" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return id
+}
+
 // RawClient is a plain aws-sdk-go-v2 client for test set-up and independent checks (bucket
 // creation, reading back, listing uploads), so a test never checks an adapter with itself.
 func (s Server) RawClient() *s3.Client {
