@@ -578,6 +578,20 @@ func readmeSummaryOf(server string, r Report) string {
 // Normalize folds runs of white space into one space, so wrapped prose compares with generated.
 func Normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// latestRunTables is doc's "Latest run" section up to its generated analysis: the tables and
+// settings ParseReport reads. doc must have had its CLI memory and TLS blocks cut.
+func latestRunTables(doc string) (string, bool) {
+	i := strings.Index(doc, "## Latest run")
+	if i < 0 {
+		return "", false
+	}
+	body := doc[i:]
+	if j := strings.Index(body, AnalysisHeading); j >= 0 {
+		body = body[:j]
+	}
+	return body, true
+}
+
 // Reanalyse rewrites a report's generated prose from its own tables: the header before
 // "## Latest run" becomes header, the integrity table is the current code's, and the analysis
 // section is regenerated. It is how a committed BENCHMARKS.md is brought up to date when the
@@ -585,13 +599,9 @@ func Normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
 func Reanalyse(md, header string) (string, error) {
 	md, cliMem := CutCLIMem(md)
 	md, tlsBlock := CutTLS(md)
-	i := strings.Index(md, "## Latest run")
-	if i < 0 {
+	body, ok := latestRunTables(md)
+	if !ok {
 		return "", fmt.Errorf("no \"## Latest run\" section")
-	}
-	body := md[i:]
-	if j := strings.Index(body, AnalysisHeading); j >= 0 {
-		body = body[:j]
 	}
 	r, err := ParseReport(body)
 	if err != nil {
@@ -610,8 +620,7 @@ func Reanalyse(md, header string) (string, error) {
 	out := header + strings.TrimRight(body, "\n") + "\n\n" + Analysis(r)
 	if tlsBlock != "" {
 		// Its comparison with the plain run is regenerated from the tables just kept.
-		inner := strings.TrimSuffix(strings.TrimPrefix(tlsBlock, TLSBegin+"\n"), TLSEnd+"\n")
-		blk, err := TLSBlock(inner, out)
+		blk, err := RefreshTLSBlock(tlsBlock, out)
 		if err != nil {
 			return "", err
 		}

@@ -71,16 +71,18 @@ func TLSBlock(report, plainDoc string) (string, error) {
 func plainReport(doc string) (Report, bool) {
 	doc, _ = CutCLIMem(doc)
 	doc, _ = CutTLS(doc)
-	i := strings.Index(doc, "## Latest run")
-	if i < 0 {
+	body, ok := latestRunTables(doc)
+	if !ok {
 		return Report{}, false
-	}
-	body := doc[i:]
-	if j := strings.Index(body, AnalysisHeading); j >= 0 {
-		body = body[:j]
 	}
 	r, err := ParseReport(body)
 	return r, err == nil
+}
+
+// RefreshTLSBlock is block (CutTLS's form) with its comparison regenerated against plainDoc's
+// tables: how a plain run and a reanalysis keep a TLS run's block current.
+func RefreshTLSBlock(block, plainDoc string) (string, error) {
+	return TLSBlock(strings.TrimSuffix(strings.TrimPrefix(block, TLSBegin+"\n"), TLSEnd+"\n"), plainDoc)
 }
 
 // tlsVsPlain is the comparison table: each implementation's median MiB/s, client CPU and peak

@@ -298,8 +298,7 @@ func keepTLS(path, doc string) (string, error) {
 	if blk == "" {
 		return doc, nil
 	}
-	inner := strings.TrimSuffix(strings.TrimPrefix(blk, bench.TLSBegin+"\n"), bench.TLSEnd+"\n")
-	if blk, err = bench.TLSBlock(inner, doc); err != nil {
+	if blk, err = bench.RefreshTLSBlock(blk, doc); err != nil {
 		return "", err
 	}
 	return bench.SpliceTLS(doc, blk), nil
