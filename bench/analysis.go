@@ -33,6 +33,7 @@ type TableRow struct {
 	IdleMiB   float64
 	VsRawPct  float64 // 0 when not measured
 	VsPeer    float64 // 0 when not measured
+	Note      string  // the row's note cell ("64 parts of 16 MiB, verified crc32c; …")
 }
 
 // Report is what ParseReport reads back from a report: the settings, the machine's cores (0
@@ -98,7 +99,7 @@ func ParseReport(md string) (Report, error) {
 		if err != nil {
 			return r, err
 		}
-		row := TableRow{Server: server, Impl: im.Name, Role: im.Role, Defaults: im.Defaults, Size: size, Kind: kind}
+		row := TableRow{Server: server, Impl: im.Name, Role: im.Role, Defaults: im.Defaults, Size: size, Kind: kind, Note: cells[9]}
 		for _, f := range []struct {
 			cell   string
 			dst    *float64
@@ -501,7 +502,12 @@ func (r Report) defaultsBullet() string {
 		if r.serverBound() {
 			w(", and on this machine the server's CPU is the bound")
 		}
-		w(": at defaults safeput sends CRC64NVME, under the profile the checksum the profile names (see the integrity table), and the server's extra CPU per GiB comes out of the cores the upload shares with it.")
+		da, pa := r.verifiedChecksums(lib), r.verifiedChecksums(isSafeput)
+		if da != "" && pa != "" && da != pa {
+			w(": at defaults safeput's writes were verified by %s, under the profile by %s (see the integrity table), and the server's extra CPU per GiB comes out of the cores the upload shares with it.", da, pa)
+		} else {
+			w(".")
+		}
 	}
 	cli := r.values(func(row TableRow) bool { return row.Impl == "safeput-cli" }, func(row TableRow) float64 { return row.CPU })
 	libCPU := r.values(lib, func(row TableRow) float64 { return row.CPU })
@@ -510,6 +516,20 @@ func (r Report) defaultsBullet() string {
 	}
 	w("\n")
 	return b.String()
+}
+
+// verifiedLine is the evidence a safeput row's note names ("…, verified crc32c; …").
+var verifiedLine = regexp.MustCompile(`verified ([a-z0-9-]+)`)
+
+// verifiedChecksums lists the evidence the notes of the rows keep name, in table order ("a, b").
+func (r Report) verifiedChecksums(keep func(TableRow) bool) string {
+	var out []string
+	for _, row := range r.Rows {
+		if m := verifiedLine.FindStringSubmatch(row.Note); keep(row) && m != nil && !slices.Contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func implNames(rows []TableRow) []string {

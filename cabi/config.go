@@ -286,11 +286,13 @@ func (c Config) writerOptions() ([]writer.Option, []retry.Option, error) {
 		}
 		concurrency = *c.Concurrency
 	}
-	alg := rules.Checksum()
+	var checksumOpt []writer.Option // none chosen: the writer's default for the rules and endpoint
 	if c.Checksum != nil {
-		if alg, err = frontend.ParseChecksum(*c.Checksum); err != nil {
+		alg, err := frontend.ParseChecksum(*c.Checksum)
+		if err != nil {
 			return nil, nil, fmt.Errorf("checksum %w", err)
 		}
+		checksumOpt = append(checksumOpt, writer.WithChecksum(alg))
 	}
 	size := int64(-1)
 	if c.Size != nil {
@@ -315,9 +317,9 @@ func (c Config) writerOptions() ([]writer.Option, []retry.Option, error) {
 		writer.WithRules(rules),
 		writer.WithPartSize(partSize),
 		writer.WithConcurrency(concurrency),
-		writer.WithChecksum(alg),
 		writer.WithLogger(log),
 	}
+	opts = append(opts, checksumOpt...)
 	if size >= 0 {
 		opts = append(opts, writer.WithSize(size))
 	}

@@ -187,8 +187,20 @@ var profiles = []Rules{
 
 // strict is every profile intersected, so an unknown S3-compatible store is served by what all
 // known ones accept: 5 MiB..5 GB parts, 10,000 parts, equal non-final parts, last part 1 B..P,
-// contiguous numbers, 5 TB objects, no checksum header, no conditional writes.
-var strict = Intersect(DefaultProfile, profiles...)
+// contiguous numbers, 5 TB objects, no checksum header relied on, no conditional writes.
+//
+// Its writes offer a FULL_OBJECT CRC32C (a refusal is retried without it). CRC32C because the
+// stores that check a checksum spend less on it than on a CRC64NVME: hardware CRC32C in their Go
+// code against a table-driven CRC64 (MinIO about 0.45-0.6 and the gateway 0.64-0.73 server
+// CPU-s/GiB less, 1 GiB through the benchmark's safeput-defaults rows, BENCHMARKS.md at 08de1bb),
+// and AWS takes it as FULL_OBJECT. R2 takes CRC32C only as COMPOSITE: the writer sends a
+// CRC64NVME to an R2 endpoint at defaults instead (see writer's defaultChecksum).
+var strict = withPreference(Intersect(DefaultProfile, profiles...), store.ChecksumCRC32C)
+
+func withPreference(r Rules, a store.ChecksumAlgorithm) Rules {
+	r.PreferredChecksum = a
+	return r
+}
 
 // Profile returns the named profile ("aws", "r2", ..., "strict"); names are case-insensitive.
 // An unknown name is an error listing the valid ones.

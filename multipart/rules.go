@@ -167,7 +167,7 @@ type Rules struct {
 	// HeadChecksums: HEAD with x-amz-checksum-mode: ENABLED returns the stored checksums.
 	HeadChecksums bool
 	// PreferredChecksum is the CRC a writer sends when its caller chooses none: the one the
-	// store checks most cheaply. Empty means CRC64NVME.
+	// store checks most cheaply (strict: CRC32C, offered). Empty means CRC64NVME.
 	PreferredChecksum store.ChecksumAlgorithm
 }
 
@@ -214,8 +214,9 @@ func (r Rules) Validate() error {
 	switch r.PreferredChecksum {
 	case "", store.ChecksumCRC64NVME:
 	case store.ChecksumCRC32, store.ChecksumCRC32C:
-		// A preference the store does not accept would only ever be sent to be refused.
-		if r.Checksums.Types(r.PreferredChecksum) == 0 {
+		// A preference the store does not accept would only ever be sent to be refused. Rules
+		// that list no checksum (strict, unverified stores) only offer one: any CRC may be tried.
+		if r.Checksums != (ChecksumSupport{}) && r.Checksums.Types(r.PreferredChecksum) == 0 {
 			return bad("preferred checksum %s is not one the store accepts", r.PreferredChecksum)
 		}
 	default:
@@ -273,7 +274,7 @@ func Intersect(name string, rs ...Rules) Rules {
 			out.PreferredChecksum = "" // no common preference: the default
 		}
 	}
-	if out.PreferredChecksum != "" && out.Checksums.Types(out.PreferredChecksum) == 0 {
+	if out.PreferredChecksum != "" && out.Checksums != (ChecksumSupport{}) && out.Checksums.Types(out.PreferredChecksum) == 0 {
 		out.PreferredChecksum = ""
 	}
 	return out

@@ -65,6 +65,8 @@ func TestStrictValues(t *testing.T) {
 		ContiguousPartNumbers: true, // COS
 		// No checksum, Content-MD5 (B2, R2 UploadPart unverified), conditional write, MD5 ETag or
 		// HEAD checksum is shared by every store.
+		// CRC32C is offered: the cheapest FULL_OBJECT CRC for the stores that check one.
+		PreferredChecksum: store.ChecksumCRC32C,
 	}
 	got, err := Profile("strict")
 	if err != nil {

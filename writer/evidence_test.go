@@ -130,10 +130,11 @@ func TestDefaultsStrongOnEveryStore(t *testing.T) {
 		rules         memstore.Rules
 		single, multi verify.Method
 	}{
-		{"aws-like", memstore.Rules{}, verify.MethodCRC64NVME, verify.MethodCRC64NVME},
-		{"minio-like", minioLike, verify.MethodCRC64NVME, verify.MethodCRC64NVME},
+		{"aws-like", memstore.Rules{}, verify.MethodCRC32C, verify.MethodCRC32C},
+		{"minio-like", minioLike, verify.MethodCRC32C, verify.MethodCRC32C},
 		{"ceph-like", cephLike, verify.MethodETagMD5, verify.MethodETagMD5},
-		{"refusing", refusing, verify.MethodCRC64NVME, verify.MethodCRC64NVME}, // keeps its own CRC
+		// It keeps a CRC64NVME of its own, not the CRC32C offered at defaults: the MD5 ETag proves it.
+		{"refusing", refusing, verify.MethodETagMD5, verify.MethodETagMD5},
 		{"refusing, no checksum kept", memstore.Rules{RejectChecksumHeaders: true, NoDefaultChecksum: true}, verify.MethodETagMD5, verify.MethodETagMD5},
 		{"opaque ETags, small enough to read back", opaque, verify.MethodReadBack, verify.MethodReadBack},
 	}
@@ -247,7 +248,7 @@ func TestEmptyCommitETagNoted(t *testing.T) {
 	for _, size := range []int{smallSize, largeSize} {
 		data := randomBytes(t, size)
 		res, err := write(t, mem, "k", data)
-		mustLand(t, mem, "k", data, res, err, verify.MethodCRC64NVME)
+		mustLand(t, mem, "k", data, res, err, verify.MethodCRC32C)
 		if !strings.Contains(strings.Join(res.Notes, "\n"), "carried no ETag") {
 			t.Fatalf("notes %q do not mention the empty answer", res.Notes)
 		}
@@ -335,7 +336,7 @@ func TestNothingProvesIt(t *testing.T) {
 		data := randomBytes(t, size)
 		_, err := write(t, mem, "k", data, writer.WithReadBackLimit(0))
 		e := mustBeUnverifiable(t, err)
-		if !strings.Contains(e.Message, "HEAD reported no full-object CRC64NVME") || !strings.Contains(e.Message, "was deleted") {
+		if !strings.Contains(e.Message, "HEAD reported no full-object CRC32C") || !strings.Contains(e.Message, "was deleted") {
 			t.Fatalf("message does not say what was missing and what was done: %s", e.Message)
 		}
 		mustBeAbsent(t, mem, "k")
@@ -415,7 +416,7 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		name   string
 		r      memstore.Rules
 		method verify.Method
-	}{{"minio-like", minioLike, verify.MethodCRC64NVME}, {"ceph-like", cephLike, verify.MethodETagMD5}} {
+	}{{"minio-like", minioLike, verify.MethodCRC32C}, {"ceph-like", cephLike, verify.MethodETagMD5}} {
 		t.Run(c.name, func(t *testing.T) {
 			mem := newMem(c.r)
 			res, err := write(t, faulty.New(mem, lost), "k", data)

@@ -33,7 +33,7 @@ func ExampleNew() {
 	}
 	res := w.Result()
 	fmt.Println(res.Size, "bytes,", res.Verified, "verified, strong:", res.VerifiedStrong)
-	// Output: 21 bytes, crc64nvme verified, strong: true
+	// Output: 21 bytes, crc32c verified, strong: true
 }
 
 // Upload sends a reader; an io.ReaderAt of known size (a file, bytes.Reader) is sent part by

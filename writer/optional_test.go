@@ -41,8 +41,8 @@ func TestLacksListPartsStillVerified(t *testing.T) {
 		rules  memstore.Rules
 		method verify.Method
 	}{
-		{"405, store keeps checksums", lacks(memstore.Rules{}, 405), verify.MethodCRC64NVME},
-		{"501, minio-like", lacks(minioLike, 501), verify.MethodCRC64NVME},
+		{"405, store keeps checksums", lacks(memstore.Rules{}, 405), verify.MethodCRC32C},
+		{"501, minio-like", lacks(minioLike, 501), verify.MethodCRC32C},
 		{"405, ceph-like (MD5 ETags only)", lacks(cephLike, 405), verify.MethodETagMD5},
 		{"405, opaque ETags (read-back)", lacks(opaque, 405), verify.MethodReadBack},
 	}
@@ -199,7 +199,7 @@ func TestLacksListPartsResumeStartsAfresh(t *testing.T) {
 	}
 	j := newJournal(t)
 	id := journal.ID{Endpoint: endpointID, Bucket: "b", Key: "k", UploadID: old.UploadID}
-	if err := j.Begin(journal.Record{ID: id, PartSize: 5 * mib, SourceSize: largeSize, ChecksumAlgorithm: string(store.ChecksumCRC64NVME)}); err != nil {
+	if err := j.Begin(journal.Record{ID: id, PartSize: 5 * mib, SourceSize: largeSize, ChecksumAlgorithm: string(store.ChecksumCRC32C)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Release(id); err != nil {

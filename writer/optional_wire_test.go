@@ -108,7 +108,7 @@ func TestWireChecksumHeaderNotImplemented(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		proxy, st := wirekit.Proxied(t, env, 1)
 		proxy.SetRules(
-			refuse(faultproxy.PutObject, "x-amz-checksum-crc64nvme", 501, "NotImplemented"),
+			refuse(faultproxy.PutObject, "x-amz-checksum-crc32c", 501, "NotImplemented"),
 			refuse(faultproxy.CreateMultipartUpload, "x-amz-checksum-algorithm", 501, "NotImplemented"),
 		)
 		for _, c := range []struct {
@@ -120,7 +120,7 @@ func TestWireChecksumHeaderNotImplemented(t *testing.T) {
 			res, err := writer.Upload(context.Background(), st, env.Bucket, c.key, stream.reader(data),
 				writer.WithPartSize(part), writer.WithRetry(fastPolicy()))
 			checkOutcome(t, env, c.key, data, res, err, sperrors.Unknown)
-			if !hasNote(res.Notes, "refused the CRC64NVME checksum header on "+c.op) {
+			if !hasNote(res.Notes, "refused the CRC32C checksum header on "+c.op) {
 				t.Errorf("%s: notes %q do not say the header was refused", c.key, res.Notes)
 			}
 			t.Logf("%s: verified %s", c.key, res.Verified)

@@ -433,8 +433,8 @@ func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, 
 		t.Fatal(err)
 	}
 	id := journal.ID{Endpoint: endpointID, Bucket: "b", Key: key, UploadID: up.UploadID}
-	rec := journal.Record{ID: id, PartSize: 1 << 20, SourceSize: int64(len(data)), ChecksumAlgorithm: string(store.ChecksumCRC64NVME)}
-	full, err := integrity.Sum(store.ChecksumCRC64NVME, data)
+	rec := journal.Record{ID: id, PartSize: 1 << 20, SourceSize: int64(len(data)), ChecksumAlgorithm: string(store.ChecksumCRC32C)}
+	full, err := integrity.Sum(store.ChecksumCRC32C, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, 
 		body := bytes.Clone(data[off:min(off+1<<20, len(data))])
 		sum := md5.Sum(body)
 		md5s = append(md5s, sum)
-		crc, err := integrity.Sum(store.ChecksumCRC64NVME, body)
+		crc, err := integrity.Sum(store.ChecksumCRC32C, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -458,7 +458,7 @@ func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, 
 		completed = append(completed, store.CompletedPart{PartNumber: n, ETag: out.ETag})
 		rec.Parts = append(rec.Parts, journal.Part{Number: n, Size: int64(len(body)), Checksum: crc, MD5: hex.EncodeToString(sum[:]), ETag: out.ETag})
 	}
-	rec.Object = &journal.Object{Size: int64(len(data)), ETag: integrity.MultipartETag(md5s), ChecksumAlgorithm: string(store.ChecksumCRC64NVME), Checksum: full}
+	rec.Object = &journal.Object{Size: int64(len(data)), ETag: integrity.MultipartETag(md5s), ChecksumAlgorithm: string(store.ChecksumCRC32C), Checksum: full}
 	if err := j.Begin(rec); err != nil {
 		t.Fatal(err)
 	}

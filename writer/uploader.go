@@ -3,6 +3,8 @@ package writer
 import (
 	"context"
 	"io"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -34,6 +36,9 @@ type Uploader struct {
 	// insecureWarned: a store with certificate verification off is warned about once, on the
 	// first write, through that write's logger (the C ABI passes its logger per write).
 	insecureWarned atomic.Bool
+	// crc32cComposite: the store's endpoint is one that takes CRC32C only as COMPOSITE (R2), so
+	// a write at the default profile sends the CRC64NVME it takes as FULL_OBJECT instead.
+	crc32cComposite bool
 }
 
 // NewUploader returns an Uploader for st. opts are the defaults of every write it makes (a
@@ -71,7 +76,23 @@ func newUploader(st store.Store, cfg config) *Uploader {
 	if cfg.policy == nil {
 		cfg.policy = retry.New()
 	}
-	return &Uploader{st: st, cfg: cfg}
+	u := &Uploader{st: st, cfg: cfg}
+	if e, ok := st.(interface{ Endpoint() string }); ok {
+		u.crc32cComposite = crc32cCompositeOnly(e.Endpoint())
+	}
+	return u
+}
+
+// crc32cCompositeOnly reports an endpoint of Cloudflare R2, whose multipart uploads take CRC32C
+// only as COMPOSITE and CRC64NVME only as FULL_OBJECT:
+// https://developers.cloudflare.com/r2/api/s3/api/ (checksum types).
+func crc32cCompositeOnly(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	h := strings.ToLower(u.Hostname())
+	return strings.HasSuffix(h, ".r2.cloudflarestorage.com")
 }
 
 // config returns u's defaults with a write's own options applied.

@@ -208,6 +208,9 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		return nil, bad("%s", msg)
 	}
 	cfg.checksum = cfg.resolvedChecksum()
+	if !cfg.checksumSet && cfg.rules.Name == multipart.DefaultProfile && u.crc32cComposite {
+		cfg.checksum = store.ChecksumCRC64NVME
+	}
 	size := cfg.sizeHint
 	plan, err := cfg.rules.Plan(multipart.PlanRequest{
 		Size:            size,

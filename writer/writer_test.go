@@ -417,15 +417,15 @@ func TestObserverAndResult(t *testing.T) {
 	})
 }
 
-// With no options at all (the strict profile) the writer offers its CRC64NVME header anyway and
+// With no options at all (the strict profile) the writer offers its CRC32C header anyway and
 // compares the full-object checksum the store reports with its own, so verification is strong on
-// both servers: Versity S3 Gateway computes a CRC64NVME for every object, MinIO keeps the one it
-// was sent (before strong verification became the default, MinIO proved the length only).
+// the servers that keep checksums: Versity S3 Gateway and MinIO keep the one they were sent
+// (before strong verification became the default, MinIO proved the length only).
 func TestDefaultsVerifyAgainstStoreChecksum(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
-		// Every server verifies strongly at defaults: the CRC64NVME header is offered even under
+		// Every server verifies strongly at defaults: the CRC32C header is offered even under
 		// the strict profile, so MinIO (which stores no checksum it was not sent) reports it too.
-		wantMethod := verify.MethodCRC64NVME
+		wantMethod := verify.MethodCRC32C
 		if env.Srv.IgnoresChecksums() {
 			// Ceph RGW keeps no checksum; its MD5 ETags (single and MD5-of-MD5s-N) are the proof.
 			wantMethod = verify.MethodETagMD5
@@ -440,7 +440,7 @@ func TestDefaultsVerifyAgainstStoreChecksum(t *testing.T) {
 			if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, data) {
 				t.Fatal("read back differs")
 			}
-			sum, _ := integrity.Sum(store.ChecksumCRC64NVME, data)
+			sum, _ := integrity.Sum(store.ChecksumCRC32C, data)
 			if res.Checksum.Value != sum || res.Verified != wantMethod {
 				t.Fatalf("size %d: checksum %s (want %s), verified %s (want %s)", size, res.Checksum.Value, sum, res.Verified, wantMethod)
 			}

@@ -106,7 +106,7 @@ Start with "safeput demo": no set-up, no network.
 	f.StringVar(&a.g.provider, "provider", "strict", "provider profile ("+strings.Join(multipart.ProfileNames(), ", ")+") or a rules string such as min=5MiB,max=5GiB,parts=10000")
 	f.StringVar(&a.g.partSize, "part-size", "", "preferred part size, e.g. 16MiB (default 16 MiB; raised to fit the part-count limit)")
 	f.IntVar(&a.g.concurrency, "concurrency", writer.DefaultConcurrency, "parts in flight per upload")
-	f.StringVar(&a.g.checksum, "checksum", "", "checksum sent and verified: crc64nvme, crc32c, crc32 or none (default: the --provider profile's choice, crc64nvme except crc32c for minio and versitygw)")
+	f.StringVar(&a.g.checksum, "checksum", "", "checksum sent and verified: crc64nvme, crc32c, crc32 or none (default: the --provider profile's choice: crc32c for the default strict, minio and versitygw, crc64nvme for the others and for an R2 endpoint)")
 	f.BoolVar(&a.g.json, "json", false, "print a machine-readable result on stdout")
 	f.StringVar(&a.g.logLevel, "log-level", "error", "log level on stderr: debug, info, warn, error (the outcome line is printed at any level)")
 	f.DurationVar(&a.g.stallTimeout, "stall-timeout", retry.DefaultStallTimeout,
@@ -238,7 +238,6 @@ func (a *app) do(ctx context.Context, op string, u s3URL, fn func(ctx context.Co
 type uploadConfig struct {
 	rules    multipart.Rules
 	partSize int64
-	checksum store.ChecksumAlgorithm
 	opts     []writer.Option
 }
 
@@ -273,11 +272,13 @@ func (a *app) uploadOptions(size int64) (uploadConfig, error) {
 	if a.g.concurrency < 1 {
 		return uc, usageErr("--concurrency %d: must be at least 1", a.g.concurrency)
 	}
-	uc.checksum = rules.Checksum()
+	var checksumOpt []writer.Option // none chosen: the writer's default for the rules and endpoint
 	if a.g.checksum != "" {
-		if uc.checksum, err = parseChecksum(a.g.checksum); err != nil {
+		alg, err := parseChecksum(a.g.checksum)
+		if err != nil {
 			return uc, err
 		}
+		checksumOpt = append(checksumOpt, writer.WithChecksum(alg))
 	}
 	if _, err := rules.Plan(multipart.PlanRequest{Size: size, PartSize: uc.partSize, Concurrency: a.g.concurrency}); err != nil {
 		return uc, usageErr("%v", err)
@@ -291,9 +292,9 @@ func (a *app) uploadOptions(size int64) (uploadConfig, error) {
 		writer.WithRules(rules),
 		writer.WithPartSize(uc.partSize),
 		writer.WithConcurrency(a.g.concurrency),
-		writer.WithChecksum(uc.checksum),
 		writer.WithLogger(a.log),
 	}
+	uc.opts = append(uc.opts, checksumOpt...)
 	return uc, nil
 }
 
