@@ -89,8 +89,9 @@ extern "C" {
  *   "part_size"                bytes, or a string "16MiB" (default 16 MiB)
  *   "concurrency"              parts in flight and part buffers held (default 4)
  *   "checksum"                 "crc64nvme", "crc32c", "crc32", "none" (default: the
- *                              provider's choice: "crc32c" for minio and versitygw, else
- *                              "crc64nvme")
+ *                              provider's choice: "crc32c" for the default strict, minio
+ *                              and versitygw, else "crc64nvme"; "crc64nvme" at strict on
+ *                              an R2 endpoint, which takes CRC32C only as COMPOSITE)
  *   "create_only"              fail with SAFEPUT_PRECONDITION if the key exists
  *   "content_type"             the object's Content-Type
  *   "size"                     the exact size, when known (a different total fails)
