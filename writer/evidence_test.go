@@ -602,3 +602,44 @@ func TestDroppedStoreIsFreed(t *testing.T) {
 		}
 	}
 }
+
+// endpointStore gives a store the endpoint an adapter would report.
+type endpointStore struct {
+	store.Store
+	endpoint string
+}
+
+func (s endpointStore) Endpoint() string { return s.endpoint }
+
+// At defaults a write offers CRC32C, except to an R2 endpoint, which takes CRC32C only as
+// COMPOSITE: there it offers the CRC64NVME R2 takes as FULL_OBJECT. A checksum the caller names,
+// or a named profile's own choice, is never changed.
+func TestDefaultChecksumByEndpoint(t *testing.T) {
+	data := randomBytes(t, largeSize)
+	for _, c := range []struct {
+		name, endpoint string
+		opts           []writer.Option
+		want           store.ChecksumAlgorithm
+	}{
+		{"unknown endpoint", "http://127.0.0.1:9000", nil, store.ChecksumCRC32C},
+		{"AWS", "https://s3.us-east-1.amazonaws.com", nil, store.ChecksumCRC32C},
+		{"R2", "https://0123abcd.r2.cloudflarestorage.com", nil, store.ChecksumCRC64NVME},
+		{"R2, EU jurisdiction", "https://0123abcd.EU.R2.cloudflarestorage.com:443", nil, store.ChecksumCRC64NVME},
+		{"R2, checksum named", "https://0123abcd.r2.cloudflarestorage.com", []writer.Option{writer.WithChecksum(store.ChecksumCRC32)}, store.ChecksumCRC32},
+		{"R2, r2 profile", "https://0123abcd.r2.cloudflarestorage.com", []writer.Option{writer.WithProfile("r2")}, store.ChecksumCRC64NVME},
+		{"a look-alike host", "https://r2.cloudflarestorage.com.example.net", nil, store.ChecksumCRC32C},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := newMem(memstore.Rules{})
+			st := endpointStore{Store: mem, endpoint: c.endpoint}
+			res, err := write(t, st, "k", data, c.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Checksum.Algorithm != c.want {
+				t.Fatalf("checksum %s, want %s", res.Checksum.Algorithm, c.want)
+			}
+			mustLand(t, mem, "k", data, res, err, verify.Method(strings.ToLower(string(c.want))))
+		})
+	}
+}
