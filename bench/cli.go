@@ -17,8 +17,9 @@ import (
 // newSafeputCLI runs `safeput put` as a user would, with no --provider and no flag that changes
 // what it sends: a stream is piped to its stdin (`put -`), a readerat source is named by its
 // path. Its whole process is measured: start-up, credentials, the upload and the verification.
-// The process's CPU time reaches the harness through getrusage(RUSAGE_CHILDREN) (cpuTime); the
-// stream is fed to its stdin by sendfile (pipeFrom), which costs the harness next to nothing.
+// The process's CPU time reaches the harness through getrusage(RUSAGE_CHILDREN) (cpuTime), beside
+// the harness's own while it runs it: its memory sampler, and for a stream its sendfile into the
+// CLI's stdin (pipeFrom), the cheapest producer a pipe can have. The note gives the CLI's own.
 func newSafeputCLI(srv s3test.Server, bucket string, p Params) (Uploader, error) {
 	if p.CLI == "" {
 		return nil, errors.New("no safeput binary (-cli-binary)")
@@ -87,9 +88,8 @@ func newSafeputCLI(srv s3test.Server, bucket string, p Params) (Uploader, error)
 }
 
 // pipeFrom returns the read end of a pipe for the CLI's stdin and a func that fills it from the
-// file at path by sendfile(2) and closes the write end: the kernel moves the bytes, so the
-// harness spends next to no CPU on a stream a producer would otherwise write, and the row's CPU
-// is the CLI's own.
+// file at path by sendfile(2) and closes the write end: the kernel moves the bytes, the least CPU
+// a producer can spend on a pipe (counted in the row's CPU, with the CLI's own in its note).
 func pipeFrom(path string) (*os.File, func() error, error) {
 	f, err := os.Open(path)
 	if err != nil {

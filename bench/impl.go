@@ -167,7 +167,7 @@ func defaultsIntegrity(Params) string {
 
 func cliIntegrity(Params) string {
 	return "`safeput put` as a user runs it (whole process, no --provider, default backend and part size; the stream on its stdin through a pipe, or the file named): " +
-		"as safeput-defaults; its CPU column is the CLI process's (the harness feeds the pipe by sendfile)"
+		"as safeput-defaults; its CPU column is the CLI process's and the harness's while it runs it (the memory sampler, and for a stream its sendfile into the pipe); the note gives the CLI's own user and sys"
 }
 
 func tmFullIntegrity(p Params) string {
