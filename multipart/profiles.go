@@ -190,11 +190,11 @@ var profiles = []Rules{
 // contiguous numbers, 5 TB objects, no checksum header relied on, no conditional writes.
 //
 // Its writes offer a FULL_OBJECT CRC32C (a refusal is retried without it). CRC32C because the
-// stores that check a checksum spend less on it than on a CRC64NVME: hardware CRC32C in their Go
-// code against a table-driven CRC64 (MinIO about 0.45-0.6 and the gateway 0.64-0.73 server
-// CPU-s/GiB less, 1 GiB through the benchmark's safeput-defaults rows, BENCHMARKS.md at 08de1bb),
-// and AWS takes it as FULL_OBJECT. R2 takes CRC32C only as COMPOSITE: the writer sends a
-// CRC64NVME to an R2 endpoint at defaults instead (see writer's defaultChecksum).
+// test servers spent less CPU checking it than a CRC64NVME (MinIO about 0.45-0.6 and the gateway
+// 0.64-0.73 server CPU-s/GiB less, 1 GiB through the benchmark's safeput-defaults rows against
+// its per-profile rows, BENCHMARKS.md at 08de1bb), and AWS takes it as FULL_OBJECT. R2 takes
+// CRC32C only as COMPOSITE: a write at defaults sends an R2 endpoint a CRC64NVME instead (see
+// crc32cCompositeOnly in writer).
 var strict = withPreference(Intersect(DefaultProfile, profiles...), store.ChecksumCRC32C)
 
 func withPreference(r Rules, a store.ChecksumAlgorithm) Rules {
