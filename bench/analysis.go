@@ -516,7 +516,7 @@ func (r Report) defaultsBullet() string {
 		if own := r.values(func(row TableRow) bool { return row.Impl == "safeput-cli" && cliOwnCPU(row) > 0 }, cliOwnCPU); len(own) > 0 {
 			w("; the CLI process's own user and system time (each row's last run, in its note) is %s", span(own, "%.2f"))
 		}
-		w(". A CLI row's column also counts the harness while it runs the CLI (its memory sampler, and on a stream its sendfile into the CLI's stdin pipe); the CLI's own time adds its start-up and, on a stream, reading that pipe.")
+		w(". A CLI row's column also counts the harness's memory sampler, as every row's does (the feed into a stream's pipe is left out: see the integrity table); the CLI's own time adds its start-up and, on a stream, reading that pipe.")
 	}
 	w("\n")
 	return b.String()

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/writer"
@@ -18,8 +20,10 @@ import (
 // what it sends: a stream is piped to its stdin (`put -`), a readerat source is named by its
 // path. Its whole process is measured: start-up, credentials, the upload and the verification.
 // The process's CPU time reaches the harness through getrusage(RUSAGE_CHILDREN) (cpuTime), beside
-// the harness's own while it runs it: its memory sampler, and for a stream its sendfile into the
-// CLI's stdin (pipeFrom), the cheapest producer a pipe can have. The note gives the CLI's own.
+// the harness's own memory sampler (as for every row). For a stream, the harness's sendfile into
+// the CLI's stdin (pipeFrom) is the producer's work, which no other row has (they read the file
+// themselves, as the CLI reads the pipe): it is measured on its own thread, left out of the
+// row's CPU and given in the note, with the CLI's own user and system time.
 func newSafeputCLI(srv s3test.Server, bucket string, p Params) (Uploader, error) {
 	if p.CLI == "" {
 		return nil, errors.New("no safeput binary (-cli-binary)")
@@ -43,7 +47,7 @@ func newSafeputCLI(srv s3test.Server, bucket string, p Params) (Uploader, error)
 		args = append(args, "--json", "put", "--no-progress", from, "s3://"+bucket+"/"+key)
 		cmd := exec.CommandContext(ctx, p.CLI, args...)
 		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+srv.AccessKey, "AWS_SECRET_ACCESS_KEY="+srv.SecretKey)
-		var feed func() error
+		var feed func() (time.Duration, error)
 		if src.Kind == SourceStream {
 			pr, f, err := pipeFrom(src.Path)
 			if err != nil {
@@ -57,11 +61,13 @@ func newSafeputCLI(srv s3test.Server, bucket string, p Params) (Uploader, error)
 			return "", err
 		}
 		var ferr error
+		var fed time.Duration
 		if feed != nil {
 			// The child has its copy of the read end: ours must go, or a child that died
 			// would leave the feed blocked on a pipe that still has a reader.
 			_ = cmd.Stdin.(*os.File).Close()
-			ferr = feed()
+			fed, ferr = feed()
+			notCounted(ctx, fed)
 		}
 		if err := cmd.Wait(); err != nil {
 			return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(tail(stderr.String(), 2000)))
@@ -82,15 +88,21 @@ func newSafeputCLI(srv s3test.Server, bucket string, p Params) (Uploader, error)
 			return "", fmt.Errorf("CLI reports %s, %d bytes; want landed, %d", res.Status, res.Size, src.Size)
 		}
 		ps := cmd.ProcessState
-		return fmt.Sprintf("%d parts, verified %s; CLI user %.2f s, sys %.2f s", res.Parts, res.Verified,
-			ps.UserTime().Seconds(), ps.SystemTime().Seconds()), nil
+		note := fmt.Sprintf("%d parts, verified %s; CLI user %.2f s, sys %.2f s", res.Parts, res.Verified,
+			ps.UserTime().Seconds(), ps.SystemTime().Seconds())
+		if feed != nil {
+			note += fmt.Sprintf("; stdin feed %.2f s, not counted", fed.Seconds())
+		}
+		return note, nil
 	}, nil
 }
 
 // pipeFrom returns the read end of a pipe for the CLI's stdin and a func that fills it from the
-// file at path by sendfile(2) and closes the write end: the kernel moves the bytes, the least CPU
-// a producer can spend on a pipe (counted in the row's CPU, with the CLI's own in its note).
-func pipeFrom(path string) (*os.File, func() error, error) {
+// file at path by sendfile(2), closes the write end and returns the CPU time the feed took: the
+// kernel moves the bytes, the least CPU a producer can spend on a pipe. The feed runs locked to
+// one OS thread (the fd is blocking: a full pipe blocks the thread in the kernel), so that
+// thread's own rusage is the feed's CPU.
+func pipeFrom(path string) (*os.File, func() (time.Duration, error), error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -100,18 +112,22 @@ func pipeFrom(path string) (*os.File, func() error, error) {
 		_ = f.Close()
 		return nil, nil, err
 	}
-	return pr, func() error {
+	return pr, func() (time.Duration, error) {
 		defer f.Close()
 		defer pw.Close()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		out, in := int(pw.Fd()), int(f.Fd())
+		start := threadCPU()
 		for {
-			n, err := syscall.Sendfile(int(pw.Fd()), int(f.Fd()), nil, 1<<20)
+			n, err := syscall.Sendfile(out, in, nil, 1<<20)
 			switch {
 			case errors.Is(err, syscall.EINTR) || errors.Is(err, syscall.EAGAIN):
 				continue
 			case err != nil:
-				return err
+				return threadCPU() - start, err
 			case n == 0:
-				return nil
+				return threadCPU() - start, nil
 			}
 		}
 	}, nil

@@ -465,9 +465,12 @@ Run it on a quiet machine: client and server share the cores, so other work move
   profile runs it: the library at its defaults (` + "`safeput-defaults/*`" + `, one Uploader per upload,
   so every upload is its first on the server) and the CLI (` + "`safeput-cli`" + `), whose whole process
   is measured (start-up included): ` + "`safeput put -`" + ` with the stream fed to its stdin through a
-  pipe by sendfile from the file (next to no CPU in the harness), or ` + "`safeput put FILE`" + ` for a readerat source; its
-  CPU is the child's getrusage of its waited-for children (the note splits the CLI's user and
-  system time); its memory columns are the harness child's, not the CLI's (the CLI memory
+  pipe by sendfile from the file, or ` + "`safeput put FILE`" + ` for a readerat source; its
+  CPU is the CLI process's (the child's getrusage of its waited-for children, the note splitting
+  the CLI's user and system time) and the harness's memory sampler, as for every row; the feed
+  into a stream's pipe, the producer's work that the other rows (which read the file themselves,
+  as the CLI reads the pipe) do not have, is timed on its own thread, left out and given in the
+  note; its memory columns are the harness child's, not the CLI's (the CLI memory
   section measures that). Peers at a whole-object checksum
   (` + "`minio-go+crc32c`" + `, ` + "`transfermanager+full-crc32`" + `) show what verification costs them.
 - **Ceiling**: one aws-sdk-go-v2 PutObject of the whole body, no checksum, UNSIGNED-PAYLOAD.
