@@ -168,12 +168,12 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 // lateMD5 takes the body's MD5 after its receipt, while its bytes are still held, when the write
 // left MD5s for later (caps.md5Late, or a single PUT whose offered header was refused after its
 // MD5 was skipped). A receipt that echoes the checksum sent shows the store took it, and the MD5
-// is skipped, unless an earlier receipt of this endpoint came back without the echo: a store
+// is skipped, unless a receipt of this endpoint has come back without the echo: a store
 // that checks no checksum never echoes, so such an endpoint is not trusted to echo again.
 // Skipping never weakens the proof: an echo that was not the store's own (a middlebox's) leaves
 // the HEAD to decide, and if it reports no checksum the object is read back, or, with read-back
-// off, the write fails Unverifiable and its object is deleted. The MD5 is for the part's ETag,
-// the evidence left when neither the echo nor the HEAD can be had.
+// off, the write fails Unverifiable and its object is deleted. The MD5 is for the ETag, the
+// evidence left when the HEAD reports no checksum.
 func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Checksum, echoed store.Checksums) error {
 	if rec.hasMD5 || (!w.caps.md5Late && !w.caps.md5) {
 		return nil
