@@ -41,7 +41,7 @@ type Config struct {
 	SessionToken       string `json:"session_token"`
 	InsecureSkipVerify bool   `json:"insecure_skip_verify"`
 	// CABundle is a PEM file of CAs trusted besides the system roots for this store (as the
-	// CLI's --ca-bundle; empty: AWS_CA_BUNDLE, then ca_bundle in the profile).
+	// CLI's --ca-bundle; empty: AWS_CA_BUNDLE, then ca_bundle in the profile, for an https endpoint).
 	CABundle string `json:"ca_bundle"`
 
 	// Upload: as the CLI's put flags.

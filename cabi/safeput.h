@@ -84,6 +84,7 @@ extern "C" {
  *   "insecure_skip_verify"     skip TLS certificate checks (test endpoints only)
  *   "ca_bundle"                PEM file of a private CA, trusted besides the system roots;
  *                              else AWS_CA_BUNDLE, else the profile's ca_bundle
+ *                              (those two for an https endpoint only)
  *   "provider"                 provider profile ("strict" default, "aws", "minio", "r2", ...)
  *                              or a rules string "min=5MiB,max=5GiB,parts=10000"
  *   "part_size"                bytes, or a string "16MiB" (default 16 MiB)

@@ -112,7 +112,7 @@ Start with "safeput demo": no set-up, no network.
 	f.DurationVar(&a.g.stallTimeout, "stall-timeout", retry.DefaultStallTimeout,
 		"cut and retry a request that moves no byte for this long (0 disables; at most "+maxStallTimeout.String()+")")
 	f.BoolVar(&a.g.insecure, "insecure-skip-verify", false, "do not verify the endpoint's TLS certificate (test endpoints only)")
-	f.StringVar(&a.g.caBundle, "ca-bundle", "", "PEM file of the CAs that sign the endpoint's certificate, trusted besides the system roots (env AWS_CA_BUNDLE, or ca_bundle in the profile)")
+	f.StringVar(&a.g.caBundle, "ca-bundle", "", "PEM file of the CAs that sign the endpoint's certificate, trusted besides the system roots (env AWS_CA_BUNDLE, or ca_bundle in the profile, for an https endpoint)")
 	a.g.hooks.register(f)
 
 	root.AddCommand(a.putCmd(), a.verifyCmd(), a.probeCmd(), a.sweepCmd(), a.recoverCmd(), a.demoCmd())

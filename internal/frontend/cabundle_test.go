@@ -10,7 +10,7 @@ import (
 )
 
 // The CA bundle comes from the flag, else AWS_CA_BUNDLE, else ca_bundle in the profile (whoever
-// gave the keys); under InsecureSkipVerify only the flag counts. A file that cannot be read or
+// gave the keys); under InsecureSkipVerify, or for a plain http:// endpoint, only the flag counts. A file that cannot be read or
 // holds no certificate is an error naming it.
 func TestCABundleSources(t *testing.T) {
 	isolate(t)
@@ -59,6 +59,29 @@ func TestCABundleSources(t *testing.T) {
 	if got := resolve(insecure); got != "" {
 		t.Errorf("insecure takes %q from the environment", got)
 	}
+	// A plain-HTTP endpoint makes no TLS: the environment's and the profile's bundles are not
+	// read for it; the flag's still is (and is checked).
+	plain := base
+	plain.Endpoint = "http://127.0.0.1:1"
+	if got := resolve(plain); got != "" {
+		t.Errorf("plain HTTP takes %q from the environment", got)
+	}
+	t.Setenv("AWS_CA_BUNDLE", "")
+	if got := resolve(plain); got != "" {
+		t.Errorf("plain HTTP takes %q from the profile", got)
+	}
+	t.Setenv("AWS_CA_BUNDLE", "/from/env")
+	plain.CABundle = good
+	if got := resolve(plain); got != good {
+		t.Errorf("plain HTTP with the flag: %q", got)
+	}
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:2")
+	fromEnv := base
+	fromEnv.Endpoint = ""
+	if got := resolve(fromEnv); got != "" {
+		t.Errorf("an http endpoint from AWS_ENDPOINT_URL takes %q from the environment", got)
+	}
+	t.Setenv("AWS_ENDPOINT_URL", "")
 
 	for _, backend := range []string{"aws", "minio"} {
 		c := flag

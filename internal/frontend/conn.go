@@ -112,10 +112,13 @@ func (c Conn) Resolve() (Resolved, error) {
 
 // resolveCABundle picks the CA bundle file: c.CABundle, else AWS_CA_BUNDLE, else ca_bundle in
 // the profile (c.Profile, AWS_PROFILE or default), whoever gave the keys. Under
-// InsecureSkipVerify only c.CABundle counts (and the adapter refuses the pair).
+// InsecureSkipVerify only c.CABundle counts (and the adapter refuses the pair). A plain http://
+// endpoint takes none from the environment or the profile: no TLS is ever made to it, and a
+// bundle set for other endpoints cost each process the parse of the system roots and the bundle
+// (with Debian's ca-certificates as AWS_CA_BUNDLE: 5 MB of RSS and 15 ms of a 1-byte put).
 func (c Conn) resolveCABundle(r *Resolved) error {
 	r.CABundle = c.CABundle
-	if r.CABundle != "" || c.InsecureSkipVerify {
+	if r.CABundle != "" || c.InsecureSkipVerify || plainHTTP(r.Endpoint) {
 		return nil
 	}
 	if r.CABundle = os.Getenv("AWS_CA_BUNDLE"); r.CABundle != "" {
@@ -142,6 +145,10 @@ func (c Conn) resolveCABundle(r *Resolved) error {
 	}
 	return nil
 }
+
+// plainHTTP reports an endpoint that is spoken to without TLS (Resolve accepts only the
+// lower-case schemes).
+func plainHTTP(endpoint string) bool { return strings.HasPrefix(endpoint, "http://") }
 
 // readCABundle reads the CA bundle file: one that cannot be read or holds no PEM certificate
 // is an error naming it, never a silent fall back to the system roots.
