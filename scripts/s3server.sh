@@ -79,7 +79,9 @@ free_port() {
 		# Below Linux's ephemeral range (32768-60999), where outgoing connections take their
 		# local ports and could hold the one picked before the server binds it.
 		p=$((10000 + RANDOM % 22000))
-		if [[ " ${safeput_ports_taken:-} " == *" $p "* ]]; then
+		# 13333 is MinIO's built-in console port: with the browser off it ignores
+		# --console-address, keeps 13333 and refuses to start when --address has that port.
+		if [[ " ${safeput_ports_taken:-} 13333 " == *" $p "* ]]; then
 			continue
 		fi
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
