@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/safeput/safeput/internal/hugepage"
 )
 
 // Budget bounds the part-buffer memory of every writer that shares it. A flush node that runs
@@ -63,6 +65,7 @@ func (b *Budget) get(ctx context.Context, size int) (buf []byte, waited bool, er
 			b.mu.Unlock()
 			if buf == nil {
 				buf = make([]byte, size)
+				hugepage.Advise(buf)
 			}
 			return buf, waited, nil
 		}

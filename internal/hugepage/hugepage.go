@@ -1,0 +1,37 @@
+// Package hugepage asks the kernel to back fresh part buffers with transparent huge pages, for a
+// program that owns its process and uploads once per run (the CLI). Each new 4 KiB page costs a
+// fault on first touch; on a virtual machine a fault can cost over 10 µs (11 µs measured on the
+// benchmark machine), so a fresh process's 4 × 16 MiB of part buffers cost about 0.18 s of CPU
+// before a byte is sent, more than the CRC of a GiB. With the hint a 2 MiB page faults once.
+//
+// It stays off in the library: a long-running host reuses its buffers through one Uploader, so it
+// pays those faults once, and huge-page advice on heap memory the Go runtime later reuses for
+// other objects is the host's decision (GODEBUG=disablethp), not a library's.
+package hugepage
+
+import (
+	"os"
+	"strings"
+	"sync/atomic"
+)
+
+var enabled atomic.Bool
+
+// Enable turns the advice on for this process, unless GODEBUG=disablethp=1 asks the runtime to
+// keep the heap off huge pages.
+func Enable() {
+	if strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
+		return
+	}
+	enabled.Store(true)
+}
+
+// Advise hints that buf, freshly allocated and not yet written, will be filled: the part of it
+// past its first 2 MiB is to be backed by huge pages. A stream that ends in a buffer's first
+// 2 MiB so touches only the 4 KiB pages it fills, as without the hint. A no-op unless Enable
+// was called, and on systems without transparent huge pages.
+func Advise(buf []byte) {
+	if enabled.Load() {
+		advise(buf)
+	}
+}
