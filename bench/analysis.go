@@ -648,16 +648,7 @@ func Reanalyse(md, header string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// The integrity table describes the implementations, not the measurement: take the current.
-	if a := strings.Index(body, "### Integrity settings"); a >= 0 {
-		if z := strings.Index(body[a:], "### Targets"); z >= 0 {
-			var impls []string
-			for _, row := range r.Rows {
-				impls = append(impls, row.Impl)
-			}
-			body = body[:a] + IntegrityTable(r.Params, impls) + body[a+z:]
-		}
-	}
+	body = withCurrentIntegrity(body, r)
 	out := header + strings.TrimRight(body, "\n") + "\n\n" + Analysis(r)
 	if tlsBlock != "" {
 		// Its comparison with the plain run is regenerated from the tables just kept.
@@ -674,6 +665,24 @@ func Reanalyse(md, header string) (string, error) {
 		out += cliMem // after the analysis, which ends with a blank line
 	}
 	return out, nil
+}
+
+// withCurrentIntegrity is report with its integrity table regenerated for r's implementations: the
+// table describes the implementations, not the measurement, so a reanalysis takes the current.
+func withCurrentIntegrity(report string, r Report) string {
+	a := strings.Index(report, "### Integrity settings")
+	if a < 0 {
+		return report
+	}
+	z := strings.Index(report[a:], "### Targets")
+	if z < 0 {
+		return report
+	}
+	var impls []string
+	for _, row := range r.Rows {
+		impls = append(impls, row.Impl)
+	}
+	return report[:a] + IntegrityTable(r.Params, impls) + report[a+z:]
 }
 
 // IntegrityTable is the report's "Integrity settings" section for the implementations named.

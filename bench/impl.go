@@ -167,7 +167,8 @@ func defaultsIntegrity(Params) string {
 
 func cliIntegrity(Params) string {
 	return "`safeput put` as a user runs it (whole process, no --provider, default backend and part size; the stream on its stdin through a pipe, or the file named): " +
-		"as safeput-defaults; its CPU column is the CLI process's and the harness's memory sampler (as every row's); for a stream, the harness's sendfile into the pipe (the producer's work, which rows reading the file themselves do not have) is left out and given in the note, with the CLI's own user and sys"
+		"as safeput-defaults; its CPU column is the CLI process's and the harness's memory sampler (as every row's); for a stream, the harness's sendfile into the pipe (the producer's work, which rows reading the file themselves do not have) is left out and given in the note, with the CLI's own user and sys; " +
+		"as a program owning its process it sets the GC memory limit to its part budget + 12 MiB and asks Linux for huge pages for its part buffers, which the library rows, at Go's defaults, do not"
 }
 
 func tmFullIntegrity(p Params) string {

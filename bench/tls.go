@@ -60,6 +60,7 @@ func TLSBlock(report, plainDoc string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("TLS report: %w", err)
 	}
+	report = withCurrentIntegrity(report, tlsRep)
 	cmpTable := ""
 	if plain, ok := plainReport(plainDoc); ok {
 		cmpTable = tlsVsPlain(plain, tlsRep)

@@ -86,3 +86,31 @@ func TestBenchmarksTLSBlockIsCurrent(t *testing.T) {
 		t.Errorf("BENCHMARKS.md's TLS block differs from what its tables give; run `go run ./cmd/bench -reanalyse ../BENCHMARKS.md` in bench/. Want:\n%s", want)
 	}
 }
+
+// The integrity tables describe the implementations, not a measurement: a reanalysis brings
+// both the plain run's and the TLS run's up to date with the code.
+func TestReanalyseRefreshesBothIntegrityTables(t *testing.T) {
+	plainMD := tinyReport(t, 1)
+	r, err := ParseReport(plainMD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := "# Head\n\n" + plainMD + Analysis(r)
+	blk, err := TLSBlock(tinyReport(t, 0.5), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := SpliceTLS(doc, blk)
+	cli := cliIntegrity(r.Params)
+	if strings.Count(current, cli) != 2 {
+		t.Fatalf("want the CLI's description in both integrity tables, found %d", strings.Count(current, cli))
+	}
+	stale := strings.ReplaceAll(current, cli, "an old description")
+	out, err := Reanalyse(stale, "# Head\n\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "an old description") || out != current {
+		t.Errorf("reanalysis left a stale integrity description:\n%s", out)
+	}
+}
