@@ -22,15 +22,22 @@ func tinyReport(t *testing.T, scale float64) string {
 	return Markdown(Env{Command: "test", Params: p, Runs: 1, Machine: "Some CPU, 2 cores, 8.0 GiB RAM, linux/amd64"}, rows, Evaluate(rows, p))
 }
 
-// A TLS run replaces only its own block, which sits before the CLI memory block, compares each
-// row with the plain run's, and survives a plain run's reanalysis unchanged.
-func TestTLSBlockSplicesAndCompares(t *testing.T) {
+// plainDoc is a document as a plain run writes it (a "# Head" header, tinyReport's tables and
+// their analysis), with the report parsed from it.
+func plainDoc(t *testing.T) (string, Report) {
+	t.Helper()
 	plainMD := tinyReport(t, 1)
 	r, err := ParseReport(plainMD)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := "# Head\n\n" + plainMD + Analysis(r)
+	return "# Head\n\n" + plainMD + Analysis(r), r
+}
+
+// A TLS run replaces only its own block, which sits before the CLI memory block, compares each
+// row with the plain run's, and survives a plain run's reanalysis unchanged.
+func TestTLSBlockSplicesAndCompares(t *testing.T) {
+	doc, r := plainDoc(t)
 	doc = SpliceCLIMem(doc, "## CLI memory\n\nfigures\n")
 
 	blk, err := TLSBlock(tinyReport(t, 0.5), doc)
@@ -90,12 +97,7 @@ func TestBenchmarksTLSBlockIsCurrent(t *testing.T) {
 // The integrity tables describe the implementations, not a measurement: a reanalysis brings
 // both the plain run's and the TLS run's up to date with the code.
 func TestReanalyseRefreshesBothIntegrityTables(t *testing.T) {
-	plainMD := tinyReport(t, 1)
-	r, err := ParseReport(plainMD)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := "# Head\n\n" + plainMD + Analysis(r)
+	doc, r := plainDoc(t)
 	blk, err := TLSBlock(tinyReport(t, 0.5), doc)
 	if err != nil {
 		t.Fatal(err)
