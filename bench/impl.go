@@ -162,7 +162,7 @@ func rulesOf(name string) multipart.Rules {
 
 func defaultsIntegrity(Params) string {
 	return "the library's defaults (profile " + multipart.DefaultProfile + ", no option but part size and concurrency), one writer.Uploader per upload: " +
-		"CRC32C offered per part and FULL_OBJECT, ListParts check, HEAD verification (crc32c on both servers); no part MD5 where the receipts echo the checksum"
+		"CRC32C offered per part and FULL_OBJECT, ListParts check, HEAD verification (crc32c on both servers); part MD5s only until a receipt echoes the checksum"
 }
 
 func cliIntegrity(Params) string {

@@ -118,6 +118,7 @@ func (w *Writer) putSingle() error {
 	put := func(ctx context.Context, _ int) error {
 		in.Body = newFencedReader(data, fence)
 		w.bytesSent.Add(int64(len(data)))
+		echoKnown := w.facts.echoes()
 		o, err := w.st.PutObject(ctx, in)
 		if err != nil && w.caps.probing && headerRefused(err) {
 			w.dropOfferedChecksum("PutObject", err)
@@ -132,7 +133,7 @@ func (w *Writer) putSingle() error {
 			}
 			return err
 		}
-		if err := w.lateMD5(0, partBody{buf: data}, &rec, in.Checksum, o.Checksums); err != nil {
+		if err := w.lateMD5(0, partBody{buf: data}, &rec, in.Checksum, o.Checksums, echoKnown); err != nil {
 			return err
 		}
 		receipt := integrity.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}

@@ -23,8 +23,7 @@ import (
 //  2. the ETag against the body's MD5 (single PUT) or MD5-of-part-MD5s-N (multipart), computed
 //     in the part goroutines only when the write may need it: while it is not known whether the
 //     HEAD reports the checksum, a body's MD5 is taken after its receipt, from the bytes still
-//     held, unless the receipt echoes the checksum sent on an endpoint none of whose receipts
-//     lacked the echo (lateMD5);
+//     held, unless the receipt echoes the checksum sent on an endpoint known to echo it (lateMD5);
 //     a single PUT's MD5 is taken when its HEAD needs it (lateETag);
 //  3. reading the object back, for replayable sources or objects up to the read-back limit, or
 //     of any size when parts went without MD5s and the HEAD then reported no checksum (once per
@@ -52,6 +51,13 @@ type endpointFacts struct {
 	// lacks holds the store's "not supported" answer to each optional operation it lacks
 	// (optional.go).
 	lacks map[string]error
+}
+
+// echoes reports whether this endpoint's receipts are known to echo the checksum sent.
+func (f *endpointFacts) echoes() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.receiptEcho == yes
 }
 
 func (f *endpointFacts) get() (headerRejected bool, headChecksum, etagMD5, mpETagMD5 tri) {

@@ -131,11 +131,12 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 			in.ContentMD5 = md5Header(rec.md5)
 		}
 		w.bytesSent.Add(size)
+		echoKnown := w.facts.echoes()
 		out, err := w.st.UploadPart(ctx, in)
 		if err != nil {
 			return err
 		}
-		if err := w.lateMD5(n, part, &rec, in.Checksum, out.Checksums); err != nil {
+		if err := w.lateMD5(n, part, &rec, in.Checksum, out.Checksums, echoKnown); err != nil {
 			return err
 		}
 		receipt := integrity.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
@@ -167,20 +168,18 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 
 // lateMD5 takes the body's MD5 after its receipt, while its bytes are still held, when the write
 // left MD5s for later (caps.md5Late, or a single PUT whose offered header was refused after its
-// MD5 was skipped). A receipt that echoes the checksum sent shows the store took it, and the MD5
-// is skipped, unless a receipt of this endpoint has come back without the echo: a store
-// that checks no checksum never echoes, so such an endpoint is not trusted to echo again.
-// Skipping never weakens the proof: an echo that was not the store's own (a middlebox's) leaves
-// the HEAD to decide, and if it reports no checksum the object is read back, or, with read-back
-// off, the write fails Unverifiable and its object is deleted. The MD5 is for the ETag, the
-// evidence left when the HEAD reports no checksum.
-func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Checksum, echoed store.Checksums) error {
+// MD5 was skipped). A receipt that echoes the checksum sent shows the store took it; the MD5 is
+// skipped only when this endpoint's receipts were already known to echo it when the body was
+// sent (echoKnown): a store that checks no checksum never echoes, so an echo on one receipt
+// alone (forged, or from a middlebox) never decides it, and one receipt without the echo makes
+// the endpoint untrusted for good. Otherwise the part's ETag may be the
+// evidence left, and it needs the MD5.
+func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Checksum, echoed store.Checksums, echoKnown bool) error {
 	if rec.hasMD5 || (!w.caps.md5Late && !w.caps.md5) {
 		return nil
 	}
 	if !sent.IsZero() {
 		got := echoed.Get(sent.Algorithm)
-		trusted := false
 		w.facts.update(func(f *endpointFacts) {
 			switch {
 			case got == "":
@@ -188,9 +187,8 @@ func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Check
 			case got == sent.Value && f.receiptEcho == unknown:
 				f.receiptEcho = yes
 			}
-			trusted = got == sent.Value && f.receiptEcho == yes
 		})
-		if trusted && w.caps.md5Late {
+		if got == sent.Value && echoKnown && w.caps.md5Late {
 			return nil
 		}
 	}
