@@ -47,6 +47,9 @@ func newSafeputCLI(srv s3test.Server, bucket string, p Params) (Uploader, error)
 		args = append(args, "--json", "put", "--no-progress", from, "s3://"+bucket+"/"+key)
 		cmd := exec.CommandContext(ctx, p.CLI, args...)
 		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+srv.AccessKey, "AWS_SECRET_ACCESS_KEY="+srv.SecretKey)
+		if p.CLICacheDir != "" {
+			cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+p.CLICacheDir)
+		}
 		var feed func() (time.Duration, error)
 		if src.Kind == SourceStream {
 			pr, f, err := pipeFrom(src.Path)

@@ -44,6 +44,7 @@ type CLIMemConfig struct {
 	PartSize    int64
 	Concurrency int
 	Dir         string    // scratch files (GNU time's output)
+	CacheDir    string    // the CLI's cache directory (XDG_CACHE_HOME): the run's own, not the user's
 	Log         io.Writer // progress lines; nil discards
 }
 
@@ -118,6 +119,9 @@ func (cfg CLIMemConfig) putOnce(ctx context.Context, backend, key string, size i
 		"--json", "put", "--no-progress", "-", "s3://" + cfg.Bucket + "/" + key}
 	cmd := exec.CommandContext(ctx, cfg.Time, args...)
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+cfg.Server.AccessKey, "AWS_SECRET_ACCESS_KEY="+cfg.Server.SecretKey)
+	if cfg.CacheDir != "" {
+		cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+cfg.CacheDir)
+	}
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	stdin, err := cmd.StdinPipe()

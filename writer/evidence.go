@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/endpointcache"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
@@ -51,6 +52,9 @@ type endpointFacts struct {
 	// lacks holds the store's "not supported" answer to each optional operation it lacks
 	// (optional.go).
 	lacks map[string]error
+	// save keeps receiptEcho for later processes (endpointcache.go); cached is what it holds.
+	save   func(endpointcache.Facts)
+	cached tri
 }
 
 // echoes reports whether this endpoint's receipts are known to echo the checksum sent.

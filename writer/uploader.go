@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/endpointcache"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 )
@@ -189,6 +190,10 @@ func errNilUploader(op string) error {
 type factTable struct {
 	mu       sync.Mutex
 	byBucket map[string]*endpointFacts
+	// cache, when the CLI attached one (endpointcache.Attach), starts each bucket's facts from
+	// what an earlier process learned; cacheID names the adapter and endpoint in its keys.
+	cache   *endpointcache.Cache
+	cacheID string
 }
 
 func (t *factTable) forBucket(bucket string) *endpointFacts {
@@ -200,6 +205,9 @@ func (t *factTable) forBucket(bucket string) *endpointFacts {
 			t.byBucket = map[string]*endpointFacts{}
 		}
 		f = &endpointFacts{}
+		if t.cache != nil {
+			f.fromCache(t.cache, t.cacheID+"\n"+bucket)
+		}
 		t.byBucket[bucket] = f
 	}
 	return f

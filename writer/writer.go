@@ -300,6 +300,7 @@ func (w *Writer) Close() error {
 		}
 	}
 	w.cancel()
+	w.facts.keep()                                          // for the next process, when the CLI keeps an endpoint cache
 	w.journalSettleCreate(len(left) == 0 && unswept == nil) // journal hook: a lost create's placeholder
 	w.journalSettle(err)                                    // journal hook: record removed if landed, else kept for recovery
 	w.mu.Lock()
@@ -360,6 +361,7 @@ func (w *Writer) Abort(ctx context.Context) error {
 		}
 		err = withLeftBehind(err, left, unswept)
 	}
+	w.facts.keep()
 	w.journalSettleCreate(len(left) == 0 && unswept == nil) // journal hook: a lost create's placeholder
 	w.journalSettle(w.closeErr)                             // journal hook: kept for recovery when the abort failed
 	if w.cfg.ownSpan {

@@ -54,7 +54,9 @@ type result struct {
 }
 
 // cleanEnv is the environment without any AWS_* variable and with the shared config files
-// pointed nowhere, so the developer's own settings (~/.aws) cannot leak into a test.
+// pointed nowhere, so the developer's own settings (~/.aws) cannot leak into a test; the
+// endpoint cache is pointed nowhere too, so no test starts from what an earlier one learned
+// (TestPutKeepsEndpointFacts gives it a directory).
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -62,7 +64,8 @@ func cleanEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "AWS_CONFIG_FILE=/nonexistent/safeput-test-config", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent/safeput-test-credentials")
+	return append(env, "AWS_CONFIG_FILE=/nonexistent/safeput-test-config", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent/safeput-test-credentials",
+		"XDG_CACHE_HOME=/dev/null/safeput-test-cache") // under a file: no directory, even for root
 }
 
 func serverEnv(s s3test.Server) []string {

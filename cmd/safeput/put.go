@@ -18,6 +18,7 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/internal/endpointcache"
 	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/writer"
@@ -30,6 +31,7 @@ type putOpts struct {
 	contentType     string
 	expectedSize    string
 	noProgress      bool
+	noCache         bool
 	journal         string
 	sse             frontend.SSE
 }
@@ -58,6 +60,7 @@ disk (known size); stdin is streamed (unknown size: use --expected-size for stre
 	f.StringVar(&o.contentType, "content-type", "", "Content-Type of the object")
 	f.StringVar(&o.expectedSize, "expected-size", "", "for stdin: the largest size the stream may reach (sizes the parts)")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar")
+	f.BoolVar(&o.noCache, "no-endpoint-cache", false, "neither read nor keep what earlier runs learned about the endpoint (kept under $XDG_CACHE_HOME/safeput, else ~/.cache/safeput, for a day: whether its part receipts echo the checksum, which spares their MD5s)")
 	f.StringVar(&o.journal, "journal", "", "record the upload in this directory (created if missing) so `safeput recover` can settle it after a crash, and resume a journaled upload of the same file")
 	f.StringVar(&o.sse.Type, "sse", "", "server-side encryption: AES256 (SSE-S3) or aws:kms (SSE-KMS); after commit the HEAD must show it, else exit 6 (EncryptionNotApplied) and the object is deleted")
 	f.StringVar(&o.sse.KMSKeyID, "sse-kms-key-id", "", "with --sse aws:kms: the KMS key (default: the store's); the HEAD must name it")
@@ -190,6 +193,10 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	up, err := writer.NewUploader(st, opts...)
 	if err != nil {
 		return usageErr("%v", err) // uploadOptions checked them: not expected
+	}
+	if !o.noCache {
+		// One write per run: without the cache each run would learn the endpoint afresh.
+		endpointcache.Attach(up, endpointcache.Default())
 	}
 	res, err := up.Upload(ctx, u.Bucket, u.Key, r)
 	if bar != nil {

@@ -57,13 +57,18 @@ func runCLIMem(ctx context.Context, o options, c cliMemOptions) error {
 	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
+	cache, err := os.MkdirTemp("", "safeput-bench-cli-cache-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(cache) }()
 	var recs []bench.CLIMemRecord
 	var cfg bench.CLIMemConfig
 	for _, srv := range servers {
 		cfg = bench.CLIMemConfig{
 			Server: srv.Server, ServerName: srv.name, TrashDir: os.Getenv(serverVar(srv.name) + "_TRASH"), Bucket: "safeput-climem-" + hex.EncodeToString(suffix[:]),
 			Binary: c.binary, Time: c.timeBin, Backends: fields(c.backends), Sizes: sizes, Runs: c.runs,
-			PartSize: 16 << 20, Concurrency: 4, Dir: o.dir, Log: os.Stderr,
+			PartSize: 16 << 20, Concurrency: 4, Dir: o.dir, CacheDir: cache, Log: os.Stderr,
 		}
 		r, err := bench.RunCLIMemory(ctx, cfg)
 		if err != nil {

@@ -125,6 +125,14 @@ func runHarness(ctx context.Context, o options) error {
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
 	params := bench.Params{PartSize: part, Concurrency: o.conc, Signing: signing, CLI: o.cliBinary}
+	if o.cliBinary != "" {
+		cache, err := os.MkdirTemp("", "safeput-bench-cli-cache-")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = os.RemoveAll(cache) }()
+		params.CLICacheDir = cache
+	}
 	if o.tls {
 		params.CABundleFile = filepath.Join(os.Getenv("SAFEPUT_S3_TLS_DIR"), "ca.pem")
 	}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/safeput/safeput/internal/s3test"
+)
+
+var md5BytesLogged = regexp.MustCompile(`"md5_bytes": (\d+)`)
+
+// TestPutKeepsEndpointFacts: on every server, through both backends, `safeput put` keeps what a
+// run learned about the endpoint in the user's cache directory, and the next run starts from
+// it: where part receipts echo the checksum (the gateway, MinIO) a later run hashes no part by
+// MD5 (the first hashed the part it sent before any echo), where they do not (Ceph RGW 16.2)
+// every run hashes every part. Every run lands, strongly verified and read back equal;
+// --no-endpoint-cache neither reads nor writes the cache.
+func TestPutKeepsEndpointFacts(t *testing.T) {
+	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
+		bucket := s3test.NewBucket(t, s)
+		data := s3test.RandomBytes(15<<20 + 3) // 5 MiB parts, one in flight: 4 receipts in order
+		for _, backend := range []string{"aws", "minio"} {
+			t.Run(backend, func(t *testing.T) {
+				cache := t.TempDir()
+				env := append(serverEnv(s), "XDG_CACHE_HOME="+cache)
+				put := func(key string, extra ...string) int64 {
+					t.Helper()
+					args := []string{"--path-style", "--backend", backend, "--part-size", "5MiB", "--concurrency", "1",
+						"--log-level", "debug", "--json", "put"}
+					args = append(append(args, extra...), "-", "s3://"+bucket+"/"+key)
+					r := runWith(t, env, bytes.NewReader(data), args...)
+					expectCode(t, r, 0, "put "+key)
+					if !bytes.Contains([]byte(r.stdout), []byte(`"verified_strong": true`)) {
+						t.Errorf("put %s: not strongly verified:\n%s", key, r.stdout)
+					}
+					if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+						t.Fatalf("put %s: the stored object differs from what was sent", key)
+					}
+					m := md5BytesLogged.FindStringSubmatch(r.stderr)
+					if m == nil {
+						t.Fatalf("put %s: no md5_bytes in the debug log:\n%s", key, r.stderr)
+					}
+					n, _ := strconv.ParseInt(m[1], 10, 64)
+					return n
+				}
+				all, firstPart := int64(len(data)), int64(5<<20)
+				wantFirst, wantLater := firstPart, int64(0)
+				if s.IgnoresChecksums() {
+					wantFirst, wantLater = all, all
+				}
+				if got := put(backend + "/first"); got != wantFirst {
+					t.Errorf("first run hashed %d bytes by MD5, want %d", got, wantFirst)
+				}
+				entries, err := os.ReadDir(cache + "/safeput/endpoints")
+				if err != nil || len(entries) != 1 {
+					t.Fatalf("after the first run the cache holds %v (%v), want one entry", entries, err)
+				}
+				if got := put(backend + "/second"); got != wantLater {
+					t.Errorf("second run hashed %d bytes by MD5, want %d", got, wantLater)
+				}
+
+				cache = t.TempDir()
+				env = append(serverEnv(s), "XDG_CACHE_HOME="+cache)
+				if got := put(backend+"/uncached", "--no-endpoint-cache"); got != wantFirst {
+					t.Errorf("--no-endpoint-cache run hashed %d bytes by MD5, want %d", got, wantFirst)
+				}
+				if entries, err := os.ReadDir(cache); err != nil || len(entries) != 0 {
+					t.Errorf("--no-endpoint-cache wrote %v (%v) into the cache directory", entries, err)
+				}
+			})
+		}
+	})
+}

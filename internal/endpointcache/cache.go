@@ -1,0 +1,125 @@
+// Package endpointcache keeps what a process learned about an endpoint for the next process: the
+// CLI makes one write per run, so without it every run re-learns the store (and pays for the
+// evidence it computes while it does). One small file per endpoint and bucket, replaced whole by
+// rename, so processes running at once never see half a file; the last one to finish wins, which
+// costs a cache at most a re-learned fact.
+//
+// What is kept is only ever a hint that saves work: a wrong or stale entry makes a write compute
+// or read more, never accept less (package writer decides what a fact may spare).
+package endpointcache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// TTL is how long a fact is used after it was learned: an endpoint can be upgraded or replaced
+// behind the same URL, so each fact is learned afresh at least once a day.
+const TTL = 24 * time.Hour
+
+// Cache is a directory of entries. The zero value and a nil *Cache keep nothing.
+type Cache struct {
+	dir string
+	now func() time.Time
+}
+
+// Open returns a cache in dir (created, 0700, on the first save).
+func Open(dir string) *Cache { return &Cache{dir: dir, now: time.Now} }
+
+// Default is the cache under the user's cache directory ($XDG_CACHE_HOME/safeput/endpoints, else
+// ~/.cache/safeput/endpoints), or nil when there is none.
+func Default() *Cache {
+	d, err := os.UserCacheDir()
+	if err != nil || d == "" {
+		return nil
+	}
+	return Open(filepath.Join(d, "safeput", "endpoints"))
+}
+
+// Facts is what is kept for one key.
+type Facts struct {
+	// ReceiptEcho: the store's UploadPart and PutObject answers echo the checksum sent (true),
+	// or one of them did not (false).
+	ReceiptEcho bool `json:"receipt_echo"`
+}
+
+type entry struct {
+	Key     string    `json:"key"`
+	Facts   Facts     `json:"facts"`
+	Learned time.Time `json:"learned"`
+}
+
+func (c *Cache) path(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(c.dir, hex.EncodeToString(sum[:16])+".json")
+}
+
+// Load returns the facts kept for key when they were learned less than TTL ago.
+func (c *Cache) Load(key string) (Facts, bool) {
+	e, ok := c.load(key)
+	if !ok {
+		return Facts{}, false
+	}
+	return e.Facts, true
+}
+
+func (c *Cache) load(key string) (entry, bool) {
+	if c == nil || c.dir == "" {
+		return entry{}, false
+	}
+	b, err := os.ReadFile(c.path(key))
+	if err != nil {
+		return entry{}, false
+	}
+	var e entry
+	// The key is kept in the file too: two keys that hash alike never share facts.
+	if json.Unmarshal(b, &e) != nil || e.Key != key {
+		return entry{}, false
+	}
+	if age := c.now().Sub(e.Learned); age < 0 || age >= TTL {
+		return entry{}, false
+	}
+	return e, true
+}
+
+// Save keeps f for key. Facts equal to those already kept keep their learned time, so a fact
+// expires TTL after it was first learned however often it is seen again. A cache that cannot be
+// written is not an error: the next run learns again.
+func (c *Cache) Save(key string, f Facts) {
+	if c == nil || c.dir == "" {
+		return
+	}
+	now := c.now()
+	if old, ok := c.load(key); ok {
+		if old.Facts == f {
+			return
+		}
+	}
+	b, err := json.Marshal(entry{Key: key, Facts: f, Learned: now.UTC()})
+	if err != nil {
+		return
+	}
+	if os.MkdirAll(c.dir, 0o700) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(c.dir, ".entry-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), c.path(key)) != nil {
+		_ = os.Remove(tmp.Name())
+	}
+}
+
+// Attach makes the *writer.Uploader u start each bucket's facts from those kept in c, and keep
+// there what its writes learn. It is set by package writer, which imports this one, so that the
+// CLI (one write per process) can turn the cache on without a public option: a library user keeps
+// one Uploader instead, whose facts live as long as it does. It does nothing to a store with no
+// endpoint to key the facts by.
+var Attach func(u any, c *Cache)

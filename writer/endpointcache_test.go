@@ -1,0 +1,102 @@
+package writer_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/safeput/safeput/internal/endpointcache"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
+	"github.com/safeput/safeput/writer"
+)
+
+// atEndpoint gives a store the endpoint an endpoint cache keys its facts by.
+type atEndpoint struct {
+	store.Store
+	url string
+}
+
+func (s atEndpoint) Endpoint() string { return s.url }
+
+// cachedUploader is a fresh Uploader (a new process, as the CLI makes one per write) that keeps
+// its endpoint facts in c.
+func cachedUploader(t *testing.T, st store.Store, c *endpointcache.Cache) *writer.Uploader {
+	t.Helper()
+	u := newUploader(t, st)
+	endpointcache.Attach(u, c)
+	return u
+}
+
+// TestEndpointCacheCarriesTheEcho: with an endpoint cache (the CLI's), what one process learned
+// about an endpoint's receipts spares the next process's MD5s, and nothing else changes: a store
+// that stopped echoing still gets every MD5, one whose HEAD stopped reporting the checksum still
+// gets its read-back, and every write ends strongly verified.
+func TestEndpointCacheCarriesTheEcho(t *testing.T) {
+	large, small := randomBytes(t, largeSize), randomBytes(t, smallSize)
+	const url = "http://127.0.0.1:9000"
+
+	t.Run("echoes", func(t *testing.T) {
+		c := endpointcache.Open(filepath.Join(t.TempDir(), "endpoints"))
+		mem := newMem(minioLike)
+		st := atEndpoint{mem, url}
+		res, hashed, err := writeCounting(t, cachedUploader(t, st, c), "first", large)
+		mustLand(t, mem, "first", large, res, err, verify.MethodCRC32C)
+		if hashed != 5*mib {
+			t.Fatalf("first process hashed %d bytes by MD5, want part 1's %d (sent before any echo)", hashed, 5*mib)
+		}
+		res, hashed, err = writeCounting(t, cachedUploader(t, st, c), "second", large)
+		mustLand(t, mem, "second", large, res, err, verify.MethodCRC32C)
+		if hashed != 0 {
+			t.Fatalf("second process hashed %d bytes by MD5, want none (the cache says receipts echo)", hashed)
+		}
+		res, hashed, err = writeCounting(t, cachedUploader(t, st, c), "single", small)
+		mustLand(t, mem, "single", small, res, err, verify.MethodCRC32C)
+		if hashed != 0 {
+			t.Fatalf("a later process's single PUT hashed %d bytes by MD5, want none", hashed)
+		}
+		// Without the cache, or at another endpoint, a process learns afresh.
+		_, hashed, _ = writeCounting(t, newUploader(t, st), "uncached", large)
+		if hashed != 5*mib {
+			t.Fatalf("a process without the cache hashed %d bytes, want %d", hashed, 5*mib)
+		}
+		_, hashed, _ = writeCounting(t, cachedUploader(t, atEndpoint{mem, "http://127.0.0.1:9001"}, c), "elsewhere", large)
+		if hashed != 5*mib {
+			t.Fatalf("a process at another endpoint hashed %d bytes, want %d", hashed, 5*mib)
+		}
+	})
+
+	t.Run("the store behind the endpoint stopped echoing", func(t *testing.T) {
+		c := endpointcache.Open(filepath.Join(t.TempDir(), "endpoints"))
+		echoing := newMem(minioLike)
+		if _, _, err := writeCounting(t, cachedUploader(t, atEndpoint{echoing, url}, c), "learn", large); err != nil {
+			t.Fatal(err)
+		}
+		mem := newMem(cephLike) // replaced behind the same URL
+		res, hashed, err := writeCounting(t, cachedUploader(t, atEndpoint{mem, url}, c), "k", large)
+		mustLand(t, mem, "k", large, res, err, verify.MethodETagMD5)
+		if hashed != largeSize {
+			t.Fatalf("hashed %d bytes by MD5, want all %d (no receipt echoed)", hashed, largeSize)
+		}
+		// The cache now says receipts do not echo: the next process trusts no echo.
+		_, hashed, _ = writeCounting(t, cachedUploader(t, atEndpoint{echoing, url}, c), "after", large)
+		if hashed != largeSize {
+			t.Fatalf("after a receipt without the echo, the next process hashed %d bytes, want all %d", hashed, largeSize)
+		}
+	})
+
+	t.Run("the HEAD stopped reporting the checksum", func(t *testing.T) {
+		c := endpointcache.Open(filepath.Join(t.TempDir(), "endpoints"))
+		mem := newMem(minioLike)
+		if _, _, err := writeCounting(t, cachedUploader(t, atEndpoint{mem, url}, c), "learn", large); err != nil {
+			t.Fatal(err)
+		}
+		// No part was hashed and the HEAD proves nothing: the object is read back, whatever
+		// its size against the read-back limit.
+		u := cachedUploader(t, atEndpoint{headWithoutChecksums{mem}, url}, c)
+		res, hashed, err := writeCounting(t, u, "k", large, writer.WithReadBackLimit(mib))
+		mustLand(t, mem, "k", large, res, err, verify.MethodReadBack)
+		if hashed != 0 {
+			t.Fatalf("hashed %d bytes by MD5, want none", hashed)
+		}
+	})
+}
