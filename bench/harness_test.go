@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,8 @@ func TestHarnessTiny(t *testing.T) {
 	srv := s3test.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	params := Params{PartSize: 5 << 20, Concurrency: 2, Signing: SigningUnsigned, CLI: buildCLI(t)}
+	// The CLI keeps its endpoint cache in the test's directory, not the user's.
+	params := Params{PartSize: 5 << 20, Concurrency: 2, Signing: SigningUnsigned, CLI: buildCLI(t), CLICacheDir: t.TempDir()}
 	recs, err := Run(ctx, Config{
 		Server: srv,
 		Bucket: s3test.NewBucket(t, srv),
@@ -36,6 +38,10 @@ func TestHarnessTiny(t *testing.T) {
 	}
 	if want := len(Impls()) * 2; len(recs) != want {
 		t.Fatalf("got %d records, want %d (one per implementation and source kind)", len(recs), want)
+	}
+	// The CLI rows kept what they learned in the run's own cache directory.
+	if kept, err := os.ReadDir(filepath.Join(params.CLICacheDir, "safeput", "endpoints")); err != nil || len(kept) != 1 {
+		t.Errorf("the CLI's cache directory holds %v (%v), want one entry", kept, err)
 	}
 	rows := Summarize(recs)
 	verdicts := Evaluate(rows, params)
