@@ -61,10 +61,7 @@ func (c *Cache) path(key string) string {
 // Load returns the facts kept for key when they were learned less than TTL ago.
 func (c *Cache) Load(key string) (Facts, bool) {
 	e, ok := c.load(key)
-	if !ok {
-		return Facts{}, false
-	}
-	return e.Facts, true
+	return e.Facts, ok
 }
 
 func (c *Cache) load(key string) (entry, bool) {
@@ -93,13 +90,10 @@ func (c *Cache) Save(key string, f Facts) {
 	if c == nil || c.dir == "" {
 		return
 	}
-	now := c.now()
-	if old, ok := c.load(key); ok {
-		if old.Facts == f {
-			return
-		}
+	if old, ok := c.load(key); ok && old.Facts == f {
+		return
 	}
-	b, err := json.Marshal(entry{Key: key, Facts: f, Learned: now.UTC()})
+	b, err := json.Marshal(entry{Key: key, Facts: f, Learned: c.now().UTC()})
 	if err != nil {
 		return
 	}

@@ -57,11 +57,11 @@ func runCLIMem(ctx context.Context, o options, c cliMemOptions) error {
 	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
-	cache, err := os.MkdirTemp("", "safeput-bench-cli-cache-")
+	cache, remove, err := cliCacheDir()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(cache) }()
+	defer remove()
 	var recs []bench.CLIMemRecord
 	var cfg bench.CLIMemConfig
 	for _, srv := range servers {
@@ -148,4 +148,14 @@ func cliMemServers(name string) []namedServer {
 		out = append(out, namedServer{srv, cmp.Or(name, srv.Endpoint)})
 	}
 	return out
+}
+
+// cliCacheDir makes the CLI's cache directory (XDG_CACHE_HOME) for one benchmark run, so the CLI
+// neither reads nor fills the user's; remove deletes it.
+func cliCacheDir() (dir string, remove func(), err error) {
+	dir, err = os.MkdirTemp("", "safeput-bench-cli-cache-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { _ = os.RemoveAll(dir) }, nil
 }

@@ -126,11 +126,11 @@ func runHarness(ctx context.Context, o options) error {
 	_, _ = rand.Read(suffix[:])
 	params := bench.Params{PartSize: part, Concurrency: o.conc, Signing: signing, CLI: o.cliBinary}
 	if o.cliBinary != "" {
-		cache, err := os.MkdirTemp("", "safeput-bench-cli-cache-")
+		cache, remove, err := cliCacheDir()
 		if err != nil {
 			return err
 		}
-		defer func() { _ = os.RemoveAll(cache) }()
+		defer remove()
 		params.CLICacheDir = cache
 	}
 	if o.tls {
