@@ -64,8 +64,8 @@ type Params struct {
 	// CLI is the safeput binary the safeput-cli implementation runs ("" leaves it out).
 	CLI string `json:",omitempty"`
 	// CLICacheDir is the CLI's cache directory (XDG_CACHE_HOME) for one benchmark run, fresh for
-	// each: its first CLI upload to a server learns the endpoint (whether part receipts echo the
-	// checksum) and the later ones start from what it kept there, as a user's later runs do.
+	// each: its first CLI upload to a server learns the endpoint (whether it checks part
+	// checksums) and the later ones start from what it kept there, as a user's later runs do.
 	CLICacheDir string `json:",omitempty"`
 	// CABundleFile is the PEM file of the private CA of a TLS run (-tls), which the CLI is given
 	// with --ca-bundle as a user would; the library rows and the peers get the same CA in memory
@@ -166,14 +166,14 @@ func rulesOf(name string) multipart.Rules {
 
 func defaultsIntegrity(Params) string {
 	return "the library's defaults (profile " + multipart.DefaultProfile + ", no option but part size and concurrency), one writer.Uploader per upload: " +
-		"CRC32C offered per part and FULL_OBJECT, ListParts check, HEAD verification (crc32c on both servers); part MD5s only until a receipt echoes the checksum"
+		"CRC32C offered per part and FULL_OBJECT, ListParts check, HEAD verification (crc32c on both servers); one tiny part with a wrong checksum first (both servers refuse it: they check part checksums), then no part MD5s where the receipt echoes the checksum"
 }
 
 func cliIntegrity(Params) string {
 	return "`safeput put` as a user runs it (whole process, no --provider, default backend and part size; the stream on its stdin through a pipe, or the file named): " +
 		"as safeput-defaults; its CPU column is the CLI process's and the harness's memory sampler (as every row's); for a stream, the harness's sendfile into the pipe (the producer's work, which rows reading the file themselves do not have) is left out and given in the note, with the CLI's own user and sys; " +
 		"as a program owning its process it sets the GC memory limit to its part budget + 12 MiB and asks Linux for huge pages for its part buffers, which the library rows, at Go's defaults, do not; " +
-		"it keeps what a run learned about the endpoint in its cache directory (fresh for each benchmark run): its first run on a server hashes by MD5 the parts sent before a receipt echoed the checksum, later runs only those whose receipts do not echo it"
+		"it keeps what a run learned about the endpoint in its cache directory (fresh for each benchmark run): its first run on a server sends the probe, later runs start from its answer"
 }
 
 func tmFullIntegrity(p Params) string {

@@ -118,7 +118,6 @@ func (w *Writer) putSingle() error {
 	put := func(ctx context.Context, _ int) error {
 		in.Body = newFencedReader(data, fence)
 		w.bytesSent.Add(int64(len(data)))
-		echoKnown := w.facts.echoes()
 		o, err := w.st.PutObject(ctx, in)
 		if err != nil && w.caps.probing && headerRefused(err) {
 			w.dropOfferedChecksum("PutObject", err)
@@ -133,7 +132,7 @@ func (w *Writer) putSingle() error {
 			}
 			return err
 		}
-		if err := w.lateMD5(0, partBody{buf: data}, &rec, in.Checksum, o.Checksums, echoKnown); err != nil {
+		if err := w.lateMD5(0, partBody{buf: data}, &rec, in.Checksum, o.Checksums); err != nil {
 			return err
 		}
 		receipt := integrity.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
@@ -232,6 +231,7 @@ func (w *Writer) complete() error {
 	}
 	// Without a listing there is nothing to compare: the receipts were checked as parts were sent.
 	if canList {
+		listed = w.unlistedProbe(listed, etags)
 		w.noteListedTwice(listed, etags)
 		if bad, err := integrity.CheckLayout(receipts, etags, listed); err != nil {
 			// A part the store lost or kept wrong is re-sent when the source can be re-read

@@ -1,11 +1,14 @@
 package writer_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5" //nolint:gosec // the store's ETags are MD5s, as S3's
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -26,8 +29,10 @@ func processCPU(b *testing.B) time.Duration {
 
 // parrotStore keeps nothing: it reads each body to the end and answers as a real store would,
 // doing as little as it can, so a benchmark's CPU is the writer's. echo: it echoes the checksum
-// sent on each receipt and its HEAD reports the full-object checksum the Complete named (MinIO,
-// the gateway). Otherwise it ignores checksum headers and its ETags are the parts' MD5s and
+// sent on each receipt, its HEAD reports the full-object checksum the Complete named, and it
+// refuses a part whose checksum is wrong (MinIO, the gateway); it checks only bodies of up to
+// 1 KiB (the writer's checksum probe), which answers the writer as checking every body would,
+// without the store's CRCs in the figure. Otherwise it ignores checksum headers and its ETags are the parts' MD5s and
 // MD5-of-MD5s-N (Ceph RGW 16.2): the MD5s it computes are in the figure, the same before and
 // after any change of the writer.
 type parrotStore struct {
@@ -38,20 +43,29 @@ type parrotStore struct {
 	head  store.HeadObjectOutput
 }
 
-func (s *parrotStore) drain(r io.Reader) (int64, [md5.Size]byte, error) {
+// drain reads r to the end; it returns the body when it is small (echo: for the checksum check).
+func (s *parrotStore) drain(r io.Reader) (int64, [md5.Size]byte, []byte, error) {
 	var sum [md5.Size]byte
 	if s.echo {
-		n, err := io.Copy(io.Discard, r)
-		return n, sum, err
+		small := make([]byte, 1<<10+1)
+		n, err := io.ReadFull(r, small)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return int64(n), sum, small[:n], nil
+		}
+		if err != nil {
+			return int64(n), sum, nil, err
+		}
+		m, err := io.Copy(io.Discard, r)
+		return int64(n) + m, sum, nil, err
 	}
 	h := md5.New() //nolint:gosec // see import
 	n, err := io.Copy(h, r)
 	copy(sum[:], h.Sum(nil))
-	return n, sum, err
+	return n, sum, nil, err
 }
 
 func (s *parrotStore) PutObject(_ context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
-	n, sum, err := s.drain(in.Body)
+	n, sum, _, err := s.drain(in.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +100,16 @@ func (s *parrotStore) CreateMultipartUpload(context.Context, *store.CreateMultip
 }
 
 func (s *parrotStore) UploadPart(_ context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
-	n, sum, err := s.drain(in.Body)
+	n, sum, small, err := s.drain(in.Body)
 	if err != nil {
 		return nil, err
 	}
 	out := &store.UploadPartOutput{ETag: `"` + hex.EncodeToString(sum[:]) + `"`}
+	if s.echo && small != nil && !in.Checksum.IsZero() {
+		if got, _ := integrity.Sum(in.Checksum.Algorithm, small); got != in.Checksum.Value {
+			return nil, &store.ResponseError{Op: "UploadPart", StatusCode: 400, Code: "BadDigest", Message: "The checksum did not match."}
+		}
+	}
 	if s.echo {
 		out.ETag = fmt.Sprintf(`"part-%d"`, in.PartNumber)
 		out.Checksums = echoed(in.Checksum)
@@ -105,9 +124,10 @@ func (s *parrotStore) ListParts(context.Context, *store.ListPartsInput) (*store.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := &store.ListPartsOutput{}
-	for n := int32(1); n <= int32(len(s.parts)); n++ {
-		out.Parts = append(out.Parts, s.parts[n])
+	for _, p := range s.parts {
+		out.Parts = append(out.Parts, p)
 	}
+	slices.SortFunc(out.Parts, func(a, b store.Part) int { return cmp.Compare(a.PartNumber, b.PartNumber) })
 	return out, nil
 }
 

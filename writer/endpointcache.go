@@ -27,28 +27,28 @@ func init() {
 func (f *endpointFacts) fromCache(c *endpointcache.Cache, key string) {
 	f.save = func(kept endpointcache.Facts) { c.Save(key, kept) }
 	if kept, ok := c.Load(key); ok {
-		// Only the echo is kept: of what a write learns, it alone spares work (the MD5s of
-		// parts whose receipts echo) while leaving every check in place, because a receipt
-		// without the echo still gets its MD5 and a HEAD that then reports no checksum still
-		// leads to a read-back (readBackAllowed).
-		f.receiptEcho = no
-		if kept.ReceiptEcho {
-			f.receiptEcho = yes
+		// Only whether the store checks part checksums is kept: of what a write learns, it alone
+		// spares work (the probe, and the MD5s of parts whose receipts echo) while leaving every
+		// check in place, because a receipt without the echo still gets its MD5 and a HEAD that
+		// then reports no checksum still leads to a read-back (readBackAllowed).
+		f.checksParts = no
+		if kept.ChecksParts {
+			f.checksParts = yes
 		}
-		f.cached = f.receiptEcho
+		f.cached = f.checksParts
 	}
 }
 
-// keep saves what the endpoint's receipts showed when it differs from what the cache held.
+// keep saves what the probe showed when it differs from what the cache held.
 func (f *endpointFacts) keep() {
 	f.mu.Lock()
-	echo, save := f.receiptEcho, f.save
-	changed := save != nil && echo != unknown && echo != f.cached
+	checks, save := f.checksParts, f.save
+	changed := save != nil && checks != unknown && checks != f.cached
 	if changed {
-		f.cached = echo
+		f.cached = checks
 	}
 	f.mu.Unlock()
 	if changed {
-		save(endpointcache.Facts{ReceiptEcho: echo == yes})
+		save(endpointcache.Facts{ChecksParts: checks == yes})
 	}
 }

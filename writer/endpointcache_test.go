@@ -6,6 +6,7 @@ import (
 
 	"github.com/safeput/safeput/internal/endpointcache"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/memstore"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
@@ -27,10 +28,20 @@ func cachedUploader(t *testing.T, st store.Store, c *endpointcache.Cache) *write
 	return u
 }
 
+// probesSent runs write and returns how many UploadPart requests it sent beyond a 12 MiB
+// object's three 5 MiB parts: the checksum probe (probe.go), if it was sent.
+func probesSent(t *testing.T, mem *memstore.Store, write func()) int {
+	t.Helper()
+	before := mem.Requests("UploadPart")
+	write()
+	return mem.Requests("UploadPart") - before - 3
+}
+
 // TestEndpointCacheCarriesTheEcho: with an endpoint cache (the CLI's), what one process learned
-// about an endpoint's receipts spares the next process's MD5s, and nothing else changes: a store
-// that stopped echoing still gets every MD5, one whose HEAD stopped reporting the checksum still
-// gets its read-back, and every write ends strongly verified.
+// about an endpoint (its checksum probe refused, its receipts echoing) spares the next process
+// the probe and its MD5s, and nothing else changes: a store that stopped echoing still gets every
+// MD5, one whose HEAD stopped reporting the checksum still gets its read-back, and every write
+// ends strongly verified.
 func TestEndpointCacheCarriesTheEcho(t *testing.T) {
 	large, small := randomBytes(t, largeSize), randomBytes(t, smallSize)
 	const url = "http://127.0.0.1:9000"
@@ -39,29 +50,43 @@ func TestEndpointCacheCarriesTheEcho(t *testing.T) {
 		c := endpointcache.Open(filepath.Join(t.TempDir(), "endpoints"))
 		mem := newMem(minioLike)
 		st := atEndpoint{mem, url}
-		res, hashed, err := writeCounting(t, cachedUploader(t, st, c), "first", large)
-		mustLand(t, mem, "first", large, res, err, verify.MethodCRC32C)
-		if hashed != 5*mib {
-			t.Fatalf("first process hashed %d bytes by MD5, want part 1's %d (sent before any echo)", hashed, 5*mib)
+		var (
+			res    *writer.Result
+			hashed int64
+			err    error
+		)
+		if n := probesSent(t, mem, func() { res, hashed, err = writeCounting(t, cachedUploader(t, st, c), "first", large) }); n != 1 {
+			t.Fatalf("the first process sent %d probes, want 1", n)
 		}
-		res, hashed, err = writeCounting(t, cachedUploader(t, st, c), "second", large)
+		mustLand(t, mem, "first", large, res, err, verify.MethodCRC32C)
+		if hashed != 0 {
+			t.Fatalf("first process hashed %d bytes by MD5, want none (the store refused the probe)", hashed)
+		}
+		if n := probesSent(t, mem, func() { res, hashed, err = writeCounting(t, cachedUploader(t, st, c), "second", large) }); n != 0 {
+			t.Fatalf("the second process sent %d probes, want none (the cache says the store checks)", n)
+		}
 		mustLand(t, mem, "second", large, res, err, verify.MethodCRC32C)
 		if hashed != 0 {
-			t.Fatalf("second process hashed %d bytes by MD5, want none (the cache says receipts echo)", hashed)
+			t.Fatalf("second process hashed %d bytes by MD5, want none", hashed)
 		}
 		res, hashed, err = writeCounting(t, cachedUploader(t, st, c), "single", small)
 		mustLand(t, mem, "single", small, res, err, verify.MethodCRC32C)
 		if hashed != 0 {
 			t.Fatalf("a later process's single PUT hashed %d bytes by MD5, want none", hashed)
 		}
-		// Without the cache, or at another endpoint, a process learns afresh.
-		_, hashed, _ = writeCounting(t, newUploader(t, st), "uncached", large)
-		if hashed != 5*mib {
-			t.Fatalf("a process without the cache hashed %d bytes, want %d", hashed, 5*mib)
+		// Without the cache, or at another endpoint, a process probes afresh; and its single
+		// PUT, which sends no probe, takes its MD5.
+		if n := probesSent(t, mem, func() { _, _, _ = writeCounting(t, newUploader(t, st), "uncached", large) }); n != 1 {
+			t.Fatalf("a process without the cache sent %d probes, want 1", n)
 		}
-		_, hashed, _ = writeCounting(t, cachedUploader(t, atEndpoint{mem, "http://127.0.0.1:9001"}, c), "elsewhere", large)
-		if hashed != 5*mib {
-			t.Fatalf("a process at another endpoint hashed %d bytes, want %d", hashed, 5*mib)
+		if n := probesSent(t, mem, func() {
+			_, _, _ = writeCounting(t, cachedUploader(t, atEndpoint{mem, "http://127.0.0.1:9001"}, c), "elsewhere", large)
+		}); n != 1 {
+			t.Fatalf("a process at another endpoint sent %d probes, want 1", n)
+		}
+		_, hashed, _ = writeCounting(t, cachedUploader(t, atEndpoint{mem, "http://127.0.0.1:9002"}, c), "single-elsewhere", small)
+		if hashed != smallSize {
+			t.Fatalf("a first single PUT at an unknown endpoint hashed %d bytes, want %d", hashed, smallSize)
 		}
 	})
 
@@ -71,7 +96,7 @@ func TestEndpointCacheCarriesTheEcho(t *testing.T) {
 		if _, _, err := writeCounting(t, cachedUploader(t, atEndpoint{echoing, url}, c), "learn", large); err != nil {
 			t.Fatal(err)
 		}
-		mem := newMem(cephLike) // replaced behind the same URL
+		mem := newMem(cephLike) // replaced behind the same URL: the cache still says it checks
 		res, hashed, err := writeCounting(t, cachedUploader(t, atEndpoint{mem, url}, c), "k", large)
 		mustLand(t, mem, "k", large, res, err, verify.MethodETagMD5)
 		if hashed != largeSize {

@@ -24,7 +24,8 @@ import (
 //  2. the ETag against the body's MD5 (single PUT) or MD5-of-part-MD5s-N (multipart), computed
 //     in the part goroutines only when the write may need it: while it is not known whether the
 //     HEAD reports the checksum, a body's MD5 is taken after its receipt, from the bytes still
-//     held, unless the receipt echoes the checksum sent on an endpoint known to echo it (lateMD5);
+//     held, unless the receipt echoes the checksum sent on an endpoint known to check it
+//     (lateMD5, probe.go);
 //     a single PUT's MD5 is taken when its HEAD needs it (lateETag);
 //  3. reading the object back, for replayable sources or objects up to the read-back limit, or
 //     of any size when parts went without MD5s and the HEAD then reported no checksum (once per
@@ -48,20 +49,22 @@ type endpointFacts struct {
 	headChecksum   tri  // HEAD reported the full-object checksum we sent
 	etagMD5        tri  // a single-PUT ETag is the body's MD5
 	mpETagMD5      tri  // a multipart ETag is MD5-of-part-MD5s-N
-	receiptEcho    tri  // an UploadPart or PutObject answer echoed the checksum sent
+	// checksParts: a part sent with a wrong checksum was refused as a mismatch (probe.go), and
+	// no receipt since lacked the echo of the checksum sent (yes); or one of those was not so (no).
+	checksParts tri
 	// lacks holds the store's "not supported" answer to each optional operation it lacks
 	// (optional.go).
 	lacks map[string]error
-	// save keeps receiptEcho for later processes (endpointcache.go); cached is what it holds.
+	// save keeps checksParts for later processes (endpointcache.go); cached is what it holds.
 	save   func(endpointcache.Facts)
 	cached tri
 }
 
-// echoes reports whether this endpoint's receipts are known to echo the checksum sent.
-func (f *endpointFacts) echoes() bool {
+// checking reports whether this endpoint is known to check the checksums of the parts it takes.
+func (f *endpointFacts) checking() tri {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.receiptEcho == yes
+	return f.checksParts
 }
 
 func (f *endpointFacts) get() (headerRejected bool, headChecksum, etagMD5, mpETagMD5 tri) {
@@ -102,9 +105,10 @@ func chooseChecksum(cfg config, f *endpointFacts) checksumCaps {
 	switch {
 	case headKnown:
 	case c.alg != store.ChecksumNone && headChecksum == unknown && !c.etagIsMD5 && !c.mpETagMD5:
-		// Whether the HEAD reports the checksum is not known yet. A store that echoes it on a
-		// receipt took it (MinIO, the gateway, AWS do, and their HEAD reports it): those bytes
-		// need no MD5. A receipt that does not echo it gets its MD5 while the bytes are held.
+		// Whether the HEAD reports the checksum is not known yet. A store known to check it
+		// (probe.go) that echoes it on a receipt took the bytes as sent (MinIO, the gateway, AWS
+		// do, and their HEAD reports it): those bytes need no MD5. Any other receipt gets its
+		// MD5 while the bytes are held.
 		// (Where ETags are known MD5s, the MD5 checks every receipt apart from the echo: kept.)
 		c.md5Late = true
 	default:

@@ -11,10 +11,11 @@ import (
 
 // TestRealServerMD5OnlyWhenNeeded: at defaults (no profile), through both adapters on every
 // server, writes from one Uploader end strongly verified by the store's own evidence (no
-// read-back), and hash by MD5 only what that evidence needs: on a server that echoes and reports
-// the checksum (the gateway, MinIO) the first multipart write hashes only its first part (sent
-// before any echo was seen) and later writes nothing; on one that ignores checksum headers
-// (Ceph RGW 16.2) every byte, for the MD5 ETags that prove it there.
+// read-back), and hash by MD5 only what that evidence needs: on a server that checks, echoes and
+// reports the checksum (the gateway, MinIO) no multipart write hashes anything, the first
+// included (the server refused the probe's wrong checksum), and the first single PUT its body
+// (it sends no probe); on one that ignores checksum headers (Ceph RGW) every byte, for the MD5
+// ETags that prove it there.
 func TestRealServerMD5OnlyWhenNeeded(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		u, err := writer.NewUploader(env.Store)
@@ -25,7 +26,12 @@ func TestRealServerMD5OnlyWhenNeeded(t *testing.T) {
 		for i, c := range []struct {
 			key  string
 			data []byte
-		}{{"md5-first", large}, {"md5-second", large}, {"md5-single", small}} {
+		}{{"md5-first", large}, {"md5-second", large}, {"md5-single", small}, {"md5-single-fresh", small}} {
+			if i == 3 {
+				if u, err = writer.NewUploader(env.Store); err != nil {
+					t.Fatal(err)
+				}
+			}
 			w, err := u.New(context.Background(), env.Bucket, c.key, writer.WithPartSize(5*mib), writer.WithThreshold(5*mib),
 				writer.WithConcurrency(1), writer.WithReadBackLimit(0))
 			if err != nil {
@@ -42,8 +48,8 @@ func TestRealServerMD5OnlyWhenNeeded(t *testing.T) {
 				if res.Verified != verify.MethodETagMD5 {
 					t.Errorf("%s: verified %s, want %s", c.key, res.Verified, verify.MethodETagMD5)
 				}
-			case i == 0:
-				want = 5 * mib
+			case i == 3:
+				want = smallSize
 			}
 			if !env.Srv.IgnoresChecksums() && res.Verified != verify.MethodCRC32C {
 				t.Errorf("%s: verified %s, want %s", c.key, res.Verified, verify.MethodCRC32C)

@@ -38,12 +38,12 @@ func writeCounting(t *testing.T, u *writer.Uploader, key string, data []byte, op
 
 // TestMD5OnlyWhenNeeded: at defaults (no profile), the body's MD5 is computed only when the
 // write may need it, and every write still ends strongly verified:
-//   - a store that echoes the checksum and reports it on HEAD (MinIO, the gateway): the first
-//     write hashes only what it sent before an echo was seen; later writes of the Uploader hash
-//     nothing;
+//   - a store that checks the checksum (it refuses the probe's wrong one), echoes it and reports
+//     it on HEAD (MinIO, the gateway): no write hashes a multipart body, the first included;
 //   - a store that ignores checksum headers (Ceph RGW 16.2): every byte, proved by the ETag;
-//   - a store that echoes but whose HEAD reports no checksum: the first write is read back
-//     (past the read-back limit: the price of skipping the MD5s), later ones hash every byte.
+//   - a store that checks and echoes but whose HEAD reports no checksum: the first write is read
+//     back (past the read-back limit: the price of skipping the MD5s), later ones hash every byte;
+//   - a store that echoes the checksum without checking it: every byte (checksumprobe_test.go).
 func TestMD5OnlyWhenNeeded(t *testing.T) {
 	small, large := randomBytes(t, smallSize), randomBytes(t, largeSize)
 
@@ -52,8 +52,8 @@ func TestMD5OnlyWhenNeeded(t *testing.T) {
 		u := newUploader(t, mem)
 		res, hashed, err := writeCounting(t, u, "first", large)
 		mustLand(t, mem, "first", large, res, err, verify.MethodCRC32C)
-		if hashed != 5*mib {
-			t.Fatalf("first multipart write hashed %d bytes by MD5, want only part 1's %d (sent before any echo)", hashed, 5*mib)
+		if hashed != 0 {
+			t.Fatalf("first multipart write hashed %d bytes by MD5, want none (the store refused the probe)", hashed)
 		}
 		res, hashed, err = writeCounting(t, u, "second", large)
 		mustLand(t, mem, "second", large, res, err, verify.MethodCRC32C)
@@ -94,11 +94,11 @@ func TestMD5OnlyWhenNeeded(t *testing.T) {
 	t.Run("echoes, HEAD does not report", func(t *testing.T) {
 		mem := newMem(minioLike)
 		u := newUploader(t, headWithoutChecksums{mem})
-		// Parts 2 and 3 went without MD5s; the 1 MiB read-back limit is below the object.
+		// The parts went without MD5s; the 1 MiB read-back limit is below the object.
 		res, hashed, err := writeCounting(t, u, "first", large, writer.WithReadBackLimit(mib))
 		mustLand(t, mem, "first", large, res, err, verify.MethodReadBack)
-		if hashed != 5*mib {
-			t.Fatalf("first write hashed %d bytes by MD5, want %d", hashed, 5*mib)
+		if hashed != 0 {
+			t.Fatalf("first write hashed %d bytes by MD5, want none", hashed)
 		}
 		// The Uploader learned the HEAD reports nothing: the MD5-of-MD5s ETag proves the next.
 		res, hashed, err = writeCounting(t, u, "second", large, writer.WithReadBackLimit(mib))

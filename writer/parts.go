@@ -131,12 +131,11 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 			in.ContentMD5 = md5Header(rec.md5)
 		}
 		w.bytesSent.Add(size)
-		echoKnown := w.facts.echoes()
 		out, err := w.st.UploadPart(ctx, in)
 		if err != nil {
 			return err
 		}
-		if err := w.lateMD5(n, part, &rec, in.Checksum, out.Checksums, echoKnown); err != nil {
+		if err := w.lateMD5(n, part, &rec, in.Checksum, out.Checksums); err != nil {
 			return err
 		}
 		receipt := integrity.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
@@ -168,28 +167,22 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 
 // lateMD5 takes the body's MD5 after its receipt, while its bytes are still held, when the write
 // left MD5s for later (caps.md5Late, or a single PUT whose offered header was refused after its
-// MD5 was skipped). A receipt that echoes the checksum sent shows the store took it; the MD5 is
-// skipped only when this endpoint's receipts were already known to echo it when the body was
-// sent (echoKnown): a store that checks no checksum never echoes, so an echo on one receipt
-// alone (forged, or from a middlebox) never decides it, and one receipt without the echo makes
-// the endpoint untrusted for good. Otherwise the part's ETag may be the
-// evidence left, and it needs the MD5.
-func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Checksum, echoed store.Checksums, echoKnown bool) error {
+// MD5 was skipped). The MD5 is skipped only when the receipt echoes the checksum sent and the
+// endpoint is known to check that checksum (probe.go): then the store took the bytes as sent. An
+// echo alone never decides it: a store that checks nothing may parrot the header, and the part's
+// ETag, against its MD5, is then what catches a part damaged on the way before Complete. A
+// receipt without the echo makes the endpoint's receipts useless for this: later parts and writes
+// (and, through the endpoint cache, later processes) take their MD5s without asking again.
+func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Checksum, echoed store.Checksums) error {
 	if rec.hasMD5 || (!w.caps.md5Late && !w.caps.md5) {
 		return nil
 	}
-	if !sent.IsZero() {
-		got := echoed.Get(sent.Algorithm)
-		w.facts.update(func(f *endpointFacts) {
-			switch {
-			case got == "":
-				f.receiptEcho = no // one receipt without the echo: never trusted to echo again
-			case got == sent.Value && f.receiptEcho == unknown:
-				f.receiptEcho = yes
-			}
-		})
-		if got == sent.Value && echoKnown && w.caps.md5Late {
+	if w.caps.md5Late && !sent.IsZero() {
+		switch got := echoed.Get(sent.Algorithm); {
+		case got == sent.Value && w.facts.checking() == yes:
 			return nil
+		case got == "":
+			w.facts.update(func(f *endpointFacts) { f.checksParts = no })
 		}
 	}
 	return w.partMD5(n, part, rec)

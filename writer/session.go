@@ -91,6 +91,7 @@ func (w *Writer) ensureUpload() error {
 	if err := w.journalBegin(id); err != nil {
 		return w.fail(err)
 	}
+	w.probe(id)
 	return nil
 }
 

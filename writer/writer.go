@@ -136,8 +136,8 @@ type checksumCaps struct {
 	fullObject bool                    // multipart upload carries a FULL_OBJECT checksum
 	md5        bool                    // compute MD5 (Content-MD5 or ETag check) before sending
 	// md5Late: the HEAD may report the checksum sent (not yet known): a part or PUT whose receipt
-	// echoes that checksum needs no MD5; one whose receipt does not gets its MD5 then, from the
-	// bytes still held (evidence.go).
+	// echoes that checksum, on a store known to check it, needs no MD5; any other gets its MD5
+	// then, from the bytes still held (evidence.go).
 	md5Late   bool
 	sendMD5   bool // send Content-MD5 (asked for, or the store's only body check)
 	etagIsMD5 bool // single-PUT and part ETags are the body's MD5

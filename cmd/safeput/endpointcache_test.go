@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/safeput/safeput/internal/s3test"
@@ -13,11 +14,11 @@ import (
 var md5BytesLogged = regexp.MustCompile(`"md5_bytes": (\d+)`)
 
 // TestPutKeepsEndpointFacts: on every server, through both backends, `safeput put` keeps what a
-// run learned about the endpoint in the user's cache directory, and the next run starts from
-// it: where part receipts echo the checksum (the gateway, MinIO) a later run hashes no part by
-// MD5 (the first hashed the part it sent before any echo), where they do not (Ceph RGW 16.2)
-// every run hashes every part. Every run lands, strongly verified and read back equal;
-// --no-endpoint-cache neither reads nor writes the cache.
+// run learned about the endpoint (whether it checks part checksums: the probe) in the user's
+// cache directory, and the next run starts from it without the probe. Where the server checks
+// and echoes the checksum (the gateway, MinIO) no run hashes a part by MD5; where it does not
+// (Ceph RGW) every run hashes every part. Every run lands, strongly verified and read back
+// equal; --no-endpoint-cache neither reads nor writes the cache.
 func TestPutKeepsEndpointFacts(t *testing.T) {
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
 		bucket := s3test.NewBucket(t, s)
@@ -26,7 +27,8 @@ func TestPutKeepsEndpointFacts(t *testing.T) {
 			t.Run(backend, func(t *testing.T) {
 				cache := t.TempDir()
 				env := append(serverEnv(s), "XDG_CACHE_HOME="+cache)
-				put := func(key string, extra ...string) int64 {
+				// put returns the bytes the run hashed by MD5 and whether it sent the checksum probe.
+				put := func(key string, extra ...string) (int64, bool) {
 					t.Helper()
 					args := []string{"--path-style", "--backend", backend, "--part-size", "5MiB", "--concurrency", "1",
 						"--log-level", "debug", "--json", "put"}
@@ -44,28 +46,29 @@ func TestPutKeepsEndpointFacts(t *testing.T) {
 						t.Fatalf("put %s: no md5_bytes in the debug log:\n%s", key, r.stderr)
 					}
 					n, _ := strconv.ParseInt(m[1], 10, 64)
-					return n
+					return n, strings.Contains(r.stderr, "probed whether the store checks part checksums")
 				}
-				all, firstPart := int64(len(data)), int64(5<<20)
-				wantFirst, wantLater := firstPart, int64(0)
+				// A server that checks the checksum refuses the probe and echoes it on every
+				// receipt: no run hashes anything. Ceph: every run hashes every byte.
+				want := int64(0)
 				if s.IgnoresChecksums() {
-					wantFirst, wantLater = all, all
+					want = int64(len(data))
 				}
-				if got := put(backend + "/first"); got != wantFirst {
-					t.Errorf("first run hashed %d bytes by MD5, want %d", got, wantFirst)
+				if got, probed := put(backend + "/first"); got != want || !probed {
+					t.Errorf("first run hashed %d bytes by MD5, probed %v; want %d, probed", got, probed, want)
 				}
 				entries, err := os.ReadDir(cache + "/safeput/endpoints")
 				if err != nil || len(entries) != 1 {
 					t.Fatalf("after the first run the cache holds %v (%v), want one entry", entries, err)
 				}
-				if got := put(backend + "/second"); got != wantLater {
-					t.Errorf("second run hashed %d bytes by MD5, want %d", got, wantLater)
+				if got, probed := put(backend + "/second"); got != want || probed {
+					t.Errorf("second run hashed %d bytes by MD5, probed %v; want %d, no probe (the cache knew)", got, probed, want)
 				}
 
 				cache = t.TempDir()
 				env = append(serverEnv(s), "XDG_CACHE_HOME="+cache)
-				if got := put(backend+"/uncached", "--no-endpoint-cache"); got != wantFirst {
-					t.Errorf("--no-endpoint-cache run hashed %d bytes by MD5, want %d", got, wantFirst)
+				if got, probed := put(backend+"/uncached", "--no-endpoint-cache"); got != want || !probed {
+					t.Errorf("--no-endpoint-cache run hashed %d bytes by MD5, probed %v; want %d, probed", got, probed, want)
 				}
 				if entries, err := os.ReadDir(cache); err != nil || len(entries) != 0 {
 					t.Errorf("--no-endpoint-cache wrote %v (%v) into the cache directory", entries, err)

@@ -60,7 +60,7 @@ disk (known size); stdin is streamed (unknown size: use --expected-size for stre
 	f.StringVar(&o.contentType, "content-type", "", "Content-Type of the object")
 	f.StringVar(&o.expectedSize, "expected-size", "", "for stdin: the largest size the stream may reach (sizes the parts)")
 	f.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar")
-	f.BoolVar(&o.noCache, "no-endpoint-cache", false, "neither read nor keep what earlier runs learned about the endpoint (kept under $XDG_CACHE_HOME/safeput, else ~/.cache/safeput, for a day: whether its part receipts echo the checksum, which spares their MD5s)")
+	f.BoolVar(&o.noCache, "no-endpoint-cache", false, "neither read nor keep what earlier runs learned about the endpoint (kept under $XDG_CACHE_HOME/safeput, else ~/.cache/safeput, for a day: whether it checks part checksums, which spares the probe that asks and, where it does, the parts' MD5s)")
 	f.StringVar(&o.journal, "journal", "", "record the upload in this directory (created if missing) so `safeput recover` can settle it after a crash, and resume a journaled upload of the same file")
 	f.StringVar(&o.sse.Type, "sse", "", "server-side encryption: AES256 (SSE-S3) or aws:kms (SSE-KMS); after commit the HEAD must show it, else exit 6 (EncryptionNotApplied) and the object is deleted")
 	f.StringVar(&o.sse.KMSKeyID, "sse-kms-key-id", "", "with --sse aws:kms: the KMS key (default: the store's); the HEAD must name it")

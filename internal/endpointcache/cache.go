@@ -42,9 +42,9 @@ func Default() *Cache {
 
 // Facts is what is kept for one key.
 type Facts struct {
-	// ReceiptEcho: the store's UploadPart and PutObject answers echo the checksum sent (true),
-	// or one of them did not (false).
-	ReceiptEcho bool `json:"receipt_echo"`
+	// ChecksParts: the store refused a part sent with a wrong checksum as a digest mismatch
+	// (true), or took it (false).
+	ChecksParts bool `json:"checks_parts"`
 }
 
 type entry struct {
@@ -53,8 +53,11 @@ type entry struct {
 	Learned time.Time `json:"learned"`
 }
 
+// schema names what Facts hold: entries an older build wrote are not read as today's facts.
+const schema = "checks-parts/1 "
+
 func (c *Cache) path(key string) string {
-	sum := sha256.Sum256([]byte(key))
+	sum := sha256.Sum256([]byte(schema + key))
 	return filepath.Join(c.dir, hex.EncodeToString(sum[:16])+".json")
 }
 

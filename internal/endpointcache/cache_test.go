@@ -23,15 +23,15 @@ func TestSaveThenLoad(t *testing.T) {
 	if _, ok := c.Load("k"); ok {
 		t.Fatal("an empty cache returned facts")
 	}
-	c.Save("k", Facts{ReceiptEcho: true})
-	if f, ok := c.Load("k"); !ok || !f.ReceiptEcho {
+	c.Save("k", Facts{ChecksParts: true})
+	if f, ok := c.Load("k"); !ok || !f.ChecksParts {
 		t.Fatalf("Load after Save = %+v, %v; want the echo kept", f, ok)
 	}
 	if _, ok := c.Load("other"); ok {
 		t.Fatal("another key got the facts")
 	}
-	c.Save("k", Facts{ReceiptEcho: false})
-	if f, ok := c.Load("k"); !ok || f.ReceiptEcho {
+	c.Save("k", Facts{ChecksParts: false})
+	if f, ok := c.Load("k"); !ok || f.ChecksParts {
 		t.Fatalf("Load after a changed fact = %+v, %v; want the new one", f, ok)
 	}
 	fi, err := os.Stat(c.dir)
@@ -45,9 +45,9 @@ func TestSaveThenLoad(t *testing.T) {
 func TestFactsExpireAfterFirstLearned(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	c := clockAt(t, &now)
-	c.Save("k", Facts{ReceiptEcho: true})
+	c.Save("k", Facts{ChecksParts: true})
 	now = now.Add(TTL - time.Minute)
-	c.Save("k", Facts{ReceiptEcho: true}) // seen again: the learned time stays
+	c.Save("k", Facts{ChecksParts: true}) // seen again: the learned time stays
 	if _, ok := c.Load("k"); !ok {
 		t.Fatal("a fact younger than TTL was not used")
 	}
@@ -55,7 +55,7 @@ func TestFactsExpireAfterFirstLearned(t *testing.T) {
 	if _, ok := c.Load("k"); ok {
 		t.Fatal("a fact learned TTL ago was still used")
 	}
-	c.Save("k", Facts{ReceiptEcho: true}) // learned again
+	c.Save("k", Facts{ChecksParts: true}) // learned again
 	if _, ok := c.Load("k"); !ok {
 		t.Fatal("a fact learned afresh was not used")
 	}
@@ -80,7 +80,7 @@ func TestUnreadableEntriesAreIgnored(t *testing.T) {
 			t.Fatalf("entry %q gave %+v", body, f)
 		}
 	}
-	c.Save("k", Facts{ReceiptEcho: true})
+	c.Save("k", Facts{ChecksParts: true})
 	if _, ok := c.Load("k"); !ok {
 		t.Fatal("Save did not replace an unreadable entry")
 	}
@@ -89,7 +89,7 @@ func TestUnreadableEntriesAreIgnored(t *testing.T) {
 // A cache that cannot be written, and no cache at all, keep nothing and fail nothing.
 func TestNoCacheKeepsNothing(t *testing.T) {
 	var c *Cache
-	c.Save("k", Facts{ReceiptEcho: true})
+	c.Save("k", Facts{ChecksParts: true})
 	if _, ok := c.Load("k"); ok {
 		t.Fatal("a nil cache returned facts")
 	}
@@ -98,7 +98,7 @@ func TestNoCacheKeepsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = Open(filepath.Join(file, "endpoints")) // under a file: never a directory
-	c.Save("k", Facts{ReceiptEcho: true})
+	c.Save("k", Facts{ChecksParts: true})
 	if _, ok := c.Load("k"); ok {
 		t.Fatal("an unwritable cache returned facts")
 	}
@@ -114,7 +114,7 @@ func TestConcurrentSaves(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := range 20 {
-				c.Save(fmt.Sprint("k", i%4), Facts{ReceiptEcho: j%2 == 0})
+				c.Save(fmt.Sprint("k", i%4), Facts{ChecksParts: j%2 == 0})
 				c.Load(fmt.Sprint("k", (i+1)%4))
 			}
 		}()

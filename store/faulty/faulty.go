@@ -28,6 +28,7 @@ import (
 
 	"github.com/minio/crc64nvme"
 
+	"github.com/safeput/safeput/internal/probe"
 	"github.com/safeput/safeput/store"
 )
 
@@ -395,6 +396,9 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 		return nil, err
 	}
 	c := call{op: OpUploadPart, bucket: in.Bucket, key: in.Key, uploadID: in.UploadID, part: in.PartNumber, bodyLen: in.ContentLength}
+	if probe.Marked(ctx) {
+		c.op = OpUploadPartProbe
+	}
 	f, seq, ok := s.decide(ctx, c)
 	if !ok {
 		return s.inner.UploadPart(ctx, in)

@@ -1,0 +1,90 @@
+package writer
+
+import (
+	"bytes"
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/safeput/safeput/internal/integrity"
+	"github.com/safeput/safeput/internal/probe"
+	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store"
+)
+
+// A receipt that echoes the checksum sent spares its part's MD5 only on a store known to check
+// that checksum: an echo alone proves nothing (a store or middlebox may parrot the header), and a
+// part damaged on the way to a store that checks nothing is caught before Complete only by its
+// MD5. So the first write that would defer its MD5s to an endpoint not yet known sends, in its own
+// upload and before its parts, a tiny part 1 whose checksum is wrong on purpose:
+//   - refused as a digest mismatch (BadDigest, MinIO's XAmzContentChecksumMismatch): the store
+//     checks the checksums of parts, so a part it took with the checksum echoed arrived as sent;
+//   - taken: it checks nothing, and every part gets its MD5. The write's own part 1, sent after
+//     the probe's answer, replaces it (a part no Complete names is refused by Ceph RGW, so the
+//     probe cannot take a number the write may not use), and a store that lists every attempt
+//     of a part has its entry left out of the layout check (unlistedProbe);
+//   - anything else (a 5xx, a lost answer): not known, and this write hashes every part.
+// One request per Uploader, bucket and encryption, or per day for the CLI (endpointcache.go).
+
+// probeBody is the probe's body; it is sent with a well-formed checksum of other bytes.
+var probeBody = []byte("safeput: does this store check part checksums?")
+
+// probePart is the part number the probe uses: the write's first, always sent after it.
+const probePart = 1
+
+// probe sends the probe, once (bounded as every attempt is), when this write defers its MD5s
+// and the endpoint is not yet known to check, and records what the answer shows. It runs before
+// the first part is sent, so every receipt is judged knowing the answer.
+func (w *Writer) probe(uploadID string) {
+	if !w.caps.md5Late || w.caps.alg == store.ChecksumNone || w.facts.checking() != unknown {
+		return
+	}
+	wrong, err := integrity.Sum(w.caps.alg, append([]byte("not "), probeBody...))
+	if err != nil {
+		return
+	}
+	const part = probePart
+	var verdict tri
+	var answer error
+	stats, _ := w.policy.With(retry.WithMaxAttempts(1)).Do(probe.Mark(w.ctx), retry.Op{Name: "UploadPart", Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part, Size: int64(len(probeBody))},
+		func(ctx context.Context, _ int) error {
+			_, err := w.st.UploadPart(ctx, &store.UploadPartInput{
+				Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part,
+				Body: bytes.NewReader(probeBody), ContentLength: int64(len(probeBody)),
+				Checksum: store.Checksum{Algorithm: w.caps.alg, Value: wrong}, SSECustomerKey: w.customerKey(),
+			})
+			answer = err
+			switch {
+			case err == nil:
+				verdict = no
+			case hasCode(err, "BadDigest") || hasCode(err, "XAmzContentChecksumMismatch"):
+				verdict = yes
+				return nil // the answer asked for: not a failure of the write
+			}
+			return err
+		})
+	// Counted as a request; a refusal that shows the store checks is not a failure.
+	w.mu.Lock()
+	w.stats.Add(stats)
+	w.mu.Unlock()
+	w.bytesSent.Add(int64(len(probeBody)))
+	if verdict != unknown {
+		w.facts.update(func(f *endpointFacts) { f.checksParts = verdict })
+	}
+	w.log.Debug("probed whether the store checks part checksums", zap.String("upload_id", uploadID), zap.Int32("part", part),
+		zap.String("checksum", string(w.caps.alg)), zap.Bool("checks", verdict == yes), zap.Bool("known", verdict != unknown), zap.NamedError("answer", answer))
+}
+
+// unlistedProbe drops from a ListParts listing the probe's entry that a store listing every
+// attempt of a part keeps beside the write's own part 1: its size, and not the ETag the write's
+// part 1 got.
+func (w *Writer) unlistedProbe(listed []store.Part, sent map[int32]string) []store.Part {
+	kept := listed[:0:0]
+	for _, p := range listed {
+		if p.PartNumber == probePart && p.Size == int64(len(probeBody)) && trimQuotes(p.ETag) != trimQuotes(sent[probePart]) {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept
+}
