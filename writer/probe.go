@@ -68,11 +68,15 @@ func (w *Writer) probe(uploadID string) {
 	w.stats.Add(stats)
 	w.mu.Unlock()
 	w.bytesSent.Add(int64(len(probeBody)))
-	if verdict != unknown {
-		w.facts.update(func(f *endpointFacts) { f.checksParts = verdict })
-	}
+	w.facts.update(func(f *endpointFacts) {
+		// A receipt without the echo, seen meanwhile by another write, still decides.
+		if f.checksParts == unknown {
+			f.checksParts = verdict
+		}
+	})
 	w.log.Debug("probed whether the store checks part checksums", zap.String("upload_id", uploadID), zap.Int32("part", part),
-		zap.String("checksum", string(w.caps.alg)), zap.Bool("checks", verdict == yes), zap.Bool("known", verdict != unknown), zap.NamedError("answer", answer))
+		zap.Int64("size", int64(len(probeBody))), zap.Int("attempt", 1), zap.String("checksum", string(w.caps.alg)),
+		zap.Bool("checks", verdict == yes), zap.Bool("known", verdict != unknown), zap.NamedError("answer", answer))
 }
 
 // unlistedProbe drops from a ListParts listing the probe's entry that a store listing every
