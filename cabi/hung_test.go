@@ -4,14 +4,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
 // hungServer accepts connections and reads what they send, never answering: a store that is up
-// but stuck. It returns its endpoint.
-func hungServer(t *testing.T) string {
+// but stuck. It returns its endpoint and a count of the connections it accepted so far.
+func hungServer(t *testing.T) (string, func() int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -41,7 +42,12 @@ func hungServer(t *testing.T) string {
 			wg.Go(func() { _, _ = io.Copy(io.Discard, c) })
 		}
 	})
-	return "http://" + ln.Addr().String()
+	accepted := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns)
+	}
+	return "http://" + ln.Addr().String(), accepted
 }
 
 // The header's bounds against a store that accepts connections and never answers (stall_timeout
@@ -51,20 +57,27 @@ func hungServer(t *testing.T) string {
 // the write answering 8, and the abort itself returns within 2 x abort_timeout; every later call
 // answers 8. Through both adapters. (The bounds are generous: this machine's timing is noisy.)
 func TestHungServerBounds(t *testing.T) {
-	endpoint := hungServer(t)
+	endpoint, _ := hungServer(t)
 	const stall, abortBound = time.Second, time.Second
 	conf := fmt.Sprintf(`{"bucket":"hung","key":"k","endpoint":%q,"access_key":"a","secret_key":"s","path_style":true,"provider":"versitygw","part_size":"5MiB","concurrency":4,"stall_timeout":"1s","abort_timeout":"1s","backend":%%q}`, endpoint)
 	part := make([]byte, 5<<20)
 	for _, backend := range []string{"aws", "minio"} {
 		t.Run(backend+"/create-wait", func(t *testing.T) {
 			t.Parallel()
-			h, o := Open(fmt.Sprintf(conf, backend))
+			// A server of its own: the parallel subtests' connections are not counted.
+			own, accepted := hungServer(t)
+			h, o := Open(strings.Replace(fmt.Sprintf(conf, backend), endpoint, own, 1))
 			if o.status != StatusOK {
 				t.Fatalf("open: %+v", o)
 			}
+			// Nothing is sent (no connection is made), so nothing waits on the store; the time is
+			// only bounded by a stall_timeout, since a loaded machine under -race can take most of
+			// a second to copy 5 MiB.
+			before := accepted()
 			t0 := time.Now()
-			if w := Write(h, part); w.status != StatusOK || time.Since(t0) > stall/2 {
-				t.Fatalf("first part's bytes: %+v after %v; want 0 at once (a buffer is free, nothing is sent)", w, time.Since(t0))
+			if w := Write(h, part); w.status != StatusOK || accepted() != before || time.Since(t0) > stall {
+				t.Fatalf("first part's bytes: %+v after %v, %d connections made; want 0 at once (a buffer is free, nothing is sent)",
+					w, time.Since(t0), accepted()-before)
 			}
 			t0 = time.Now()
 			w := Write(h, []byte("x"))
