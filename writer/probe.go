@@ -43,13 +43,12 @@ func (w *Writer) probe(uploadID string) {
 	if err != nil {
 		return
 	}
-	const part = probePart
 	var verdict tri
 	var answer error
-	stats, _ := w.policy.With(retry.WithMaxAttempts(1)).Do(probe.Mark(w.ctx), retry.Op{Name: "UploadPart", Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part, Size: int64(len(probeBody))},
+	stats, _ := w.policy.With(retry.WithMaxAttempts(1)).Do(probe.Mark(w.ctx), retry.Op{Name: "UploadPart", Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: probePart, Size: int64(len(probeBody))},
 		func(ctx context.Context, _ int) error {
 			_, err := w.st.UploadPart(ctx, &store.UploadPartInput{
-				Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part,
+				Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: probePart,
 				Body: bytes.NewReader(probeBody), ContentLength: int64(len(probeBody)),
 				Checksum: store.Checksum{Algorithm: w.caps.alg, Value: wrong}, SSECustomerKey: w.customerKey(),
 			})
@@ -74,7 +73,7 @@ func (w *Writer) probe(uploadID string) {
 			f.checksParts = verdict
 		}
 	})
-	w.log.Debug("probed whether the store checks part checksums", zap.String("upload_id", uploadID), zap.Int32("part", part),
+	w.log.Debug("probed whether the store checks part checksums", zap.String("upload_id", uploadID), zap.Int32("part", probePart),
 		zap.Int64("size", int64(len(probeBody))), zap.Int("attempt", 1), zap.String("checksum", string(w.caps.alg)),
 		zap.Bool("checks", verdict == yes), zap.Bool("known", verdict != unknown), zap.NamedError("answer", answer))
 }
