@@ -168,12 +168,26 @@ func (w *Writer) uploadStillListed(ctx context.Context, id string) (listed bool,
 func (w *Writer) sweepLostCreates() (leftBehind []string, unswept error) {
 	w.mu.Lock()
 	ambiguous, from, to, ours := w.createAmbiguous, w.createStart, w.createEnd, w.uploadIDs
+	cut, waited := w.createCut, w.createCutWaited
 	w.mu.Unlock()
 	if !ambiguous {
 		return nil, nil
 	}
 	ctx, cancel := w.cleanupContext(w.ctx)
 	defer cancel()
+	// A create we stopped waiting for may still be carried out: a store slow to answer is slow to
+	// list too. Look no sooner than it had been waited for after it was cut (a write that went on
+	// to send its parts is long past that), within half the clean-up bound.
+	if settle := time.Until(cut.Add(min(waited, w.cfg.abortTimeout/2))); !cut.IsZero() && settle > 0 {
+		w.log.Debug("waiting before looking for an upload a cut CreateMultipartUpload may still create",
+			zap.Duration("wait", settle), zap.Duration("waited", waited))
+		t := time.NewTimer(settle)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	if err := w.facts.lackingErr(optListUploads); err != nil {
 		return nil, err // the store cannot list uploads: the caller says so
 	}

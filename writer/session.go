@@ -19,7 +19,11 @@ type session struct {
 	// createEnd, so the store may hold an upload we never heard of (see sweepLostCreates).
 	createAmbiguous        bool
 	createStart, createEnd time.Time
-	uploadIDs              map[string]bool // every upload id this writer was given
+	// createCut: the last ambiguous attempt that we cut ourselves (stall window, attempt timeout,
+	// cancel) ended then, after waiting createCutWaited. The store may still be carrying it out.
+	createCut       time.Time
+	createCutWaited time.Duration
+	uploadIDs       map[string]bool // every upload id this writer was given
 	// completeLost: a CompleteMultipartUpload's answer was lost and its retry found the upload
 	// gone, so the object may have landed; the journal record keeps what was intended until the
 	// outcome is proven (journalForget leaves it).
@@ -55,10 +59,12 @@ func (w *Writer) ensureUpload() error {
 	var id string
 	w.createStart = time.Now()
 	err = w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
+		sent := time.Now()
 		out, err := w.st.CreateMultipartUpload(ctx, in)
 		if err != nil && w.caps.probing && headerRefused(err) {
 			w.dropOfferedChecksum("CreateMultipartUpload", err)
 			in.ChecksumAlgorithm, in.ChecksumType = store.ChecksumNone, store.ChecksumTypeNone
+			sent = time.Now()
 			out, err = w.st.CreateMultipartUpload(ctx, in)
 		}
 		if err != nil {
@@ -69,6 +75,10 @@ func (w *Writer) ensureUpload() error {
 				// failed), was never sent: nothing can have been created.)
 				w.mu.Lock()
 				w.createAmbiguous = true
+				if ctx.Err() != nil {
+					// We stopped waiting; the store need not have stopped working on it.
+					w.createCut, w.createCutWaited = time.Now(), time.Since(sent)
+				}
 				w.mu.Unlock()
 			}
 			return err
