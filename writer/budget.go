@@ -48,10 +48,11 @@ func (b *Budget) Peak() int64 {
 }
 
 // get returns a buffer of exactly size bytes, waiting until the budget has room or ctx ends;
-// waited says whether it had to (so only a real wait is timed and reported).
-func (b *Budget) get(ctx context.Context, size int) (buf []byte, waited bool, err error) {
+// fresh says it was just allocated (its pages are not yet mapped), waited whether it had to wait
+// (so only a real wait is timed and reported).
+func (b *Budget) get(ctx context.Context, size int) (buf []byte, fresh, waited bool, err error) {
 	if int64(size) > b.limit {
-		return nil, false, fmt.Errorf("safeput: a %d-byte buffer is larger than the whole memory budget %d", size, b.limit)
+		return nil, false, false, fmt.Errorf("safeput: a %d-byte buffer is larger than the whole memory budget %d", size, b.limit)
 	}
 	for {
 		b.mu.Lock()
@@ -64,10 +65,10 @@ func (b *Budget) get(ctx context.Context, size int) (buf []byte, waited bool, er
 			}
 			b.mu.Unlock()
 			if buf == nil {
-				buf = make([]byte, size)
+				buf, fresh = make([]byte, size), true
 				hugepage.Advise(buf)
 			}
-			return buf, waited, nil
+			return buf, fresh, waited, nil
 		}
 		waited = true
 		ch := make(chan struct{})
@@ -84,7 +85,7 @@ func (b *Budget) get(ctx context.Context, size int) (buf []byte, waited bool, er
 				}
 			}
 			b.mu.Unlock()
-			return nil, true, ctx.Err()
+			return nil, false, true, ctx.Err()
 		}
 	}
 }

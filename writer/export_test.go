@@ -8,7 +8,7 @@ import (
 
 // BudgetRoundTrip takes and returns one buffer, for the pool benchmark.
 func BudgetRoundTrip(b *Budget, size int) {
-	buf, _, err := b.get(context.Background(), size)
+	buf, _, _, err := b.get(context.Background(), size)
 	if err == nil {
 		b.put(buf)
 	}

@@ -7,6 +7,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/integrity"
+	"github.com/safeput/safeput/internal/prefault"
 	"github.com/safeput/safeput/store"
 	"go.uber.org/zap"
 )
@@ -35,6 +36,7 @@ func (w *Writer) write(p []byte) (int, error) {
 				return written, err
 			}
 		}
+		w.mapAhead(w.fill + min(len(p), len(w.buf)-w.fill))
 		n := copy(w.buf[w.fill:], p)
 		w.filled(n)
 		written += n
@@ -71,6 +73,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			}
 		}
 		room := w.buf[w.fill:min(len(w.buf), w.fill+readChunk)]
+		w.mapAhead(w.fill + len(room))
 		n, err := r.Read(room)
 		if n < 0 || n > len(room) {
 			return total, w.fail(sperrors.New(sperrors.Internal, "ReadFrom", "reader returned invalid count %d", n))
@@ -121,6 +124,15 @@ func (w *Writer) filled(n int) {
 		w.fillCRC = integrity.Update(w.caps.local, w.fillCRC, w.buf[w.fill:w.fill+n])
 	}
 	w.fill += n
+}
+
+// mapAhead has the pages of a fresh buffer up to end mapped before they are written, a step
+// ahead at a time, rather than one fault per page as the bytes land (internal/prefault says
+// what that saves).
+func (w *Writer) mapAhead(end int) {
+	if end > w.mapped {
+		w.mapped = prefault.Ahead(w.buf, w.mapped, end)
+	}
 }
 
 // holdFull holds the full buffer back as pending, with its CRC, until more data shows it is
@@ -184,7 +196,7 @@ func (w *Writer) nextBuffer() error {
 	if w.cfg.span != nil {
 		t0 = time.Now()
 	}
-	buf, waited, err := w.cfg.budget.get(w.ctx, int(size))
+	buf, fresh, waited, err := w.cfg.budget.get(w.ctx, int(size))
 	if waited && w.cfg.span != nil {
 		w.emit(Event{Type: EventBudgetWait, Size: size, Elapsed: time.Since(t0), Err: err})
 	}
@@ -193,6 +205,10 @@ func (w *Writer) nextBuffer() error {
 		return w.fail(w.canceled("Write", err))
 	}
 	w.buf, w.fill, w.fillCRC = buf, 0, 0
+	w.mapped = len(buf) // a reused buffer's pages are mapped already
+	if fresh {
+		w.mapped = 0
+	}
 	return nil
 }
 
