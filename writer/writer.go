@@ -77,7 +77,7 @@ type Writer struct {
 	buf         []byte // part being filled; nil when none is held
 	fill        int
 	fillCRC     uint64 // the CRC of buf[:fill], kept as bytes arrive (while they are in cache)
-	mapped      int    // how much of buf its pages are known mapped for (mapAhead)
+	mapped      int    // buf[:mapped] has its pages mapped (mapAhead); all of a reused buffer
 	pending     []byte // a full part held back until more data shows it is not the last
 	pendingCRC  uint64 // the CRC of pending
 	size        int64
