@@ -48,7 +48,7 @@ func (b *Budget) Peak() int64 {
 }
 
 // get returns a buffer of exactly size bytes, waiting until the budget has room or ctx ends;
-// fresh says it was just allocated (its pages are not yet mapped), waited whether it had to wait
+// fresh says it was just allocated (its pages may not be mapped yet), waited whether it had to wait
 // (so only a real wait is timed and reported).
 func (b *Budget) get(ctx context.Context, size int) (buf []byte, fresh, waited bool, err error) {
 	if int64(size) > b.limit {
