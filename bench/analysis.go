@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -27,6 +28,8 @@ type TableRow struct {
 	Size      int64
 	Kind      string
 	MiBps     float64
+	MinMiBps  float64 // the slowest run's MiB/s
+	MaxMiBps  float64 // the fastest run's MiB/s
 	CPU       float64 // client CPU s/GiB
 	ServerCPU float64 // server CPU s/GiB; 0 when not measured
 	PeakMiB   float64
@@ -116,6 +119,10 @@ func ParseReport(md string) (Report, error) {
 				return r, fmt.Errorf("table row %q: cell %q: %w", line, f.cell, err)
 			}
 			*f.dst = v
+		}
+		if lo, hi, ok := strings.Cut(cells[2], "–"); ok {
+			row.MinMiBps, _ = strconv.ParseFloat(lo, 64)
+			row.MaxMiBps, _ = strconv.ParseFloat(hi, 64)
 		}
 		r.Rows = append(r.Rows, row)
 	}
@@ -509,6 +516,7 @@ func (r Report) defaultsBullet() string {
 			w(".")
 		}
 	}
+	w("%s", r.missedBound(rows))
 	cli := r.values(func(row TableRow) bool { return row.Impl == "safeput-cli" }, func(row TableRow) float64 { return row.CPU })
 	libCPU := r.values(lib, func(row TableRow) float64 { return row.CPU })
 	if len(cli) > 0 && len(libCPU) > 0 && median(cli) > median(libCPU) {
@@ -519,6 +527,85 @@ func (r Report) defaultsBullet() string {
 		w(". A CLI row's column also counts the harness's memory sampler, as every row's does (the feed into a stream's pipe is left out: see the integrity table); the CLI's own time adds its start-up and, on a stream, reading that pipe.")
 	}
 	w("\n")
+	return b.String()
+}
+
+// bestPeer is the fastest peer's row in row's table.
+func (r Report) bestPeer(row TableRow) (TableRow, bool) {
+	var best TableRow
+	found := false
+	for _, p := range r.Rows {
+		if p.Role == RolePeer && p.Server == row.Server && p.Size == row.Size && p.Kind == row.Kind && (!found || p.MiBps > best.MiBps) {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+// missedBound sorts the defaults rows below the throughput target by what their table shows:
+// those whose client+server CPU per GiB exceeds the best peer's (on shared cores that sum
+// bounds the rate: cpuBound), those whose sum is no higher and whose runs' range overlaps the
+// best peer's (the run-to-run spread), and any that neither explains, named.
+func (r Report) missedBound(rows []TableRow) string {
+	// Sums as the tables print them, to the hundredth: a difference the tables do not show is none.
+	sum := func(row TableRow) float64 { return math.Round((row.CPU+row.ServerCPU)*100) / 100 }
+	var costlier, overlap, other []TableRow
+	var bests []TableRow
+	for _, row := range rows {
+		best, ok := r.bestPeer(row)
+		if !ok || row.VsPeer <= 0 || row.VsPeer >= TargetDefaultsPeerRatio || row.ServerCPU <= 0 || best.ServerCPU <= 0 {
+			continue
+		}
+		switch {
+		case sum(row) > sum(best):
+			costlier = append(costlier, row)
+			bests = append(bests, best)
+		case row.MaxMiBps >= best.MinMiBps && row.MaxMiBps > 0:
+			overlap = append(overlap, row)
+		default:
+			other = append(other, row)
+		}
+	}
+	missed := len(costlier) + len(overlap) + len(other)
+	if missed == 0 {
+		return ""
+	}
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w(" Of the %d rows below the ≥ %.1f× target, ", missed, TargetDefaultsPeerRatio)
+	if len(costlier) > 0 {
+		of := func(rs []TableRow, f func(TableRow) float64) []float64 {
+			v := make([]float64, len(rs))
+			for i, x := range rs {
+				v[i] = f(x)
+			}
+			return v
+		}
+		bound := make([]float64, len(costlier))
+		for i := range costlier {
+			bound[i] = sum(bests[i]) / sum(costlier[i])
+		}
+		w("%d cost this machine more CPU per GiB, client plus server, than the best peer of their table (%s s against %s): run at the same share of the cores' bound as that peer, the sums would put them at %s× it, and they ran at %s×. In them safeput's client spent %s s/GiB against the best peer's %s, the server %s against %s.",
+			len(costlier), span(of(costlier, sum), "%.2f"), span(of(bests, sum), "%.2f"), span(bound, "%.2f"), span(of(costlier, func(x TableRow) float64 { return x.VsPeer }), "%.2f"),
+			span(of(costlier, func(x TableRow) float64 { return x.CPU }), "%.2f"), span(of(bests, func(x TableRow) float64 { return x.CPU }), "%.2f"),
+			span(of(costlier, func(x TableRow) float64 { return x.ServerCPU }), "%.2f"), span(of(bests, func(x TableRow) float64 { return x.ServerCPU }), "%.2f"))
+		if len(overlap)+len(other) > 0 {
+			w(" Of the rest, ")
+		}
+	}
+	if len(overlap) > 0 {
+		w("%d cost no more than the best peer, and each one's fastest run was at least as fast as the best peer's slowest: a difference inside the run-to-run spread.", len(overlap))
+		if len(other) > 0 {
+			w(" ")
+		}
+	}
+	if len(other) > 0 {
+		var names []string
+		for _, row := range other {
+			names = append(names, fmt.Sprintf("%s %s %s %s", row.Server, bytesize.Format(row.Size), row.Kind, row.Impl))
+		}
+		w("%d (%s) cost no more than the best peer and ran slower in every run: these tables do not explain them.", len(other), strings.Join(names, "; "))
+	}
 	return b.String()
 }
 

@@ -84,6 +84,7 @@ func TestParseReportRoundTrip(t *testing.T) {
 		want := rows[i]
 		peer, ceiling, _ := Ratios(rows, want)
 		if got.Server != want.Server || got.Impl != want.Impl || got.Size != want.Size || got.Kind != want.Kind || got.MiBps != want.MiBps ||
+			got.MinMiBps != want.MinMiBps || got.MaxMiBps != want.MaxMiBps ||
 			got.CPU != want.CPUPerGiB || got.ServerCPU != want.ServerCPUPerGiB || got.PeakMiB != mib(want.PeakBytes) ||
 			got.IdleMiB != mib(want.IdleBytes) || got.VsPeer != roundTo(peer, 100) || got.VsRawPct != roundTo(ceiling*100, 1) {
 			t.Errorf("row %d parsed as %+v from %+v", i, got, want)
@@ -140,5 +141,45 @@ func TestCPUBound(t *testing.T) {
 	}
 	if (Report{Rows: r.Rows}).cpuBound() != "" {
 		t.Error("cpuBound without a core count wrote a bullet")
+	}
+}
+
+// The defaults rows below the throughput target are sorted by what their table shows: a higher
+// client+server CPU sum than the best peer's (with the ratio of sums as the bound), a range of
+// runs overlapping the best peer's, or neither, named.
+func TestMissedBound(t *testing.T) {
+	row := func(impl string, role Role, defaults bool, kind string, mibps, lo, hi, vs, cpu, srv float64) TableRow {
+		return TableRow{Server: "minio", Impl: impl, Role: role, Defaults: defaults, Size: 1 << 30, Kind: kind,
+			MiBps: mibps, MinMiBps: lo, MaxMiBps: hi, VsPeer: vs, CPU: cpu, ServerCPU: srv}
+	}
+	r := Report{Cores: 2, Rows: []TableRow{
+		row("minio-go", RolePeer, false, SourceReaderAt, 600, 580, 620, 1, 0.5, 2.5),
+		row("manager", RolePeer, false, SourceReaderAt, 400, 390, 410, 0.67, 1.5, 3),
+		row("safeput-defaults/aws", RoleSafeput, true, SourceReaderAt, 540, 500, 560, 0.9, 0.5, 2.8),    // sum 3.3 > 3: bound 0.91
+		row("safeput-defaults/minio", RoleSafeput, true, SourceReaderAt, 590, 560, 600, 0.98, 0.4, 2.5), // sum 2.9, overlaps
+		row("safeput-cli", RoleSafeput, true, SourceReaderAt, 610, 600, 640, 1.02, 0.6, 2.6),            // met: not counted
+		row("minio-go", RolePeer, false, SourceStream, 600, 590, 610, 1, 1, 2),
+		row("safeput-defaults/aws", RoleSafeput, true, SourceStream, 500, 480, 520, 0.83, 0.9, 2), // sum 2.9, slower in every run
+	}}
+	var rows []TableRow
+	for _, x := range r.Rows {
+		if isDefaults(x) {
+			rows = append(rows, x)
+		}
+	}
+	got := r.missedBound(rows)
+	for _, want := range []string{
+		"Of the 3 rows below the ≥ 1.0× target, 1 cost this machine more CPU per GiB",
+		"(3.30 s against 3.00)", "put them at 0.91× it, and they ran at 0.90×",
+		"client spent 0.50 s/GiB against the best peer's 0.50, the server 2.80 against 2.50",
+		"Of the rest, 1 cost no more than the best peer",
+		"1 (minio 1 GiB stream safeput-defaults/aws) cost no more than the best peer and ran slower in every run",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missedBound lacks %q:\n%s", want, got)
+		}
+	}
+	if got := (Report{Rows: r.Rows[:2]}).missedBound(nil); got != "" {
+		t.Errorf("no rows missed, yet: %q", got)
 	}
 }
