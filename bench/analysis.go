@@ -404,6 +404,7 @@ func analysisOf(r Report) string {
 	}
 
 	b.WriteString(r.defaultsBullet())
+	b.WriteString(r.equalIntegrityBullet())
 
 	limit := float64(int64(r.Params.Concurrency)*r.Params.PartSize+TargetMemSlack) / (1 << 20)
 	readerAt := func(row TableRow) bool { return isSafeput(row) && row.Kind == SourceReaderAt }
@@ -516,7 +517,7 @@ func (r Report) defaultsBullet() string {
 			w(".")
 		}
 	}
-	w("%s", r.missedBound(rows))
+	w("%s", r.missedBound(rows, func(TableRow) bool { return true }, TargetDefaultsPeerRatio, "the best peer"))
 	cli := r.values(func(row TableRow) bool { return row.Impl == "safeput-cli" }, func(row TableRow) float64 { return row.CPU })
 	libCPU := r.values(lib, func(row TableRow) float64 { return row.CPU })
 	if len(cli) > 0 && len(libCPU) > 0 && median(cli) > median(libCPU) {
@@ -530,30 +531,30 @@ func (r Report) defaultsBullet() string {
 	return b.String()
 }
 
-// bestPeer is the fastest peer's row in row's table.
-func (r Report) bestPeer(row TableRow) (TableRow, bool) {
+// bestPeer is the fastest row in row's table of the peers keep accepts.
+func (r Report) bestPeer(row TableRow, keep func(TableRow) bool) (TableRow, bool) {
 	var best TableRow
 	found := false
 	for _, p := range r.Rows {
-		if p.Role == RolePeer && p.Server == row.Server && p.Size == row.Size && p.Kind == row.Kind && (!found || p.MiBps > best.MiBps) {
+		if p.Role == RolePeer && keep(p) && p.Server == row.Server && p.Size == row.Size && p.Kind == row.Kind && (!found || p.MiBps > best.MiBps) {
 			best, found = p, true
 		}
 	}
 	return best, found
 }
 
-// missedBound sorts the defaults rows below the throughput target by what their table shows:
-// those whose client+server CPU per GiB exceeds the best peer's (on shared cores that sum
-// bounds the rate: cpuBound), those whose sum is no higher and whose runs' range overlaps the
-// best peer's (the run-to-run spread), and any that neither explains, named.
-func (r Report) missedBound(rows []TableRow) string {
+// missedBound sorts the rows below target× the best of the peers keep accepts by what their
+// table shows: those whose client+server CPU per GiB exceeds that peer's (on shared cores the
+// sum bounds the rate: cpuBound), those whose sum is no higher and whose runs' range overlaps
+// the peer's (the run-to-run spread), and any that neither explains, named.
+func (r Report) missedBound(rows []TableRow, keep func(TableRow) bool, target float64, peer string) string {
 	// Sums as the tables print them, to the hundredth: a difference the tables do not show is none.
 	sum := func(row TableRow) float64 { return math.Round((row.CPU+row.ServerCPU)*100) / 100 }
 	var costlier, overlap, other []TableRow
 	var bests []TableRow
 	for _, row := range rows {
-		best, ok := r.bestPeer(row)
-		if !ok || row.VsPeer <= 0 || row.VsPeer >= TargetDefaultsPeerRatio || row.ServerCPU <= 0 || best.ServerCPU <= 0 {
+		best, ok := r.bestPeer(row, keep)
+		if !ok || row.ServerCPU <= 0 || best.ServerCPU <= 0 || vsBest(row, best) >= target {
 			continue
 		}
 		switch {
@@ -572,7 +573,7 @@ func (r Report) missedBound(rows []TableRow) string {
 	}
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w(" Of the %d rows below the ≥ %.1f× target, ", missed, TargetDefaultsPeerRatio)
+	w(" Of the %d rows below %.1f×, ", missed, target)
 	if len(costlier) > 0 {
 		of := func(rs []TableRow, f func(TableRow) float64) []float64 {
 			v := make([]float64, len(rs))
@@ -581,12 +582,19 @@ func (r Report) missedBound(rows []TableRow) string {
 			}
 			return v
 		}
+		vs := func(rs, peers []TableRow) []float64 {
+			v := make([]float64, len(rs))
+			for i := range rs {
+				v[i] = vsBest(rs[i], peers[i])
+			}
+			return v
+		}
 		bound := make([]float64, len(costlier))
 		for i := range costlier {
 			bound[i] = sum(bests[i]) / sum(costlier[i])
 		}
-		w("%d cost this machine more CPU per GiB, client plus server, than the best peer of their table (%s s against %s): run at the same share of the cores' bound as that peer, the sums would put them at %s× it, and they ran at %s×. In them safeput's client spent %s s/GiB against the best peer's %s, the server %s against %s.",
-			len(costlier), span(of(costlier, sum), "%.2f"), span(of(bests, sum), "%.2f"), span(bound, "%.2f"), span(of(costlier, func(x TableRow) float64 { return x.VsPeer }), "%.2f"),
+		w("%d cost this machine more CPU per GiB, client plus server, than %s of their table (%s s against %s): run at the same share of the cores' bound as that peer, the sums would put them at %s× it, and they ran at %s×. In them safeput's client spent %s s/GiB against that peer's %s, the server %s against %s.",
+			len(costlier), peer, span(of(costlier, sum), "%.2f"), span(of(bests, sum), "%.2f"), span(bound, "%.2f"), span(vs(costlier, bests), "%.2f"),
 			span(of(costlier, func(x TableRow) float64 { return x.CPU }), "%.2f"), span(of(bests, func(x TableRow) float64 { return x.CPU }), "%.2f"),
 			span(of(costlier, func(x TableRow) float64 { return x.ServerCPU }), "%.2f"), span(of(bests, func(x TableRow) float64 { return x.ServerCPU }), "%.2f"))
 		if len(overlap)+len(other) > 0 {
@@ -594,7 +602,7 @@ func (r Report) missedBound(rows []TableRow) string {
 		}
 	}
 	if len(overlap) > 0 {
-		w("%d cost no more than the best peer, and each one's fastest run was at least as fast as the best peer's slowest: a difference inside the run-to-run spread.", len(overlap))
+		w("%d cost no more than %s, and each one's fastest run was at least as fast as that peer's slowest: a difference inside the run-to-run spread.", len(overlap), peer)
 		if len(other) > 0 {
 			w(" ")
 		}
@@ -604,8 +612,62 @@ func (r Report) missedBound(rows []TableRow) string {
 		for _, row := range other {
 			names = append(names, fmt.Sprintf("%s %s %s %s", row.Server, bytesize.Format(row.Size), row.Kind, row.Impl))
 		}
-		w("%d (%s) cost no more than the best peer and ran slower in every run: these tables do not explain them.", len(other), strings.Join(names, "; "))
+		w("%d (%s) cost no more than %s and ran slower in every run: these tables do not explain them.", len(other), strings.Join(names, "; "), peer)
 	}
+	return b.String()
+}
+
+// vsBest is row's MiB/s over best's, to the hundredth as the tables print ratios.
+func vsBest(row, best TableRow) float64 {
+	if best.MiBps <= 0 {
+		return 0
+	}
+	return math.Round(row.MiBps/best.MiBps*100) / 100
+}
+
+// checksummedPeer is a peer that sends a checksum with every part (every peer but minio-go at
+// its defaults: see the integrity table), so its rows are at safeput's integrity.
+func checksummedPeer(row TableRow) bool { return row.Impl != "minio-go" }
+
+// equalIntegrityBullet compares every safeput row with the fastest peer of its table that
+// sends a checksum with every part: the fair comparison, safeput ≥ 1.0× there.
+func (r Report) equalIntegrityBullet() string {
+	var rows []TableRow
+	var vs []float64
+	met := 0
+	var names []string
+	for _, row := range r.Rows {
+		if row.Role != RoleSafeput {
+			continue
+		}
+		best, ok := r.bestPeer(row, checksummedPeer)
+		if !ok {
+			continue
+		}
+		rows = append(rows, row)
+		v := vsBest(row, best)
+		vs = append(vs, v)
+		if v >= TargetDefaultsPeerRatio {
+			met++
+		}
+		if !slices.Contains(names, best.Impl) {
+			names = append(names, best.Impl)
+		}
+	}
+	if len(rows) == 0 {
+		return ""
+	}
+	var peers []string
+	for _, im := range Impls() {
+		if im.Role == RolePeer && checksummedPeer(TableRow{Impl: im.Name}) {
+			peers = append(peers, im.Name)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "- **At equal integrity** (each safeput row against the fastest peer of its table that sends a checksum with every part: %s; minio-go at its defaults sends none). safeput at %s× that peer (%s), ≥ %.1f× in %d of %d rows.",
+		joinAnd(peers), span(vs, "%.2f"), joinAnd(names), TargetDefaultsPeerRatio, met, len(rows))
+	b.WriteString(r.missedBound(rows, checksummedPeer, TargetDefaultsPeerRatio, "the fastest checksummed peer"))
+	b.WriteString("\n")
 	return b.String()
 }
 

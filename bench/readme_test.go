@@ -167,11 +167,12 @@ func TestMissedBound(t *testing.T) {
 			rows = append(rows, x)
 		}
 	}
-	got := r.missedBound(rows)
+	all := func(TableRow) bool { return true }
+	got := r.missedBound(rows, all, 1, "the best peer")
 	for _, want := range []string{
-		"Of the 3 rows below the ≥ 1.0× target, 1 cost this machine more CPU per GiB",
+		"Of the 3 rows below 1.0×, 1 cost this machine more CPU per GiB",
 		"(3.30 s against 3.00)", "put them at 0.91× it, and they ran at 0.90×",
-		"client spent 0.50 s/GiB against the best peer's 0.50, the server 2.80 against 2.50",
+		"client spent 0.50 s/GiB against that peer's 0.50, the server 2.80 against 2.50",
 		"Of the rest, 1 cost no more than the best peer",
 		"1 (minio 1 GiB stream safeput-defaults/aws) cost no more than the best peer and ran slower in every run",
 	} {
@@ -179,7 +180,29 @@ func TestMissedBound(t *testing.T) {
 			t.Errorf("missedBound lacks %q:\n%s", want, got)
 		}
 	}
-	if got := (Report{Rows: r.Rows[:2]}).missedBound(nil); got != "" {
+	if got := (Report{Rows: r.Rows[:2]}).missedBound(nil, all, 1, "the best peer"); got != "" {
 		t.Errorf("no rows missed, yet: %q", got)
+	}
+
+	// At equal integrity minio-go (no checksum) is left out: the readerat rows compare with
+	// manager, and the stream row has no checksummed peer in its table.
+	eq := r.equalIntegrityBullet()
+	for _, want := range []string{
+		"transfermanager, transfermanager+full-crc32, manager and minio-go+crc32c; minio-go at its defaults sends none",
+		"safeput at 1.35–1.53× that peer (manager), ≥ 1.0× in 3 of 3 rows.",
+	} {
+		if !strings.Contains(eq, want) {
+			t.Errorf("equalIntegrityBullet lacks %q:\n%s", want, eq)
+		}
+	}
+	if strings.Contains(eq, "Of the") {
+		t.Errorf("equalIntegrityBullet sorts rows that met the target:\n%s", eq)
+	}
+	r.Rows = append(r.Rows, row("minio-go+crc32c", RolePeer, false, SourceReaderAt, 700, 690, 710, 1.17, 0.5, 2.2))
+	eq = r.equalIntegrityBullet()
+	for _, want := range []string{"safeput at 0.77–0.87× that peer (minio-go+crc32c), ≥ 1.0× in 0 of 3 rows.", "Of the 3 rows below 1.0×, 3 cost this machine more"} {
+		if !strings.Contains(eq, want) {
+			t.Errorf("equalIntegrityBullet lacks %q:\n%s", want, eq)
+		}
 	}
 }
