@@ -550,8 +550,8 @@ func (r Report) bestPeer(row TableRow, keep func(TableRow) bool) (TableRow, bool
 func (r Report) missedBound(rows []TableRow, keep func(TableRow) bool, target float64, peer string) string {
 	// Sums as the tables print them, to the hundredth: a difference the tables do not show is none.
 	sum := func(row TableRow) float64 { return math.Round((row.CPU+row.ServerCPU)*100) / 100 }
-	var costlier, overlap, other []TableRow
-	var bests []TableRow
+	var costlier, bests, overlap, other []TableRow
+	var ran, bound []float64 // per costlier row: its ratio to that peer, and the sums' ratio
 	for _, row := range rows {
 		best, ok := r.bestPeer(row, keep)
 		if !ok || row.ServerCPU <= 0 || best.ServerCPU <= 0 || vsBest(row, best) >= target {
@@ -561,6 +561,8 @@ func (r Report) missedBound(rows []TableRow, keep func(TableRow) bool, target fl
 		case sum(row) > sum(best):
 			costlier = append(costlier, row)
 			bests = append(bests, best)
+			ran = append(ran, vsBest(row, best))
+			bound = append(bound, sum(best)/sum(row))
 		case row.MaxMiBps >= best.MinMiBps && row.MaxMiBps > 0:
 			overlap = append(overlap, row)
 		default:
@@ -582,19 +584,8 @@ func (r Report) missedBound(rows []TableRow, keep func(TableRow) bool, target fl
 			}
 			return v
 		}
-		vs := func(rs, peers []TableRow) []float64 {
-			v := make([]float64, len(rs))
-			for i := range rs {
-				v[i] = vsBest(rs[i], peers[i])
-			}
-			return v
-		}
-		bound := make([]float64, len(costlier))
-		for i := range costlier {
-			bound[i] = sum(bests[i]) / sum(costlier[i])
-		}
 		w("%d cost this machine more CPU per GiB, client plus server, than %s of their table (%s s against %s): run at the same share of the cores' bound as that peer, the sums would put them at %s× it, and they ran at %s×. In them safeput's client spent %s s/GiB against that peer's %s, the server %s against %s.",
-			len(costlier), peer, span(of(costlier, sum), "%.2f"), span(of(bests, sum), "%.2f"), span(bound, "%.2f"), span(vs(costlier, bests), "%.2f"),
+			len(costlier), peer, span(of(costlier, sum), "%.2f"), span(of(bests, sum), "%.2f"), span(bound, "%.2f"), span(ran, "%.2f"),
 			span(of(costlier, func(x TableRow) float64 { return x.CPU }), "%.2f"), span(of(bests, func(x TableRow) float64 { return x.CPU }), "%.2f"),
 			span(of(costlier, func(x TableRow) float64 { return x.ServerCPU }), "%.2f"), span(of(bests, func(x TableRow) float64 { return x.ServerCPU }), "%.2f"))
 		if len(overlap)+len(other) > 0 {
@@ -625,9 +616,12 @@ func vsBest(row, best TableRow) float64 {
 	return math.Round(row.MiBps/best.MiBps*100) / 100
 }
 
-// checksummedPeer is a peer that sends a checksum with every part (every peer but minio-go at
-// its defaults: see the integrity table), so its rows are at safeput's integrity.
-func checksummedPeer(row TableRow) bool { return row.Impl != "minio-go" }
+// checksummedPeer is a peer that sends a checksum with every part (see the integrity table), so
+// its rows are at safeput's integrity.
+func checksummedPeer(row TableRow) bool {
+	im, err := ImplByName(row.Impl)
+	return err == nil && im.Role == RolePeer && !im.NoChecksum
+}
 
 // equalIntegrityBullet compares every safeput row with the fastest peer of its table that
 // sends a checksum with every part: the fair comparison, safeput ≥ 1.0× there.
@@ -657,15 +651,19 @@ func (r Report) equalIntegrityBullet() string {
 	if len(rows) == 0 {
 		return ""
 	}
-	var peers []string
+	var peers, unchecked []string
 	for _, im := range Impls() {
-		if im.Role == RolePeer && checksummedPeer(TableRow{Impl: im.Name}) {
+		switch {
+		case im.Role != RolePeer:
+		case im.NoChecksum:
+			unchecked = append(unchecked, im.Name)
+		default:
 			peers = append(peers, im.Name)
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "- **At equal integrity** (each safeput row against the fastest peer of its table that sends a checksum with every part: %s; minio-go at its defaults sends none). safeput at %s× that peer (%s), ≥ %.1f× in %d of %d rows.",
-		joinAnd(peers), span(vs, "%.2f"), joinAnd(names), TargetDefaultsPeerRatio, met, len(rows))
+	fmt.Fprintf(&b, "- **At equal integrity** (each safeput row against the fastest peer of its table that sends a checksum with every part: %s; %s at its defaults sends none). safeput at %s× that peer (%s), ≥ %.1f× in %d of %d rows.",
+		joinAnd(peers), joinAnd(unchecked), span(vs, "%.2f"), joinAnd(names), TargetDefaultsPeerRatio, met, len(rows))
 	b.WriteString(r.missedBound(rows, checksummedPeer, TargetDefaultsPeerRatio, "the fastest checksummed peer"))
 	b.WriteString("\n")
 	return b.String()

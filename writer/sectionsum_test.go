@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -33,7 +32,7 @@ func TestSectionChecksumsLand(t *testing.T) {
 				if res.Size != int64(size) {
 					t.Fatalf("result size %d, want %d", res.Size, size)
 				}
-				if got := readMem(t, mem, "k"); !bytes.Equal(got, data) {
+				if got, ok := mem.Object("b", "k"); !ok || !bytes.Equal(got, data) {
 					t.Fatal("read back differs")
 				}
 			})
@@ -76,27 +75,9 @@ func TestShortSectionNamesWhereItEnded(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not say %q", err, want)
 			}
-			ups, lerr := mem.ListMultipartUploads(context.Background(), &store.ListMultipartUploadsInput{Bucket: "b"})
-			if lerr != nil {
-				t.Fatal(lerr)
-			}
-			if len(ups.Uploads) != 0 {
-				t.Errorf("uploads left: %+v", ups.Uploads)
+			if ups := mem.Uploads("b"); len(ups) != 0 {
+				t.Errorf("uploads left: %+v", ups)
 			}
 		})
 	}
-}
-
-func readMem(t *testing.T, mem *memstore.Store, key string) []byte {
-	t.Helper()
-	out, err := mem.GetObject(context.Background(), &store.GetObjectInput{Bucket: "b", Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(out.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
