@@ -20,6 +20,14 @@ import (
 // request, while a store that throttles everything fails the request within about that
 // allowance. The shared retry budget still bounds the extra load of an outage.
 //
+// The bound of a write that can never succeed: a store that throttles every request of one of
+// its steps (every PutObject, or every UploadPart of a multipart write, whose parts are retried
+// side by side) ends the write in Throttled once that step's allowance is spent: within
+// DefaultThrottleMaxElapsed plus its last attempt, then the clean-up (the abort, bounded by the
+// writer's abort timeout). No step before it spends an allowance of its own on throttling (the
+// writer's checksum probe is sent once, whatever the answer), so a multipart write and a single
+// PUT share that bound; writer's TestWireThrottledForever measures both at these defaults.
+//
 // A request that makes no progress for DefaultStallTimeout (no request-body byte taken by the
 // connection and no response byte received) is cut and retried as Transient, code "Stalled".
 const (
@@ -93,7 +101,8 @@ func defaultConfig() config {
 	}
 }
 
-// WithMaxAttempts bounds the attempts, the first included (minimum 1).
+// WithMaxAttempts bounds the attempts, the first included (minimum 1). A throttled request still
+// gets WithThrottleMaxAttempts: for one attempt whatever the answer, set both to 1.
 func WithMaxAttempts(n int) Option { return func(p *Policy) { p.cfg.maxAttempts = max(n, 1) } }
 
 // attemptsFor is the attempt limit for a failure of kind k.

@@ -141,6 +141,7 @@ func TestChecksumProbe(t *testing.T) {
 		fault faulty.Fault
 	}{
 		{"answered 500", faulty.InternalError},
+		{"throttled", faulty.SlowDown}, // once: no throttle allowance of its own before the parts'
 		{"answer lost", faulty.DropResponse},
 		{"damaged and re-summed on the way", faulty.FlipByte},
 		{"refused as a mismatch by a middlebox, not the store", faulty.ChecksumMismatch},
@@ -180,4 +181,24 @@ func TestChecksumProbe(t *testing.T) {
 			}
 		})
 	}
+
+	// A 403 to the probe is an answer to the write's credentials, not to the probe's checksum:
+	// the write fails Permanent with it, as a 403 to any other request of the write does, and
+	// leaves nothing (before, the write sent its parts and landed).
+	t.Run("probe refused 403", func(t *testing.T) {
+		mem := newMem(minioLike)
+		fs := faulty.New(mem, faulty.Always(faulty.OpUploadPartProbe, faulty.Forbidden))
+		_, _, err := writeCounting(t, newUploader(t, fs), "k", data, writer.WithRetry(fastPolicy()))
+		var e *sperrors.Error
+		if !errors.As(err, &e) || e.Kind != sperrors.Permanent || e.StatusCode != 403 {
+			t.Fatalf("err %v; want Permanent with status 403", err)
+		}
+		if fs.Count(faulty.Forbidden) != 1 {
+			t.Fatalf("the 403 was answered %d times, want once", fs.Count(faulty.Forbidden))
+		}
+		mustBeAbsent(t, mem, "k")
+		if ups := mem.Uploads(unitBucket); len(ups) != 0 {
+			t.Fatalf("incomplete uploads left: %+v", ups)
+		}
+	})
 }

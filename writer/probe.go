@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/internal/probe"
 	"github.com/safeput/safeput/retry"
@@ -23,7 +24,12 @@ import (
 //     the probe's answer, replaces it (a part no Complete names is refused by Ceph RGW, so the
 //     probe cannot take a number the write may not use), and a store that lists every attempt
 //     of a part has its entry left out of the layout check (unlistedProbe);
-//   - anything else (a 5xx, a lost answer): not known, and this write hashes every part.
+//   - refused as Permanent with 403 (AccessDenied, a key the store no longer knows): an answer to
+//     the write's credentials, not to the probe's checksum, so the write fails with it as its own
+//     part 1 would (a retry of the write's parts must not hide it);
+//   - anything else (a throttle, a 5xx, a lost answer): not known, and this write hashes every
+//     part. The probe is sent once whatever the answer: it is evidence, not a step the write
+//     needs, so it adds one request and never a retry allowance to the write's bound.
 // One request per Uploader, bucket and encryption, or per day for the CLI (endpointcache.go).
 
 // probeBody is the probe's body; it is sent with a well-formed checksum of other bytes.
@@ -34,18 +40,21 @@ const probePart = 1
 
 // probe sends the probe, once (bounded as every attempt is), when this write defers its MD5s
 // and the endpoint is not yet known to check, and records what the answer shows. It runs before
-// the first part is sent, so every receipt is judged knowing the answer.
-func (w *Writer) probe(uploadID string) {
+// the first part is sent, so every receipt is judged knowing the answer. Its error is the
+// write's: an auth refusal (refusedAccess), which the write's own parts would meet too.
+func (w *Writer) probe(uploadID string) error {
 	if !w.caps.md5Late || w.caps.alg == store.ChecksumNone || w.facts.checking() != unknown {
-		return
+		return nil
 	}
 	wrong, err := integrity.Sum(w.caps.alg, append([]byte("not "), probeBody...))
 	if err != nil {
-		return
+		return nil
 	}
 	var verdict tri
 	var answer error
-	stats, _ := w.policy.With(retry.WithMaxAttempts(1)).Do(probe.Mark(w.ctx), retry.Op{Name: "UploadPart", Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: probePart, Size: int64(len(probeBody))},
+	// One attempt of any kind: WithMaxAttempts alone still allows a throttled request its own
+	// retries and allowance, which put a whole throttle allowance before the parts' own.
+	stats, probeErr := w.policy.With(retry.WithMaxAttempts(1), retry.WithThrottleMaxAttempts(1)).Do(probe.Mark(w.ctx), retry.Op{Name: "UploadPart", Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: probePart, Size: int64(len(probeBody))},
 		func(ctx context.Context, _ int) error {
 			_, err := w.st.UploadPart(ctx, &store.UploadPartInput{
 				Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: probePart,
@@ -76,6 +85,17 @@ func (w *Writer) probe(uploadID string) {
 	w.log.Debug("probed whether the store checks part checksums", zap.String("upload_id", uploadID), zap.Int32("part", probePart),
 		zap.Int64("size", int64(len(probeBody))), zap.Int("attempt", 1), zap.String("checksum", string(w.caps.alg)),
 		zap.Bool("checks", verdict == yes), zap.Bool("known", verdict != unknown), zap.NamedError("answer", answer))
+	if refusedAccess(probeErr) {
+		return w.fail(probeErr)
+	}
+	return nil
+}
+
+// refusedAccess: a Permanent 403, the store refusing the write's credentials or rights
+// (AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch, ...), whatever request it answered.
+func refusedAccess(err error) bool {
+	e := asError(err)
+	return e != nil && e.Kind == sperrors.Permanent && e.StatusCode == 403
 }
 
 // unlistedProbe drops from a ListParts listing the probe's entry that a store listing every

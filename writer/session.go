@@ -101,8 +101,7 @@ func (w *Writer) ensureUpload() error {
 	if err := w.journalBegin(id); err != nil {
 		return w.fail(err)
 	}
-	w.probe(id)
-	return nil
+	return w.probe(id)
 }
 
 func (w *Writer) currentUploadID() string {

@@ -256,6 +256,10 @@ type wireFault struct {
 	streamFailsAs []sperrors.Kind
 	// mustFail: the fault cannot be retried away; landing would be a bug.
 	mustFail bool
+	// every: the fault answers every request of its op, not only the first; multi: the write is
+	// always multipart; defaults: no profile, as the CLI at its defaults (an endpoint not yet
+	// known is probed with a part before the write's own).
+	every, multi, defaults bool
 }
 
 var (
@@ -276,6 +280,11 @@ var (
 		{name: "stored-truncated", fault: faultproxy.Fault{Kind: faultproxy.StoreTruncated}, ops: bodyOps, failsAs: []sperrors.Kind{sperrors.Integrity}, streamFailsAs: []sperrors.Kind{sperrors.Integrity}},
 		{name: "stored-flipped", fault: faultproxy.Fault{Kind: faultproxy.StoreFlipped}, ops: bodyOps, failsAs: []sperrors.Kind{sperrors.Integrity}, streamFailsAs: []sperrors.Kind{sperrors.Integrity}},
 		{name: "403", fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 403, Code: "AccessDenied"}, ops: bodyOps, failsAs: []sperrors.Kind{sperrors.Permanent}, mustFail: true},
+		// The two patterns of issue 58, which once outlived the bound or landed.
+		{name: "503-every-part-forever", fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 503, Code: "SlowDown"}, ops: []faultproxy.Op{faultproxy.UploadPart},
+			failsAs: []sperrors.Kind{sperrors.Throttled}, mustFail: true, every: true, multi: true, defaults: true},
+		{name: "403-first-part-defaults", fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 403, Code: "AccessDenied"}, ops: []faultproxy.Op{faultproxy.UploadPart},
+			failsAs: []sperrors.Kind{sperrors.Permanent}, mustFail: true, multi: true, defaults: true},
 	}
 )
 
@@ -297,7 +306,7 @@ func TestWireCampaign(t *testing.T) {
 		counts := map[string]int{}
 		for i := range uploads {
 			wf := wireFaults[i%len(wireFaults)]
-			multi := rng.Intn(2) == 0
+			multi := rng.Intn(2) == 0 || wf.multi
 			src := source(rng.Intn(3))
 			size := 64<<10 + rng.Intn(part-64<<10)
 			ops := singleOps
@@ -311,16 +320,25 @@ func TestWireCampaign(t *testing.T) {
 			op := ops[rng.Intn(len(ops))]
 			fault := wf.fault
 			fault.Rechecksum = op == faultproxy.UploadPart // a COMPOSITE part without its checksum is refused before it is stored
+			nth := 1
+			if wf.every {
+				nth = 0
+			}
 			proxy.SetRules(
-				faultproxy.Rule{Op: op, Nth: 1, Fault: fault},
+				faultproxy.Rule{Op: op, Nth: nth, Fault: fault},
 				faultproxy.Rule{Op: faultproxy.OpAny, Prob: 0.03, Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 503, Code: "SlowDown"}},
 			)
 			key := fmt.Sprintf("wire-campaign/%03d-%s-%s-%s", i, wf.name, op, src)
 			data := s3test.RandomBytes(size)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*bound)
 			start := time.Now()
-			res, err := writer.Upload(ctx, st, env.Bucket, key, src.readerFor(t, data),
-				testOpts(env, writer.WithRetry(wirePolicy(retry.WithStallTimeout(campaignWindow(env)))), writer.WithAbortTimeout(10*time.Second))...)
+			opts := []writer.Option{writer.WithRetry(wirePolicy(retry.WithStallTimeout(campaignWindow(env)))), writer.WithAbortTimeout(10 * time.Second)}
+			if wf.defaults {
+				opts = append(opts, writer.WithPartSize(part))
+			} else {
+				opts = testOpts(env, opts...)
+			}
+			res, err := writer.Upload(ctx, st, env.Bucket, key, src.readerFor(t, data), opts...)
 			took := time.Since(start)
 			cancel()
 			injected := injectedKinds(proxy, key)

@@ -92,6 +92,68 @@ func TestPutThroughWireFaults(t *testing.T) {
 	})
 }
 
+// The field report of issue 58, as a user ran it: `safeput put --part-size 5MiB --concurrency 4`
+// of 23 MiB at defaults (no provider, no window of the test's own) through a relay that answers
+// every UploadPart 503 SlowDown, or one UploadPart (the first: the probe's) 403. The first ends in
+// exit 3 (kind throttled) within the throttle allowance and its clean-up, the second in exit 4
+// (kind permanent), through both backends; neither leaves an object or an incomplete upload.
+func TestPutThatCannotSucceed(t *testing.T) {
+	cases := []struct {
+		name       string
+		rule       faultproxy.Rule
+		code       int
+		kind, what string
+	}{
+		{"throttled-every-part", faultproxy.Rule{Op: faultproxy.UploadPart, Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 503, Code: "SlowDown"}},
+			exitTransient, "throttled", "SlowDown"},
+		{"403-first-part", faultproxy.Rule{Op: faultproxy.UploadPart, Nth: 1, Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 403, Code: "AccessDenied"}},
+			exitPermanent, "permanent", "AccessDenied"},
+	}
+	// The allowance (retry.DefaultThrottleMaxElapsed, 45 s), one last attempt and the clean-up,
+	// with slack: the report's relay killed the put at 60 s.
+	const bound = 60 * time.Second
+	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
+		bucket := s3test.NewBucket(t, s)
+		data := s3test.RandomBytes(23 << 20)
+		file := writeFile(t, data)
+		for _, backend := range []string{"aws", "minio"} {
+			for _, c := range cases {
+				t.Run(backend+"/"+c.name, func(t *testing.T) {
+					t.Parallel()
+					proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 58})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer proxy.Close()
+					via := s
+					via.Endpoint = proxy.URL()
+					proxy.SetRules(c.rule)
+					key := backend + "/" + c.name
+					start := time.Now()
+					r := cli(t, via, nil, "--backend", backend, "--part-size", "5MiB", "--concurrency", "4", "--json", "put", "--no-progress", file, "s3://"+bucket+"/"+key)
+					took := time.Since(start)
+					proxy.SetRules()
+					t.Logf("%s %s: exit %d after %v, %d UploadPart requests", backend, c.name, r.code, took, proxy.Stats().Requests[faultproxy.UploadPart])
+					expectCode(t, r, c.code, c.name)
+					if took > bound {
+						t.Errorf("took %v, bound %v", took, bound)
+					}
+					var je jsonError
+					if err := json.Unmarshal([]byte(r.stdout), &je); err != nil || je.Kind != c.kind || je.Code != c.what {
+						t.Errorf("json %q (%v): want kind %s, code %s", r.stdout, err, c.kind, c.what)
+					}
+					if ups := s3test.IncompleteUploads(t, s, bucket, key); len(ups) != 0 {
+						t.Errorf("incomplete uploads left: %v", ups)
+					}
+					if s3test.Exists(t, s, bucket, key) {
+						t.Error("a failed put left an object")
+					}
+				})
+			}
+		}
+	})
+}
+
 // A store lacking the optional operations (s3rver's answers, played by the proxy in front of each
 // real server: ListParts 405, ListMultipartUploads 501, HEAD checksum mode 501, and the probe's
 // first abort 405): put of 3 MiB and 23 MiB at defaults lands verified through both backends and
