@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // root is the repository root, from this package's directory.
@@ -86,7 +87,7 @@ func handTyped(doc string, pattern *regexp.Regexp, allow []struct{ phrase, why s
 	}
 	var out []string
 	for i, line := range strings.Split(doc, "\n") {
-		if m := pattern.FindString(line); m != "" {
+		for _, m := range pattern.FindAllString(line, -1) {
 			out = append(out, lineRef(i+1, m, line))
 		}
 	}
@@ -94,7 +95,7 @@ func handTyped(doc string, pattern *regexp.Regexp, allow []struct{ phrase, why s
 }
 
 func lineRef(n int, m, line string) string {
-	return "line " + strconv.Itoa(n) + ": " + strings.TrimSpace(m) + " in " + strings.TrimSpace(line)
+	return "line " + strconv.Itoa(n) + ": " + strings.Trim(m, " (,.;:)") + " in " + strings.TrimSpace(line)
 }
 
 // markdown lists the repository's Markdown files, relative to root, but BENCHMARKS.md (the
@@ -199,4 +200,146 @@ func TestFigurePattern(t *testing.T) {
 			t.Errorf("an allowed rule is taken for a figure: %v", got)
 		}
 	}
+}
+
+// cited matches a document named in code or scripts: a path ending in .md whose base name has
+// two characters at least (a one-letter one, as in "a.md, a.err", is a Go selector).
+var cited = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./-])((?:\.\./|\./)*(?:[A-Za-z0-9_-]+/)*[A-Za-z0-9_][A-Za-z0-9_-]+\.md)\b`)
+
+// TestCitedDocumentsExist: every Markdown document that Go code, a C header, a script or the
+// Makefile names exists, at that path from the citing file's directory or from one of the
+// directories above it up to the repository root (a module's root, the repository's). A citation of research kept outside the repository fails here: copy what is cited
+// into docs/research/ and cite it there.
+func TestCitedDocumentsExist(t *testing.T) {
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(name) {
+		case ".go", ".sh", ".h", ".c", ".rs":
+		default:
+			if name != "Makefile" {
+				return nil
+			}
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range cited.FindAllStringSubmatch(line, -1) {
+				n++
+				if doc := m[1]; !citedFrom(filepath.Dir(path), doc) {
+					t.Errorf("%s:%d cites %s, which is not in the repository", filepath.ToSlash(rel), i+1, doc)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no citation found: is the walk broken?")
+	}
+}
+
+// citedFrom reports whether doc exists from dir or a directory above it, up to root.
+func citedFrom(dir, doc string) bool {
+	for {
+		if exists(filepath.Join(dir, doc)) {
+			return true
+		}
+		if filepath.Clean(dir) == filepath.Clean(root) {
+			return false
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// link matches a Markdown link's target.
+var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestMarkdownLinks: every relative link in the Markdown (docs/research/ included) points at a
+// file or directory that exists and, with an anchor into a Markdown file, at one of its
+// headings, so moving a section cannot leave a link behind.
+func TestMarkdownLinks(t *testing.T) {
+	docs := append(markdown(t), "BENCHMARKS.md")
+	research, _ := filepath.Glob(filepath.Join(root, "docs", "research", "*.md"))
+	for _, r := range research {
+		rel, _ := filepath.Rel(root, r)
+		docs = append(docs, filepath.ToSlash(rel))
+	}
+	headings := map[string]map[string]bool{}
+	anchors := func(path string) map[string]bool {
+		if h, ok := headings[path]; ok {
+			return h
+		}
+		h := map[string]bool{}
+		b, _ := os.ReadFile(path)
+		inCode := false
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "```") {
+				inCode = !inCode
+			}
+			if !inCode && strings.HasPrefix(line, "#") {
+				h[slug(strings.TrimLeft(line, "#"))] = true
+			}
+		}
+		headings[path] = h
+		return h
+	}
+	for _, rel := range docs {
+		path := filepath.Join(root, rel)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			dest := path
+			if file != "" {
+				dest = filepath.Join(filepath.Dir(path), file)
+				if !exists(dest) {
+					t.Errorf("%s links to %s, which does not exist", rel, target)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(dest, ".md") && !anchors(dest)[anchor] {
+				t.Errorf("%s links to %s, which has no heading #%s", rel, target, anchor)
+			}
+		}
+	}
+}
+
+// slug is GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
