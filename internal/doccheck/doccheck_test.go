@@ -18,7 +18,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
+
+	"github.com/safeput/safeput/retry"
 )
 
 // root is the repository root, from this package's directory.
@@ -57,7 +60,7 @@ var measured = regexp.MustCompile(
 // or of S3, not a measurement, and why. A phrase allows every match inside it.
 var allowed = map[string][]struct{ phrase, why string }{
 	"README.md": {
-		{"from a 1 s base", "retry.Policy's base delay for throttled requests, a default"},
+		{"from a 1 s base", "retry.DefaultThrottleInterval, the base delay for throttled requests (TestAllowedRulesHold)"},
 	},
 	"docs/memory-and-retries.md": {
 		{"30 % of all requests throttled at random", "the fault rate TestThrottlingStorm injects (faulty.Random at 0.3)"},
@@ -342,4 +345,11 @@ func slug(heading string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestAllowedRulesHold: an allowed phrase that states a default of the code states the code's.
+func TestAllowedRulesHold(t *testing.T) {
+	if retry.DefaultThrottleInterval != time.Second {
+		t.Errorf("README.md says throttled requests are retried from a 1 s base; retry.DefaultThrottleInterval is %v", retry.DefaultThrottleInterval)
+	}
 }
