@@ -11,7 +11,7 @@ import (
 // DefaultProfile is the profile used when none is named: the intersection of all the others.
 const DefaultProfile = "strict"
 
-// How the numbers below were read (facts and sources: research/providers.md):
+// How the numbers below were read (facts and sources: docs/research/providers.md):
 //   - Vendors that write "MB/GB/TB" are ambiguous about units. A minimum is read as binary and a
 //     maximum as decimal, the stricter reading each time, so a layout legal under the profile is
 //     legal under either reading ("5 GB" max part => 5e9, "5 MB" min part => 5 MiB).
@@ -84,7 +84,7 @@ var profiles = []Rules{
 	// (deuxfleurs-org/garage src/api/s3/multipart.rs); no size limits found, so Unlimited.
 	// MaxParts 10,000: ListParts markers stop there (src/api/s3/api_server.rs) and so do S3 part
 	// numbers. Checksums CRC32/CRC32C/SHA1/SHA256, composite (src/api/common/signature/checksum.rs);
-	// no precondition code. Multipart ETag md5-of-md5s (research/providers.md section 6, item 7).
+	// no precondition code. Multipart ETag md5-of-md5s (docs/research/providers.md section 6, item 7).
 	{Name: "garage", MinPartSize: 0, MaxPartSize: Unlimited, MaxParts: 10000,
 		MaxObjectSize: Unlimited, MaxSinglePut: Unlimited,
 		Checksums:  ChecksumSupport{CRC32: Composite, CRC32C: Composite, SHA1: Composite, SHA256: Composite},
@@ -165,7 +165,7 @@ var profiles = []Rules{
 	// (s3api/middlewares/authentication.go), 10,000 parts by default (--mp-max-parts may lower it:
 	// use a custom parts= then). Object size backend-dependent: 10,000 x 5 GiB. It rejects invalid
 	// algorithm x type pairs as AWS does (s3err/s3err.go). If-None-Match: * on PUT and Complete:
-	// https://github.com/versity/versitygw/pull/1727. Measured on v1.8.0 (safeput probe, README's
+	// https://github.com/versity/versitygw/pull/1727. Measured on v1.8.0 (safeput probe, README.md's
 	// compatibility table): MD5 and MD5-of-MD5s-N ETags; HEAD reports the stored checksums (it
 	// computes a CRC64NVME for every object). CRC32C is preferred: the gateway spends about 0.5
 	// CPU-s/GiB more when sent a CRC64NVME (3.61-3.70 vs 3.06-3.22 server CPU-s per GiB for

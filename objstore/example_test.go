@@ -17,7 +17,7 @@ import (
 
 // ExampleNewBucket is the swap in a Thanos, Loki, Mimir or Cortex process: the same YAML, logger,
 // component name and round-tripper wrapper that went to objstore's s3.NewBucket. Compiled, not run
-// (it needs a server); its body between the markers is the README's snippet.
+// (it needs a server); its body between the markers is objstore/README.md's snippet.
 func ExampleNewBucket() {
 	ctx := context.Background()
 	logger := log.NewNopLogger()
@@ -41,13 +41,21 @@ func ExampleNewBucket() {
 	// --- end ---
 }
 
-// TestReadmeSnippetIsCompiled: the README's Thanos section shows ExampleNewBucket's body.
+// TestReadmeSnippetIsCompiled: this module's README (objstore/README.md), where the Thanos section
+// lives, shows ExampleNewBucket's body, and the root README links to it.
 func TestReadmeSnippetIsCompiled(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	root, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "## Using safeput from Thanos, Loki, Mimir or Cortex\n")
+	if !strings.Contains(string(root), "(objstore/README.md)") {
+		t.Error("the root README.md does not link to objstore/README.md")
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "# safeobjstore: safeput for Thanos, Loki, Mimir and Cortex\n")
 	_, snippet, ok2 := strings.Cut(section, "```go\n")
 	snippet, _, ok3 := strings.Cut(snippet, "```\n")
 	src, err := os.ReadFile("example_test.go")
@@ -57,13 +65,13 @@ func TestReadmeSnippetIsCompiled(t *testing.T) {
 	_, body, ok4 := strings.Cut(string(src), "\t// --- README ---\n")
 	body, _, ok5 := strings.Cut(body, "\t// --- end ---\n")
 	if !ok || !ok2 || !ok3 || !ok4 || !ok5 {
-		t.Fatal("the README's Thanos section or ExampleNewBucket's markers are missing")
+		t.Fatal("objstore/README.md's Thanos snippet or ExampleNewBucket's markers are missing")
 	}
 	var unindented []string
 	for line := range strings.Lines(body) {
 		unindented = append(unindented, strings.TrimPrefix(line, "\t"))
 	}
 	if got := strings.Join(unindented, ""); got != snippet {
-		t.Fatalf("the README's snippet differs from ExampleNewBucket's body:\nREADME:\n%s\nexample:\n%s", snippet, got)
+		t.Fatalf("objstore/README.md's snippet differs from ExampleNewBucket's body:\nREADME:\n%s\nexample:\n%s", snippet, got)
 	}
 }

@@ -23,6 +23,6 @@ apt_install_pinned() {
 		return 1
 	fi
 	rm -f "$log"
-	# The first run's cost, so the README's figure comes from a run, not a guess.
+	# The first run's cost, printed by the run itself (docs/testing.md quotes no figure).
 	echo "$who: installed in $((SECONDS - start)) s" >&2
 }

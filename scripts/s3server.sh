@@ -67,7 +67,7 @@ install_tool() {
 	# Explicit returns: callers may run this where set -e does not apply (inside an if).
 	GOBIN="$safeput_bin" GOFLAGS=-mod=mod go install "$module@$version" || return 1
 	echo "$version" >"$stamp"
-	# The first run's cost, so the README's figure comes from a run, not a guess.
+	# The first run's cost, printed by the run itself (docs/testing.md quotes no figure).
 	echo "installed $name in $((SECONDS - start)) s" >&2
 }
 

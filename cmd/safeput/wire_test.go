@@ -13,8 +13,9 @@ import (
 )
 
 // The CLI at the wire: `safeput put` through a fault proxy in front of the real server, both
-// backends. A hung server ends in exit 3 within the bound the README states for the window; a
-// throttling storm and a body altered at the wire still end in exit 0 with the exact bytes.
+// backends. A hung server ends in exit 3 within the bound docs/memory-and-retries.md states for
+// the window; a throttling storm and a body altered at the wire still end in exit 0 with the
+// exact bytes.
 func TestPutThroughWireFaults(t *testing.T) {
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
 		proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 7})
@@ -62,7 +63,7 @@ func TestPutThroughWireFaults(t *testing.T) {
 					took := time.Since(start)
 					proxy.SetRules()
 					expectCode(t, r, c.code, c.name)
-					// README: with every request hung, put fails within 3 × window + 30 s of clean-up.
+					// docs/memory-and-retries.md: with every request hung, put fails within 3 × window + 30 s of clean-up.
 					if bound := 3*window + 30*time.Second + 10*time.Second; took > bound {
 						t.Errorf("took %v, bound %v", took, bound)
 					}

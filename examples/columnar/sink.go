@@ -1,7 +1,7 @@
 // Package columnar streams Apache Arrow columnar files (Parquet through pqarrow, Arrow IPC)
 // straight into a safeput Writer, and reads them back with ranged GETs.
 //
-// Columnar writers have habits an uploader must survive (research/milvus.md §4):
+// Columnar writers have habits an uploader must survive (docs/research/milvus.md §4):
 //   - the first write is the 4-byte magic, and a failure there used to panic in arrow-go: the
 //     safeput Writer buffers, so a small write never touches the network;
 //   - pqarrow's FileWriter.Close closes its sink, so the sink's Close is the commit, and a
