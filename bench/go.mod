@@ -2,7 +2,6 @@ module github.com/safeput/safeput/bench
 
 go 1.26.0
 
-
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0

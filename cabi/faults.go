@@ -6,7 +6,7 @@ import (
 
 	"github.com/safeput/safeput/cabi/internal/testhook"
 	"github.com/safeput/safeput/internal/frontend"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 )
 
 // testFaults reads the test_faults field: store faults for tests, refused unless this process

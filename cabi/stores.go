@@ -7,7 +7,7 @@ import (
 	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/writer"
 )
 

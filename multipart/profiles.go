@@ -1,6 +1,7 @@
 package multipart
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 
@@ -193,8 +194,8 @@ var profiles = []Rules{
 // test servers spent less CPU checking it than a CRC64NVME (MinIO about 0.45-0.6 and the gateway
 // 0.64-0.73 server CPU-s/GiB less, 1 GiB through the benchmark's safeput-defaults rows against
 // its per-profile rows, BENCHMARKS.md at 08de1bb), and AWS takes it as FULL_OBJECT. R2 takes
-// CRC32C only as COMPOSITE: a write at defaults sends an R2 endpoint a CRC64NVME instead (see
-// crc32cCompositeOnly in writer).
+// CRC32C only as COMPOSITE: a write at defaults sends an R2 endpoint a CRC64NVME instead (its
+// HostSuffix; ForEndpoint).
 var strict = withPreference(Intersect(DefaultProfile, profiles...), store.ChecksumCRC32C)
 
 func withPreference(r Rules, a store.ChecksumAlgorithm) Rules {
@@ -215,6 +216,32 @@ func Profile(name string) (Rules, error) {
 		}
 	}
 	return Rules{}, invalidf("unknown profile %q (valid: %s)", name, strings.Join(ProfileNames(), ", "))
+}
+
+// endpointHosts is the profile table's other half: the providers whose endpoints are known by
+// their host, so that a write at the default profile can make the one choice strict cannot make
+// for every store: which checksum the provider takes whole. Cloudflare R2's endpoints are
+// <account>.r2.cloudflarestorage.com (also <account>.<jurisdiction>.r2...):
+// https://developers.cloudflare.com/r2/api/s3/api/
+var endpointHosts = []struct{ suffix, profile string }{
+	{".r2.cloudflarestorage.com", "r2"},
+}
+
+// ForEndpoint returns the profile of the provider an endpoint URL's host names, if it is one
+// known by its host (R2).
+func ForEndpoint(endpoint string) (Rules, bool) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return Rules{}, false
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, h := range endpointHosts {
+		if strings.HasSuffix(host, h.suffix) {
+			r, err := Profile(h.profile)
+			return r, err == nil
+		}
+	}
+	return Rules{}, false
 }
 
 // ProfileNames lists every profile name, sorted, strict included.

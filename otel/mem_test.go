@@ -11,8 +11,8 @@ import (
 
 	"github.com/safeput/safeput/journal"
 	spotel "github.com/safeput/safeput/otel"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -115,8 +115,8 @@ func TestLeftBehindAndRecover(t *testing.T) {
 	ctx := context.Background()
 	mem := memstore.New(memstore.WithBuckets("b"))
 	dying := faulty.New(mem,
-		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden},
-		faulty.Always("AbortMultipartUpload", faulty.Forbidden))
+		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden()},
+		faulty.Always("AbortMultipartUpload", faulty.Forbidden()))
 	h := newHarness(t)
 	lost, err := writer.NewUploader(dying, writer.WithJournal(j, endpoint), writer.WithProfile("minio"),
 		writer.WithPartSize(part), writer.WithConcurrency(1), writer.WithInstrumentation(h.inst))

@@ -58,6 +58,9 @@ type tracedStore struct {
 	in   *Instrumentation
 }
 
+// Unwrap keeps the capabilities of the store underneath (store.Find): its endpoint and TLS facts.
+func (s *tracedStore) Unwrap() store.Store { return s.next }
+
 // req is one request in flight: its span, and what it records at the end.
 type req struct {
 	ctx  context.Context

@@ -220,15 +220,16 @@ func WithAdaptiveRate(on bool) Option {
 // WithLogger logs each retry (Info) and each give-up for an empty budget (Warn) to l.
 func WithLogger(l *zap.Logger) Option { return func(p *Policy) { p.cfg.logger = l } }
 
-// WithBackOff replaces the delays for Transient and Integrity retries: f is called once per Do
-// and its NextBackOff once per retry; backoff.Stop ends the retries. No jitter is added, so wrap
-// with FullJitter if wanted. Retry-After hints and the caps still apply.
-func WithBackOff(f func() backoff.BackOff) Option {
+// withBackOff replaces the delays for Transient and Integrity retries, for tests: f is called
+// once per Do and its NextBackOff once per retry; backoff.Stop ends the retries. Not exported:
+// the schedule is the options above, and a public backoff.BackOff would tie every caller to
+// cenkalti/backoff's major version.
+func withBackOff(f func() backoff.BackOff) Option {
 	return func(p *Policy) { p.cfg.transientBackOff = f }
 }
 
-// WithThrottleBackOff is WithBackOff for Throttled retries.
-func WithThrottleBackOff(f func() backoff.BackOff) Option {
+// withThrottleBackOff is withBackOff for Throttled retries.
+func withThrottleBackOff(f func() backoff.BackOff) Option {
 	return func(p *Policy) { p.cfg.throttleBackOff = f }
 }
 

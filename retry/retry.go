@@ -335,13 +335,13 @@ func (p *Policy) backOffs() (transient, throttle backoff.BackOff) {
 		transient = c.transientBackOff()
 	}
 	if transient == nil {
-		transient = FullJitter(p.exponential(c.initial), c.rand)
+		transient = withFullJitter(p.exponential(c.initial), c.rand)
 	}
 	if c.throttleBackOff != nil {
 		throttle = c.throttleBackOff()
 	}
 	if throttle == nil {
-		throttle = FullJitter(p.exponential(c.throttleInitial), c.rand)
+		throttle = withFullJitter(p.exponential(c.throttleInitial), c.rand)
 	}
 	transient.Reset()
 	throttle.Reset()
@@ -352,7 +352,7 @@ func (p *Policy) exponential(initial time.Duration) *backoff.ExponentialBackOff 
 	c := &p.cfg
 	return &backoff.ExponentialBackOff{
 		InitialInterval:     initial,
-		RandomizationFactor: 0, // FullJitter adds the jitter
+		RandomizationFactor: 0, // withFullJitter adds the jitter
 		Multiplier:          c.multiplier,
 		MaxInterval:         c.maxInterval,
 		MaxElapsedTime:      0, // Do checks the elapsed time itself, with the jittered delay
@@ -401,10 +401,10 @@ func (p *Policy) fields(op Op, attempt int, e *errors.Error) []zap.Field {
 	return f
 }
 
-// FullJitter wraps b so each delay is uniform in [0, b's delay): the "full jitter" of the AWS
+// fullJitter wraps b so each delay is uniform in [0, b's delay): the "full jitter" of the AWS
 // architecture blog, which spreads retries of many clients best. rnd returns [0, 1); nil uses
 // math/rand/v2.
-func FullJitter(b backoff.BackOff, rnd func() float64) backoff.BackOff {
+func withFullJitter(b backoff.BackOff, rnd func() float64) backoff.BackOff {
 	if rnd == nil {
 		rnd = rand.Float64
 	}

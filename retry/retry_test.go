@@ -205,7 +205,7 @@ func TestFullJitter(t *testing.T) {
 		t.Errorf("sleeps %s", got)
 	}
 	// The default source stays inside [0, delay).
-	b := FullJitter(backoff.NewConstantBackOff(time.Second), nil)
+	b := withFullJitter(backoff.NewConstantBackOff(time.Second), nil)
 	for range 100 {
 		if d := b.NextBackOff(); d < 0 || d >= time.Second {
 			t.Fatal(d)
@@ -428,7 +428,7 @@ func TestMaxElapsed(t *testing.T) {
 }
 
 func TestCustomBackOff(t *testing.T) {
-	p, clock := testPolicy(WithMaxAttempts(10), WithBackOff(func() backoff.BackOff {
+	p, clock := testPolicy(WithMaxAttempts(10), withBackOff(func() backoff.BackOff {
 		return backoff.WithMaxRetries(backoff.NewConstantBackOff(7*ms), 2)
 	}))
 	fn, _ := seq(e503, e503, e503, e503)
@@ -436,7 +436,7 @@ func TestCustomBackOff(t *testing.T) {
 	if st.Attempts != 3 || fmt.Sprint(clock.slept()) != "[7ms 7ms]" || !strings.Contains(err.Error(), "backoff stopped") {
 		t.Fatalf("%d %v %v", st.Attempts, clock.slept(), err)
 	}
-	p, clock = testPolicy(WithThrottleBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }))
+	p, clock = testPolicy(withThrottleBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }))
 	fn, _ = seq(eSlowDown)
 	if _, err := p.Do(context.Background(), testOp, fn); err != nil || fmt.Sprint(clock.slept()) != "[0s]" {
 		t.Fatal(err, clock.slept())

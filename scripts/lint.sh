@@ -25,6 +25,19 @@ if [[ -n "$unformatted" ]]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
+# Every go.mod is exactly what go mod tidy makes of it (scripts/tidyfn.sh says how, with the
+# workspace's own modules): a hand-ordered or stale requirement fails here, not in the hands of
+# the next person who runs tidy. scripts/tidy.sh fixes them.
+# shellcheck source=tidyfn.sh
+source scripts/tidyfn.sh
+untidy=""
+for m in $(find . -name go.mod -not -path './bin/*' -not -path './.tmp/*' -exec dirname {} \; | sort); do
+	tidy_module "$m" check || untidy+=" $m"
+done
+if [[ -n "$untidy" ]]; then
+	echo "go mod tidy would change the go.mod or go.sum of:$untidy (bash scripts/tidy.sh fixes it)" >&2
+	exit 1
+fi
 for m in $(find . -name go.mod -not -path './bin/*' -not -path './.tmp/*' -exec dirname {} \; | sort); do
 	echo "== vet + golangci-lint $m" >&2
 	(cd "$m" && go vet ./... && "$safeput_root/bin/golangci-lint" run --config "$safeput_root/.golangci.yml" ./...)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-
-	"github.com/safeput/safeput/internal/hugepage"
 )
 
 // Budget bounds the part-buffer memory of every writer that shares it. A flush node that runs
@@ -66,7 +64,6 @@ func (b *Budget) get(ctx context.Context, size int) (buf []byte, fresh, waited b
 			b.mu.Unlock()
 			if buf == nil {
 				buf, fresh = make([]byte, size), true
-				hugepage.Advise(buf)
 			}
 			return buf, fresh, waited, nil
 		}

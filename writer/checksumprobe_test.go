@@ -8,8 +8,8 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
@@ -69,14 +69,14 @@ func TestChecksumProbe(t *testing.T) {
 		}
 		t.Run("first write", func(t *testing.T) {
 			mem := newMem(cephLike)
-			fs := faulty.New(parrot{mem}, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte), faulty.Always(faulty.OpCompleteMultipart, faulty.Forbidden))
+			fs := faulty.New(parrot{mem}, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte()), faulty.Always(faulty.OpCompleteMultipart, faulty.Forbidden()))
 			damagedBeforeComplete(t, mem, fs, newUploader(t, fs), "k")
 		})
 		t.Run("second write", func(t *testing.T) {
 			// The first write taught the Uploader that part ETags are MD5s: the damaged part
 			// is caught at its receipt and sent again, and the write lands as sent.
 			mem := newMem(cephLike)
-			fs := faulty.New(parrot{mem}, faulty.Nth(faulty.OpUploadPart, 5, faulty.FlipByte))
+			fs := faulty.New(parrot{mem}, faulty.Nth(faulty.OpUploadPart, 5, faulty.FlipByte()))
 			u := newUploader(t, fs)
 			res, hashed, err := writeCounting(t, u, "clean", data)
 			mustLand(t, mem, "clean", data, res, err, verify.MethodETagMD5)
@@ -85,8 +85,8 @@ func TestChecksumProbe(t *testing.T) {
 			}
 			res, _, err = writeCounting(t, u, "k", data)
 			mustLand(t, mem, "k", data, res, err, verify.MethodETagMD5)
-			if fs.Count(faulty.FlipByte) != 1 || res.Failures[sperrors.Integrity] != 1 {
-				t.Fatalf("%d parts damaged, failures %v: want the damaged part caught", fs.Count(faulty.FlipByte), res.Failures)
+			if fs.Count(faulty.FlipByte()) != 1 || res.Failures[sperrors.Integrity] != 1 {
+				t.Fatalf("%d parts damaged, failures %v: want the damaged part caught", fs.Count(faulty.FlipByte()), res.Failures)
 			}
 		})
 	})
@@ -140,11 +140,11 @@ func TestChecksumProbe(t *testing.T) {
 		name  string
 		fault faulty.Fault
 	}{
-		{"answered 500", faulty.InternalError},
-		{"throttled", faulty.SlowDown}, // once: no throttle allowance of its own before the parts'
-		{"answer lost", faulty.DropResponse},
-		{"damaged and re-summed on the way", faulty.FlipByte},
-		{"refused as a mismatch by a middlebox, not the store", faulty.ChecksumMismatch},
+		{"answered 500", faulty.InternalError()},
+		{"throttled", faulty.SlowDown()}, // once: no throttle allowance of its own before the parts'
+		{"answer lost", faulty.DropResponse()},
+		{"damaged and re-summed on the way", faulty.FlipByte()},
+		{"refused as a mismatch by a middlebox, not the store", faulty.ChecksumMismatch()},
 	} {
 		t.Run("probe "+c.name, func(t *testing.T) {
 			for _, rules := range []memstore.Rules{minioLike, cephLike} {
@@ -160,12 +160,12 @@ func TestChecksumProbe(t *testing.T) {
 				if fs.Count(c.fault) != 1 {
 					t.Fatalf("the fault was injected %d times, want once (the probe, never retried)", fs.Count(c.fault))
 				}
-				if c.fault == faulty.ChecksumMismatch && !rules.IgnoreChecksumHeaders {
+				if c.fault == faulty.ChecksumMismatch() && !rules.IgnoreChecksumHeaders {
 					// Indistinguishable from the store's own refusal: trusted, as the store
 					// behind it does check.
 					continue
 				}
-				if c.fault == faulty.ChecksumMismatch {
+				if c.fault == faulty.ChecksumMismatch() {
 					// Trusted, but the store's receipts do not echo: every part hashed still.
 					if hashed != largeSize {
 						t.Fatalf("hashed %d bytes, want all %d (no receipt echoed)", hashed, largeSize)
@@ -187,14 +187,14 @@ func TestChecksumProbe(t *testing.T) {
 	// leaves nothing (before, the write sent its parts and landed).
 	t.Run("probe refused 403", func(t *testing.T) {
 		mem := newMem(minioLike)
-		fs := faulty.New(mem, faulty.Always(faulty.OpUploadPartProbe, faulty.Forbidden))
+		fs := faulty.New(mem, faulty.Always(faulty.OpUploadPartProbe, faulty.Forbidden()))
 		_, _, err := writeCounting(t, newUploader(t, fs), "k", data, writer.WithRetry(fastPolicy()))
 		var e *sperrors.Error
 		if !errors.As(err, &e) || e.Kind != sperrors.Permanent || e.StatusCode != 403 {
 			t.Fatalf("err %v; want Permanent with status 403", err)
 		}
-		if fs.Count(faulty.Forbidden) != 1 {
-			t.Fatalf("the 403 was answered %d times, want once", fs.Count(faulty.Forbidden))
+		if fs.Count(faulty.Forbidden()) != 1 {
+			t.Fatalf("the 403 was answered %d times, want once", fs.Count(faulty.Forbidden()))
 		}
 		mustBeAbsent(t, mem, "k")
 		if ups := mem.Uploads(unitBucket); len(ups) != 0 {

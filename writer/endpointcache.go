@@ -4,23 +4,27 @@ import (
 	"fmt"
 
 	"github.com/safeput/safeput/internal/endpointcache"
+	"github.com/safeput/safeput/store"
 )
 
-func init() {
-	endpointcache.Attach = func(u any, c *endpointcache.Cache) {
-		up, ok := u.(*Uploader)
-		if !ok || up == nil || c == nil {
-			return
-		}
-		e, ok := up.st.(interface{ Endpoint() string })
-		if !ok || e.Endpoint() == "" {
-			return
-		}
-		up.facts.mu.Lock()
-		defer up.facts.mu.Unlock()
-		// The adapter is part of the key: the fact is the store's answer as that SDK reads it.
-		up.facts.cache, up.facts.cacheID = c, fmt.Sprintf("%T %s", up.st, e.Endpoint())
+// WithEndpointCache keeps, in the directory dir, what an Uploader's writes learn about its
+// endpoint that spares work (whether the store checks part checksums: the probe that asks, and
+// the MD5s of parts whose receipts echo the checksum), for a day, so the next process starts
+// from it. For programs that make one write per process, as the CLI does; a long-lived process
+// keeps one Uploader instead, whose facts live as long as it does. A kept fact only ever spares
+// work a write could do again: a wrong or stale one makes a write compute more, never accept
+// less. It is an Uploader's option (NewUploader): on a write's own options it does nothing. It
+// keeps nothing for a store that names no endpoint (store.Endpointer).
+func WithEndpointCache(dir string) Option { return func(c *config) { c.endpointCache = dir } }
+
+// attachEndpointCache starts u's facts from the cache in dir, keyed by the adapter and endpoint:
+// the fact is the store's answer as that SDK reads it.
+func (u *Uploader) attachEndpointCache(dir string) {
+	e, ok := store.Find[store.Endpointer](u.st)
+	if dir == "" || !ok || e.Endpoint() == "" {
+		return
 	}
+	u.facts.cache, u.facts.cacheID = endpointcache.Open(dir), fmt.Sprintf("%T %s", e, e.Endpoint())
 }
 
 // fromCache starts f from what the cache kept for key (called before f is shared).

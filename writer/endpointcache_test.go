@@ -4,9 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/safeput/safeput/internal/endpointcache"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
@@ -21,11 +20,9 @@ func (s atEndpoint) Endpoint() string { return s.url }
 
 // cachedUploader is a fresh Uploader (a new process, as the CLI makes one per write) that keeps
 // its endpoint facts in c.
-func cachedUploader(t *testing.T, st store.Store, c *endpointcache.Cache) *writer.Uploader {
+func cachedUploader(t *testing.T, st store.Store, dir string) *writer.Uploader {
 	t.Helper()
-	u := newUploader(t, st)
-	endpointcache.Attach(u, c)
-	return u
+	return newUploader(t, st, writer.WithEndpointCache(dir))
 }
 
 // probesSent runs write and returns how many UploadPart requests it sent beyond a 12 MiB
@@ -47,7 +44,7 @@ func TestEndpointCacheCarriesTheEcho(t *testing.T) {
 	const url = "http://127.0.0.1:9000"
 
 	t.Run("echoes", func(t *testing.T) {
-		c := endpointcache.Open(filepath.Join(t.TempDir(), "endpoints"))
+		c := filepath.Join(t.TempDir(), "endpoints")
 		mem := newMem(minioLike)
 		st := atEndpoint{mem, url}
 		var (
@@ -90,8 +87,22 @@ func TestEndpointCacheCarriesTheEcho(t *testing.T) {
 		}
 	})
 
+	t.Run("behind a wrapper", func(t *testing.T) {
+		// The endpoint is found through the wrapper's Unwrap: the second process is spared the
+		// probe as without the wrapper.
+		c := filepath.Join(t.TempDir(), "endpoints")
+		mem := newMem(minioLike)
+		st := unwrapping{atEndpoint{mem, url}}
+		if n := probesSent(t, mem, func() { _, _, _ = writeCounting(t, cachedUploader(t, st, c), "first", large) }); n != 1 {
+			t.Fatalf("the first process sent %d probes, want 1", n)
+		}
+		if n := probesSent(t, mem, func() { _, _, _ = writeCounting(t, cachedUploader(t, st, c), "second", large) }); n != 0 {
+			t.Fatalf("the second process sent %d probes, want 0: the cache was not found through the wrapper", n)
+		}
+	})
+
 	t.Run("the store behind the endpoint stopped echoing", func(t *testing.T) {
-		c := endpointcache.Open(filepath.Join(t.TempDir(), "endpoints"))
+		c := filepath.Join(t.TempDir(), "endpoints")
 		echoing := newMem(minioLike)
 		if _, _, err := writeCounting(t, cachedUploader(t, atEndpoint{echoing, url}, c), "learn", large); err != nil {
 			t.Fatal(err)
@@ -110,7 +121,7 @@ func TestEndpointCacheCarriesTheEcho(t *testing.T) {
 	})
 
 	t.Run("the HEAD stopped reporting the checksum", func(t *testing.T) {
-		c := endpointcache.Open(filepath.Join(t.TempDir(), "endpoints"))
+		c := filepath.Join(t.TempDir(), "endpoints")
 		mem := newMem(minioLike)
 		if _, _, err := writeCounting(t, cachedUploader(t, atEndpoint{mem, url}, c), "learn", large); err != nil {
 			t.Fatal(err)

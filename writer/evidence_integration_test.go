@@ -10,7 +10,7 @@ import (
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
@@ -70,7 +70,7 @@ func TestRealServerCorruptBodyCaught(t *testing.T) {
 			}
 			data := randomBytes(t, size)
 			key := "corrupt-" + op
-			res, err := streamTo(t, faulty.New(env.Store, faulty.First(op, 1, faulty.FlipByte)), env.Bucket, key, data)
+			res, err := streamTo(t, faulty.New(env.Store, faulty.First(op, 1, faulty.FlipByte())), env.Bucket, key, data)
 			if err == nil {
 				landedOnServer(t, env, key, data, res, nil) // landed clean after a retry
 				t.Logf("%s %s: landed clean after %v", env.Adapter, op, res.Failures)
@@ -93,12 +93,12 @@ func TestRealServerCorruptBodyCaught(t *testing.T) {
 func TestRealServerLostCompleteLanded(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		data := randomBytes(t, largeSize)
-		st := faulty.New(env.Store, faulty.First(faulty.OpCompleteMultipart, 1, faulty.DropResponse))
+		st := faulty.New(env.Store, faulty.First(faulty.OpCompleteMultipart, 1, faulty.DropResponse()))
 		res, err := streamTo(t, st, env.Bucket, "lost", data)
 		landedOnServer(t, env, "lost", data, res, err)
 		t.Logf("%s: verified %s, already existed %v", env.Adapter, res.Verified, res.AlreadyExisted)
-		if st.Count(faulty.DropResponse) != 1 {
-			t.Fatalf("the Complete answer was dropped %d times, want 1", st.Count(faulty.DropResponse))
+		if st.Count(faulty.DropResponse()) != 1 {
+			t.Fatalf("the Complete answer was dropped %d times, want 1", st.Count(faulty.DropResponse()))
 		}
 	})
 }

@@ -17,8 +17,8 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
@@ -196,8 +196,8 @@ func TestFillTimeCRC(t *testing.T) {
 			t.Run(string(alg)+"/"+how, func(t *testing.T) {
 				mem := newMem(memstore.Rules{})
 				// Every part's first attempt fails once, so its retry's recomputed CRC is checked too.
-				st := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Times: 3, Fault: faulty.InternalError},
-					faulty.First(faulty.OpPutObject, 1, faulty.InternalError))
+				st := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Times: 3, Fault: faulty.InternalError()},
+					faulty.First(faulty.OpPutObject, 1, faulty.InternalError()))
 				w, err := writer.New(context.Background(), st, unitBucket, "k", writer.WithChecksum(alg),
 					writer.WithPartSize(5*mib), writer.WithThreshold(5*mib), writer.WithRetry(fastPolicy()))
 				if err != nil {
@@ -371,7 +371,7 @@ func TestCorruptBodyCaughtAtDefaults(t *testing.T) {
 		name string
 		r    memstore.Rules
 	}{{"aws-like", memstore.Rules{}}, {"minio-like", minioLike}, {"ceph-like", cephLike}, {"refusing", memstore.Rules{RejectChecksumHeaders: true, NoDefaultChecksum: true}}} {
-		for _, fault := range []faulty.Fault{faulty.FlipByte, faulty.Truncate} {
+		for _, fault := range []faulty.Fault{faulty.FlipByte(), faulty.Truncate()} {
 			for _, size := range []int{smallSize, largeSize} {
 				t.Run(rules.name+"/"+fault.String()+"/"+strconv.Itoa(size/mib)+"MiB", func(t *testing.T) {
 					mem := newMem(rules.r)
@@ -410,7 +410,7 @@ func TestCorruptBodyCaughtAtDefaults(t *testing.T) {
 // MD5-of-part-MD5s ETag; when nothing proves it, Unverifiable (deleted without create-only,
 // left in place with it, since it may be another writer's).
 func TestLostCompleteJudgedOnEvidence(t *testing.T) {
-	lost := faulty.First(faulty.OpCompleteMultipart, 1, faulty.DropResponse)
+	lost := faulty.First(faulty.OpCompleteMultipart, 1, faulty.DropResponse())
 	data := randomBytes(t, largeSize)
 	for _, c := range []struct {
 		name   string
@@ -461,7 +461,7 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		// MD5 while another part's is, so the write fails before Complete (which would be
 		// refused here) and nothing lands.
 		mem := newMem(cephLike)
-		st := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte), faulty.Always(faulty.OpCompleteMultipart, faulty.Forbidden))
+		st := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte()), faulty.Always(faulty.OpCompleteMultipart, faulty.Forbidden()))
 		_, err := write(t, st, "k", data)
 		var e *sperrors.Error
 		if !errors.As(err, &e) || e.Kind != sperrors.Integrity || !strings.Contains(e.Message, "ETag (MD5)") {
@@ -476,7 +476,7 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		}
 		// From an io.ReaderAt the part is sent again, and the same upload lands.
 		mem = newMem(cephLike)
-		res, err := writer.Upload(context.Background(), faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte)), unitBucket, "k",
+		res, err := writer.Upload(context.Background(), faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte())), unitBucket, "k",
 			bytes.NewReader(data), writer.WithPartSize(5*mib), writer.WithThreshold(5*mib))
 		if err != nil {
 			t.Fatal(err)
@@ -493,7 +493,7 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		// writer's, left in place as a Precondition.
 		for _, createOnly := range []bool{false, true} {
 			mem := newMem(cephLike)
-			st := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.FlipByte), lost)
+			st := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.FlipByte()), lost)
 			_, err := write(t, st, "k", data, writer.WithCreateOnly(createOnly))
 			var e *sperrors.Error
 			if !errors.As(err, &e) || e.Kind != sperrors.Integrity || !strings.Contains(e.Message, "deleted") {
@@ -531,7 +531,7 @@ func TestLearnedMD5ETagsCatchCorruption(t *testing.T) {
 			mem := newMem(memstore.Rules{IgnoreChecksumHeaders: true}) // MD5 ETags in every answer
 			// One Uploader throughout (it keeps what its writes learned); the fault hits the
 			// first body of the second write.
-			st := faulty.New(mem, faulty.Nth(c.op, c.calls+1, faulty.FlipByte))
+			st := faulty.New(mem, faulty.Nth(c.op, c.calls+1, faulty.FlipByte()))
 			u := newUploader(t, st, writer.WithReadBackLimit(0))
 			first := randomBytes(t, c.size)
 			res, err := writeWith(t, u, "first", first)
@@ -540,9 +540,9 @@ func TestLearnedMD5ETagsCatchCorruption(t *testing.T) {
 			data := randomBytes(t, c.size)
 			res, err = writeWith(t, u, "second", data)
 			mustLand(t, mem, "second", data, res, err, verify.MethodETagMD5)
-			if st.Count(faulty.FlipByte) != 1 || res.Failures[sperrors.Integrity] < 1 {
+			if st.Count(faulty.FlipByte()) != 1 || res.Failures[sperrors.Integrity] < 1 {
 				t.Fatalf("flips %d, integrity failures %d: the corrupt body was not caught at the receipt",
-					st.Count(faulty.FlipByte), res.Failures[sperrors.Integrity])
+					st.Count(faulty.FlipByte()), res.Failures[sperrors.Integrity])
 			}
 		})
 	}
@@ -559,10 +559,10 @@ func TestCreateOnlyDamagedBodyWhereChecksumsAreIgnored(t *testing.T) {
 		t.Run(c.op, func(t *testing.T) {
 			data := randomBytes(t, c.size)
 			mem := newMem(cephLike)
-			st := faulty.New(mem, faulty.First(c.op, 1, faulty.FlipByte))
+			st := faulty.New(mem, faulty.First(c.op, 1, faulty.FlipByte()))
 			res, err := write(t, st, "k", data, writer.WithProfile("ceph"), writer.WithCreateOnly(true))
-			if st.Count(faulty.FlipByte) != 1 {
-				t.Fatalf("%d flips, want 1", st.Count(faulty.FlipByte))
+			if st.Count(faulty.FlipByte()) != 1 {
+				t.Fatalf("%d flips, want 1", st.Count(faulty.FlipByte()))
 			}
 			if err == nil {
 				mustLand(t, mem, "k", data, res, err, verify.MethodETagMD5)
@@ -611,6 +611,12 @@ type endpointStore struct {
 
 func (s endpointStore) Endpoint() string { return s.endpoint }
 
+// unwrapping is a store wrapper as a user writes one (metrics, tracing): embedding hides the
+// wrapped store's optional methods, and Unwrap keeps them (store.Find).
+type unwrapping struct{ store.Store }
+
+func (u unwrapping) Unwrap() store.Store { return u.Store }
+
 // At defaults a write offers CRC32C, except to an R2 endpoint, which takes CRC32C only as
 // COMPOSITE: there it offers the CRC64NVME R2 takes as FULL_OBJECT. A checksum the caller names,
 // or a named profile's own choice, is never changed.
@@ -629,17 +635,26 @@ func TestDefaultChecksumByEndpoint(t *testing.T) {
 		{"R2, r2 profile", "https://0123abcd.r2.cloudflarestorage.com", []writer.Option{writer.WithProfile("r2")}, store.ChecksumCRC64NVME},
 		{"a look-alike host", "https://r2.cloudflarestorage.com.example.net", nil, store.ChecksumCRC32C},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			mem := newMem(memstore.Rules{})
-			st := endpointStore{Store: mem, endpoint: c.endpoint}
-			res, err := write(t, st, "k", data, c.opts...)
-			if err != nil {
-				t.Fatal(err)
+		for _, wrapped := range []bool{false, true} {
+			name := c.name
+			if wrapped {
+				name += ", behind a wrapper"
 			}
-			if res.Checksum.Algorithm != c.want {
-				t.Fatalf("checksum %s, want %s", res.Checksum.Algorithm, c.want)
-			}
-			mustLand(t, mem, "k", data, res, err, verify.Method(strings.ToLower(string(c.want))))
-		})
+			t.Run(name, func(t *testing.T) {
+				mem := newMem(memstore.Rules{})
+				var st store.Store = endpointStore{Store: mem, endpoint: c.endpoint}
+				if wrapped { // a user's metrics wrapper: the endpoint is found through Unwrap
+					st = unwrapping{st}
+				}
+				res, err := write(t, st, "k", data, c.opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Checksum.Algorithm != c.want {
+					t.Fatalf("checksum %s, want %s", res.Checksum.Algorithm, c.want)
+				}
+				mustLand(t, mem, "k", data, res, err, verify.Method(strings.ToLower(string(c.want))))
+			})
+		}
 	}
 }

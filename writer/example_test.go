@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -86,7 +86,7 @@ func ExampleNewBudget() {
 
 // A failure is a classified error: the caller decides from its Kind, never from its text.
 func ExampleUpload_classifiedError() {
-	st := faulty.New(memstore.New(memstore.WithBuckets("b")), faulty.Always(faulty.OpPutObject, faulty.Forbidden))
+	st := faulty.New(memstore.New(memstore.WithBuckets("b")), faulty.Always(faulty.OpPutObject, faulty.Forbidden()))
 	_, err := writer.Upload(context.Background(), st, "b", "k", strings.NewReader("data"))
 	var e *sperrors.Error
 	if errors.As(err, &e) {

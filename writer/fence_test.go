@@ -14,7 +14,7 @@ import (
 
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 

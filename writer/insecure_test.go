@@ -28,7 +28,9 @@ func TestInsecureStoreWarnsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, st := range map[string]store.Store{"aws": aws, "minio": mio} {
+		// Behind a user's wrapper, the adapter's InsecureSkipVerify and Endpoint are found through
+		// Unwrap.
+		for name, st := range map[string]store.Store{"aws": aws, "minio": mio, "aws wrapped": unwrapping{aws}, "minio wrapped": unwrapping{mio}} {
 			core, logs := observer.New(zap.WarnLevel)
 			u, err := writer.NewUploader(st)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/internal/hugepage"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/internal/prefault"
 	"github.com/safeput/safeput/store"
@@ -208,6 +209,9 @@ func (w *Writer) nextBuffer() error {
 	w.mapped = len(buf) // a reused buffer's pages are mapped already
 	if fresh {
 		w.mapped = 0
+		if w.cfg.hugePages {
+			hugepage.Advise(buf)
+		}
 	}
 	return nil
 }

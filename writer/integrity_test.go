@@ -20,7 +20,7 @@ import (
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/retry"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -77,30 +77,30 @@ func TestFaults(t *testing.T) {
 	}
 	put, upart, complete := faulty.OpPutObject, faulty.OpUploadPart, faulty.OpCompleteMultipart
 	cases := []tc{
-		{name: "slowdown-put", rule: faulty.First(put, 2, faulty.SlowDown), failures: sperrors.Throttled},
-		{name: "slowdown-part", rule: faulty.First(upart, 2, faulty.SlowDown), multi: true, failures: sperrors.Throttled},
-		{name: "500-put", rule: faulty.First(put, 1, faulty.InternalError), failures: sperrors.Transient},
-		{name: "500-complete", rule: faulty.First(complete, 1, faulty.InternalError), multi: true, failures: sperrors.Transient},
-		{name: "checksum-mismatch-put", rule: faulty.First(put, 1, faulty.ChecksumMismatch), failures: sperrors.Integrity},
-		{name: "checksum-mismatch-part", rule: faulty.First(upart, 2, faulty.ChecksumMismatch), multi: true, src: stream, failures: sperrors.Integrity},
-		{name: "reset-put", rule: faulty.First(put, 1, faulty.ResetMidBody), failures: sperrors.Transient},
-		{name: "reset-part", rule: faulty.First(upart, 1, faulty.ResetMidBody), multi: true, src: stream, failures: sperrors.Transient},
-		{name: "lost-response-put", rule: faulty.First(put, 1, faulty.DropResponse)},
-		{name: "lost-response-part", rule: faulty.First(upart, 1, faulty.DropResponse), multi: true},
-		{name: "lost-response-complete", rule: faulty.First(complete, 1, faulty.DropResponse), multi: true},
-		{name: "nosuchupload-after-commit", rule: faulty.First(complete, 1, faulty.NoSuchUploadAfterCommit), multi: true},
-		{name: "truncated-put-replayable", rule: faulty.First(put, 1, faulty.Truncate), failures: sperrors.Integrity},
-		{name: "truncated-put-stream", rule: faulty.First(put, 1, faulty.Truncate), src: stream, want: sperrors.Integrity},
-		{name: "truncated-part-replayable", rule: faulty.First(upart, 1, faulty.Truncate), multi: true, failures: sperrors.Integrity},
-		{name: "truncated-part-stream", rule: faulty.First(upart, 1, faulty.Truncate), multi: true, src: stream, want: sperrors.Integrity},
-		{name: "flipped-put-replayable", rule: faulty.First(put, 1, faulty.FlipByte), failures: sperrors.Integrity},
-		{name: "flipped-put-stream", rule: faulty.First(put, 1, faulty.FlipByte), src: stream, want: sperrors.Integrity},
-		{name: "flipped-part-replayable", rule: faulty.First(upart, 1, faulty.FlipByte), multi: true, failures: sperrors.Integrity},
-		{name: "entity-too-small", rule: faulty.First(complete, 1, faulty.EntityTooSmall), multi: true, want: sperrors.Compatibility},
-		{name: "r2-unequal-parts", rule: faulty.First(complete, 1, faulty.UnequalParts), multi: true, want: sperrors.Compatibility},
-		{name: "forbidden-put", rule: faulty.First(put, 1, faulty.Forbidden), want: sperrors.Permanent},
-		{name: "forbidden-part", rule: faulty.First(upart, 1, faulty.Forbidden), multi: true, want: sperrors.Permanent},
-		{name: "hang-part-attempt-timeout", rule: faulty.First(upart, 1, faulty.Hang), multi: true, failures: sperrors.Transient},
+		{name: "slowdown-put", rule: faulty.First(put, 2, faulty.SlowDown()), failures: sperrors.Throttled},
+		{name: "slowdown-part", rule: faulty.First(upart, 2, faulty.SlowDown()), multi: true, failures: sperrors.Throttled},
+		{name: "500-put", rule: faulty.First(put, 1, faulty.InternalError()), failures: sperrors.Transient},
+		{name: "500-complete", rule: faulty.First(complete, 1, faulty.InternalError()), multi: true, failures: sperrors.Transient},
+		{name: "checksum-mismatch-put", rule: faulty.First(put, 1, faulty.ChecksumMismatch()), failures: sperrors.Integrity},
+		{name: "checksum-mismatch-part", rule: faulty.First(upart, 2, faulty.ChecksumMismatch()), multi: true, src: stream, failures: sperrors.Integrity},
+		{name: "reset-put", rule: faulty.First(put, 1, faulty.ResetMidBody()), failures: sperrors.Transient},
+		{name: "reset-part", rule: faulty.First(upart, 1, faulty.ResetMidBody()), multi: true, src: stream, failures: sperrors.Transient},
+		{name: "lost-response-put", rule: faulty.First(put, 1, faulty.DropResponse())},
+		{name: "lost-response-part", rule: faulty.First(upart, 1, faulty.DropResponse()), multi: true},
+		{name: "lost-response-complete", rule: faulty.First(complete, 1, faulty.DropResponse()), multi: true},
+		{name: "nosuchupload-after-commit", rule: faulty.First(complete, 1, faulty.NoSuchUploadAfterCommit()), multi: true},
+		{name: "truncated-put-replayable", rule: faulty.First(put, 1, faulty.Truncate()), failures: sperrors.Integrity},
+		{name: "truncated-put-stream", rule: faulty.First(put, 1, faulty.Truncate()), src: stream, want: sperrors.Integrity},
+		{name: "truncated-part-replayable", rule: faulty.First(upart, 1, faulty.Truncate()), multi: true, failures: sperrors.Integrity},
+		{name: "truncated-part-stream", rule: faulty.First(upart, 1, faulty.Truncate()), multi: true, src: stream, want: sperrors.Integrity},
+		{name: "flipped-put-replayable", rule: faulty.First(put, 1, faulty.FlipByte()), failures: sperrors.Integrity},
+		{name: "flipped-put-stream", rule: faulty.First(put, 1, faulty.FlipByte()), src: stream, want: sperrors.Integrity},
+		{name: "flipped-part-replayable", rule: faulty.First(upart, 1, faulty.FlipByte()), multi: true, failures: sperrors.Integrity},
+		{name: "entity-too-small", rule: faulty.First(complete, 1, faulty.EntityTooSmall()), multi: true, want: sperrors.Compatibility},
+		{name: "r2-unequal-parts", rule: faulty.First(complete, 1, faulty.UnequalParts()), multi: true, want: sperrors.Compatibility},
+		{name: "forbidden-put", rule: faulty.First(put, 1, faulty.Forbidden()), want: sperrors.Permanent},
+		{name: "forbidden-part", rule: faulty.First(upart, 1, faulty.Forbidden()), multi: true, want: sperrors.Permanent},
+		{name: "hang-part-attempt-timeout", rule: faulty.First(upart, 1, faulty.Hang()), multi: true, failures: sperrors.Transient},
 	}
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		for _, c := range cases {
@@ -148,7 +148,7 @@ func TestFaults(t *testing.T) {
 func TestHangEndsWithContext(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		data := s3test.RandomBytes(2*part + 1)
-		fs := faulty.New(env.Store, faulty.Always(faulty.OpUploadPart, faulty.Hang))
+		fs := faulty.New(env.Store, faulty.Always(faulty.OpUploadPart, faulty.Hang()))
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		start := time.Now()
@@ -203,9 +203,9 @@ func TestCampaign(t *testing.T) {
 		t.Fatalf("CI runs the whole campaign: %d uploads, want at least %d (drop -short and SAFEPUT_CAMPAIGN_UPLOADS)", uploads, campaignUploads)
 	}
 	faults := []faulty.Fault{
-		faulty.SlowDown, faulty.InternalError, faulty.ChecksumMismatch, faulty.ResetMidBody,
-		faulty.DropResponse, faulty.Truncate, faulty.FlipByte, faulty.Forbidden,
-		faulty.EntityTooSmall, faulty.NoSuchUploadAfterCommit, faulty.Hang,
+		faulty.SlowDown(), faulty.InternalError(), faulty.ChecksumMismatch(), faulty.ResetMidBody(),
+		faulty.DropResponse(), faulty.Truncate(), faulty.FlipByte(), faulty.Forbidden(),
+		faulty.EntityTooSmall(), faulty.NoSuchUploadAfterCommit(), faulty.Hang(),
 	}
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		rng := rand.New(rand.NewSource(int64(seed)))
@@ -215,7 +215,7 @@ func TestCampaign(t *testing.T) {
 		var rules []faulty.Rule
 		for i, f := range faults {
 			switch f {
-			case faulty.EntityTooSmall, faulty.NoSuchUploadAfterCommit:
+			case faulty.EntityTooSmall(), faulty.NoSuchUploadAfterCommit():
 				rules = append(rules, faulty.Nth(faulty.OpCompleteMultipart, 3+i%4, f)) // the 3rd and 4th
 			default:
 				rules = append(rules, faulty.Nth(faulty.OpUploadPart, 7+10*i, f))
@@ -258,7 +258,7 @@ func TestCampaign(t *testing.T) {
 				for _, id := range res.LeftBehind {
 					// Only a lost CreateMultipartUpload answer leaves an upload we never heard of;
 					// an earlier attempt's abort that failed, one we could not abort.
-					if in := injectionsFor(fs, key); !injectedFault(in, faulty.OpCreateMultipartUpload, faulty.DropResponse) && !injectedOn(in, faulty.OpAbortMultipart, faulty.OpListParts) {
+					if in := injectionsFor(fs, key); !injectedFault(in, faulty.OpCreateMultipartUpload, faulty.DropResponse()) && !injectedOn(in, faulty.OpAbortMultipart, faulty.OpListParts) {
 						t.Errorf("upload %d (seed %d): left upload %s behind with no lost CreateMultipartUpload answer or failed abort; injected: %v", i, seed, id, in)
 					}
 					reported[key+"@"+id] = true
@@ -344,20 +344,20 @@ const campaignUploads = 200
 // kind no injected fault allows (for instance Transient with only a Forbidden injected, or any
 // failure with nothing injected) is a misclassification.
 var failureKinds = map[faulty.Fault][]sperrors.Kind{
-	faulty.SlowDown:         {sperrors.Throttled},
-	faulty.InternalError:    {sperrors.Transient},
-	faulty.ChecksumMismatch: {sperrors.Integrity},
-	faulty.ResetMidBody:     {sperrors.Transient},
+	faulty.SlowDown():         {sperrors.Throttled},
+	faulty.InternalError():    {sperrors.Transient},
+	faulty.ChecksumMismatch(): {sperrors.Integrity},
+	faulty.ResetMidBody():     {sperrors.Transient},
 	// A lost answer is retried; on Complete or a create-only write the retry can meet the
 	// committed object (Precondition) or the finished upload (NoSuchUpload: Precondition).
-	faulty.DropResponse:            {sperrors.Transient, sperrors.Precondition},
-	faulty.Truncate:                {sperrors.Integrity},
-	faulty.FlipByte:                {sperrors.Integrity},
-	faulty.Forbidden:               {sperrors.Permanent},
-	faulty.EntityTooSmall:          {sperrors.Compatibility},
-	faulty.NoSuchUploadAfterCommit: {sperrors.Precondition, sperrors.Transient},
+	faulty.DropResponse():            {sperrors.Transient, sperrors.Precondition},
+	faulty.Truncate():                {sperrors.Integrity},
+	faulty.FlipByte():                {sperrors.Integrity},
+	faulty.Forbidden():               {sperrors.Permanent},
+	faulty.EntityTooSmall():          {sperrors.Compatibility},
+	faulty.NoSuchUploadAfterCommit(): {sperrors.Precondition, sperrors.Transient},
 	// A hung request ends at the attempt timeout, which is Transient.
-	faulty.Hang: {sperrors.Transient},
+	faulty.Hang(): {sperrors.Transient},
 }
 
 func allowedKinds(injected []faulty.Injection) map[sperrors.Kind]bool {
@@ -403,8 +403,8 @@ func injectedFault(injected []faulty.Injection, op string, f faulty.Fault) bool 
 // lostCreateUnswept reports the one leftover nobody can name: an upload a lost
 // CreateMultipartUpload answer left, whose sweep was refused outright (403 on the listing).
 func lostCreateUnswept(injected []faulty.Injection) bool {
-	return injectedFault(injected, faulty.OpCreateMultipartUpload, faulty.DropResponse) &&
-		(injectedFault(injected, faulty.OpListMultipartUploads, faulty.Forbidden) || injectedFault(injected, faulty.OpListParts, faulty.Forbidden))
+	return injectedFault(injected, faulty.OpCreateMultipartUpload, faulty.DropResponse()) &&
+		(injectedFault(injected, faulty.OpListMultipartUploads, faulty.Forbidden()) || injectedFault(injected, faulty.OpListParts, faulty.Forbidden()))
 }
 
 // saidMaybeLeft reports whether the write said that an upload no id names may be left: the
@@ -455,7 +455,7 @@ func TestEventsCarryKindAndUpload(t *testing.T) {
 				failed = e
 			}
 		})
-		fs := faulty.New(env.Store, faulty.First(faulty.OpPutObject, 2, faulty.SlowDown), faulty.First(faulty.OpUploadPart, 1, faulty.Forbidden))
+		fs := faulty.New(env.Store, faulty.First(faulty.OpPutObject, 2, faulty.SlowDown()), faulty.First(faulty.OpUploadPart, 1, faulty.Forbidden()))
 		if _, err := writer.Upload(context.Background(), fs, env.Bucket, "events-put", bytes.NewReader(s3test.RandomBytes(1000)),
 			testOpts(env, writer.WithRetry(fastPolicy()), observe)...); err != nil {
 			t.Fatal(err)

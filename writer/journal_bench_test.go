@@ -10,7 +10,7 @@ import (
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -64,8 +64,8 @@ func FuzzJournalRecord(f *testing.F) {
 			writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID),
 		}
 		// The crash: parts 1 and 2 landed and were journaled, part 3 failed, the abort never went.
-		crashing := faulty.New(mem, faulty.Rule{Op: "UploadPart", Part: 3, Fault: faulty.Forbidden},
-			faulty.Always("AbortMultipartUpload", faulty.Forbidden))
+		crashing := faulty.New(mem, faulty.Rule{Op: "UploadPart", Part: 3, Fault: faulty.Forbidden()},
+			faulty.Always("AbortMultipartUpload", faulty.Forbidden()))
 		if res, err := writer.Upload(ctx, crashing, "b", "k", bytes.NewReader(data), opts...); err == nil {
 			t.Fatalf("the crashing upload succeeded: %+v", res)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -25,8 +25,8 @@ const endpointID = "test-endpoint"
 func crashAt(t *testing.T, env testkit.Env, j journal.Journal, key string, data []byte) journal.Record {
 	t.Helper()
 	st := faulty.New(env.Store,
-		faulty.Rule{Op: "UploadPart", Part: 3, Fault: faulty.Forbidden},
-		faulty.Always("AbortMultipartUpload", faulty.Forbidden))
+		faulty.Rule{Op: "UploadPart", Part: 3, Fault: faulty.Forbidden()},
+		faulty.Always("AbortMultipartUpload", faulty.Forbidden()))
 	_, err := writer.Upload(context.Background(), st, env.Bucket, key, bytes.NewReader(data),
 		testOpts(env, writer.WithConcurrency(1), writer.WithJournal(j, endpointID))...)
 	if err == nil {
@@ -111,7 +111,7 @@ func TestJournalLandedBeforeCrash(t *testing.T) {
 		for _, via := range []string{"recover", "rerun"} {
 			key := "landed/" + via
 			j := newJournal(t)
-			st := faulty.New(env.Store, faulty.Always("HeadObject", faulty.Forbidden))
+			st := faulty.New(env.Store, faulty.Always("HeadObject", faulty.Forbidden()))
 			if _, err := writer.Upload(context.Background(), st, env.Bucket, key, bytes.NewReader(data),
 				testOpts(env, writer.WithJournal(j, endpointID))...); err == nil {
 				t.Fatal("upload with a refused HEAD succeeded")

@@ -12,8 +12,8 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -44,12 +44,12 @@ func TestPartListedTwiceLands(t *testing.T) {
 		// listed once, and the write fails Integrity as for any part kept wrong.
 		stream sperrors.Kind
 	}{
-		{"answer lost", []faulty.Rule{faulty.Nth(up, 2, faulty.DropResponse)}, memstore.Rules{}, sperrors.Unknown},
-		{"stored truncated", []faulty.Rule{faulty.Nth(up, 2, faulty.Truncate)}, memstore.Rules{}, sperrors.Integrity},
-		{"stored flipped", []faulty.Rule{faulty.Nth(up, 2, faulty.FlipByte)}, memstore.Rules{}, sperrors.Integrity},
-		{"stored truncated, checksums ignored", []faulty.Rule{faulty.Nth(up, 2, faulty.Truncate)}, memstore.Rules{IgnoreChecksumHeaders: true}, sperrors.Integrity},
+		{"answer lost", []faulty.Rule{faulty.Nth(up, 2, faulty.DropResponse())}, memstore.Rules{}, sperrors.Unknown},
+		{"stored truncated", []faulty.Rule{faulty.Nth(up, 2, faulty.Truncate())}, memstore.Rules{}, sperrors.Integrity},
+		{"stored flipped", []faulty.Rule{faulty.Nth(up, 2, faulty.FlipByte())}, memstore.Rules{}, sperrors.Integrity},
+		{"stored truncated, checksums ignored", []faulty.Rule{faulty.Nth(up, 2, faulty.Truncate())}, memstore.Rules{IgnoreChecksumHeaders: true}, sperrors.Integrity},
 		{"answer lost, then stored flipped, checksums ignored",
-			[]faulty.Rule{faulty.Nth(up, 2, faulty.DropResponse), faulty.Nth(up, 3, faulty.FlipByte)}, memstore.Rules{IgnoreChecksumHeaders: true}, sperrors.Integrity},
+			[]faulty.Rule{faulty.Nth(up, 2, faulty.DropResponse()), faulty.Nth(up, 3, faulty.FlipByte())}, memstore.Rules{IgnoreChecksumHeaders: true}, sperrors.Integrity},
 	} {
 		for _, src := range []source{replayable, stream} {
 			t.Run(c.name+"/"+src.String(), func(t *testing.T) {
@@ -171,8 +171,8 @@ func TestResumeReusesAPartListedTwice(t *testing.T) {
 	// Part 2's first body is stored truncated (the receipt shows it, so it is sent again), then
 	// the write dies at part 4 with its abort refused: part 2 is listed twice, the kept attempt
 	// first (memstore lists the current attempt first), the truncated one last.
-	crashing := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.Truncate),
-		faulty.Rule{Op: faulty.OpUploadPart, Part: 4, Fault: faulty.Forbidden}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden))
+	crashing := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.Truncate()),
+		faulty.Rule{Op: faulty.OpUploadPart, Part: 4, Fault: faulty.Forbidden()}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden()))
 	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), opts...); err == nil {
 		t.Fatal("the crashing write succeeded")
 	}

@@ -11,8 +11,8 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
@@ -96,7 +96,7 @@ func TestLacksListPartsNothingProves(t *testing.T) {
 // An abort the store took but cannot confirm (no ListParts) is said so, not "left behind".
 func TestLacksListPartsAbortNotConfirmable(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets(unitBucket), memstore.WithRules(memstore.Rules{LacksListParts: 405}))
-	st := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.Forbidden))
+	st := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.Forbidden()))
 	// Upload returns Close's error (a Write's error would be the part's, before the abort).
 	_, err := writer.Upload(context.Background(), st, unitBucket, "k", bytes.NewReader(randomBytes(t, largeSize)), writer.WithPartSize(5*mib))
 	var e *sperrors.Error
@@ -117,7 +117,7 @@ func TestLacksListPartsAbortNotConfirmable(t *testing.T) {
 // A store that cannot abort: the upload is named as left behind, with why.
 func TestLacksAbortNamesTheUpload(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets(unitBucket), memstore.WithRules(memstore.Rules{LacksListParts: 405, LacksAbort: 405}))
-	st := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.Forbidden))
+	st := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.Forbidden()))
 	// Upload returns Close's error (a Write's error would be the part's, before the abort).
 	_, err := writer.Upload(context.Background(), st, unitBucket, "k", bytes.NewReader(randomBytes(t, largeSize)), writer.WithPartSize(5*mib))
 	var e *sperrors.Error
@@ -172,7 +172,7 @@ func TestLacksHeadChecksumMode(t *testing.T) {
 // store cannot list them (MaybeLeftBehind), not that nothing was found.
 func TestLacksListUploadsAfterLostCreate(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets(unitBucket), memstore.WithRules(memstore.Rules{LacksListUploads: 501}))
-	st := faulty.New(mem, faulty.First(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse))
+	st := faulty.New(mem, faulty.First(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse()))
 	data := randomBytes(t, largeSize)
 	res, err := write(t, st, "k", data)
 	if err != nil {

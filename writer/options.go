@@ -51,6 +51,9 @@ type config struct {
 	journalEndpoint string
 	// sse is the server-side encryption asked for (encryption.go).
 	sse store.Encryption
+	// endpointCache: WithEndpointCache's directory (endpointcache.go); read by NewUploader only.
+	endpointCache string
+	hugePages     bool
 }
 
 // Defaults: 16 MiB parts (above every provider's documented floor), 4 parts in flight.
@@ -175,6 +178,15 @@ func WithAllowWeakVerification(on bool) Option { return func(c *config) { c.allo
 // store whose HEAD then reports none, is read back whatever its size unless n is 0 (once per
 // Uploader and bucket: its later writes compute the MD5s).
 func WithReadBackLimit(n int64) Option { return func(c *config) { c.readBackLimit = n } }
+
+// WithHugePages asks the kernel to back the part buffers a write allocates afresh with
+// transparent huge pages past their first 2 MiB, so a buffer faults once per 2 MiB instead of
+// once per 4 KiB page as it fills. For a program whose buffers are all fresh, one write per
+// process (the CLI turns it on); off by default, since a long-lived process reuses its buffers
+// through one Uploader, and huge-page advice on heap memory the runtime later reuses for other
+// objects is the host's choice. GODEBUG=disablethp=1 overrides it. A hint: without transparent
+// huge pages in the kernel it does nothing.
+func WithHugePages(on bool) Option { return func(c *config) { c.hugePages = on } }
 
 // WithAbortTimeout bounds the clean-up (abort, delete) that runs after a failure on a context
 // detached from the caller's.

@@ -10,32 +10,32 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/retry"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 
 // How a journaled write of FuzzRecover ends; each leaves the journal what a crash there would.
 var recoverCrashes = [][]faulty.Rule{
 	// A part refused for good and the abort refused: a record with parts, its upload open.
-	{faulty.Rule{Op: faulty.OpUploadPart, Part: 3, Fault: faulty.Forbidden}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden)},
+	{faulty.Rule{Op: faulty.OpUploadPart, Part: 3, Fault: faulty.Forbidden()}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden())},
 	// Complete refused and the abort refused: a record with the intended object, upload open.
-	{faulty.Always(faulty.OpCompleteMultipart, faulty.Forbidden), faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden)},
+	{faulty.Always(faulty.OpCompleteMultipart, faulty.Forbidden()), faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden())},
 	// Complete landed, its answer lost, and the check refused: the object is there, the record
 	// says what was intended.
-	{faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse), faulty.Always(faulty.OpHeadObject, faulty.Forbidden),
-		faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden)},
+	{faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse()), faulty.Always(faulty.OpHeadObject, faulty.Forbidden()),
+		faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden())},
 	// A create's answer lost, the sweep for its upload refused, then a part and the abort refused:
 	// a placeholder beside the record of the upload the retry created.
-	{faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse), faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden),
-		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden)},
+	{faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse()), faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden()),
+		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden()}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden())},
 	// A create's answer lost and the sweep refused, the write landed: a placeholder alone.
-	{faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse), faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden)},
+	{faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse()), faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden())},
 	// Every part damaged on the way (one alone is caught before Complete), the Complete's answer
 	// lost, the check refused: the key holds the upload's own corrupt commit, which Recover must
 	// leave alone.
-	{faulty.Always(faulty.OpUploadPart, faulty.FlipByte), faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse),
-		faulty.Always(faulty.OpHeadObject, faulty.Forbidden), faulty.Always(faulty.OpGetObject, faulty.Forbidden)},
+	{faulty.Always(faulty.OpUploadPart, faulty.FlipByte()), faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse()),
+		faulty.Always(faulty.OpHeadObject, faulty.Forbidden()), faulty.Always(faulty.OpGetObject, faulty.Forbidden())},
 	// No crash: nothing journaled.
 	nil,
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -119,8 +119,8 @@ func TestRecoverWithoutSecondLook(t *testing.T) {
 // default profile asks) is settled like any other: Recover aborts the upload and drops the record.
 func TestRecoverSettlesARecordOfSmallParts(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
-	crashing := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 3, Fault: faulty.Forbidden},
-		faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden))
+	crashing := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 3, Fault: faulty.Forbidden()},
+		faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden()))
 	j := newJournal(t)
 	_, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(make([]byte, 4<<20)),
 		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(1),
@@ -151,8 +151,8 @@ func recoverAbortsTheOne(t *testing.T, mem *memstore.Store, j *journal.Dir) {
 // it left (AbortFailed and UploadID), as the streaming Writer's Close does.
 func TestUploadNamesTheUploadItCouldNotAbort(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
-	fs := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 1, Fault: faulty.Forbidden},
-		faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden))
+	fs := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 1, Fault: faulty.Forbidden()},
+		faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden()))
 	// One part in flight: the failure is seen while parts are still being dispatched.
 	_, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(make([]byte, 8<<20)),
 		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(1), writer.WithRetry(fastPolicy()))
@@ -178,7 +178,7 @@ func TestUploadNamesWhatEarlierAttemptsLeft(t *testing.T) {
 	}
 	t.Run("every attempt fails", func(t *testing.T) {
 		mem := newMem()
-		fs := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.FlipByte}, faulty.Nth(faulty.OpAbortMultipart, 1, faulty.Forbidden))
+		fs := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.FlipByte()}, faulty.Nth(faulty.OpAbortMultipart, 1, faulty.Forbidden()))
 		_, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), opts...)
 		ups := mem.Uploads("b")
 		var se *sperrors.Error
@@ -189,8 +189,8 @@ func TestUploadNamesWhatEarlierAttemptsLeft(t *testing.T) {
 	t.Run("a later attempt lands", func(t *testing.T) {
 		mem := newMem()
 		// Part 2 damaged when first sent and when re-sent (calls 2 and 5): the first attempt fails.
-		fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte), faulty.Nth(faulty.OpUploadPart, 5, faulty.FlipByte),
-			faulty.Nth(faulty.OpAbortMultipart, 1, faulty.Forbidden))
+		fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte()), faulty.Nth(faulty.OpUploadPart, 5, faulty.FlipByte()),
+			faulty.Nth(faulty.OpAbortMultipart, 1, faulty.Forbidden()))
 		res, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -207,8 +207,8 @@ func TestUploadNamesWhatEarlierAttemptsLeft(t *testing.T) {
 		// lands it: nothing is left, so nothing may be named.
 		mem := newMem()
 		j := newJournal(t)
-		fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte), faulty.Nth(faulty.OpUploadPart, 5, faulty.FlipByte),
-			faulty.Nth(faulty.OpAbortMultipart, 1, faulty.Forbidden))
+		fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte()), faulty.Nth(faulty.OpUploadPart, 5, faulty.FlipByte()),
+			faulty.Nth(faulty.OpAbortMultipart, 1, faulty.Forbidden()))
 		res, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), append(opts, writer.WithJournal(j, endpointID))...)
 		if err != nil {
 			t.Fatal(err)
@@ -229,8 +229,8 @@ func TestALostCreateIsNeverForgotten(t *testing.T) {
 	data := make([]byte, 3<<20+5)
 	for _, journaled := range []bool{false, true} {
 		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
-		fs := faulty.New(mem, faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse),
-			faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden))
+		fs := faulty.New(mem, faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse()),
+			faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden()))
 		opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithRetry(fastPolicy())}
 		j := newJournal(t)
 		if journaled {
@@ -258,7 +258,7 @@ func TestALostCreateIsNeverForgotten(t *testing.T) {
 // reported failed, not dropped as if nothing were there: the next Recover aborts that upload.
 func TestRecoverKeepsAPlaceholderItCouldNotFollow(t *testing.T) {
 	mem, j := journaledLostCreate(t)
-	refused := faulty.New(mem, faulty.Always(faulty.OpListParts, faulty.Forbidden))
+	refused := faulty.New(mem, faulty.Always(faulty.OpListParts, faulty.Forbidden()))
 	rep, err := writer.Recover(context.Background(), refused, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
 	if err != nil || rep.Counts[writer.RecoverFailed] != 1 {
 		t.Fatalf("recover with ListParts refused = %+v, %v; want the placeholder failed and kept", rep, err)
@@ -319,8 +319,8 @@ func TestResumeSendsADamagedPartAgain(t *testing.T) {
 	}
 	opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
 		writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)}
-	crashing := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.FlipByte},
-		faulty.Rule{Op: faulty.OpUploadPart, Part: 4, Fault: faulty.Forbidden}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden))
+	crashing := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.FlipByte()},
+		faulty.Rule{Op: faulty.OpUploadPart, Part: 4, Fault: faulty.Forbidden()}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden()))
 	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), opts...); err == nil {
 		t.Fatal("the crashing write succeeded")
 	}
@@ -372,12 +372,12 @@ func TestRecoverReadsBackWhatTheHeadCannotProve(t *testing.T) {
 	for _, limit := range []int64{1 << 20, -1} {
 		t.Run(fmt.Sprintf("not read back, limit %d", limit), func(t *testing.T) {
 			mem, j := crashedLandingOpaque(t, data)
-			reads := faulty.New(mem, faulty.Always(faulty.OpGetObject, faulty.Forbidden)) // counts read-backs
+			reads := faulty.New(mem, faulty.Always(faulty.OpGetObject, faulty.Forbidden())) // counts read-backs
 			rep, err := writer.Recover(context.Background(), reads, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, ReadBackLimit: limit})
 			if err != nil || rep.Counts[writer.RecoverGone] != 1 {
 				t.Fatalf("recover = %+v, %v; want gone", rep, err)
 			}
-			if n := reads.Count(faulty.Forbidden); n != 0 {
+			if n := reads.Count(faulty.Forbidden()); n != 0 {
 				t.Errorf("%d GetObject calls; the limit forbids reading the object back", n)
 			}
 			note := rep.Uploads[0].Note
@@ -394,8 +394,8 @@ func crashedLandingOpaque(t *testing.T, data []byte) (*memstore.Store, journal.J
 	t.Helper()
 	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true, OpaqueETags: true}))
 	j := newJournal(t)
-	crashing := faulty.New(mem, faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse),
-		faulty.Always(faulty.OpHeadObject, faulty.Forbidden), faulty.Always(faulty.OpGetObject, faulty.Forbidden))
+	crashing := faulty.New(mem, faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse()),
+		faulty.Always(faulty.OpHeadObject, faulty.Forbidden()), faulty.Always(faulty.OpGetObject, faulty.Forbidden()))
 	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), writer.WithProfile("min=1MiB"),
 		writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err == nil {
 		t.Fatal("the crashing write succeeded")
@@ -520,8 +520,8 @@ func TestRecoverSaysTheStoreCannotList(t *testing.T) {
 func journaledLostCreate(t *testing.T) (*memstore.Store, *journal.Dir) {
 	t.Helper()
 	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
-	lost := faulty.New(mem, faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse),
-		faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden))
+	lost := faulty.New(mem, faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse()),
+		faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden()))
 	j := newJournal(t)
 	if _, err := writer.Upload(context.Background(), lost, "b", "k", bytes.NewReader(make([]byte, 3<<20)),
 		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err != nil {

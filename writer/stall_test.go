@@ -10,7 +10,7 @@ import (
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/retry"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -29,7 +29,7 @@ func TestStallAtEveryStep(t *testing.T) {
 		then *faulty.Rule
 		want sperrors.Kind
 	}
-	forbidPart := faulty.First(faulty.OpUploadPart, 1, faulty.Forbidden)
+	forbidPart := faulty.First(faulty.OpUploadPart, 1, faulty.Forbidden())
 	cases := []tc{
 		{op: faulty.OpPutObject},
 		{op: faulty.OpHeadObject},
@@ -53,7 +53,7 @@ func TestStallAtEveryStep(t *testing.T) {
 					size = 2*part + 1
 				}
 				data := s3test.RandomBytes(size)
-				rules := []faulty.Rule{faulty.First(c.op, 1, faulty.Hang)}
+				rules := []faulty.Rule{faulty.First(c.op, 1, faulty.Hang())}
 				if c.then != nil {
 					rules = append(rules, *c.then)
 				}

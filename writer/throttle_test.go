@@ -13,8 +13,8 @@ import (
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -36,7 +36,7 @@ func TestThrottlingStorm(t *testing.T) {
 	const uploads, size, partSize = 100, 23 << 16, 5 << 16
 	seed := int64(envInt("SAFEPUT_STORM_SEED", 20261130))
 	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 64 << 10}))
-	fs := faulty.New(mem, faulty.Random(seed, 0.3, faulty.SlowDown))
+	fs := faulty.New(mem, faulty.Random(seed, 0.3, faulty.SlowDown()))
 	policy := quickIntervals()
 	data := s3test.RandomBytes(size)
 	landed, maxRequests := 0, 0
@@ -76,7 +76,7 @@ func TestThrottlingStorm(t *testing.T) {
 func TestOutageRequestBound(t *testing.T) {
 	const writers = 32
 	mem := memstore.New(memstore.WithBuckets("b"))
-	fs := faulty.New(mem, faulty.Always(faulty.AnyOp, faulty.SlowDown))
+	fs := faulty.New(mem, faulty.Always(faulty.AnyOp, faulty.SlowDown()))
 	policy := quickIntervals()
 	var wg sync.WaitGroup
 	errs := make([]error, writers)

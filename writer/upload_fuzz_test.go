@@ -10,17 +10,17 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/retry"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 
 // The faults, operations and store quirks FuzzUpload draws from.
 var (
 	fuzzFaults = []faulty.Fault{
-		faulty.SlowDown, faulty.InternalError, faulty.ChecksumMismatch, faulty.ResetMidBody,
-		faulty.DropResponse, faulty.Truncate, faulty.FlipByte, faulty.Forbidden,
-		faulty.EntityTooSmall, faulty.NoSuchUploadAfterCommit, faulty.Hang,
+		faulty.SlowDown(), faulty.InternalError(), faulty.ChecksumMismatch(), faulty.ResetMidBody(),
+		faulty.DropResponse(), faulty.Truncate(), faulty.FlipByte(), faulty.Forbidden(),
+		faulty.EntityTooSmall(), faulty.NoSuchUploadAfterCommit(), faulty.Hang(),
 	}
 	fuzzOps = []string{
 		faulty.OpPutObject, faulty.OpCreateMultipartUpload, faulty.OpUploadPart, faulty.OpCompleteMultipart,
@@ -110,7 +110,7 @@ func FuzzUpload(f *testing.F) {
 			}
 			for _, id := range res.LeftBehind {
 				// A lost create's upload, or an earlier attempt's whose abort failed.
-				if !injectedFault(injected, faulty.OpCreateMultipartUpload, faulty.DropResponse) && !injectedOn(injected, faulty.OpAbortMultipart, faulty.OpListParts) {
+				if !injectedFault(injected, faulty.OpCreateMultipartUpload, faulty.DropResponse()) && !injectedOn(injected, faulty.OpAbortMultipart, faulty.OpListParts) {
 					t.Errorf("left upload %s behind with no lost CreateMultipartUpload answer or failed abort; injected %v", id, injected)
 				}
 				named[id] = true

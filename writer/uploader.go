@@ -3,8 +3,6 @@ package writer
 import (
 	"context"
 	"io"
-	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -37,9 +35,9 @@ type Uploader struct {
 	// insecureWarned: a store with certificate verification off is warned about once, on the
 	// first write, through that write's logger (the C ABI passes its logger per write).
 	insecureWarned atomic.Bool
-	// crc32cComposite: the store's endpoint is one that takes CRC32C only as COMPOSITE (R2), so
-	// a write at the default profile sends the CRC64NVME it takes as FULL_OBJECT instead.
-	crc32cComposite bool
+	// endpoint is the store's (store.Endpointer), "" when it names none: the provider rules that
+	// go by endpoint read it (multipart.ForEndpoint).
+	endpoint string
 }
 
 // NewUploader returns an Uploader for st. opts are the defaults of every write it makes (a
@@ -78,22 +76,11 @@ func newUploader(st store.Store, cfg config) *Uploader {
 		cfg.policy = retry.New()
 	}
 	u := &Uploader{st: st, cfg: cfg}
-	if e, ok := st.(interface{ Endpoint() string }); ok {
-		u.crc32cComposite = crc32cCompositeOnly(e.Endpoint())
+	if e, ok := store.Find[store.Endpointer](st); ok {
+		u.endpoint = e.Endpoint()
 	}
+	u.attachEndpointCache(cfg.endpointCache)
 	return u
-}
-
-// crc32cCompositeOnly reports an endpoint of Cloudflare R2, whose multipart uploads take CRC32C
-// only as COMPOSITE and CRC64NVME only as FULL_OBJECT:
-// https://developers.cloudflare.com/r2/api/s3/api/ (checksum types).
-func crc32cCompositeOnly(endpoint string) bool {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return false
-	}
-	h := strings.ToLower(u.Hostname())
-	return strings.HasSuffix(h, ".r2.cloudflarestorage.com")
 }
 
 // config returns u's defaults with a write's own options applied.
@@ -114,13 +101,13 @@ func (u *Uploader) config(opts []Option) config {
 // warnInsecure logs, once per Uploader, that its store does not verify certificates (the
 // adapters' InsecureSkipVerify): a choice that must show in the logs, not only in the code.
 func (u *Uploader) warnInsecure(l *zap.Logger) {
-	in, ok := u.st.(interface{ InsecureSkipVerify() bool })
+	in, ok := store.Find[store.InsecureTLS](u.st)
 	if !ok || !in.InsecureSkipVerify() || !u.insecureWarned.CompareAndSwap(false, true) {
 		return
 	}
 	f := []zap.Field{}
-	if e, ok := u.st.(interface{ Endpoint() string }); ok {
-		f = append(f, zap.String("endpoint", e.Endpoint()))
+	if u.endpoint != "" {
+		f = append(f, zap.String("endpoint", u.endpoint))
 	}
 	l.Warn("TLS certificate verification is off for this store: anyone on the path can read and alter what is sent (trust a private CA with a CA bundle instead)", f...)
 }
@@ -190,7 +177,7 @@ func errNilUploader(op string) error {
 type factTable struct {
 	mu       sync.Mutex
 	byBucket map[string]*endpointFacts
-	// cache, when the CLI attached one (endpointcache.Attach), starts each bucket's facts from
+	// cache, when the Uploader has one (WithEndpointCache), starts each bucket's facts from
 	// what an earlier process learned; cacheID names the adapter and endpoint in its keys.
 	cache   *endpointcache.Cache
 	cacheID string

@@ -15,8 +15,8 @@ import (
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store/awss3"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -83,8 +83,8 @@ func ExampleUploader_Recover() {
 
 	// A run that dies after its first part: here the store refuses the second part and the abort.
 	dying := faulty.New(mem,
-		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden},
-		faulty.Always("AbortMultipartUpload", faulty.Forbidden))
+		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden()},
+		faulty.Always("AbortMultipartUpload", faulty.Forbidden()))
 	lost, err := writer.NewUploader(dying, writer.WithJournal(j, endpoint),
 		writer.WithProfile("minio"), writer.WithPartSize(5<<20), writer.WithConcurrency(1))
 	if err != nil {

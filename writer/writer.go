@@ -209,8 +209,12 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		return nil, bad("%s", msg)
 	}
 	cfg.checksum = cfg.resolvedChecksum()
-	if !cfg.checksumSet && cfg.rules.Name == multipart.DefaultProfile && u.crc32cComposite {
-		cfg.checksum = store.ChecksumCRC64NVME
+	if !cfg.checksumSet && cfg.rules.Name == multipart.DefaultProfile {
+		// strict's CRC32C is not taken whole by every provider (R2: per part only); where the
+		// endpoint names one, send the checksum it takes whole.
+		if r, ok := multipart.ForEndpoint(u.endpoint); ok && !r.Checksums.Allows(cfg.checksum, store.ChecksumTypeFullObject) {
+			cfg.checksum = r.Checksum()
+		}
 	}
 	size := cfg.sizeHint
 	plan, err := cfg.rules.Plan(multipart.PlanRequest{

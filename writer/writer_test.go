@@ -19,8 +19,8 @@ import (
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
@@ -500,7 +500,7 @@ func TestAbortWhileWriting(t *testing.T) {
 // abort failing); Close returns its own copy that says so.
 func TestReturnedErrorIsNotMutated(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets("b"))
-	fs := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.Forbidden), faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden))
+	fs := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.Forbidden()), faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden()))
 	w, err := writer.New(context.Background(), fs, "b", "k", writer.WithProfile("minio"), writer.WithPartSize(5<<20),
 		writer.WithConcurrency(1), writer.WithAbortTimeout(time.Second))
 	if err != nil {

@@ -54,6 +54,10 @@ type app struct {
 	// limitGCToBudget: a put sets the GC memory limit from its part budget (the real binary
 	// only: a test process hosting many commands keeps its own).
 	limitGCToBudget bool
+	// hugePages: a put's fresh part buffers get huge-page advice (writer.WithHugePages). The
+	// real binary uploads once per process, so its buffers are all fresh and their first-touch
+	// faults are paid on every run (internal/hugepage says what that costs).
+	hugePages bool
 }
 
 func newApp(stdin *os.File, stdout, stderr io.Writer) *app {

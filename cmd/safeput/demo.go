@@ -19,8 +19,8 @@ import (
 	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -30,8 +30,8 @@ func (a *app) demoCmd() *cobra.Command {
 		Short: "Replay the field failures safeput exists for, offline, against an in-memory store",
 		Long: `Replay, with no set-up and no network, the failures safeput exists for: a checksum mismatch in
 transit, a store that keeps a truncated object and answers 200, a store that rejects small
-parts, a throttling burst, and a permanent error in a flush loop. The store is store/memstore,
-an in-memory store with S3 semantics, wrapped by store/faulty to inject the faults. Each
+parts, a throttling burst, and a permanent error in a flush loop. The store is store/storetest/memstore,
+an in-memory store with S3 semantics, wrapped by store/storetest/faulty to inject the faults. Each
 scenario prints what was injected, what safeput retried, detected or classified, and checks
 the final object byte for byte. Exit 0 only when every promise held, else 1.`,
 		Args: cobra.NoArgs,
@@ -97,7 +97,7 @@ func demoPolicy() *retry.Policy {
 type streamOnly struct{ io.Reader }
 
 func (a *app) runDemo(ctx context.Context) error {
-	rep := demoReport{Store: "store/memstore: an in-memory store with S3 semantics (no network), wrapped by store/faulty for fault injection"}
+	rep := demoReport{Store: "store/storetest/memstore: an in-memory store with S3 semantics (no network), wrapped by store/storetest/faulty for fault injection"}
 	if !a.g.json {
 		_, _ = fmt.Fprintf(a.stdout, "safeput demo\nstore: %s\n", rep.Store)
 	}
@@ -210,13 +210,13 @@ func (a *app) demoChecksumMismatch(ctx context.Context) scenarioReport {
 	s := scenarioReport{Title: "checksum mismatch in transit",
 		Injected: "400 XAmzContentChecksumMismatch on the 2nd UploadPart (the body did not match its x-amz-checksum)"}
 	mem := memstore.New(memstore.WithBuckets(demoBucket))
-	fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.ChecksumMismatch))
+	fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.ChecksumMismatch()))
 	data := demoData(12*int(mib), 1)
 	res, err := a.demoUpload(fs)(ctx, "mismatch.bin", streamOnly{bytes.NewReader(data)})
 	s.see("faults fired: %s", injections(fs))
 	landed(&s, mem, "mismatch.bin", data, res, err)
 	s.expect("the failed part was classified integrity and re-sent from the clean part buffer",
-		res != nil && res.Failures[sperrors.Integrity] == 1 && fs.Count(faulty.ChecksumMismatch) == 1)
+		res != nil && res.Failures[sperrors.Integrity] == 1 && fs.Count(faulty.ChecksumMismatch()) == 1)
 	return s
 }
 
@@ -224,11 +224,11 @@ func (a *app) demoChecksumMismatch(ctx context.Context) scenarioReport {
 // checksum it was sent. Only the ListParts size check or the HEAD after commit can see it.
 func (a *app) demoTruncation(ctx context.Context) scenarioReport {
 	s := scenarioReport{Title: "a store that answers 200 but keeps a truncated object",
-		Injected: "faulty.Truncate on the 1st PutObject (1 MiB object) and on the 2nd UploadPart (12 MiB object): half the body stored, 200 answered, checksum echo faked"}
+		Injected: "faulty.Truncate() on the 1st PutObject (1 MiB object) and on the 2nd UploadPart (12 MiB object): half the body stored, 200 answered, checksum echo faked"}
 	mem := memstore.New(memstore.WithBuckets(demoBucket))
 	fs := faulty.New(mem,
-		faulty.Nth(faulty.OpPutObject, 1, faulty.Truncate),
-		faulty.Nth(faulty.OpUploadPart, 2, faulty.Truncate))
+		faulty.Nth(faulty.OpPutObject, 1, faulty.Truncate()),
+		faulty.Nth(faulty.OpUploadPart, 2, faulty.Truncate()))
 
 	small := demoData(int(mib), 2)
 	var events []string
@@ -268,7 +268,7 @@ func (a *app) demoTruncation(ctx context.Context) scenarioReport {
 	s.see("multipart: the ListParts check found the short part before Complete: %s", strings.Join(resent, ", "))
 	landed(&s, mem, "truncated-part.bin", large, res, err)
 	s.expect("the truncated part was caught before Complete (ListParts size) and sent again",
-		res != nil && fs.Count(faulty.Truncate) == 2 && (len(resent) > 0 || res.UploadAttempts >= 2))
+		res != nil && fs.Count(faulty.Truncate()) == 2 && (len(resent) > 0 || res.UploadAttempts >= 2))
 	return s
 }
 
@@ -305,7 +305,7 @@ func (a *app) demoThrottling(ctx context.Context) scenarioReport {
 	s := scenarioReport{Title: "a throttling burst",
 		Injected: fmt.Sprintf("503 SlowDown on the first %d PutObject calls (retry policy: 6 attempts, 20 ms throttle base, jittered)", n)}
 	mem := memstore.New(memstore.WithBuckets(demoBucket))
-	fs := faulty.New(mem, faulty.First(faulty.OpPutObject, n, faulty.SlowDown))
+	fs := faulty.New(mem, faulty.First(faulty.OpPutObject, n, faulty.SlowDown()))
 	data := demoData(256*int(kib), 5)
 	start := time.Now()
 	res, err := a.demoUpload(fs)(ctx, "throttled.bin", bytes.NewReader(data))
@@ -321,7 +321,7 @@ func (a *app) demoPermanent(ctx context.Context) scenarioReport {
 	s := scenarioReport{Title: "a permanent error in a flush loop",
 		Injected: "403 AccessDenied on every request; a flush loop of 3 segments classifies failures with errors.Decide"}
 	mem := memstore.New(memstore.WithBuckets(demoBucket))
-	fs := faulty.New(mem, faulty.Always(faulty.AnyOp, faulty.Forbidden))
+	fs := faulty.New(mem, faulty.Always(faulty.AnyOp, faulty.Forbidden()))
 	upload := a.demoUpload(fs) // the flush loop's Uploader
 
 	type channel struct {

@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/safeput/safeput/internal/frontend"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 )
 
 // parseFaults reads the test build's hidden --fault flag (see frontend.ParseFaults). It exists so

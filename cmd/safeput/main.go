@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/safeput/safeput/internal/hugepage"
 )
 
 func main() {
@@ -35,8 +34,6 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) (code int) {
 	defer stop()
 	app := newApp(stdin, stdout, stderr)
 	app.limitGCToBudget = true
-	// One upload per process: its part buffers are all fresh, so their first-touch faults are
-	// paid on every run (internal/hugepage says what that costs).
-	hugepage.Enable()
+	app.hugePages = true
 	return app.execute(ctx, args)
 }

@@ -67,6 +67,9 @@ type pausingStore struct {
 	pauses map[string]time.Duration
 }
 
+// Unwrap keeps the real store's endpoint and TLS facts visible (store.Find).
+func (p *pausingStore) Unwrap() store.Store { return p.Store }
+
 func (p *pausingStore) wait(ctx context.Context, op string) error {
 	d := p.pauses[op]
 	if d <= 0 {

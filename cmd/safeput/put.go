@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -18,7 +19,6 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/bytesize"
-	"github.com/safeput/safeput/internal/endpointcache"
 	"github.com/safeput/safeput/internal/frontend"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/writer"
@@ -189,14 +189,17 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	if instrument != nil {
 		opts = append(opts, instrument)
 	}
+	if a.hugePages {
+		opts = append(opts, writer.WithHugePages(true))
+	}
+	if dir := endpointCacheDir(); dir != "" && !o.noCache {
+		// One write per run: without the cache each run would learn the endpoint afresh.
+		opts = append(opts, writer.WithEndpointCache(dir))
+	}
 	// One write per run: the Uploader holds the run's policy, logger, journal and observer.
 	up, err := writer.NewUploader(st, opts...)
 	if err != nil {
 		return usageErr("%v", err) // uploadOptions checked them: not expected
-	}
-	if !o.noCache {
-		// One write per run: without the cache each run would learn the endpoint afresh.
-		endpointcache.Attach(up, endpointcache.Default())
 	}
 	res, err := up.Upload(ctx, u.Bucket, u.Key, r)
 	if bar != nil {
@@ -428,3 +431,14 @@ func (p *progress) observe(e writer.Event) {
 }
 
 func (p *progress) finish() { _ = p.bar.Finish() }
+
+// endpointCacheDir is where runs keep what they learned about an endpoint:
+// $XDG_CACHE_HOME/safeput/endpoints, else ~/.cache/safeput/endpoints; "" when there is no
+// user cache directory.
+func endpointCacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil || d == "" {
+		return ""
+	}
+	return filepath.Join(d, "safeput", "endpoints")
+}

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 )
 
 // testHooks of the release build: no --fault, no --pause (see testhooks_on.go).

@@ -10,7 +10,7 @@ import (
 	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/memstore"
 )
 
 func TestParseS3URL(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -149,7 +149,7 @@ func TestFaultMidStream(t *testing.T) {
 		defer cancel()
 		for _, format := range []string{"parquet", "ipc"} {
 			t.Run(format, func(t *testing.T) {
-				st := faulty.New(env.Store, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden})
+				st := faulty.New(env.Store, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden()})
 				key := "faulty/t." + format
 				// Go's allocator, not a checked one: when a page write fails inside
 				// pqarrow's Write, arrow-go v18.8.0 sometimes keeps a reference to the
@@ -165,7 +165,7 @@ func TestFaultMidStream(t *testing.T) {
 				if err == nil {
 					t.Fatal("write succeeded through a Forbidden part")
 				}
-				if st.Count(faulty.Forbidden) == 0 {
+				if st.Count(faulty.Forbidden()) == 0 {
 					t.Fatal("the fault never fired: the table is too small for a second part")
 				}
 				t.Logf("%s: %v", format, err)
@@ -224,7 +224,7 @@ func TestFooterErrorSwallowed(t *testing.T) {
 		defer cancel()
 		key := "swallowed/blob"
 		// A store that refuses every part: the Writer's own sticky error is the failure.
-		st := faulty.New(env.Store, faulty.Always(faulty.OpUploadPart, faulty.Forbidden))
+		st := faulty.New(env.Store, faulty.Always(faulty.OpUploadPart, faulty.Forbidden()))
 		w, err := newUploader(t, st, Options()...).New(ctx, env.Bucket, key)
 		if err != nil {
 			t.Fatal(err)
@@ -253,7 +253,7 @@ func TestFirstWriteCannotFail(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		st := faulty.New(env.Store, faulty.Always(faulty.AnyOp, faulty.Forbidden))
+		st := faulty.New(env.Store, faulty.Always(faulty.AnyOp, faulty.Forbidden()))
 		w, err := newUploader(t, st, Options()...).New(ctx, env.Bucket, "refused/t.parquet")
 		if err != nil {
 			t.Fatal(err)

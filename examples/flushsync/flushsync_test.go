@@ -25,7 +25,7 @@ import (
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -84,23 +84,23 @@ const (
 // create-only re-send finds its own object), ch3 Forbidden.
 func faultRules() []faulty.Rule {
 	return []faulty.Rule{
-		{Op: faulty.OpPutObject, KeyPrefix: badChan + "/", Fault: faulty.Forbidden},
-		{Op: faulty.OpUploadPart, KeyPrefix: badChan + "/", Fault: faulty.Forbidden},
+		{Op: faulty.OpPutObject, KeyPrefix: badChan + "/", Fault: faulty.Forbidden()},
+		{Op: faulty.OpUploadPart, KeyPrefix: badChan + "/", Fault: faulty.Forbidden()},
 
-		{Op: faulty.OpPutObject, KeyPrefix: "ch0/segments/1/", Times: 4, Fault: faulty.SlowDown},
-		{Op: faulty.OpUploadPart, KeyPrefix: "ch0/segments/0/", Part: 2, Times: 2, Fault: faulty.SlowDown},
-		{Op: faulty.OpPutObject, KeyPrefix: "ch0/manifests/", Times: 2, Fault: faulty.SlowDown},
+		{Op: faulty.OpPutObject, KeyPrefix: "ch0/segments/1/", Times: 4, Fault: faulty.SlowDown()},
+		{Op: faulty.OpUploadPart, KeyPrefix: "ch0/segments/0/", Part: 2, Times: 2, Fault: faulty.SlowDown()},
+		{Op: faulty.OpPutObject, KeyPrefix: "ch0/manifests/", Times: 2, Fault: faulty.SlowDown()},
 
-		{Op: faulty.OpUploadPart, KeyPrefix: "ch1/segments/0/", Part: 1, Times: 1, Fault: faulty.ChecksumMismatch},
-		{Op: faulty.OpUploadPart, KeyPrefix: "ch1/segments/0/", Part: 3, Times: 2, Fault: faulty.ResetMidBody},
-		{Op: faulty.OpPutObject, KeyPrefix: "ch1/segments/2/", Times: 3, Fault: faulty.ResetMidBody},
-		{Op: faulty.OpPutObject, KeyPrefix: "ch1/segments/3/", Times: 1, Fault: faulty.ChecksumMismatch},
+		{Op: faulty.OpUploadPart, KeyPrefix: "ch1/segments/0/", Part: 1, Times: 1, Fault: faulty.ChecksumMismatch()},
+		{Op: faulty.OpUploadPart, KeyPrefix: "ch1/segments/0/", Part: 3, Times: 2, Fault: faulty.ResetMidBody()},
+		{Op: faulty.OpPutObject, KeyPrefix: "ch1/segments/2/", Times: 3, Fault: faulty.ResetMidBody()},
+		{Op: faulty.OpPutObject, KeyPrefix: "ch1/segments/3/", Times: 1, Fault: faulty.ChecksumMismatch()},
 
-		{Op: faulty.OpPutObject, KeyPrefix: "ch2/segments/1/", Times: 1, Fault: faulty.DropResponse},
-		{Op: faulty.OpPutObject, KeyPrefix: "ch2/manifests/2", Times: 1, Fault: faulty.DropResponse},
+		{Op: faulty.OpPutObject, KeyPrefix: "ch2/segments/1/", Times: 1, Fault: faulty.DropResponse()},
+		{Op: faulty.OpPutObject, KeyPrefix: "ch2/manifests/2", Times: 1, Fault: faulty.DropResponse()},
 		// stats.json of segment 3 fails past the inner retries after insert.bin landed: the
 		// re-driven Prepare writes insert.bin again and gets AlreadyExisted.
-		{Op: faulty.OpPutObject, KeyPrefix: "ch2/segments/3/stats", Times: 3, Fault: faulty.SlowDown},
+		{Op: faulty.OpPutObject, KeyPrefix: "ch2/segments/3/stats", Times: 3, Fault: faulty.SlowDown()},
 	}
 }
 
@@ -418,7 +418,7 @@ func TestDropInShapes(t *testing.T) {
 		}
 
 		// Failures unwrap to *errors.Error through the shapes' own wrapping.
-		denied := faulty.New(env.Store, faulty.Always(faulty.OpPutObject, faulty.Forbidden), faulty.Always(faulty.OpUploadPart, faulty.Forbidden))
+		denied := faulty.New(env.Store, faulty.Always(faulty.OpPutObject, faulty.Forbidden()), faulty.Always(faulty.OpUploadPart, faulty.Forbidden()))
 		deniedUp := newUploader(t, denied, opts...)
 		err := (&ChunkManager{Uploader: deniedUp, Bucket: env.Bucket}).Write(ctx, "files/denied.bin", data)
 		var e *sperrors.Error

@@ -9,7 +9,7 @@ import (
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/journal"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -27,8 +27,8 @@ func TestManagerRecoversJournalAtStart(t *testing.T) {
 			writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpoint)}
 		// The dead predecessor: part 2 refused, and its abort never sent (refused here).
 		dead := &SegmentTask{Uploader: newUploader(t, faulty.New(env.Store,
-			faulty.Rule{Op: "UploadPart", Part: 2, Fault: faulty.Forbidden},
-			faulty.Always("AbortMultipartUpload", faulty.Forbidden)), opts...),
+			faulty.Rule{Op: "UploadPart", Part: 2, Fault: faulty.Forbidden()},
+			faulty.Always("AbortMultipartUpload", faulty.Forbidden())), opts...),
 			Bucket: env.Bucket, Chan: "ch0", Segment: 1, Files: files}
 		if err := dead.Prepare(context.Background()); err == nil {
 			t.Fatal("the dying flush succeeded")

@@ -142,6 +142,10 @@ type observedStore struct {
 	c *Collector
 }
 
+// Unwrap keeps the wrapped store's optional capabilities (store.Find), which embedding alone
+// would hide behind the embedded interface.
+func (s *observedStore) Unwrap() store.Store { return s.Store }
+
 func (s *observedStore) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
 	out, err := s.Store.PutObject(ctx, in)
 	s.c.failed(ctx, "PutObject", err)

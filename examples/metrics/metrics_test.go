@@ -12,7 +12,7 @@ import (
 	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/retry"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -26,8 +26,8 @@ func TestCountsWhatHappened(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := col.WrapStore(faulty.New(env.Store,
-			faulty.First(faulty.OpPutObject, 2, faulty.SlowDown),
-			faulty.Rule{Op: faulty.OpUploadPart, KeyPrefix: "denied/", Part: 2, Fault: faulty.Forbidden},
+			faulty.First(faulty.OpPutObject, 2, faulty.SlowDown()),
+			faulty.Rule{Op: faulty.OpUploadPart, KeyPrefix: "denied/", Part: 2, Fault: faulty.Forbidden()},
 		))
 		policy := retry.New(retry.WithThrottleInterval(10*time.Millisecond), retry.WithInitialInterval(5*time.Millisecond))
 		up, err := writer.NewUploader(st, col.Option(), writer.WithRetry(policy), writer.WithProfile(env.Profile()), writer.WithPartSize(5<<20))

@@ -58,9 +58,9 @@ func TestAPIListing(t *testing.T) {
 	}
 }
 
-// apiLines lists the exported API of the root module's public packages, read from the compiler's
-// export data (what importers of the packages see), sorted.
-func apiLines(t *testing.T) []string {
+// publicPackages loads the root module's public packages from the compiler's export data (what
+// importers of the packages see).
+func publicPackages(t *testing.T) []*types.Package {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -98,12 +98,22 @@ func apiLines(t *testing.T) []string {
 		}
 		return os.Open(file)
 	})
-	var lines []string
+	var pkgs []*types.Package
 	for _, path := range public {
 		pkg, err := imp.Import(path)
 		if err != nil {
 			t.Fatalf("import %s: %v", path, err)
 		}
+		pkgs = append(pkgs, pkg)
+	}
+	return pkgs
+}
+
+// apiLines lists the exported API of the root module's public packages, sorted.
+func apiLines(t *testing.T) []string {
+	t.Helper()
+	var lines []string
+	for _, pkg := range publicPackages(t) {
 		lines = append(lines, packageLines(pkg)...)
 	}
 	slices.Sort(lines)

@@ -30,16 +30,6 @@ type Cache struct {
 // Open returns a cache in dir (created, 0700, on the first save).
 func Open(dir string) *Cache { return &Cache{dir: dir, now: time.Now} }
 
-// Default is the cache under the user's cache directory ($XDG_CACHE_HOME/safeput/endpoints, else
-// ~/.cache/safeput/endpoints), or nil when there is none.
-func Default() *Cache {
-	d, err := os.UserCacheDir()
-	if err != nil || d == "" {
-		return nil
-	}
-	return Open(filepath.Join(d, "safeput", "endpoints"))
-}
-
 // Facts is what is kept for one key.
 type Facts struct {
 	// ChecksParts: the store refused a part sent with a wrong checksum as a digest mismatch
@@ -113,10 +103,3 @@ func (c *Cache) Save(key string, f Facts) {
 		_ = os.Remove(tmp.Name())
 	}
 }
-
-// Attach makes the *writer.Uploader u start each bucket's facts from those kept in c, and keep
-// there what its writes learn. It is set by package writer, which imports this one, so that the
-// CLI (one write per process) can turn the cache on without a public option: a library user keeps
-// one Uploader instead, whose facts live as long as it does. It does nothing to a store with no
-// endpoint to key the facts by.
-var Attach func(u any, c *Cache)

@@ -137,12 +137,3 @@ func TestConcurrentSaves(t *testing.T) {
 		t.Fatalf("cache holds %v, want 4 entries and nothing else", got)
 	}
 }
-
-func TestDefaultFollowsXDGCacheHome(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", dir)
-	c := Default()
-	if c == nil || c.dir != filepath.Join(dir, "safeput", "endpoints") {
-		t.Fatalf("Default() = %+v, want a cache under %s", c, dir)
-	}
-}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/store/miniogo"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/safeput/safeput/store/faulty"
+	"github.com/safeput/safeput/store/storetest/faulty"
 )
 
 // ParseFaults reads a fault specification for tests: comma-separated OP:FAULT[:N] items, where

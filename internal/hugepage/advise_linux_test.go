@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"unsafe"
 )
@@ -38,37 +39,50 @@ func TestHugeRange(t *testing.T) {
 }
 
 // What a user of a THP kernel would check: the buffer's pages past its first 2 MiB carry the
-// huge-page advice (VmFlags "hg" in /proc/self/smaps) once enabled, and none without Enable.
+// huge-page advice (VmFlags "hg" in /proc/self/smaps) once advised, and none before.
 func TestAdviseMarksTheBuffer(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
 		t.Skip("this kernel has no transparent huge pages")
 	}
 	t.Setenv("GODEBUG", "")
-	buf := make([]byte, 16<<20)
-	Advise(buf) // not enabled yet
+	buf := freshMapping(t)
 	from, to := hugeRange(uintptr(unsafe.Pointer(&buf[0])), len(buf))
 	at := uintptr(unsafe.Pointer(&buf[from]))
 	if advised(t, at) {
-		t.Fatalf("advice applied before Enable")
+		t.Fatalf("advice on a buffer never advised")
 	}
-	Enable()
-	t.Cleanup(func() { enabled.Store(false) })
 	Advise(buf)
 	if !advised(t, at) || !advised(t, uintptr(unsafe.Pointer(&buf[to-1]))) {
-		t.Fatalf("no huge-page advice on [%#x, %#x) after Enable", at, uintptr(unsafe.Pointer(&buf[0]))+to)
+		t.Fatalf("no huge-page advice on [%#x, %#x) after Advise", at, uintptr(unsafe.Pointer(&buf[0]))+to)
 	}
 	if from > 0 && advised(t, uintptr(unsafe.Pointer(&buf[0]))) {
 		t.Errorf("the buffer's first 2 MiB were advised too")
 	}
 }
 
-func TestEnableHonoursDisableTHP(t *testing.T) {
-	t.Setenv("GODEBUG", "madvdontneed=1,disablethp=1")
-	t.Cleanup(func() { enabled.Store(false) })
-	Enable()
-	if enabled.Load() {
-		t.Fatal("Enable turned advice on under GODEBUG=disablethp=1")
+func TestAdviseHonoursDisableTHP(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
+		t.Skip("this kernel has no transparent huge pages")
 	}
+	t.Setenv("GODEBUG", "madvdontneed=1,disablethp=1")
+	buf := freshMapping(t)
+	from, _ := hugeRange(uintptr(unsafe.Pointer(&buf[0])), len(buf))
+	Advise(buf)
+	if advised(t, uintptr(unsafe.Pointer(&buf[from]))) {
+		t.Fatal("Advise advised a buffer under GODEBUG=disablethp=1")
+	}
+}
+
+// freshMapping is 16 MiB of memory in a mapping of its own: advice is kept per mapping, and the
+// Go heap's may carry another test's.
+func freshMapping(t *testing.T) []byte {
+	t.Helper()
+	buf, err := syscall.Mmap(-1, 0, 16<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Munmap(buf) })
+	return buf
 }
 
 // advised reports whether the mapping holding addr has VM_HUGEPAGE set.

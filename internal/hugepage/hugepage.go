@@ -12,26 +12,16 @@ package hugepage
 import (
 	"os"
 	"strings"
-	"sync/atomic"
 )
-
-var enabled atomic.Bool
-
-// Enable turns the advice on for this process, unless GODEBUG=disablethp=1 asks the runtime to
-// keep the heap off huge pages.
-func Enable() {
-	if strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
-		return
-	}
-	enabled.Store(true)
-}
 
 // Advise hints that buf, freshly allocated and not yet written, will be filled: the part of it
 // past its first 2 MiB is to be backed by huge pages. A stream that ends in a buffer's first
-// 2 MiB so touches only the 4 KiB pages it fills, as without the hint. A no-op unless Enable
-// was called, and on systems without transparent huge pages.
+// 2 MiB so touches only the 4 KiB pages it fills, as without the hint. It does nothing when
+// GODEBUG=disablethp=1 asks the runtime to keep the heap off huge pages, and on systems without
+// transparent huge pages. The caller decides whether to ask (writer.WithHugePages).
 func Advise(buf []byte) {
-	if enabled.Load() {
-		advise(buf)
+	if strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
+		return
 	}
+	advise(buf)
 }

@@ -1,5 +1,5 @@
 // Package probe marks the requests a write sends to learn what a store does rather than to store
-// the object (package writer's checksum probe), so that test tooling (store/faulty) can tell
+// the object (package writer's checksum probe), so that test tooling (store/storetest/faulty) can tell
 // them from the write's own requests.
 package probe
 

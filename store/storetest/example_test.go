@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/store/storetest"
 )
 

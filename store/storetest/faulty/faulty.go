@@ -1,5 +1,5 @@
-// Package faulty wraps a store.Store and injects faults: error responses (SlowDown,
-// InternalError, ...), connection resets, lost responses, hangs, and a lying store that keeps
+// Package faulty wraps a store.Store and injects faults: error responses (SlowDown(),
+// InternalError(), ...), connection resets, lost responses, hangs, and a lying store that keeps
 // corrupted data and answers OK. It serves unit tests, the randomized fault campaign and the
 // CLI's demo.
 //
@@ -8,6 +8,9 @@
 // injected fault is recorded, so tests can assert what happened. Invalid input is rejected as the
 // Store contract requires and a call whose context is already done is passed through; neither
 // is counted or faulted.
+//
+// Test support: store/storetest and the packages under it (memstore, faulty) are not covered by
+// safeput's compatibility promise; they change with the tests they serve, in any release.
 package faulty
 
 import (
@@ -37,7 +40,7 @@ import (
 // A call matches when its operation is Op ("" or AnyOp: every operation), its key starts with
 // KeyPrefix (for ListMultipartUploads the key is the listing prefix), its part number is Part
 // (0: any; only UploadPart calls have one) and the fault applies to the operation (see
-// Fault.AppliesTo; Truncate and FlipByte also need a non-empty body). Each rule numbers the
+// Fault.AppliesTo; Truncate() and FlipByte() also need a non-empty body). Each rule numbers the
 // calls it matches from 1; it fires on calls Skip+1 .. Skip+Times (Times 0: every call after
 // Skip). When several rules would fire on one call the first in order wins; every matching rule
 // still counts the call.
@@ -150,8 +153,9 @@ func New(inner store.Store, rules ...Rule) *Store {
 	return s
 }
 
-// Inner returns the wrapped store.
-func (s *Store) Inner() store.Store { return s.inner }
+// Unwrap returns the store faults are injected in front of, and with it its capabilities
+// (store.Find).
+func (s *Store) Unwrap() store.Store { return s.inner }
 
 // Injected returns a copy of every injection so far, in order.
 func (s *Store) Injected() []Injection {

@@ -11,6 +11,9 @@
 // failing body reader, which are returned wrapped as a real adapter would.
 //
 // Objects and parts are kept whole in memory; it is meant for test-sized data.
+//
+// Test support: store/storetest and the packages under it (memstore, faulty) are not covered by
+// safeput's compatibility promise; they change with the tests they serve, in any release.
 package memstore
 
 import (

@@ -62,55 +62,90 @@ type Fault struct {
 	message string
 }
 
-// The predefined faults.
-var (
-	// SlowDown answers 503 SlowDown without calling the inner store.
-	SlowDown = Fault{name: "SlowDown", kind: kindResponse, status: 503, code: "SlowDown", message: "Please reduce your request rate."}
-	// InternalError answers 500 InternalError without calling the inner store.
-	InternalError = Fault{name: "InternalError", kind: kindResponse, status: 500, code: "InternalError", message: "We encountered an internal error. Please try again."}
-	// ChecksumMismatch answers 400 XAmzContentChecksumMismatch (MinIO's code for a body that
-	// does not match its x-amz-checksum) to PutObject and UploadPart, without calling the inner
-	// store.
-	ChecksumMismatch = Fault{name: "ChecksumMismatch", kind: kindResponse, scope: scopeBody, status: 400, code: "XAmzContentChecksumMismatch",
+// The predefined faults. Each is a function, not a variable: a fault is a value the caller
+// passes around and compares, never shared state a test could change for every other.
+
+// SlowDown answers 503 SlowDown without calling the inner store.
+func SlowDown() Fault {
+	return Fault{name: "SlowDown", kind: kindResponse, status: 503, code: "SlowDown", message: "Please reduce your request rate."}
+}
+
+// InternalError answers 500 InternalError without calling the inner store.
+func InternalError() Fault {
+	return Fault{name: "InternalError", kind: kindResponse, status: 500, code: "InternalError", message: "We encountered an internal error. Please try again."}
+}
+
+// ChecksumMismatch answers 400 XAmzContentChecksumMismatch (MinIO's code for a body that
+// does not match its x-amz-checksum) to PutObject and UploadPart, without calling the inner
+// store.
+func ChecksumMismatch() Fault {
+	return Fault{name: "ChecksumMismatch", kind: kindResponse, scope: scopeBody, status: 400, code: "XAmzContentChecksumMismatch",
 		message: "The provided 'x-amz-checksum' header does not match what was computed."}
-	// Forbidden answers 403 AccessDenied without calling the inner store.
-	Forbidden = Fault{name: "Forbidden", kind: kindResponse, status: 403, code: "AccessDenied", message: "Access Denied"}
-	// EntityTooSmall answers CompleteMultipartUpload with 400 EntityTooSmall without calling the
-	// inner store.
-	EntityTooSmall = Fault{name: "EntityTooSmall", kind: kindResponse, scope: scopeComplete, status: 400, code: "EntityTooSmall",
+}
+
+// Forbidden answers 403 AccessDenied without calling the inner store.
+func Forbidden() Fault {
+	return Fault{name: "Forbidden", kind: kindResponse, status: 403, code: "AccessDenied", message: "Access Denied"}
+}
+
+// EntityTooSmall answers CompleteMultipartUpload with 400 EntityTooSmall without calling the
+// inner store.
+func EntityTooSmall() Fault {
+	return Fault{name: "EntityTooSmall", kind: kindResponse, scope: scopeComplete, status: 400, code: "EntityTooSmall",
 		message: "Your proposed upload is smaller than the minimum allowed size"}
-	// UnequalParts answers CompleteMultipartUpload with R2's 400 InvalidPart for unequal parts,
-	// without calling the inner store.
-	UnequalParts = Fault{name: "UnequalParts", kind: kindResponse, scope: scopeComplete, status: 400, code: "InvalidPart",
+}
+
+// UnequalParts answers CompleteMultipartUpload with R2's 400 InvalidPart for unequal parts,
+// without calling the inner store.
+func UnequalParts() Fault {
+	return Fault{name: "UnequalParts", kind: kindResponse, scope: scopeComplete, status: 400, code: "InvalidPart",
 		message: "All non-trailing parts must have the same length."}
-	// ResetMidBody reads half the body, then fails with a connection reset (*net.OpError
-	// wrapping syscall.ECONNRESET) without calling the inner store. On operations without a body
-	// it fails at once.
-	ResetMidBody = Fault{name: "ResetMidBody", kind: kindReset}
-	// DropResponse calls the inner store, so the operation takes effect, then returns a
-	// transport error (wrapping io.ErrUnexpectedEOF) instead of its answer: the lost response.
-	DropResponse = Fault{name: "DropResponse", kind: kindDrop}
-	// Truncate sends the first half of a PutObject or UploadPart body to the inner store, with
-	// Content-MD5 dropped and the checksum recomputed over the half so the store accepts it, and
-	// returns the store's success (its real ETag) with the echoed checksums replaced by the
-	// caller's: a store that keeps a truncated object and says OK.
-	Truncate = Fault{name: "Truncate", kind: kindTruncate, scope: scopeBody}
-	// FlipByte is Truncate with the middle byte of the body inverted instead of cut.
-	FlipByte = Fault{name: "FlipByte", kind: kindFlip, scope: scopeBody}
-	// Hang blocks until the context is done, then returns its error, without calling the inner
-	// store.
-	Hang = Fault{name: "Hang", kind: kindHang}
-	// NoSuchUploadAfterCommit calls the inner CompleteMultipartUpload and, when it succeeds,
-	// answers 404 NoSuchUpload instead: MinIO's answer to a re-sent Complete. Put it after a
-	// DropResponse on Complete to replay a lost answer followed by a retry.
-	NoSuchUploadAfterCommit = Fault{name: "NoSuchUploadAfterCommit", kind: kindGoneAfterCommit, scope: scopeComplete, status: 404, code: "NoSuchUpload",
+}
+
+// ResetMidBody reads half the body, then fails with a connection reset (*net.OpError
+// wrapping syscall.ECONNRESET) without calling the inner store. On operations without a body
+// it fails at once.
+func ResetMidBody() Fault {
+	return Fault{name: "ResetMidBody", kind: kindReset}
+}
+
+// DropResponse calls the inner store, so the operation takes effect, then returns a
+// transport error (wrapping io.ErrUnexpectedEOF) instead of its answer: the lost response.
+func DropResponse() Fault {
+	return Fault{name: "DropResponse", kind: kindDrop}
+}
+
+// Truncate sends the first half of a PutObject or UploadPart body to the inner store, with
+// Content-MD5 dropped and the checksum recomputed over the half so the store accepts it, and
+// returns the store's success (its real ETag) with the echoed checksums replaced by the
+// caller's: a store that keeps a truncated object and says OK.
+func Truncate() Fault {
+	return Fault{name: "Truncate", kind: kindTruncate, scope: scopeBody}
+}
+
+// FlipByte is Truncate with the middle byte of the body inverted instead of cut.
+func FlipByte() Fault {
+	return Fault{name: "FlipByte", kind: kindFlip, scope: scopeBody}
+}
+
+// Hang blocks until the context is done, then returns its error, without calling the inner
+// store.
+func Hang() Fault {
+	return Fault{name: "Hang", kind: kindHang}
+}
+
+// NoSuchUploadAfterCommit calls the inner CompleteMultipartUpload and, when it succeeds,
+// answers 404 NoSuchUpload instead: MinIO's answer to a re-sent Complete. Put it after a
+// DropResponse on Complete to replay a lost answer followed by a retry.
+func NoSuchUploadAfterCommit() Fault {
+	return Fault{name: "NoSuchUploadAfterCommit", kind: kindGoneAfterCommit, scope: scopeComplete, status: 404, code: "NoSuchUpload",
 		message: "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."}
-)
+}
 
 // All returns every predefined fault.
 func All() []Fault {
-	return []Fault{SlowDown, InternalError, ChecksumMismatch, Forbidden, EntityTooSmall, UnequalParts,
-		ResetMidBody, DropResponse, Truncate, FlipByte, Hang, NoSuchUploadAfterCommit}
+	return []Fault{SlowDown(), InternalError(), ChecksumMismatch(), Forbidden(), EntityTooSmall(), UnequalParts(),
+		ResetMidBody(), DropResponse(), Truncate(), FlipByte(), Hang(), NoSuchUploadAfterCommit()}
 }
 
 // Response returns a fault that answers any operation with the given status, S3 error code and

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/faulty"
-	"github.com/safeput/safeput/store/memstore"
+	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/memstore"
 )
 
 const bkt = "bucket"
@@ -101,10 +101,10 @@ func TestResponseFaultsOnPut(t *testing.T) {
 		status int
 		code   string
 	}{
-		{faulty.SlowDown, 503, "SlowDown"},
-		{faulty.InternalError, 500, "InternalError"},
-		{faulty.ChecksumMismatch, 400, "XAmzContentChecksumMismatch"},
-		{faulty.Forbidden, 403, "AccessDenied"},
+		{faulty.SlowDown(), 503, "SlowDown"},
+		{faulty.InternalError(), 500, "InternalError"},
+		{faulty.ChecksumMismatch(), 400, "XAmzContentChecksumMismatch"},
+		{faulty.Forbidden(), 403, "AccessDenied"},
 		{faulty.Response(429, "TooManyRequests", "slow down"), 429, "TooManyRequests"},
 	} {
 		t.Run(c.fault.String(), func(t *testing.T) {
@@ -138,8 +138,8 @@ func TestCompleteOnlyFaults(t *testing.T) {
 		code  string
 		msg   string
 	}{
-		{faulty.EntityTooSmall, "EntityTooSmall", ""},
-		{faulty.UnequalParts, "InvalidPart", "All non-trailing parts must have the same length."},
+		{faulty.EntityTooSmall(), "EntityTooSmall", ""},
+		{faulty.UnequalParts(), "InvalidPart", "All non-trailing parts must have the same length."},
 	} {
 		t.Run(c.fault.String(), func(t *testing.T) {
 			inner := newInner(memstore.Rules{MinPartSize: 1})
@@ -162,7 +162,7 @@ func TestCompleteOnlyFaults(t *testing.T) {
 
 func TestResetMidBody(t *testing.T) {
 	inner := newInner(memstore.Rules{})
-	s := faulty.New(inner, faulty.Always(faulty.AnyOp, faulty.ResetMidBody))
+	s := faulty.New(inner, faulty.Always(faulty.AnyOp, faulty.ResetMidBody()))
 	body := bytes.NewReader(make([]byte, 100))
 	_, err := s.PutObject(ctx, &store.PutObjectInput{Bucket: bkt, Key: "k", Body: body, ContentLength: 100})
 	wantNoResp(t, err)
@@ -186,7 +186,7 @@ func TestResetMidBody(t *testing.T) {
 func TestDropResponse(t *testing.T) {
 	t.Run("PutObject", func(t *testing.T) {
 		inner := newInner(memstore.Rules{})
-		s := faulty.New(inner, faulty.First(faulty.OpPutObject, 1, faulty.DropResponse))
+		s := faulty.New(inner, faulty.First(faulty.OpPutObject, 1, faulty.DropResponse()))
 		_, err := s.PutObject(ctx, putIn([]byte("landed")))
 		wantNoResp(t, err)
 		if !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -203,8 +203,8 @@ func TestDropResponse(t *testing.T) {
 		// AWS-like inner store that would replay the success; the fault makes it answer like MinIO.
 		inner := newInner(memstore.Rules{MinPartSize: 1, ReplayComplete: true})
 		s := faulty.New(inner,
-			faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse),
-			faulty.Nth(faulty.OpCompleteMultipart, 2, faulty.NoSuchUploadAfterCommit))
+			faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse()),
+			faulty.Nth(faulty.OpCompleteMultipart, 2, faulty.NoSuchUploadAfterCommit()))
 		id, parts, all := mpu(t, s, "", 2, 1)
 		in := &store.CompleteMultipartUploadInput{Bucket: bkt, Key: "k", UploadID: id, Parts: parts}
 		_, err := s.CompleteMultipartUpload(ctx, in)
@@ -222,13 +222,13 @@ func TestDropResponse(t *testing.T) {
 			t.Errorf("third Complete: %v", err)
 		}
 		inj := s.Injected()
-		if len(inj) != 2 || inj[0].Fault != faulty.DropResponse || inj[1].Fault != faulty.NoSuchUploadAfterCommit || inj[1].UploadID != id || inj[1].Rule != 1 {
+		if len(inj) != 2 || inj[0].Fault != faulty.DropResponse() || inj[1].Fault != faulty.NoSuchUploadAfterCommit() || inj[1].UploadID != id || inj[1].Rule != 1 {
 			t.Errorf("Injected = %+v", inj)
 		}
 	})
 	t.Run("NoSuchUploadAfterCommit keeps a real refusal", func(t *testing.T) {
 		inner := newInner(memstore.Rules{}) // 5 MiB minimum: the 1-byte first part is refused
-		s := faulty.New(inner, faulty.Always(faulty.OpCompleteMultipart, faulty.NoSuchUploadAfterCommit))
+		s := faulty.New(inner, faulty.Always(faulty.OpCompleteMultipart, faulty.NoSuchUploadAfterCommit()))
 		id, parts, _ := mpu(t, s, "", 1, 1)
 		_, err := s.CompleteMultipartUpload(ctx, &store.CompleteMultipartUploadInput{Bucket: bkt, Key: "k", UploadID: id, Parts: parts})
 		wantResp(t, err, 400, "EntityTooSmall")
@@ -238,7 +238,7 @@ func TestDropResponse(t *testing.T) {
 		if _, err := inner.PutObject(ctx, putIn([]byte("x"))); err != nil {
 			t.Fatal(err)
 		}
-		s := faulty.New(inner, faulty.Always(faulty.AnyOp, faulty.DropResponse))
+		s := faulty.New(inner, faulty.Always(faulty.AnyOp, faulty.DropResponse()))
 		_, err := s.GetObject(ctx, &store.GetObjectInput{Bucket: bkt, Key: "k"})
 		wantNoResp(t, err)
 		up, err := inner.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: bkt, Key: "k"})
@@ -259,8 +259,8 @@ func TestTruncateAndFlipPut(t *testing.T) {
 		fault faulty.Fault
 		want  []byte
 	}{
-		{faulty.Truncate, data[:8]},
-		{faulty.FlipByte, append(append(bytes.Clone(data[:8]), data[8]^0xff), data[9:]...)},
+		{faulty.Truncate(), data[:8]},
+		{faulty.FlipByte(), append(append(bytes.Clone(data[:8]), data[8]^0xff), data[9:]...)},
 	} {
 		t.Run(c.fault.String(), func(t *testing.T) {
 			inner := newInner(memstore.Rules{})
@@ -297,7 +297,7 @@ func TestTruncateAndFlipPut(t *testing.T) {
 func TestTruncatePart(t *testing.T) {
 	t.Run("composite: store refuses the part checksum at Complete", func(t *testing.T) {
 		inner := newInner(memstore.Rules{MinPartSize: 1})
-		s := faulty.New(inner, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Truncate})
+		s := faulty.New(inner, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Truncate()})
 		up, err := s.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: bkt, Key: "k", ChecksumAlgorithm: store.ChecksumSHA256})
 		if err != nil {
 			t.Fatal(err)
@@ -325,13 +325,13 @@ func TestTruncatePart(t *testing.T) {
 		}
 		_, err = s.CompleteMultipartUpload(ctx, &store.CompleteMultipartUploadInput{Bucket: bkt, Key: "k", UploadID: up.UploadID, Parts: parts})
 		wantResp(t, err, 400, "InvalidPart")
-		if inj := s.Injected(); len(inj) != 1 || inj[0].Part != 2 || inj[0].Fault != faulty.Truncate {
+		if inj := s.Injected(); len(inj) != 1 || inj[0].Part != 2 || inj[0].Fault != faulty.Truncate() {
 			t.Errorf("Injected = %+v", inj)
 		}
 	})
 	t.Run("full object: store refuses the object checksum at Complete", func(t *testing.T) {
 		inner := newInner(memstore.Rules{MinPartSize: 1})
-		s := faulty.New(inner, faulty.Rule{Op: faulty.OpUploadPart, Part: 1, Fault: faulty.FlipByte})
+		s := faulty.New(inner, faulty.Rule{Op: faulty.OpUploadPart, Part: 1, Fault: faulty.FlipByte()})
 		up, err := s.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: bkt, Key: "k", ChecksumAlgorithm: store.ChecksumCRC64NVME})
 		if err != nil {
 			t.Fatal(err)
@@ -359,7 +359,7 @@ func sha256Checksum(p []byte) store.Checksum {
 
 func TestHang(t *testing.T) {
 	inner := newInner(memstore.Rules{})
-	s := faulty.New(inner, faulty.First(faulty.OpHeadObject, 1, faulty.Hang))
+	s := faulty.New(inner, faulty.First(faulty.OpHeadObject, 1, faulty.Hang()))
 	// start before the deadline is set, so the deadline is never earlier than start + 20 ms (a
 	// loaded machine once put 2 ms between the two).
 	start := time.Now()
@@ -377,10 +377,10 @@ func TestHang(t *testing.T) {
 func TestRuleMatching(t *testing.T) {
 	inner := newInner(memstore.Rules{MinPartSize: 1})
 	s := faulty.New(inner,
-		faulty.Rule{Op: faulty.OpUploadPart, Part: 3, Times: 2, Fault: faulty.SlowDown},
-		faulty.Rule{Op: faulty.OpPutObject, KeyPrefix: "logs/", Skip: 1, Times: 1, Fault: faulty.InternalError},
-		faulty.Always(faulty.AnyOp, faulty.EntityTooSmall),  // applies to Complete only
-		faulty.Always(faulty.OpHeadObject, faulty.Truncate), // never applies
+		faulty.Rule{Op: faulty.OpUploadPart, Part: 3, Times: 2, Fault: faulty.SlowDown()},
+		faulty.Rule{Op: faulty.OpPutObject, KeyPrefix: "logs/", Skip: 1, Times: 1, Fault: faulty.InternalError()},
+		faulty.Always(faulty.AnyOp, faulty.EntityTooSmall()),  // applies to Complete only
+		faulty.Always(faulty.OpHeadObject, faulty.Truncate()), // never applies
 	)
 	up, err := s.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: bkt, Key: "k"})
 	if err != nil {
@@ -430,7 +430,7 @@ func TestRuleMatching(t *testing.T) {
 
 func TestNotFaulted(t *testing.T) {
 	inner := newInner(memstore.Rules{})
-	s := faulty.New(inner, faulty.Always(faulty.AnyOp, faulty.SlowDown), faulty.Always(faulty.AnyOp, faulty.Truncate))
+	s := faulty.New(inner, faulty.Always(faulty.AnyOp, faulty.SlowDown()), faulty.Always(faulty.AnyOp, faulty.Truncate()))
 	// Invalid input is refused as the contract says, never faulted.
 	if _, err := s.PutObject(ctx, nil); !errors.Is(err, store.ErrInvalidInput) {
 		t.Errorf("nil input: %v", err)
@@ -486,7 +486,7 @@ func campaign(t *testing.T, rule faulty.Rule) []string {
 }
 
 func TestRandom(t *testing.T) {
-	faults := []faulty.Fault{faulty.SlowDown, faulty.Truncate, faulty.EntityTooSmall, faulty.DropResponse}
+	faults := []faulty.Fault{faulty.SlowDown(), faulty.Truncate(), faulty.EntityTooSmall(), faulty.DropResponse()}
 	a := campaign(t, faulty.Random(42, 0.3, faults...))
 	b := campaign(t, faulty.Random(42, 0.3, faults...))
 	if len(a) == 0 || fmt.Sprint(a) != fmt.Sprint(b) {
@@ -516,7 +516,7 @@ func TestRandom(t *testing.T) {
 // TestConcurrent hammers one Store from many goroutines; -race checks the locking.
 func TestConcurrent(t *testing.T) {
 	inner := newInner(memstore.Rules{MinPartSize: 1})
-	s := faulty.New(inner, faulty.Random(9, 0.5, faulty.All()...), faulty.First(faulty.OpPutObject, 10, faulty.SlowDown))
+	s := faulty.New(inner, faulty.Random(9, 0.5, faulty.All()...), faulty.First(faulty.OpPutObject, 10, faulty.SlowDown()))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -595,7 +595,7 @@ func TestEveryOperation(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := inner.Requests(op)
-			s := faulty.New(inner, faulty.Nth(op, 1, faulty.InternalError), faulty.Nth(op, 2, faulty.DropResponse))
+			s := faulty.New(inner, faulty.Nth(op, 1, faulty.InternalError()), faulty.Nth(op, 2, faulty.DropResponse()))
 			err = call(s, up.UploadID)
 			var re *store.ResponseError
 			if !errors.As(err, &re) || re.Op != op || re.StatusCode != 500 {
