@@ -46,6 +46,39 @@ func TestResolveSources(t *testing.T) {
 	}
 }
 
+// When the flags and the environment give keys, region and endpoint, Resolve does not load the
+// SDK's configuration, and gives what the SDK's precedence would: the environment's over the
+// profile AWS_PROFILE names.
+func TestFlagsAndEnvironmentAsTheSDKWould(t *testing.T) {
+	isolate(t)
+	sharedFilesIn(t, t.TempDir(), "[profile p]\nregion = eu-west-3\nendpoint_url = http://profile:1\n",
+		"[p]\naws_access_key_id = pk\naws_secret_access_key = ps\n")
+	t.Setenv("AWS_PROFILE", "p")
+	t.Setenv("AWS_ACCESS_KEY_ID", "envkey")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "envsecret")
+	t.Setenv("AWS_REGION", "ap-south-2")
+	t.Setenv("AWS_ENDPOINT_URL", "http://env:1")
+	r, err := Conn{}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(t.Context(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := cfg.Credentials.Retrieve(t.Context())
+	if err != nil || r.AccessKey != v.AccessKeyID || r.SecretKey != v.SecretAccessKey || r.Region != cfg.Region || r.Endpoint != *cfg.BaseEndpoint {
+		t.Fatalf("Resolve %+v; the SDK: keys %s, region %s, endpoint %s, %v", r, v.AccessKeyID, cfg.Region, *cfg.BaseEndpoint, err)
+	}
+	if r.AccessKey != "envkey" || r.Region != "ap-south-2" || r.Endpoint != "http://env:1" {
+		t.Fatalf("Resolve %+v; want the environment's keys, region and endpoint", r)
+	}
+	// --profile outranks the environment's keys: the profile's, through the SDK.
+	if r, err = (Conn{Profile: "p"}).Resolve(); err != nil || r.AccessKey != "pk" || r.Region != "ap-south-2" {
+		t.Fatalf("--profile p: %+v, %v; want the profile's keys, the environment's region", r, err)
+	}
+}
+
 func TestMissingCredentialsNamesTheCallersFields(t *testing.T) {
 	isolate(t)
 	_, err := Conn{KeysHint: "access_key and secret_key"}.Resolve()

@@ -196,6 +196,10 @@ func TestAssumeRoleRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "arn:aws:iam::1:role/denied") || !strings.Contains(err.Error(), "not authorized") {
 		t.Errorf("STS refusal: %v; want the role and STS's message", err)
 	}
+	// The error names the source that signed the call, never its keys.
+	if err != nil && (!strings.Contains(err.Error(), `profile "base" static keys`) || strings.Contains(err.Error(), "basesecret") || strings.Contains(err.Error(), "basekey")) {
+		t.Errorf("STS refusal: %v; want the source profile named and no key in it", err)
+	}
 
 	sts.answer = func(w http.ResponseWriter) bool { <-hang; return true }
 	defer func(d time.Duration) { credentialTimeout = d }(credentialTimeout)
