@@ -310,3 +310,36 @@ func testIMDSPut(t *testing.T, srv s3test.Server, backend string) {
 	}
 	t.Logf("%s: %d key fetches from IMDS over the upload", backend, fetches)
 }
+
+// An IAM Identity Center profile (sso_session) signs in with the token `aws sso login` cached
+// and gets the role's keys from the SSO portal (AWS_ENDPOINT_URL_SSO: a local stand-in).
+func TestSSOSession(t *testing.T) {
+	isolate(t)
+	home := os.Getenv("HOME")
+	var calls []string
+	portal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls = append(calls, r.URL.Path+"?"+r.URL.RawQuery+" "+r.Header.Get("X-Amz-Sso_bearer_token"))
+		_, _ = fmt.Fprintf(w, `{"roleCredentials":{"accessKeyId":"ssokey","secretAccessKey":"ssosecret","sessionToken":"ssotoken","expiration":%d}}`,
+			time.Now().Add(time.Hour).UnixMilli())
+	}))
+	defer portal.Close()
+	t.Setenv("AWS_ENDPOINT_URL_SSO", portal.URL)
+	cache := filepath.Join(home, ".aws", "sso", "cache")
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The SDK names the cache file by the SHA-1 of the session's name ("corp").
+	token := `{"accessToken":"portal-token","expiresAt":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `","region":"us-east-1","startUrl":"https://x.awsapps.com/start"}`
+	if err := os.WriteFile(filepath.Join(cache, "ee0bfd2552fbd840c02cc48b6e823320543c450f.json"), []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sharedFilesIn(t, t.TempDir(), "[profile dev]\nsso_session = corp\nsso_account_id = 111122223333\nsso_role_name = Writer\nregion = eu-west-1\n"+
+		"[sso-session corp]\nsso_region = us-east-1\nsso_start_url = https://x.awsapps.com/start\nsso_registration_scopes = sso:account:access\n", "")
+	r, err := Conn{Profile: "dev"}.Resolve()
+	if err != nil || r.AccessKey != "ssokey" || r.SessionToken != "ssotoken" || r.Region != "eu-west-1" || r.Expires.IsZero() {
+		t.Fatalf("SSO: %+v, %v", r, err)
+	}
+	if len(calls) != 1 || !strings.Contains(calls[0], "account_id=111122223333") || !strings.Contains(calls[0], "role_name=Writer") || !strings.HasSuffix(calls[0], " portal-token") {
+		t.Errorf("SSO portal calls %q; want one GetRoleCredentials with the cached token", calls)
+	}
+}
