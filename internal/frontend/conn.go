@@ -181,9 +181,9 @@ func (c Conn) credentials(ctx context.Context, cfg aws.Config, r *Resolved, hint
 		if strings.HasPrefix(source, imdsSource) {
 			// The end of the chain: nothing was configured, and this is no EC2 host with a role.
 			return fmt.Errorf("missing credentials: set %s, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a --profile (AWS_PROFILE) "+
-				"in the shared config files; the default chain ended at %s: %v", hint, source, err)
+				"in the shared config files; the default chain ended at %s: %w", hint, source, err)
 		}
-		return fmt.Errorf("credentials from %s: %v", source, err)
+		return fmt.Errorf("credentials from %s: %w", source, err)
 	}
 	r.AccessKey, r.SecretKey, r.SessionToken = v.AccessKeyID, v.SecretAccessKey, v.SessionToken
 	r.source = source
