@@ -168,6 +168,7 @@ func TestConfigErrorsBeforeCredentials(t *testing.T) {
 	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "")
 	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "")
 	t.Setenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true") // the end of the SDK's chain: not this host's instance role
 	for _, c := range []struct{ json, want string }{
 		{`{"key":"k"}`, "bucket and key are required"},
 		{`{"bucket":"b","key":"k","concurrency":0}`, "concurrency"},

@@ -125,7 +125,7 @@ func TestStoreCacheKeepsTheRecent(t *testing.T) {
 }
 
 // A role profile's handles share one client: the keys STS answered are reused at the next open
-// (frontend's role cache), so opening file after file neither calls STS each time nor makes a
+// (frontend keeps the SDK's configuration, and so its credentials cache), so opening file after file neither calls STS each time nor makes a
 // client per file.
 func TestRoleProfileHandlesShareAClient(t *testing.T) {
 	var calls atomic.Int32

@@ -65,7 +65,9 @@ func cleanEnv() []string {
 		}
 	}
 	return append(env, "AWS_CONFIG_FILE=/nonexistent/safeput-test-config", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent/safeput-test-credentials",
-		"XDG_CACHE_HOME=/dev/null/safeput-test-cache") // under a file: no directory, even for root
+		"XDG_CACHE_HOME=/dev/null/safeput-test-cache", // under a file: no directory, even for root
+		// The end of the SDK's chain: this host's instance role, if any, is not the test's.
+		"AWS_EC2_METADATA_DISABLED=true")
 }
 
 func serverEnv(s s3test.Server) []string {
@@ -725,8 +727,8 @@ func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 	expectCode(t, r, 0, "verify with AWS_PROFILE")
 	r = runWith(t, env, nil, "--path-style", "--profile", "nope", "put", file, "s3://"+bucket+"/nope")
 	expectCode(t, r, 2, "unknown profile")
-	if !strings.Contains(r.stderr, "safeput-test") {
-		t.Errorf("unknown profile: stderr %q; want the profiles there named", r.stderr)
+	if !strings.Contains(r.stderr, "profile \"nope\": not in the shared config or credentials files ("+conf) {
+		t.Errorf("unknown profile: stderr %q; want the profile and the files read named", r.stderr)
 	}
 
 	// credential_process (how vaults and other credential tools reach the CLI),

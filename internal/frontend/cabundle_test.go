@@ -21,13 +21,14 @@ func TestCABundleSources(t *testing.T) {
 	}
 	good := filepath.Join(dir, "ca.pem")
 	junk := filepath.Join(dir, "junk.pem")
-	for p, b := range map[string][]byte{good: ca.PEM, junk: []byte("nothing")} {
+	// The SDK reads the environment's and the profile's bundles as it loads, so they exist.
+	fromDefault, fromP, fromEnv := filepath.Join(dir, "default.pem"), filepath.Join(dir, "p.pem"), filepath.Join(dir, "env.pem")
+	for p, b := range map[string][]byte{good: ca.PEM, junk: []byte("nothing"), fromDefault: ca.PEM, fromP: ca.PEM, fromEnv: ca.PEM} {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sharedFilesIn(t, dir, "[default]\nca_bundle = /from/default\n[profile p]\nca_bundle = ~/from/p\n", "")
-	t.Setenv("HOME", dir)
+	sharedFilesIn(t, dir, "[default]\nca_bundle = "+fromDefault+"\n[profile p]\nca_bundle = "+fromP+"\n", "")
 	base := Conn{Endpoint: "https://127.0.0.1:1", AccessKey: "a", SecretKey: "s", Backend: "aws"}
 	resolve := func(c Conn) string {
 		t.Helper()
@@ -37,16 +38,16 @@ func TestCABundleSources(t *testing.T) {
 		}
 		return r.CABundle
 	}
-	if got := resolve(base); got != "/from/default" {
+	if got := resolve(base); got != fromDefault {
 		t.Errorf("default profile: %q", got)
 	}
 	p := base
 	p.Profile = "p"
-	if got := resolve(p); got != filepath.Join(dir, "from/p") {
+	if got := resolve(p); got != fromP {
 		t.Errorf("named profile: %q", got)
 	}
-	t.Setenv("AWS_CA_BUNDLE", "/from/env")
-	if got := resolve(base); got != "/from/env" {
+	t.Setenv("AWS_CA_BUNDLE", fromEnv)
+	if got := resolve(base); got != fromEnv {
 		t.Errorf("environment: %q", got)
 	}
 	flag := base
@@ -70,15 +71,15 @@ func TestCABundleSources(t *testing.T) {
 	if got := resolve(plain); got != "" {
 		t.Errorf("plain HTTP takes %q from the profile", got)
 	}
-	t.Setenv("AWS_CA_BUNDLE", "/from/env")
+	t.Setenv("AWS_CA_BUNDLE", fromEnv)
 	plain.CABundle = good
 	if got := resolve(plain); got != good {
 		t.Errorf("plain HTTP with the flag: %q", got)
 	}
 	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:2")
-	fromEnv := base
-	fromEnv.Endpoint = ""
-	if got := resolve(fromEnv); got != "" {
+	viaEnv := base
+	viaEnv.Endpoint = ""
+	if got := resolve(viaEnv); got != "" {
 		t.Errorf("an http endpoint from AWS_ENDPOINT_URL takes %q from the environment", got)
 	}
 	t.Setenv("AWS_ENDPOINT_URL", "")

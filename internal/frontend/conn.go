@@ -1,16 +1,18 @@
 package frontend
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"fmt"
-	"maps"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 	"go.uber.org/zap"
 
@@ -52,98 +54,163 @@ type Resolved struct {
 	// Expires is when the keys stop working (an assumed role's, say); zero when they do not
 	// expire or nobody said when. A store built for keys that expire renews them (renew.go).
 	Expires time.Time
+
+	// creds is the SDK's credentials cache the keys came from, which renews them; source names
+	// where they came from, for errors. (Both comparable: the C ABI keys its clients by Resolved.)
+	creds  *aws.CredentialsCache
+	source string
 }
 
 // Every error Resolve and NewStore return is a configuration error: nothing was sent.
 
-// Resolve fills what c leaves empty: the endpoint from AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL,
-// the region from AWS_REGION or AWS_DEFAULT_REGION (default us-east-1), the keys from
-// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, and failing those from the
-// shared config files.
+// Resolve fills what c leaves empty from aws-sdk-go-v2's default configuration (creds.go): the
+// endpoint from AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL or the profile's endpoint_url; the
+// region from AWS_REGION, AWS_DEFAULT_REGION or the profile, else the instance metadata
+// service when that gave the keys, else us-east-1; the keys from the SDK's default chain
+// (environment, the profile c.Profile or AWS_PROFILE or default, web identity, container
+// credentials, the EC2 instance metadata service).
 func (c Conn) Resolve() (Resolved, error) {
+	ctx := context.Background()
 	r := Resolved{Endpoint: c.Endpoint, Region: c.Region, AccessKey: c.AccessKey, SecretKey: c.SecretKey, SessionToken: c.SessionToken}
+	hint := c.KeysHint
+	if hint == "" {
+		hint = "an access key and a secret key"
+	}
+	given := r.AccessKey != "" || r.SecretKey != ""
+	switch {
+	case given && r.AccessKey == "":
+		return r, fmt.Errorf("missing credentials: a secret key without an access key id")
+	case given && r.SecretKey == "":
+		return r, fmt.Errorf("missing credentials: an access key id without a secret key")
+	case !given && (os.Getenv("AWS_ACCESS_KEY_ID") == "") != (os.Getenv("AWS_SECRET_ACCESS_KEY") == ""):
+		// The SDK passes over half a pair silently and goes on down the chain.
+		return r, fmt.Errorf("missing credentials: only one of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY is set")
+	}
+	if c.fromFlagsAndEnv(&r) {
+		return r, c.checkEndpoint(&r)
+	}
+	cfg, err := loadConfig(ctx, c.Profile, c.Region)
+	if err != nil {
+		return r, err
+	}
+	env, shared := sources(cfg)
 	if r.Endpoint == "" {
-		r.Endpoint = firstEnv("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+		r.Endpoint = os.Getenv("AWS_ENDPOINT_URL_S3")
 	}
-	if r.Region == "" {
-		r.Region = firstEnv("AWS_REGION", "AWS_DEFAULT_REGION")
+	if r.Endpoint == "" && cfg.BaseEndpoint != nil {
+		r.Endpoint = *cfg.BaseEndpoint
 	}
-	if r.Region == "" {
-		r.Region = "us-east-1"
+	r.Region = cfg.Region // c.Region when given (config.WithRegion)
+	if !given {
+		if err := c.credentials(ctx, cfg, &r, hint); err != nil {
+			return r, err
+		}
+		if c.Region == "" && env.Region == "" && shared.Region == "" && r.source == imdsSource {
+			// On EC2 with no region configured, the instance's own, as AWS tools on EC2 take it.
+			if out, err := imds.NewFromConfig(cfg).GetRegion(ctx, nil); err == nil && out.Region != "" {
+				r.Region = out.Region
+			}
+		}
 	}
-	// Given keys and environment keys are taken as pairs: mixing a given key with an environment
-	// secret would sign with credentials nobody meant together.
-	if r.AccessKey == "" && r.SecretKey == "" {
+	c.resolveCABundle(&r, env, shared)
+	return r, c.checkEndpoint(&r)
+}
+
+// fromFlagsAndEnv fills r from the flags and the environment alone when they give everything
+// the shared files could (keys, region, endpoint, and a CA bundle or no need of one), as the
+// SDK's precedence would keep it: nothing is left for the files to give, so the SDK's
+// configuration is not loaded (which touched code and data worth 0.3-0.8 MiB of the CLI's peak
+// RSS on a stream; creds.go). AWS_PROFILE does not outrank keys in the environment; --profile
+// does. (Unlike the SDK, an AWS_PROFILE naming no profile is not an error then.)
+func (c Conn) fromFlagsAndEnv(r *Resolved) bool {
+	if r.AccessKey == "" {
+		if c.Profile != "" || os.Getenv("AWS_ACCESS_KEY_ID") == "" || os.Getenv("AWS_SECRET_ACCESS_KEY") == "" {
+			return false
+		}
 		r.AccessKey, r.SecretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
 		if r.SessionToken == "" {
 			r.SessionToken = os.Getenv("AWS_SESSION_TOKEN")
 		}
 	}
-	if r.AccessKey == "" && r.SecretKey == "" {
-		if err := c.fromSharedConfig(&r); err != nil {
-			return r, err
+	region := cmp.Or(c.Region, os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"))
+	endpoint := c.Endpoint
+	if endpoint == "" && os.Getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS") == "" {
+		endpoint = cmp.Or(os.Getenv("AWS_ENDPOINT_URL_S3"), os.Getenv("AWS_ENDPOINT_URL"))
+	}
+	ca := c.CABundle
+	if ca == "" && !c.InsecureSkipVerify && !plainHTTP(endpoint) {
+		ca = os.Getenv("AWS_CA_BUNDLE")
+	}
+	if region == "" || endpoint == "" || (ca == "" && !c.InsecureSkipVerify && !plainHTTP(endpoint)) {
+		if c.AccessKey == "" {
+			r.AccessKey, r.SecretKey, r.SessionToken = "", "", c.SessionToken
 		}
+		return false
 	}
-	hint := c.KeysHint
-	if hint == "" {
-		hint = "an access key and a secret key"
-	}
-	switch {
-	case r.AccessKey == "" && r.SecretKey == "":
-		return r, fmt.Errorf("missing credentials: set %s, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a --profile (AWS_PROFILE) in the shared config files", hint)
-	case r.AccessKey == "":
-		return r, fmt.Errorf("missing credentials: a secret key without an access key id")
-	case r.SecretKey == "":
-		return r, fmt.Errorf("missing credentials: an access key id without a secret key")
-	}
-	if err := c.resolveCABundle(&r); err != nil {
-		return r, err
-	}
+	r.Region, r.Endpoint, r.CABundle = region, endpoint, ca
+	return true
+}
+
+// checkEndpoint refuses an endpoint that is not http(s); minio-go, which needs one, gets the
+// region's AWS endpoint when none is set.
+func (c Conn) checkEndpoint(r *Resolved) error {
 	if r.Endpoint != "" {
 		if !strings.HasPrefix(r.Endpoint, "http://") && !strings.HasPrefix(r.Endpoint, "https://") {
-			return r, fmt.Errorf("endpoint %q: want http://host[:port] or https://host[:port]", r.Endpoint)
+			return fmt.Errorf("endpoint %q: want http://host[:port] or https://host[:port]", r.Endpoint)
 		}
 	} else if c.Backend == "minio" {
 		// minio-go needs a host; without one, use the AWS endpoint awss3 would pick.
 		r.Endpoint = "https://s3." + r.Region + ".amazonaws.com"
 	}
-	return r, nil
+	return nil
+}
+
+// imdsSource is how Resolved.source names the instance metadata service.
+const imdsSource = "the EC2 instance metadata service"
+
+// credentials fills r's keys from the SDK's chain; an error names the source the chain picked
+// and why it gave nothing.
+func (c Conn) credentials(ctx context.Context, cfg aws.Config, r *Resolved, hint string) error {
+	cache, ok := cfg.Credentials.(*aws.CredentialsCache)
+	if !ok {
+		cache = aws.NewCredentialsCache(cfg.Credentials)
+	}
+	source := describeSource(cfg, c.Profile != "")
+	v, err := retrieve(ctx, cache)
+	if err != nil {
+		if strings.HasPrefix(source, imdsSource) {
+			// The end of the chain: nothing was configured, and this is no EC2 host with a role.
+			return fmt.Errorf("missing credentials: set %s, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a --profile (AWS_PROFILE) "+
+				"in the shared config files; the default chain ended at %s: %w", hint, source, err)
+		}
+		return fmt.Errorf("credentials from %s: %w", source, err)
+	}
+	r.AccessKey, r.SecretKey, r.SessionToken = v.AccessKeyID, v.SecretAccessKey, v.SessionToken
+	r.source = source
+	if v.Source == ec2rolecreds.ProviderName {
+		r.source = imdsSource
+	}
+	if v.CanExpire {
+		r.Expires, r.creds = v.Expires, cache
+	}
+	return nil
 }
 
 // resolveCABundle picks the CA bundle file: c.CABundle, else AWS_CA_BUNDLE, else ca_bundle in
-// the profile (c.Profile, AWS_PROFILE or default), whoever gave the keys. Under
-// InsecureSkipVerify only c.CABundle counts (and the adapter refuses the pair). A plain http://
-// endpoint takes none from the environment or the profile: no TLS is ever made to it, and a
-// bundle set for other endpoints cost each process the parse of the system roots and the bundle
-// (with Debian's ca-certificates as AWS_CA_BUNDLE: 5 MB of RSS and 15 ms of a 1-byte put).
-func (c Conn) resolveCABundle(r *Resolved) error {
+// the profile, whoever gave the keys. Under InsecureSkipVerify only c.CABundle counts (and the
+// adapter refuses the pair). A plain http:// endpoint takes none from the environment or the
+// profile: no TLS is ever made to it, and a bundle set for other endpoints cost each process
+// the parse of the system roots and the bundle (with Debian's ca-certificates as
+// AWS_CA_BUNDLE: 5 MB of RSS and 15 ms of a 1-byte put).
+func (c Conn) resolveCABundle(r *Resolved, env config.EnvConfig, shared config.SharedConfig) {
 	r.CABundle = c.CABundle
 	if r.CABundle != "" || c.InsecureSkipVerify || plainHTTP(r.Endpoint) {
-		return nil
+		return
 	}
-	if r.CABundle = os.Getenv("AWS_CA_BUNDLE"); r.CABundle != "" {
-		return nil
+	if r.CABundle = env.CustomCABundle; r.CABundle != "" {
+		return
 	}
-	profile := c.Profile
-	if profile == "" {
-		profile = os.Getenv("AWS_PROFILE")
-	}
-	if profile == "" {
-		profile = "default"
-	}
-	profiles, err := sharedProfiles()
-	if err != nil {
-		return err
-	}
-	if v := profiles[profile]["ca_bundle"]; v != "" {
-		if rest, ok := strings.CutPrefix(v, "~/"); ok {
-			if home, err := os.UserHomeDir(); err == nil {
-				v = filepath.Join(home, rest)
-			}
-		}
-		r.CABundle = v
-	}
-	return nil
+	r.CABundle = shared.CustomCABundle
 }
 
 // plainHTTP reports an endpoint that is spoken to without TLS (Resolve accepts only the
@@ -164,67 +231,6 @@ func readCABundle(path string) ([]byte, error) {
 		return nil, fmt.Errorf("CA bundle %s: holds no PEM certificate", path)
 	}
 	return data, nil
-}
-
-// fromSharedConfig fills what c and the environment left empty, in the SDKs' order: a profile
-// named by c.Profile or AWS_PROFILE; else a web identity the environment points at; else the
-// "default" profile of the shared config and credentials files (~/.aws/config,
-// ~/.aws/credentials, or AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE); else a container
-// task's credentials the environment points at. A profile gives keys
-// (static, credential_process, SSO or an assumed role; see shared.go), region and endpoint_url. A named profile
-// that is missing or gives no keys is an error; a missing default is not (the caller reports the
-// missing credentials).
-func (c Conn) fromSharedConfig(r *Resolved) error {
-	profile := c.Profile
-	if profile == "" {
-		profile = os.Getenv("AWS_PROFILE")
-	}
-	named := profile != ""
-	if !named {
-		profile = "default"
-	}
-	profiles, err := sharedProfiles()
-	if err != nil {
-		return err
-	}
-	props, found := profiles[profile]
-	if named && !found {
-		known := "none"
-		if len(profiles) > 0 {
-			known = strings.Join(slices.Sorted(maps.Keys(profiles)), ", ")
-		}
-		return fmt.Errorf("profile %q: not in the shared config or credentials files (profiles there: %s)", profile, known)
-	}
-	if found {
-		if c.Region == "" && firstEnv("AWS_REGION", "AWS_DEFAULT_REGION") == "" && props["region"] != "" {
-			r.Region = props["region"]
-		}
-		if r.Endpoint == "" && props["endpoint_url"] != "" {
-			r.Endpoint = props["endpoint_url"]
-		}
-	}
-	var keys Resolved
-	ok := false
-	if !named {
-		if keys, ok, err = ambientCredentials(webIdentityEnv); err != nil {
-			return err
-		}
-	}
-	if !ok && found {
-		if keys, ok, err = profileCredentials(context.Background(), profile, profiles, r.Region, nil); err != nil {
-			return err
-		}
-	}
-	if !ok && !named {
-		if keys, ok, err = ambientCredentials(containerEnv); err != nil {
-			return err
-		}
-	}
-	if !ok && named {
-		return fmt.Errorf("profile %q: no credentials (want aws_access_key_id and aws_secret_access_key, credential_process, an SSO profile, or role_arn with source_profile or credential_source)", profile)
-	}
-	r.AccessKey, r.SecretKey, r.SessionToken, r.Expires = keys.AccessKey, keys.SecretKey, keys.SessionToken, keys.Expires
-	return nil
 }
 
 // NewStore resolves c and builds the adapter it names, wrapped by faults when there are any
@@ -256,8 +262,9 @@ func (c Conn) CheckBackend() error {
 }
 
 // NewResolvedStore builds the adapter c names for the connection r (from c.Resolve). Keys that
-// expire are renewed through c.Resolve as they near their end, so a write that outlasts them
-// goes on (renew.go).
+// expire are renewed through the SDK's credentials cache they came from as they near their
+// end, so a write that outlasts them goes on (renew.go); both adapters sign through one renewing
+// provider.
 func NewResolvedStore(c Conn, r Resolved) (store.Store, error) {
 	if err := c.CheckBackend(); err != nil {
 		return nil, err
@@ -268,30 +275,20 @@ func NewResolvedStore(c Conn, r Resolved) (store.Store, error) {
 	}
 	if c.Backend == "minio" {
 		cfg := miniogo.Config{Endpoint: r.Endpoint, Region: r.Region, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify, CABundle: ca}
-		if r.Expires.IsZero() {
+		if r.creds == nil {
 			cfg.AccessKey, cfg.SecretKey, cfg.SessionToken = r.AccessKey, r.SecretKey, r.SessionToken
 		} else {
-			cfg.Credentials = miniocreds.New(minioRenewing{newRenewing(c, r)})
+			cfg.Credentials = miniocreds.New(minioRenewing{newRenewing(r)})
 		}
 		return miniogo.New(cfg)
 	}
 	cfg := awss3.Config{Endpoint: r.Endpoint, Region: r.Region, PathStyle: c.PathStyle, InsecureSkipVerify: c.InsecureSkipVerify, CABundle: ca}
-	if r.Expires.IsZero() {
+	if r.creds == nil {
 		cfg.AccessKey, cfg.SecretKey, cfg.SessionToken = r.AccessKey, r.SecretKey, r.SessionToken
 	} else {
-		cfg.Credentials = awsRenewing{newRenewing(c, r)}
+		cfg.Credentials = awsRenewing{newRenewing(r)}
 	}
 	return awss3.New(cfg)
-}
-
-// firstEnv returns the first non-empty value among the named environment variables.
-func firstEnv(names ...string) string {
-	for _, n := range names {
-		if v := os.Getenv(n); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // ParseChecksum reads a checksum name: crc64nvme, crc32c, crc32, or none ("" is none).

@@ -12,12 +12,14 @@ import (
 )
 
 // renewing hands a store the keys of a connection whose keys expire (an assumed role, SSO,
-// a credential_process or web identity that says when), resolving the connection again as
-// they near their end, as the SDKs' credential caches do: a write longer than one session of
-// a role (an hour, by default) goes on signing with new keys instead of failing when its
-// first keys expire.
+// web identity, container or instance credentials, a credential_process that says when),
+// asking the SDK's credentials cache for new ones as they near their end: a write longer than
+// one session of a role (an hour, by default) goes on signing with new keys instead of failing
+// when its first keys expire. The cache alone renews only once keys have expired, which a
+// request signed just before and sent just after would find; renewing asks while a quarter of
+// their life (at most refreshBefore) is left. Both adapters sign through one renewing.
 type renewing struct {
-	conn Conn
+	creds *aws.CredentialsCache
 
 	mu        sync.Mutex
 	keys      Resolved
@@ -30,8 +32,21 @@ type renewing struct {
 // cannot reach STS does not ask again for every request it signs.
 const retryRenewAfter = time.Minute
 
-func newRenewing(c Conn, r Resolved) *renewing {
-	return &renewing{conn: c, keys: r, due: renewAt(r.Expires)}
+// refreshBefore is how long before expiry keys are given up for new ones, long enough for a
+// request signed with them to arrive; a quarter of what is left for keys that live shorter.
+const refreshBefore = 15 * time.Minute
+
+// renewAt is when keys that expire at expires are given up for new ones: refreshBefore ahead,
+// or a quarter of what is left for keys that live shorter. Zero (never) for keys without expiry.
+func renewAt(expires time.Time) time.Time {
+	if expires.IsZero() {
+		return time.Time{}
+	}
+	return expires.Add(-min(refreshBefore, time.Until(expires)/4))
+}
+
+func newRenewing(r Resolved) *renewing {
+	return &renewing{creds: r.creds, keys: r, due: renewAt(r.Expires)}
 }
 
 // current returns keys to sign with now: the ones in hand until they near their end, then new
@@ -54,9 +69,23 @@ func (k *renewing) currentDue() (Resolved, time.Time, error) {
 func (k *renewing) renew() (Resolved, error) {
 	now := time.Now()
 	if !k.due.IsZero() && !now.Before(k.due) && !now.Before(k.nextTry) {
-		r, err := k.conn.Resolve()
+		// The cache may hold newer keys already (another store of the same connection renewed
+		// them); if it holds these, it keeps them until they expire: drop them so it asks anew.
+		v, err := retrieve(context.Background(), k.creds)
+		if err == nil && v.AccessKeyID == k.keys.AccessKey && v.SessionToken == k.keys.SessionToken && v.Expires.Equal(k.keys.Expires) {
+			k.creds.Invalidate()
+			v, err = retrieve(context.Background(), k.creds)
+		}
+		r := k.keys
+		r.AccessKey, r.SecretKey, r.SessionToken, r.Expires = v.AccessKeyID, v.SecretAccessKey, v.SessionToken, time.Time{}
+		if v.CanExpire {
+			r.Expires = v.Expires
+		}
 		if err == nil && !r.Expires.IsZero() && !now.Before(r.Expires) {
 			err = errors.New("the keys resolved again have already expired")
+		}
+		if err != nil {
+			err = fmt.Errorf("renewing credentials from %s: %w", k.keys.source, err)
 		}
 		if err == nil {
 			k.keys, k.due, k.nextTry, k.lastError = r, renewAt(r.Expires), time.Time{}, nil

@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,7 +16,7 @@ import (
 )
 
 // stsWithLife answers AssumeRole with keys "k1", "k2", … that live for life, or a 500 while
-// failing is set.
+// 403 while failing is set.
 func stsWithLife(t *testing.T, life time.Duration, failing *bool, mu *sync.Mutex) *fakeSTS {
 	t.Helper()
 	sts := &fakeSTS{}
@@ -23,8 +24,9 @@ func stsWithLife(t *testing.T, life time.Duration, failing *bool, mu *sync.Mutex
 		mu.Lock()
 		fail := *failing
 		mu.Unlock()
-		if fail {
-			w.WriteHeader(http.StatusInternalServerError)
+		if fail { // a refusal, which the SDK does not retry: one call per renewal
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>refused</Message></Error></ErrorResponse>`)
 			return true
 		}
 		s3test.AssumeRoleAnswer(w, fmt.Sprintf("k%d", len(sts.seen())), "s", "", time.Now().Add(life))
@@ -48,7 +50,7 @@ func TestRenewingKeys(t *testing.T) {
 	if err != nil || r.AccessKey != "k1" || r.Expires.IsZero() {
 		t.Fatalf("resolve: %+v, %v; want k1 with its expiry", r, err)
 	}
-	k := newRenewing(c, r)
+	k := newRenewing(r)
 	if due := time.Until(k.due); due < 44*time.Minute || due > 45*time.Minute {
 		t.Errorf("keys living an hour are due in %s, want 45 min (15 min before expiry)", due)
 	}
@@ -60,11 +62,10 @@ func TestRenewingKeys(t *testing.T) {
 		}
 	}
 	expectKeys("not due", "k1", 1)
-	dueNow := func() { // as if the keys' renewal time (and the cache's) had come
+	dueNow := func() { // as if the keys' renewal time had come
 		k.mu.Lock()
 		k.due = time.Now().Add(-time.Second)
 		k.mu.Unlock()
-		fetchedKeys.reset()
 	}
 	dueNow()
 	expectKeys("due", "k2", 2)

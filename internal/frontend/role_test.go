@@ -99,13 +99,12 @@ func TestAssumeRole(t *testing.T) {
 	if _, err = (Conn{Profile: "env"}).Resolve(); err == nil || !strings.Contains(err.Error(), "credential_source Environment") {
 		t.Fatalf("credential_source Environment without keys: %v", err)
 	}
-	// Resolve takes keys in the environment before any profile, so the source is read from a
-	// profile that is named while the environment holds keys only for the role's source.
+	// A profile named outright comes before keys in the environment (the SDK's order), so here
+	// the environment's keys are the role's source.
 	t.Setenv("AWS_ACCESS_KEY_ID", "envkey")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "envsecret")
-	keys, err := roleCredentials(t.Context(), "env", mustProfiles(t), "us-east-1", nil)
-	if err != nil || keys.AccessKey != "key-env" || sts.seen()[2].signedBy != "envkey" {
-		t.Fatalf("credential_source Environment: %+v, %v", keys, err)
+	if r, err = (Conn{Profile: "env"}).Resolve(); err != nil || r.AccessKey != "key-env" || sts.seen()[2].signedBy != "envkey" {
+		t.Fatalf("credential_source Environment: %+v, %v", r, err)
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
@@ -141,35 +140,6 @@ func TestAssumedRoleCache(t *testing.T) {
 			t.Fatalf("resolve %d: %+v, %v, %d STS calls; want k1 from one call", i, r, err, len(sts.seen()))
 		}
 	}
-	// Keys due for refresh are replaced: within refreshBefore of expiry, or within a quarter of
-	// their life for short-lived keys.
-	for _, c := range []struct {
-		life, age time.Duration
-		cached    bool
-	}{
-		{time.Hour, 40 * time.Minute, true}, {time.Hour, 50 * time.Minute, false},
-		{8 * time.Minute, 5 * time.Minute, true}, {8 * time.Minute, 7 * time.Minute, false},
-	} {
-		fetchedKeys.reset()
-		fetchedKeys.put("k", Resolved{AccessKey: "x", Expires: time.Now().Add(c.life)})
-		fetchedKeys.mu.Lock()
-		e := fetchedKeys.m["k"]
-		e.refreshAt = e.refreshAt.Add(-c.age) // as if put c.age ago
-		fetchedKeys.m["k"] = e
-		fetchedKeys.mu.Unlock()
-		if _, ok := fetchedKeys.get("k"); ok != c.cached {
-			t.Errorf("keys living %s, %s old: reused %v, want %v", c.life, c.age, ok, c.cached)
-		}
-	}
-}
-
-func mustProfiles(t *testing.T) map[string]map[string]string {
-	t.Helper()
-	p, err := sharedProfiles()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // Role profiles that cannot work are refused before any request, naming the rule broken; an
@@ -191,24 +161,22 @@ func TestAssumeRoleRefusals(t *testing.T) {
 			"[profile missing]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = nowhere\n"+
 			"[profile imds]\nrole_arn = arn:aws:iam::1:role/r\ncredential_source = Ec2InstanceMetadata\n"+
 			"[profile odd]\nrole_arn = arn:aws:iam::1:role/r\ncredential_source = Somewhere\n"+
-			"[profile baddur]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = base\nduration_seconds = soon\n"+
 			"[profile webid]\nrole_arn = arn:aws:iam::1:role/r\nweb_identity_token_file = /tok\n"+
 			"[profile selfless]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = selfless\n"+
 			"[profile denied]\nrole_arn = arn:aws:iam::1:role/denied\nsource_profile = base\n"+
 			"[profile hung]\nrole_arn = arn:aws:iam::1:role/hung\nsource_profile = base\n",
 		"[base]\naws_access_key_id = basekey\naws_secret_access_key = basesecret\n")
 	for _, tc := range []struct{ profile, want string }{
-		{"mfa", "mfa_serial"},
-		{"nosource", "role_arn without source_profile or credential_source"},
-		{"noarn", "without role_arn"},
-		{"both", "both source_profile and credential_source"},
-		{"loop1", "source_profile loops: loop1 -> loop2 -> loop1"},
-		{"missing", `source_profile "nowhere" is not in the shared config`},
-		{"imds", "Ec2InstanceMetadata"},
-		{"odd", `credential_source "Somewhere": want Environment or EcsContainer`},
-		{"baddur", `duration_seconds "soon"`},
-		{"webid", "AWS_WEB_IDENTITY_TOKEN_FILE"},
-		{"selfless", "source_profile is the profile itself"},
+		{"mfa", "MFA"}, // safeput cannot ask for a code
+		{"nosource", `profile "nosource" gives no credentials`},
+		{"noarn", "source_profile requires role_arn, profile noarn"},
+		{"both", "only one credential type may be specified per profile"},
+		{"loop1", "of profile loop1"},
+		{"missing", `profile "nowhere": not in the shared config`},
+		{"imds", "credential_source Ec2InstanceMetadata: failed to refresh cached credentials, operation error STS: AssumeRole, get identity: get credentials: failed to refresh cached credentials, no EC2 IMDS role found"},
+		{"odd", "credential_source values must be EcsContainer, Ec2InstanceMetadata, or Environment"},
+		{"webid", "web_identity_token_file /tok"},
+		{"selfless", "of profile selfless"},
 	} {
 		_, err := Conn{Profile: tc.profile}.Resolve()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -227,6 +195,10 @@ func TestAssumeRoleRefusals(t *testing.T) {
 	_, err := Conn{Profile: "denied"}.Resolve()
 	if err == nil || !strings.Contains(err.Error(), "arn:aws:iam::1:role/denied") || !strings.Contains(err.Error(), "not authorized") {
 		t.Errorf("STS refusal: %v; want the role and STS's message", err)
+	}
+	// The error names the source that signed the call, never its keys.
+	if err != nil && (!strings.Contains(err.Error(), `profile "base" static keys`) || strings.Contains(err.Error(), "basesecret") || strings.Contains(err.Error(), "basekey")) {
+		t.Errorf("STS refusal: %v; want the source profile named and no key in it", err)
 	}
 
 	sts.answer = func(w http.ResponseWriter) bool { <-hang; return true }

@@ -5,25 +5,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-func TestParseShared(t *testing.T) {
-	got := parseShared("# comment\r\n; also\n[default]\nAWS_Access_Key_ID = AK # inline\nregion=eu-west-1;not a comment\n" +
-		"s3 =\n  endpoint_url = http://nested\n[ profile   two ]\nsecret = a#b\ncredential_process = run\n  --flag\n" +
-		"[broken\nlost = yes\nnot a property\n")
-	want := map[string]map[string]string{
-		"default":     {"aws_access_key_id": "AK", "region": "eu-west-1;not a comment", "s3": ""},
-		"profile two": {"secret": "a#b", "credential_process": "run\n--flag"},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("parseShared:\n got %q\nwant %q", got, want)
-	}
-}
 
 // sharedFilesIn points the shared files at dir, writing those given.
 func sharedFilesIn(t *testing.T, dir, config, credentials string) {
@@ -68,11 +54,12 @@ func TestSharedProfiles(t *testing.T) {
 	t.Setenv("AWS_PROFILE", "")
 
 	for _, tc := range []struct{ profile, want string }{
-		{"bare", `profile "bare": not in the shared config or credentials files (profiles there: default, empty, half, p, role, sso)`},
-		{"role", "assuming role arn:aws:iam::1:role/r through STS at http://127.0.0.1:1"}, // role_test.go has the rest
-		{"half", "aws_access_key_id without aws_secret_access_key"},
+		{"bare", `profile "bare": not in the shared config or credentials files (` + dir},
+		{"role", `profile "role" role arn:aws:iam::1:role/r assumed through STS with profile "p" static keys: ` +
+			"failed to refresh cached credentials, operation error STS: AssumeRole"}, // role_test.go has the rest
+		{"half", "partial credentials found for profile profile half"},
 		{"sso", "aws sso login"},
-		{"empty", `profile "empty": no credentials`},
+		{"empty", `profile "empty" gives no credentials`},
 	} {
 		_, err := Conn{Profile: tc.profile}.Resolve()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -113,7 +100,7 @@ func TestCredentialProcess(t *testing.T) {
 }
 
 // A container task's credentials (ECS, EKS Pod Identity), when no profile is named and the
-// environment gives no keys; never the instance metadata service.
+// environment gives no keys (before the instance metadata service).
 func TestContainerCredentials(t *testing.T) {
 	isolate(t)
 	dir := t.TempDir()
@@ -131,10 +118,10 @@ func TestContainerCredentials(t *testing.T) {
 	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", srv.URL+"/creds")
 	t.Setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "task-token")
 	r, err := Conn{}.Resolve()
-	if err != nil || r.AccessKey != "ck" || r.SecretKey != "cs" || r.SessionToken != "ct" || r.Expires.Year() != 2999 {
+	if err != nil || r.AccessKey != "ck" || r.SecretKey != "cs" || r.SessionToken != "ct" || r.Expires.Year() < 2998 {
 		t.Fatalf("container credentials: %+v, %v", r, err)
 	}
-	// Keys that cost a call are reused while they last (credCache).
+	// Keys that cost a call are reused while they last (the SDK configuration kept per environment).
 	if r, err = (Conn{}).Resolve(); err != nil || r.AccessKey != "ck" || calls.Load() != 1 {
 		t.Fatalf("container credentials again: %+v, %v after %d calls; want the same keys from one call", r, err, calls.Load())
 	}
@@ -148,25 +135,6 @@ func TestContainerCredentials(t *testing.T) {
 	if _, err := (Conn{}).Resolve(); err == nil || !strings.Contains(err.Error(), "AWS_CONTAINER_CREDENTIALS_FULL_URI") {
 		t.Fatalf("refused container credentials: %v; want the source named", err)
 	}
-}
-
-// The shared files are the user's, so any text must parse without a panic, into trimmed,
-// lower-cased keys.
-func FuzzParseShared(f *testing.F) {
-	f.Add("[default]\naws_access_key_id = a\n")
-	f.Add("[profile x]\r\nk=v ;c\n  cont\n[\n]=\n\t=\n")
-	f.Fuzz(func(t *testing.T, data string) {
-		for name, sec := range parseShared(data) {
-			if name != strings.TrimSpace(name) {
-				t.Fatalf("section %q not trimmed", name)
-			}
-			for k := range sec {
-				if k != strings.ToLower(strings.TrimSpace(k)) {
-					t.Fatalf("key %q not trimmed and lower-cased", k)
-				}
-			}
-		}
-	})
 }
 
 // A credential_process that never answers, and leaves a child holding its output open, fails
