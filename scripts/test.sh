@@ -15,6 +15,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=s3server.sh
 source scripts/s3server.sh
+# No test reaches a real instance metadata service (a link-local address, not this machine's):
+# the SDK's default chain ends there. Tests of the instance-role path run their own emulator on
+# 127.0.0.1 and set both variables themselves.
+export AWS_EC2_METADATA_DISABLED=true AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:9
 # shellcheck source=valgrind.sh
 source scripts/valgrind.sh
 # shellcheck source=rustc.sh
