@@ -6,9 +6,9 @@ import (
 	"github.com/safeput/safeput/internal/bytesize"
 )
 
-// DefaultPartSize is the part size when the caller states none: at least every documented
+// defaultPartSize is the part size when the caller states none: at least every documented
 // minimum (including Oracle's unverified 10 MiB), and few enough requests for most objects.
-const DefaultPartSize = 16 * bytesize.MiB
+const defaultPartSize = 16 * bytesize.MiB
 
 // UnknownSize is PlanRequest.Size for a stream whose length is not known up front.
 const UnknownSize int64 = -1
@@ -22,7 +22,7 @@ type PlanRequest struct {
 	// Size is the object's length, or UnknownSize.
 	Size int64
 	// PartSize is the preferred part size: the plan's part size is at least this (rounded up to a
-	// whole MiB), larger only if the part limit needs it. 0 means DefaultPartSize (raised to the
+	// whole MiB), larger only if the part limit needs it. 0 means defaultPartSize (raised to the
 	// rules' minimum). A non-zero value outside the rules' part size limits is an error.
 	PartSize int64
 	// Concurrency is the number of parts in flight; at least 1.
@@ -85,18 +85,18 @@ func (r Rules) Plan(req PlanRequest) (Plan, error) {
 	case req.MemoryBudget < 0:
 		return Plan{}, invalidf("memory budget %d is negative", req.MemoryBudget)
 	}
-	floor := min(max(DefaultPartSize, r.MinPartSize), r.MaxPartSize)
+	floor := min(max(defaultPartSize, r.MinPartSize), r.MaxPartSize)
 	if req.PartSize > 0 {
 		if req.PartSize < r.MinPartSize {
-			return Plan{}, r.ruleErr(RuleMinPartSize, req.PartSize, r.MinPartSize, 0)
+			return Plan{}, r.ruleErr(ruleMinPartSize, req.PartSize, r.MinPartSize, 0)
 		}
 		if req.PartSize > r.MaxPartSize {
-			return Plan{}, r.ruleErr(RuleMaxPartSize, req.PartSize, r.MaxPartSize, 0)
+			return Plan{}, r.ruleErr(ruleMaxPartSize, req.PartSize, r.MaxPartSize, 0)
 		}
 		floor = req.PartSize
 	}
 	if req.Threshold > r.MaxSinglePut {
-		return Plan{}, r.ruleErr(RuleMaxSinglePut, req.Threshold, r.MaxSinglePut, 0)
+		return Plan{}, r.ruleErr(ruleMaxSinglePut, req.Threshold, r.MaxSinglePut, 0)
 	}
 
 	target := req.Size // the size the part limit must accommodate
@@ -104,7 +104,7 @@ func (r Rules) Plan(req PlanRequest) (Plan, error) {
 		target = req.ExpectedMaxSize
 	}
 	if target > r.MaxObjectSize {
-		return Plan{}, r.ruleErr(RuleMaxObjectSize, target, r.MaxObjectSize, 0)
+		return Plan{}, r.ruleErr(ruleMaxObjectSize, target, r.MaxObjectSize, 0)
 	}
 	// Sizing for the part limit only matters for multipart; a small object must not fail because
 	// of it, so single-PUT candidates skip the check below.
@@ -118,7 +118,7 @@ func (r Rules) Plan(req PlanRequest) (Plan, error) {
 	switch {
 	case req.Size == UnknownSize:
 		if target > r.maxMultipartObject() {
-			return Plan{}, r.ruleErr(RuleMaxObjectSize, target, r.maxMultipartObject(), 0)
+			return Plan{}, r.ruleErr(ruleMaxObjectSize, target, r.maxMultipartObject(), 0)
 		}
 		p.Ceiling = min(mulSat(p.PartSize, int64(r.MaxParts)), r.MaxObjectSize)
 		p.Memory = max(mulSat(int64(req.Concurrency), p.PartSize), p.Threshold)
@@ -126,7 +126,7 @@ func (r Rules) Plan(req PlanRequest) (Plan, error) {
 		p.Single, p.Parts, p.LastPartSize, p.Ceiling, p.Memory = true, 1, req.Size, req.Size, req.Size
 	default:
 		if req.Size > r.maxMultipartObject() {
-			return Plan{}, r.ruleErr(RuleMaxObjectSize, req.Size, r.maxMultipartObject(), 0)
+			return Plan{}, r.ruleErr(ruleMaxObjectSize, req.Size, r.maxMultipartObject(), 0)
 		}
 		n := ceilDiv(req.Size, p.PartSize) // <= MaxParts, as PartSize >= ceil(Size/MaxParts)
 		p.Parts = int(n)
@@ -167,7 +167,7 @@ func (r Rules) partSize(floor, target int64) int64 {
 
 // CheckPart reports whether part n (1-based) of size bytes, final if it is the stream's last,
 // fits the plan. The writer calls it before uploading each part; past the ceiling it returns a
-// *RuleError with Rule RuleCeiling, and a known-size stream that ends early RuleDeclaredSize.
+// *RuleError with Rule ruleCeiling, and a known-size stream that ends early ruleDeclaredSize.
 func (p Plan) CheckPart(n int, size int64, final bool) error {
 	switch {
 	case p.Single:
@@ -183,19 +183,19 @@ func (p Plan) CheckPart(n int, size int64, final bool) error {
 	// Bytes up to the end of this part: every earlier part is exactly PartSize, or it failed here.
 	sofar := addSat(mulSat(int64(n-1), p.PartSize), size)
 	if n > r.MaxParts || sofar > p.Ceiling || (!final && sofar >= p.Ceiling) {
-		return r.ruleErr(RuleCeiling, sofar, p.Ceiling, n)
+		return r.ruleErr(ruleCeiling, sofar, p.Ceiling, n)
 	}
 	if !final {
 		if size != p.PartSize {
-			return r.ruleErr(RulePlannedPartSize, size, p.PartSize, n)
+			return r.ruleErr(rulePlannedPartSize, size, p.PartSize, n)
 		}
 		return nil
 	}
 	if size < 1 || size > p.PartSize {
-		return r.ruleErr(RulePlannedPartSize, size, p.PartSize, n)
+		return r.ruleErr(rulePlannedPartSize, size, p.PartSize, n)
 	}
 	if p.Size != UnknownSize && sofar != p.Size {
-		return r.ruleErr(RuleDeclaredSize, sofar, p.Size, n)
+		return r.ruleErr(ruleDeclaredSize, sofar, p.Size, n)
 	}
 	return nil
 }
@@ -209,13 +209,13 @@ func validateLayout(r Rules, partSizes []int64) error {
 	}
 	n := len(partSizes)
 	if n == 0 {
-		return r.ruleErr(RuleMinParts, 0, 1, 0)
+		return r.ruleErr(ruleMinParts, 0, 1, 0)
 	}
 	if n > r.MaxParts {
-		return r.ruleErr(RuleMaxParts, int64(n), int64(r.MaxParts), 0)
+		return r.ruleErr(ruleMaxParts, int64(n), int64(r.MaxParts), 0)
 	}
 	var total int64
-	smallest := Unlimited // smallest non-final part, for the last-part rule
+	smallest := unlimited // smallest non-final part, for the last-part rule
 	for i, s := range partSizes {
 		if s < 0 {
 			return invalidf("part %d: size %d is negative", i+1, s)
@@ -235,12 +235,12 @@ func validateLayout(r Rules, partSizes []int64) error {
 // in constant time.
 func (r Rules) checkUniform(p int64, parts int, last int64) error {
 	if parts < 1 {
-		return r.ruleErr(RuleMinParts, int64(parts), 1, 0)
+		return r.ruleErr(ruleMinParts, int64(parts), 1, 0)
 	}
 	if parts > r.MaxParts {
-		return r.ruleErr(RuleMaxParts, int64(parts), int64(r.MaxParts), 0)
+		return r.ruleErr(ruleMaxParts, int64(parts), int64(r.MaxParts), 0)
 	}
-	smallest := Unlimited
+	smallest := unlimited
 	if parts > 1 {
 		if err := r.checkNonFinal(1, p, p); err != nil {
 			return err
@@ -253,31 +253,31 @@ func (r Rules) checkUniform(p int64, parts int, last int64) error {
 func (r Rules) checkNonFinal(n int, size, first int64) error {
 	switch {
 	case size < r.MinPartSize:
-		return r.ruleErr(RuleMinPartSize, size, r.MinPartSize, n)
+		return r.ruleErr(ruleMinPartSize, size, r.MinPartSize, n)
 	case size > r.MaxPartSize:
-		return r.ruleErr(RuleMaxPartSize, size, r.MaxPartSize, n)
+		return r.ruleErr(ruleMaxPartSize, size, r.MaxPartSize, n)
 	case r.EqualParts && size != first:
-		return r.ruleErr(RuleEqualParts, size, first, n)
+		return r.ruleErr(ruleEqualParts, size, first, n)
 	}
 	return nil
 }
 
 // checkFinal checks the last part (number n) and the total; smallest is the smallest other part
-// (Unlimited when there is none).
+// (unlimited when there is none).
 func (r Rules) checkFinal(n int, last, smallest, total int64) error {
 	switch {
 	case last > r.MaxPartSize:
-		return r.ruleErr(RuleMaxPartSize, last, r.MaxPartSize, n)
+		return r.ruleErr(ruleMaxPartSize, last, r.MaxPartSize, n)
 	case r.NonEmptyLastPart && last < 1:
-		return r.ruleErr(RuleNonEmptyLastPart, last, 1, n)
+		return r.ruleErr(ruleNonEmptyLastPart, last, 1, n)
 	case r.LastPartNotLarger && last > smallest:
-		return r.ruleErr(RuleLastPartNotLarger, last, smallest, n)
+		return r.ruleErr(ruleLastPartNotLarger, last, smallest, n)
 	case total > r.MaxObjectSize:
-		return r.ruleErr(RuleMaxObjectSize, total, r.MaxObjectSize, 0)
+		return r.ruleErr(ruleMaxObjectSize, total, r.MaxObjectSize, 0)
 	}
 	return nil
 }
 
-func (r Rules) ruleErr(rule Rule, got, limit int64, part int) *RuleError {
+func (r Rules) ruleErr(rule string, got, limit int64, part int) *RuleError {
 	return &RuleError{Rule: rule, Profile: r.Name, Got: got, Limit: limit, Part: part}
 }

@@ -62,8 +62,8 @@ func TestPlanExamples(t *testing.T) {
 		{"gcs", PlanRequest{Size: UnknownSize, PartSize: bytesize.GiB, Concurrency: 1, Threshold: 3 * bytesize.GiB},
 			Plan{Size: UnknownSize, PartSize: bytesize.GiB, Threshold: 3 * bytesize.GiB, Ceiling: 5 * bytesize.TiB, Memory: 3 * bytesize.GiB}},
 		// Garage has no limits: no overflow at the largest size.
-		{"garage", PlanRequest{Size: Unlimited, Concurrency: 1},
-			Plan{Size: Unlimited, PartSize: 879609303 * bytesize.MiB, Parts: 10000, LastPartSize: Unlimited - 9999*879609303*bytesize.MiB, Threshold: 879609303 * bytesize.MiB, Ceiling: Unlimited, Memory: 879609303 * bytesize.MiB}},
+		{"garage", PlanRequest{Size: unlimited, Concurrency: 1},
+			Plan{Size: unlimited, PartSize: 879609303 * bytesize.MiB, Parts: 10000, LastPartSize: unlimited - 9999*879609303*bytesize.MiB, Threshold: 879609303 * bytesize.MiB, Ceiling: unlimited, Memory: 879609303 * bytesize.MiB}},
 	} {
 		r := mustProfile(t, tc.profile)
 		got, err := r.Plan(tc.req)
@@ -85,13 +85,13 @@ func TestPlanErrors(t *testing.T) {
 		profile string
 		req     PlanRequest
 		want    string
-		rule    Rule // "" for invalid input
+		rule    string // "" for invalid input
 	}{
-		{"minio", PlanRequest{Size: 100 * bytesize.MiB, PartSize: 4 * bytesize.MiB, Concurrency: 1}, "part size 4 MiB is below the minimum 5 MiB of profile minio", RuleMinPartSize},
-		{"r2", PlanRequest{Size: 100 * bytesize.GiB, PartSize: 5 * bytesize.GiB, Concurrency: 1}, "part size 5 GiB is above the maximum 5115 MiB of profile r2", RuleMaxPartSize},
-		{"aws", PlanRequest{Size: 100 * bytesize.GiB, Threshold: 5 * bytesize.GiB, Concurrency: 1}, "single PUT size 5 GiB is above the maximum 5 GB of profile aws", RuleMaxSinglePut},
-		{"strict", PlanRequest{Size: 5*bytesize.TB + 1, Concurrency: 1}, "object size 5000000000001 B is above the maximum 5 TB of profile strict", RuleMaxObjectSize},
-		{"wasabi", PlanRequest{Size: UnknownSize, ExpectedMaxSize: 6 * bytesize.TB, Concurrency: 1}, "object size 6 TB is above the maximum 5 TB of profile wasabi", RuleMaxObjectSize},
+		{"minio", PlanRequest{Size: 100 * bytesize.MiB, PartSize: 4 * bytesize.MiB, Concurrency: 1}, "part size 4 MiB is below the minimum 5 MiB of profile minio", ruleMinPartSize},
+		{"r2", PlanRequest{Size: 100 * bytesize.GiB, PartSize: 5 * bytesize.GiB, Concurrency: 1}, "part size 5 GiB is above the maximum 5115 MiB of profile r2", ruleMaxPartSize},
+		{"aws", PlanRequest{Size: 100 * bytesize.GiB, Threshold: 5 * bytesize.GiB, Concurrency: 1}, "single PUT size 5 GiB is above the maximum 5 GB of profile aws", ruleMaxSinglePut},
+		{"strict", PlanRequest{Size: 5*bytesize.TB + 1, Concurrency: 1}, "object size 5000000000001 B is above the maximum 5 TB of profile strict", ruleMaxObjectSize},
+		{"wasabi", PlanRequest{Size: UnknownSize, ExpectedMaxSize: 6 * bytesize.TB, Concurrency: 1}, "object size 6 TB is above the maximum 5 TB of profile wasabi", ruleMaxObjectSize},
 		{"strict", PlanRequest{Size: -2, Concurrency: 1}, "object size -2 is negative", ""},
 		{"strict", PlanRequest{Size: 1, PartSize: -1, Concurrency: 1}, "part size -1 is negative", ""},
 		{"strict", PlanRequest{Size: 1}, "concurrency 0: at least 1 part must be in flight", ""},
@@ -223,7 +223,7 @@ func TestCheckPart(t *testing.T) {
 		t.Error("zero Plan accepted a part")
 	}
 	var re *RuleError
-	if err := stream.CheckPart(10001, 1, true); !errors.As(err, &re) || re.Rule != RuleCeiling || re.Limit != stream.Ceiling {
+	if err := stream.CheckPart(10001, 1, true); !errors.As(err, &re) || re.Rule != ruleCeiling || re.Limit != stream.Ceiling {
 		t.Errorf("ceiling error = %#v", err)
 	}
 }
@@ -275,7 +275,7 @@ func checkKnownPlan(t *rapid.T, r Rules, req PlanRequest, p Plan) {
 	// P = max(floor, roundUp(ceil(size/maxParts), 1 MiB)), in whole MiB for every real profile.
 	floor := req.PartSize
 	if floor == 0 {
-		floor = max(DefaultPartSize, r.MinPartSize)
+		floor = max(defaultPartSize, r.MinPartSize)
 	}
 	if want := roundUp(max(floor, ceilDiv(p.Size, int64(r.MaxParts))), bytesize.MiB); p.PartSize != want {
 		t.Fatalf("part size %d, want %d", p.PartSize, want)
@@ -349,7 +349,7 @@ func TestStrictSatisfiesEveryProfile(t *testing.T) {
 }
 
 // TestUnknownSizePlan: a stream of any length up to the ceiling fits the plan and the profile;
-// one byte more is refused with RuleCeiling at the part where it happens.
+// one byte more is refused with ruleCeiling at the part where it happens.
 func TestUnknownSizePlan(t *testing.T) {
 	for _, name := range ProfileNames() {
 		r := mustProfile(t, name)
@@ -385,14 +385,14 @@ func TestUnknownSizePlan(t *testing.T) {
 					t.Fatalf("CheckPart(last of %d): %v", length, err)
 				}
 				// One byte past the ceiling fails on the part that carries it.
-				if p.Ceiling == Unlimited {
+				if p.Ceiling == unlimited {
 					return // no int64 length is past it
 				}
 				over := p.Ceiling + 1
 				n := int(ceilDiv(over, p.PartSize))
 				last := over - int64(n-1)*p.PartSize
 				var re *RuleError
-				if err := p.CheckPart(n, last, true); !errors.As(err, &re) || re.Rule != RuleCeiling {
+				if err := p.CheckPart(n, last, true); !errors.As(err, &re) || re.Rule != ruleCeiling {
 					t.Fatalf("stream of %d past ceiling %d: CheckPart(%d, %d) = %v", over, p.Ceiling, n, last, err)
 				}
 				if n > 1 {
@@ -415,7 +415,7 @@ func TestPlanRandomRules(t *testing.T) {
 		p, err := r.Plan(req)
 		if err != nil {
 			var re *RuleError
-			if !errors.As(err, &re) || re.Rule != RuleMaxObjectSize {
+			if !errors.As(err, &re) || re.Rule != ruleMaxObjectSize {
 				t.Fatalf("Plan(%+v) under %s: %v", req, r, err)
 			}
 			return

@@ -82,12 +82,12 @@ var profiles = []Rules{
 		MaxObjectSize: 5 * bytesize.TB, MaxSinglePut: 5 * bytesize.GB, ContentMD5: true},
 
 	// Garage (v2.0.0). No minimum part size, part numbers need only increase
-	// (deuxfleurs-org/garage src/api/s3/multipart.rs); no size limits found, so Unlimited.
+	// (deuxfleurs-org/garage src/api/s3/multipart.rs); no size limits found, so unlimited.
 	// MaxParts 10,000: ListParts markers stop there (src/api/s3/api_server.rs) and so do S3 part
 	// numbers. Checksums CRC32/CRC32C/SHA1/SHA256, composite (src/api/common/signature/checksum.rs);
 	// no precondition code. Multipart ETag md5-of-md5s (docs/research/providers.md section 6, item 7).
-	{Name: "garage", MinPartSize: 0, MaxPartSize: Unlimited, MaxParts: 10000,
-		MaxObjectSize: Unlimited, MaxSinglePut: Unlimited,
+	{Name: "garage", MinPartSize: 0, MaxPartSize: unlimited, MaxParts: 10000,
+		MaxObjectSize: unlimited, MaxSinglePut: unlimited,
 		Checksums:  ChecksumSupport{CRC32: Composite, CRC32C: Composite, SHA1: Composite, SHA256: Composite},
 		ContentMD5: true, MultipartETagMD5: true},
 

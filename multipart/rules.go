@@ -133,7 +133,7 @@ func (c ChecksumSupport) String() string {
 	return strings.Join(parts, " ")
 }
 
-// Rules are what one store accepts. Limits are in bytes; Unlimited means no limit. A zero Rules is
+// Rules are what one store accepts. Limits are in bytes; unlimited means no limit. A zero Rules is
 // invalid: start from Profile or Parse.
 type Rules struct {
 	// Name appears in every error ("... of profile minio").

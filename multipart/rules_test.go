@@ -172,7 +172,7 @@ func TestParse(t *testing.T) {
 	if r, err := Parse("profile=minio"); err != nil || r.Name != "minio" {
 		t.Errorf("profile=minio: %v %v", r.Name, err)
 	}
-	if r, err := Parse("Garage"); err != nil || r.Name != "garage" || r.MaxPartSize != Unlimited {
+	if r, err := Parse("Garage"); err != nil || r.Name != "garage" || r.MaxPartSize != unlimited {
 		t.Errorf("Garage: %v %v", r, err)
 	}
 }
@@ -236,9 +236,9 @@ func genRules() *rapid.Generator[Rules] {
 	return rapid.Custom(func(t *rapid.T) Rules {
 		r := Rules{Name: rapid.StringMatching(`[a-zA-Z0-9._+-]{1,16}`).Draw(t, "name")}
 		r.MinPartSize = size(0, 10*bytesize.GiB).Draw(t, "min")
-		r.MaxPartSize = size(max(1, r.MinPartSize), Unlimited).Draw(t, "max")
+		r.MaxPartSize = size(max(1, r.MinPartSize), unlimited).Draw(t, "max")
 		r.MaxParts = rapid.IntRange(1, store.MaxPartNumber).Draw(t, "parts")
-		r.MaxObjectSize = size(1, Unlimited).Draw(t, "object")
+		r.MaxObjectSize = size(1, unlimited).Draw(t, "object")
 		r.MaxSinglePut = size(0, r.MaxObjectSize).Draw(t, "single")
 		b := rapid.Bool()
 		r.EqualParts, r.LastPartNotLarger, r.NonEmptyLastPart, r.ContiguousPartNumbers = b.Draw(t, "eq"), b.Draw(t, "lnl"), b.Draw(t, "nel"), b.Draw(t, "contig")

@@ -7,14 +7,14 @@ import (
 	"github.com/safeput/safeput/internal/bytesize"
 )
 
-// Unlimited marks a size limit the store does not have (Garage documents none). It is the
+// unlimited marks a size limit the store does not have (Garage documents none). It is the
 // largest int64, so min/max arithmetic needs no special case; Rules print it as "unlimited".
-const Unlimited = bytesize.Unlimited
+const unlimited = bytesize.Unlimited
 
 // compactSize is bytesize.Format without the space, for the comma-separated rules string.
 func compactSize(n int64) string { return strings.ReplaceAll(bytesize.Format(n), " ", "") }
 
-// Saturating arithmetic: limits may be Unlimited, and a plan must never wrap around.
+// Saturating arithmetic: limits may be unlimited, and a plan must never wrap around.
 func mulSat(a, b int64) int64 {
 	if a == 0 || b == 0 {
 		return 0

@@ -110,7 +110,9 @@ func chooseChecksum(cfg config, f *endpointFacts) checksumCaps {
 		// do, and their HEAD reports it): those bytes need no MD5. Any other receipt gets its
 		// MD5 while the bytes are held.
 		// (Where ETags are known MD5s, the MD5 checks every receipt apart from the echo: kept.)
-		c.md5Late = true
+		// Without the saving, every MD5 is taken as the bytes arrive.
+		c.md5Late = cfg.saves(SaveLateMD5)
+		c.md5 = !c.md5Late
 	default:
 		// The stored checksum does not come back: MD5 ETags are the next proof.
 		c.md5 = true

@@ -131,7 +131,7 @@ func (w *Writer) filled(n int) {
 // ahead at a time, rather than one fault per page as the bytes land (internal/prefault says
 // what that saves).
 func (w *Writer) mapAhead(end int) {
-	if end > w.mapped {
+	if end > w.mapped && w.cfg.saves(SavePrefault) {
 		w.mapped = prefault.Ahead(w.buf, w.mapped, end)
 	}
 }

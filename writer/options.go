@@ -54,6 +54,8 @@ type config struct {
 	// endpointCache: WithEndpointCache's directory (endpointcache.go); read by NewUploader only.
 	endpointCache string
 	hugePages     bool
+	// savings: WithSavings (savings.go).
+	savings Saving
 }
 
 // Defaults: 16 MiB parts (above every provider's documented floor), 4 parts in flight.
@@ -78,6 +80,7 @@ func defaultConfig() config {
 		abortTimeout:  DefaultAbortTimeout,
 		readBackLimit: DefaultReadBackLimit,
 		logger:        zap.NewNop(),
+		savings:       AllSavings,
 	}
 }
 

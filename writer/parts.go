@@ -179,7 +179,7 @@ func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Check
 	}
 	if w.caps.md5Late && !sent.IsZero() {
 		switch got := echoed.Get(sent.Algorithm); {
-		case got == sent.Value && w.facts.checking() == yes:
+		case got == sent.Value && w.facts.checking() == yes && w.cfg.saves(SaveEchoTrust):
 			return nil
 		case got == "":
 			w.facts.update(func(f *endpointFacts) { f.checksParts = no })

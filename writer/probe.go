@@ -43,7 +43,7 @@ const probePart = 1
 // the first part is sent, so every receipt is judged knowing the answer. Its error is the
 // write's: an auth refusal (refusedAccess), which the write's own parts would meet too.
 func (w *Writer) probe(uploadID string) error {
-	if !w.caps.md5Late || w.caps.alg == store.ChecksumNone || w.facts.checking() != unknown {
+	if !w.caps.md5Late || !w.cfg.saves(SaveProbe) || w.caps.alg == store.ChecksumNone || w.facts.checking() != unknown {
 		return nil
 	}
 	wrong, err := integrity.Sum(w.caps.alg, append([]byte("not "), probeBody...))

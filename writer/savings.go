@@ -1,0 +1,33 @@
+package writer
+
+// Saving names a cost-saving strategy of a write: each spares work (a hash pass, a request,
+// page faults) where the store has shown it is safe, and none is needed for correctness. With
+// none of them, a write does every check the slow, obvious way: every part's MD5 taken as its
+// bytes arrive, no probe, no receipt trusted for its echo, buffers faulted in page by page. The
+// test suite runs the core paths both ways and compares what they report (savings_test.go).
+type Saving uint8
+
+const (
+	// SaveLateMD5: a part's or PUT's MD5 is taken after its receipt, while its bytes are still
+	// held, and only when the receipt does not prove them; without it every MD5 is taken as the
+	// bytes arrive. SaveProbe and SaveEchoTrust act only with it.
+	SaveLateMD5 Saving = 1 << iota
+	// SaveProbe: the first write to an endpoint not yet known to check part checksums asks, with
+	// a tiny part whose checksum is wrong on purpose (probe.go).
+	SaveProbe
+	// SaveEchoTrust: a receipt that echoes the checksum sent, from a store known to check it,
+	// spares its part's MD5.
+	SaveEchoTrust
+	// SavePrefault: a fresh part buffer's pages are mapped a step ahead of the bytes read into
+	// it (internal/prefault) instead of faulting one 4 KiB page at a time.
+	SavePrefault
+
+	// AllSavings is the default.
+	AllSavings = SaveLateMD5 | SaveProbe | SaveEchoTrust | SavePrefault
+)
+
+// WithSavings sets the cost-saving strategies writes may use (default AllSavings; 0: none, the
+// reference path). WithHugePages and WithEndpointCache are savings too, off unless asked for.
+func WithSavings(s Saving) Option { return func(c *config) { c.savings = s } }
+
+func (c *config) saves(s Saving) bool { return c.savings&s != 0 }
