@@ -18,8 +18,8 @@ import (
 
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
-	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/store/storetest/faulty"
 )
 
 // Conn is how to reach the store, as the user gave it; empty fields are filled from the
