@@ -400,6 +400,10 @@ func (b *bucket) ListPaged(ctx context.Context, opts *driver.ListOptions) (*driv
 	if err != nil {
 		return nil, err
 	}
+	if len(opts.PageToken) > 0 && bytes.Equal(next, opts.PageToken) {
+		// MinIO does this for a delimiter other than "/": a caller paging on would never end.
+		return nil, fmt.Errorf("safeblob: the store answered page token %q with the same token: it cannot page this listing (prefix %q, delimiter %q)", next, opts.Prefix, opts.Delimiter)
+	}
 	page := &driver.ListPage{NextPageToken: next, Objects: make([]*driver.ListObject, len(objs))}
 	for i, o := range objs {
 		page.Objects[i] = &driver.ListObject{Key: o.Key, ModTime: o.ModTime, Size: o.Size, MD5: o.MD5, IsDir: o.IsDir, AsFunc: o.As}
@@ -488,7 +492,7 @@ func (b *bucket) NewTypedWriter(ctx context.Context, key, contentType string, op
 			return nil, err
 		}
 	}
-	w := &blobWriter{ctx: ctx, b: b, key: escapeKey(key), opts: wopts}
+	w := &blobWriter{ctx: ctx, b: b, key: escapeKey(key), opts: wopts, createOnly: opts.IfNotExist}
 	if len(opts.ContentMD5) > 0 {
 		w.wantMD5, w.md5 = opts.ContentMD5, md5.New() //nolint:gosec // the caller's MD5
 	}
@@ -503,9 +507,10 @@ type blobWriter struct {
 	key  string
 	opts []writer.Option
 
-	w        *writer.Writer // created on the first Write
-	uploaded bool
-	err      error // Upload's, returned again by Close
+	w          *writer.Writer // created on the first Write
+	uploaded   bool
+	createOnly bool
+	err        error // Upload's, returned again by Close
 
 	wantMD5 []byte
 	md5     hash.Hash
@@ -538,8 +543,8 @@ func (w *blobWriter) Upload(r io.Reader) error {
 	}
 	res, err := w.b.up.Upload(w.ctx, w.b.name, w.key, r, w.opts...)
 	w.b.logResult(w.key, res, err)
-	w.err = err
-	return err
+	w.err = w.settle(res, err)
+	return w.err
 }
 
 type writerOnly struct{ io.Writer }
@@ -573,7 +578,25 @@ func (w *blobWriter) Close() error {
 	}
 	err := w.w.Close()
 	w.b.logResult(w.key, w.w.Result(), err)
-	return err
+	return w.settle(w.w.Result(), err)
+}
+
+// settle turns a create-only write that found this exact object already at the key into the
+// FailedPrecondition IfNotExist promises, when nothing but the 412 failed: the object was there
+// before the write. After another failure (a lost answer, then the 412 of a re-send) the object
+// may be this write's own, and safeput's idempotent success stands.
+func (w *blobWriter) settle(res *writer.Result, err error) error {
+	if err != nil || !w.createOnly || res == nil || !res.AlreadyExisted {
+		return err
+	}
+	for k, n := range res.Failures {
+		if k != sperrors.Precondition && n > 0 {
+			return nil
+		}
+	}
+	return &sperrors.Error{Kind: sperrors.Precondition, Op: "Verify", Bucket: w.b.name, Key: w.key,
+		StatusCode: http.StatusPreconditionFailed, Code: "PreconditionFailed",
+		Message: "IfNotExist: an object with these very bytes was already at the key; nothing was written"}
 }
 
 // logResult logs what a blob.Writer's caller would otherwise never see.
