@@ -159,7 +159,7 @@ func (*asTest) BucketCheck(b *blob.Bucket) error {
 func (*asTest) ErrorCheck(b *blob.Bucket, err error) error {
 	var e smithy.APIError
 	if !b.ErrorAs(err, &e) {
-		return fmt.Errorf("ErrorAs of a read's error %v: no smithy.APIError", err)
+		return fmt.Errorf("ErrorAs of a read's error %w: no smithy.APIError", err)
 	}
 	return nil
 }
