@@ -10,8 +10,8 @@
 // *github.com/safeput/safeput/errors.Error that blob.Bucket.ErrorAs reaches and gcerrors.Code
 // maps; a failed or canceled write leaves no object and no incomplete multipart upload.
 //
-// A writer option safeput cannot honour (Cache-Control, Content-Disposition, Content-Encoding,
-// Content-Language) fails the write with gcerrors.Unimplemented rather than being dropped.
+// Every driver.WriterOptions field is honoured: Content-Type, metadata, the cache headers,
+// ContentMD5 (checked before commit), IfNotExist, BufferSize, MaxConcurrency and BeforeWrite.
 //
 // # As
 //
@@ -33,7 +33,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -440,7 +439,7 @@ func (b *bucket) SignedURL(ctx context.Context, key string, opts *driver.SignedU
 
 // --- writes -----------------------------------------------------------------------------------
 
-// refusal is an option a write cannot honour, with its gcerrors code.
+// refusal is a write refused before anything was committed, with its gcerrors code.
 type refusal struct {
 	code gcerrors.ErrorCode
 	msg  string
@@ -454,24 +453,14 @@ func (b *bucket) NewTypedWriter(ctx context.Context, key, contentType string, op
 	if key == "" {
 		return nil, &refusal{code: gcerrors.InvalidArgument, msg: "an empty key"}
 	}
-	var dropped []string
-	for _, h := range []struct{ name, v string }{
-		{"CacheControl", opts.CacheControl}, {"ContentDisposition", opts.ContentDisposition},
-		{"ContentEncoding", opts.ContentEncoding}, {"ContentLanguage", opts.ContentLanguage},
-	} {
-		if h.v != "" {
-			dropped = append(dropped, h.name)
-		}
-	}
-	if len(dropped) > 0 {
-		return nil, &refusal{code: gcerrors.Unimplemented, msg: fmt.Sprintf("WriterOptions.%s: safeput sends no such header yet, and a write must not drop it", strings.Join(dropped, ", "))}
-	}
 	// Each write states its own overwrite rule, content type and metadata, overriding whatever
 	// the Uploader's options say, as s3blob's writes do.
 	wopts := []writer.Option{
 		writer.WithCreateOnly(opts.IfNotExist),
 		writer.WithContentType(contentType),
 		writer.WithMetadata(escapeMetadata(opts.Metadata)),
+		writer.WithHeaders(store.Headers{CacheControl: opts.CacheControl, ContentDisposition: opts.ContentDisposition,
+			ContentEncoding: opts.ContentEncoding, ContentLanguage: opts.ContentLanguage}),
 	}
 	if opts.BufferSize > 0 {
 		wopts = append(wopts, writer.WithPartSize(int64(opts.BufferSize)))
