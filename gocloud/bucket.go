@@ -386,6 +386,9 @@ func (b *bucket) Attributes(ctx context.Context, key string) (*driver.Attributes
 }
 
 func (b *bucket) ListPaged(ctx context.Context, opts *driver.ListOptions) (*driver.ListPage, error) {
+	if opts == nil {
+		opts = &driver.ListOptions{}
+	}
 	token := opts.PageToken
 	if len(token) == 0 {
 		token = blob.FirstPageToken
@@ -411,6 +414,9 @@ func (b *bucket) ListPaged(ctx context.Context, opts *driver.ListOptions) (*driv
 }
 
 func (b *bucket) NewRangeReader(ctx context.Context, key string, offset, length int64, opts *driver.ReaderOptions) (driver.Reader, error) {
+	if opts == nil {
+		opts = &driver.ReaderOptions{}
+	}
 	r, err := b.reads.NewRangeReader(ctx, key, offset, length, &blob.ReaderOptions{BeforeRead: opts.BeforeRead})
 	if err != nil {
 		return nil, err
@@ -425,14 +431,23 @@ func (r reader) Attributes() *driver.ReaderAttributes {
 }
 
 func (b *bucket) Copy(ctx context.Context, dstKey, srcKey string, opts *driver.CopyOptions) error {
+	if opts == nil {
+		opts = &driver.CopyOptions{}
+	}
 	return b.reads.Copy(ctx, dstKey, srcKey, &blob.CopyOptions{BeforeCopy: opts.BeforeCopy})
 }
 
 func (b *bucket) Delete(ctx context.Context, key string, opts *driver.DeleteOptions) error {
+	if opts == nil {
+		opts = &driver.DeleteOptions{}
+	}
 	return b.reads.DeleteWithOptions(ctx, key, &blob.DeleteOptions{BeforeDelete: opts.BeforeDelete})
 }
 
 func (b *bucket) SignedURL(ctx context.Context, key string, opts *driver.SignedURLOptions) (string, error) {
+	if opts == nil {
+		opts = &driver.SignedURLOptions{}
+	}
 	return b.reads.SignedURL(ctx, key, &blob.SignedURLOptions{Expiry: opts.Expiry, Method: opts.Method,
 		ContentType: opts.ContentType, EnforceAbsentContentType: opts.EnforceAbsentContentType, BeforeSign: opts.BeforeSign})
 }
@@ -452,6 +467,10 @@ func (r *refusal) Error() string { return "safeblob: " + r.msg }
 func (b *bucket) NewTypedWriter(ctx context.Context, key, contentType string, opts *driver.WriterOptions) (driver.Writer, error) {
 	if key == "" {
 		return nil, &refusal{code: gcerrors.InvalidArgument, msg: "an empty key"}
+	}
+	if opts == nil {
+		// blob.Bucket always passes options; a caller of the driver itself may not.
+		opts = &driver.WriterOptions{}
 	}
 	// Each write states its own overwrite rule, content type and metadata, overriding whatever
 	// the Uploader's options say, as s3blob's writes do.
