@@ -402,14 +402,32 @@ func TestWriterOptions(t *testing.T) {
 			t.Errorf("read back %q after a refused create-only write, want %q", got, data)
 		}
 		// The cache headers land as given, as s3blob reads them back.
+		// Content-Encoding gzip over bytes that are not gzip: nothing on the way (safeput's
+		// checks after commit, s3blob's read) may decode them.
 		hdrs := blob.WriterOptions{ContentType: "text/plain", CacheControl: "no-cache", ContentDisposition: "attachment",
-			ContentEncoding: "identity", ContentLanguage: "nl"}
+			ContentEncoding: "gzip", ContentLanguage: "nl"}
 		if err := b.WriteAll(ctx, "opts/headers", data, &hdrs); err != nil {
 			t.Fatalf("WriteAll with cache headers: %v", err)
 		}
 		if a, err := b.Attributes(ctx, "opts/headers"); err != nil || a.CacheControl != hdrs.CacheControl ||
 			a.ContentDisposition != hdrs.ContentDisposition || a.ContentEncoding != hdrs.ContentEncoding || a.ContentLanguage != hdrs.ContentLanguage {
 			t.Errorf("Attributes: %+v, %v; want the headers written", a, err)
+		}
+		if got, err := b.ReadAll(ctx, "opts/headers"); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("ReadAll of the gzip-labelled object: %q, %v; want the bytes written", got, err)
+		}
+		// Read back after commit too (BeforeWrite adds writer.WithReadBack): the adapter's GET
+		// must not decode them either.
+		hdrs.BeforeWrite = func(as func(any) bool) error {
+			var opts *[]writer.Option
+			if !as(&opts) {
+				return stderrors.New("no *[]writer.Option")
+			}
+			*opts = append(*opts, writer.WithReadBack(true))
+			return nil
+		}
+		if err := b.WriteAll(ctx, "opts/headers", data, &hdrs); err != nil {
+			t.Errorf("WriteAll of a gzip-labelled object, read back after commit: %v", err)
 		}
 		// A BeforeWrite hook's error fails the write before anything is sent.
 		hookErr := stderrors.New("hook says no")
