@@ -5,8 +5,9 @@
 //
 // Reads, listing, attributes, copy, delete and signed URLs are gocloud's own s3blob driver's, over
 // the same *s3.Client (one transport, one connection pool). Writes go through one safeput
-// writer.Uploader per bucket: streamed in parts from one memory budget, verified after commit
-// (a checksum or MD5 compared, never length alone), and failed with a classified
+// writer.Uploader per bucket (one retry budget; WithUploaderOptions(writer.WithMemoryBudget(b))
+// bounds their part buffers together): streamed in parts, verified after commit (a checksum or
+// MD5 compared, never length alone), and failed with a classified
 // *github.com/safeput/safeput/errors.Error that blob.Bucket.ErrorAs reaches and gcerrors.Code
 // maps; a failed or canceled write leaves no object and no incomplete multipart upload.
 //
