@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -471,3 +472,43 @@ func TestURL(t *testing.T) {
 }
 
 func md5sum(b []byte) [16]byte { return md5.Sum(b) } //nolint:gosec // the ContentMD5 gocloud asks for
+
+// TestOneTransport: reads and writes, through either adapter, all go through the HTTP client of
+// the *s3.Client the caller gave (its transport, its instrumentation).
+func TestOneTransport(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		var mu sync.Mutex
+		seen := map[string]int{}
+		c := client(env, env.Srv.Endpoint)
+		c = s3.New(c.Options(), func(o *s3.Options) {
+			o.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				mu.Lock()
+				seen[r.Method]++
+				mu.Unlock()
+				return http.DefaultTransport.RoundTrip(r)
+			})}
+		})
+		b, err := safeblob.OpenBucket(context.Background(), c, env.Bucket, nil, safeputOptions(env)...)
+		if err != nil {
+			t.Fatalf("OpenBucket: %v", err)
+		}
+		defer func() { _ = b.Close() }()
+		data := payload(partSize+1, 4)
+		if err := b.WriteAll(context.Background(), "transport/obj", data, &blob.WriterOptions{ContentType: "application/octet-stream", BufferSize: partSize}); err != nil {
+			t.Fatalf("WriteAll: %v", err)
+		}
+		if got, err := b.ReadAll(context.Background(), "transport/obj"); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("ReadAll: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// A multipart write: create and complete (POST), two parts (PUT), a HEAD after commit.
+		if seen[http.MethodPost] < 2 || seen[http.MethodPut] < 2 || seen[http.MethodHead] < 1 || seen[http.MethodGet] < 1 {
+			t.Errorf("requests through the caller's HTTP client by method: %v; want the write's and the read's", seen)
+		}
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
