@@ -91,8 +91,8 @@ func (id ID) validate() error {
 }
 
 func (r *Record) validate() error {
-	if r.Version != FormatVersion {
-		return fmt.Errorf("format version %d, this safeput reads version %d", r.Version, FormatVersion)
+	if r.Version != formatVersion {
+		return fmt.Errorf("format version %d, this safeput reads version %d", r.Version, formatVersion)
 	}
 	if err := r.ID.validate(); err != nil {
 		return err
@@ -110,7 +110,7 @@ func (r *Record) validate() error {
 
 // Begin records a new upload and claims it.
 func (d *Dir) Begin(r Record) error {
-	r.Version = FormatVersion
+	r.Version = formatVersion
 	if r.Created.IsZero() {
 		r.Created = time.Now().UTC()
 	}

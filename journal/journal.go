@@ -17,8 +17,8 @@ import (
 	"time"
 )
 
-// FormatVersion is the version of the record format this package writes and reads.
-const FormatVersion = 1
+// formatVersion is the version of the record format this package writes and reads.
+const formatVersion = 1
 
 // ID names one upload: the endpoint it was started on (an identity string chosen by the caller,
 // the endpoint URL in the CLI), bucket, key and upload id.

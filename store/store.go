@@ -197,6 +197,15 @@ func (c *Checksums) Set(a ChecksumAlgorithm, v string) {
 	}
 }
 
+// Headers are the standard HTTP headers a store keeps with an object and returns on GET and
+// HEAD. Each is sent when not empty.
+type Headers struct {
+	CacheControl       string
+	ContentDisposition string
+	ContentEncoding    string
+	ContentLanguage    string
+}
+
 // PutObjectInput is a single-request upload.
 type PutObjectInput struct {
 	Bucket string
@@ -211,6 +220,8 @@ type PutObjectInput struct {
 	Checksum    Checksum
 	ContentType string
 	Metadata    map[string]string
+	// Headers are the standard headers stored with the object.
+	Headers Headers
 	// IfNoneMatch sends If-None-Match: * (create-only: 412 when the key exists).
 	IfNoneMatch bool
 	// Encryption is the server-side encryption asked for (x-amz-server-side-encryption*, or the
@@ -252,6 +263,8 @@ type CreateMultipartUploadInput struct {
 	Key         string
 	ContentType string
 	Metadata    map[string]string
+	// Headers are the standard headers stored with the object, as in PutObjectInput.
+	Headers Headers
 	// ChecksumAlgorithm and ChecksumType are sent when set; every part must then carry that
 	// algorithm's checksum.
 	ChecksumAlgorithm ChecksumAlgorithm

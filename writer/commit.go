@@ -90,7 +90,7 @@ func (w *Writer) putSingle() error {
 	defer func() { w.lateETag = nil }()
 	in := &store.PutObjectInput{
 		Bucket: w.bucket, Key: w.key, ContentLength: int64(len(data)),
-		ContentType: w.cfg.contentType, Metadata: w.cfg.metadata,
+		ContentType: w.cfg.contentType, Metadata: w.cfg.metadata, Headers: w.cfg.headers,
 		IfNoneMatch: w.conditional(w.cfg.rules.ConditionalPut, optCondPut),
 		Encryption:  w.cfg.sse,
 	}

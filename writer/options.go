@@ -28,6 +28,7 @@ type config struct {
 	createOnly  bool
 	contentType string
 	metadata    map[string]string
+	headers     store.Headers
 	policy      *retry.Policy
 	logger      *zap.Logger
 	observer    func(Event)
@@ -128,6 +129,10 @@ func WithCreateOnly(on bool) Option { return func(c *config) { c.createOnly = on
 
 // WithContentType sets the object's Content-Type.
 func WithContentType(ct string) Option { return func(c *config) { c.contentType = ct } }
+
+// WithHeaders sets the standard headers stored with the object (Cache-Control,
+// Content-Disposition, Content-Encoding, Content-Language); empty ones are not sent.
+func WithHeaders(h store.Headers) Option { return func(c *config) { c.headers = h } }
 
 // WithMetadata sets user metadata (x-amz-meta-*).
 func WithMetadata(m map[string]string) Option { return func(c *config) { c.metadata = m } }

@@ -40,7 +40,7 @@ func (w *Writer) ensureUpload() error {
 	}
 	in := &store.CreateMultipartUploadInput{
 		Bucket: w.bucket, Key: w.key, ContentType: w.cfg.contentType, Metadata: w.cfg.metadata,
-		Encryption: w.cfg.sse,
+		Headers: w.cfg.headers, Encryption: w.cfg.sse,
 	}
 	if w.caps.alg != store.ChecksumNone {
 		in.ChecksumAlgorithm = w.caps.alg

@@ -259,6 +259,11 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 		ContentMD5:    optString(in.ContentMD5),
 		ContentType:   optString(in.ContentType),
 		Metadata:      in.Metadata,
+
+		CacheControl:       optString(in.Headers.CacheControl),
+		ContentDisposition: optString(in.Headers.ContentDisposition),
+		ContentEncoding:    optString(in.Headers.ContentEncoding),
+		ContentLanguage:    optString(in.Headers.ContentLanguage),
 	}
 	if in.IfNoneMatch {
 		req.IfNoneMatch = aws.String("*")
@@ -293,6 +298,11 @@ func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMulti
 		Metadata:          in.Metadata,
 		ChecksumAlgorithm: types.ChecksumAlgorithm(in.ChecksumAlgorithm),
 		ChecksumType:      types.ChecksumType(in.ChecksumType),
+
+		CacheControl:       optString(in.Headers.CacheControl),
+		ContentDisposition: optString(in.Headers.ContentDisposition),
+		ContentEncoding:    optString(in.Headers.ContentEncoding),
+		ContentLanguage:    optString(in.Headers.ContentLanguage),
 	}
 	setSSE(in.Encryption, &req.ServerSideEncryption, &req.SSEKMSKeyId, &req.SSEKMSEncryptionContext, &req.BucketKeyEnabled)
 	setCustomerKey(in.Encryption.CustomerKey, &req.SSECustomerAlgorithm, &req.SSECustomerKey, &req.SSECustomerKeyMD5)

@@ -332,6 +332,11 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 		// Never the streaming (aws-chunked) signature; see the package doc for the payload hash.
 		DisableContentSha256: true,
 		ServerSideEncryption: newSSE(in.Encryption),
+
+		CacheControl:       in.Headers.CacheControl,
+		ContentDisposition: in.Headers.ContentDisposition,
+		ContentEncoding:    in.Headers.ContentEncoding,
+		ContentLanguage:    in.Headers.ContentLanguage,
 	}
 	if in.IfNoneMatch {
 		opts.SetMatchETagExcept("*")
@@ -374,7 +379,9 @@ func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMulti
 	if in.ChecksumType != store.ChecksumTypeNone {
 		extra["x-amz-checksum-type"] = string(in.ChecksumType)
 	}
-	opts := minio.PutObjectOptions{ContentType: in.ContentType, UserMetadata: userMetadata(in.Metadata, extra), ServerSideEncryption: newSSE(in.Encryption)}
+	opts := minio.PutObjectOptions{ContentType: in.ContentType, UserMetadata: userMetadata(in.Metadata, extra), ServerSideEncryption: newSSE(in.Encryption),
+		CacheControl: in.Headers.CacheControl, ContentDisposition: in.Headers.ContentDisposition,
+		ContentEncoding: in.Headers.ContentEncoding, ContentLanguage: in.Headers.ContentLanguage}
 	ctx, ex := s.track(ctx)
 	id, err := s.core.NewMultipartUpload(ctx, in.Bucket, in.Key, opts)
 	if err != nil {
