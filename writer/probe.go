@@ -48,7 +48,7 @@ func (w *Writer) probe(uploadID string) error {
 	}
 	wrong, err := integrity.Sum(w.caps.alg, append([]byte("not "), probeBody...))
 	if err != nil {
-		return nil
+		return nil //nolint:nilerr // an algorithm the probe cannot sum: nothing asked, the parts hash every byte
 	}
 	var verdict tri
 	var answer error
