@@ -1,6 +1,11 @@
 package writer_test
 
 import (
+	"os"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
 	"bytes"
 	"context"
 	"errors"
@@ -336,6 +341,9 @@ func TestWireCampaign(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*bound)
 			start := time.Now()
 			opts := []writer.Option{writer.WithRetry(wirePolicy(retry.WithStallTimeout(campaignWindow(env)))), writer.WithAbortTimeout(10 * time.Second)}
+			if os.Getenv("SAFEPUT_WIRE_LOG") != "" { // every write's debug log, to replay a failure
+				opts = append(opts, writer.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.DebugLevel))))
+			}
 			if wf.defaults {
 				opts = append(opts, writer.WithPartSize(part))
 			} else {
