@@ -26,6 +26,17 @@ import (
 	"github.com/safeput/safeput/store"
 )
 
+// One write, step by step (the file that holds each step in brackets):
+//
+//	Write/ReadFrom ─ bytes into a pooled part buffer, CRC as they land      [intake.go]
+//	part full ─ create the upload once (then the probe, if it may save)      [session.go, probe.go]
+//	  └ UploadPart in the background, retried from the held bytes; receipt  [parts.go, failures.go]
+//	Close ─ small: one PutObject; else ListParts against what was sent      [commit.go]
+//	  └ CompleteMultipartUpload (If-None-Match when create-only)            [commit.go]
+//	HEAD (or read-back): length and checksum against what was written       [landed.go, evidence.go]
+//	any failure ─ abort, confirmed; a lost create swept; a wrong object gone [cleanup.go]
+//	the journal records each step for Recover after a crash                  [journal.go, recover.go]
+//
 // The code reads in the order of a write:
 //   - uploader.go: Uploader, what its writes share
 //   - writer.go: Writer, New, Close, Abort, Result
@@ -38,6 +49,7 @@ import (
 //   - cleanup.go: abort (confirmed), sweep of lost creates, delete of a wrong object
 //   - failures.go: the retry wrapper, error constructors, events
 //   - upload.go: Upload for an io.Reader; journal.go, recover.go: crash consistency
+//   - savings.go: the cost-saving strategies a write may go without (WithSavings)
 
 // ErrClosed is the cause of the error a Write after Close returns.
 var ErrClosed = stderrors.New("writer is closed")
