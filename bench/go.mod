@@ -2,7 +2,6 @@ module github.com/safeput/safeput/bench
 
 go 1.26.0
 
-
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
@@ -12,6 +11,7 @@ require (
 	github.com/minio/crc64nvme v1.1.1
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/safeput/safeput v0.1.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
