@@ -64,6 +64,8 @@ func run() error {
 	flag.BoolVar(&o.tls, "tls", false, "measure over each server's TLS endpoint (SAFEPUT_S3_<NAME>_TLS_ENDPOINT, its CA from SAFEPUT_S3_TLS_DIR) and replace only the TLS block of -out")
 	var cm cliMemOptions
 	cm.register()
+	var wan wanOptions
+	wan.register()
 	reanalyse := flag.String("reanalyse", "", "rewrite this report's header, integrity table and analysis from its own tables, measuring nothing (e.g. BENCHMARKS.md)")
 	flag.Parse()
 	o.serverVersions = cm.versions
@@ -76,6 +78,9 @@ func run() error {
 	defer stop()
 	if *child {
 		return bench.ChildMain(ctx, os.Stdin)
+	}
+	if wan.only {
+		return runWAN(ctx, o, wan, cm)
 	}
 	if !cm.only {
 		if err := runHarness(ctx, o); err != nil {
@@ -192,6 +197,7 @@ func runHarness(ctx context.Context, o options) error {
 		} else {
 			doc, err = keepTLS(o.out, header+report)
 			doc = keepCLIMem(o.out, doc)
+			doc = keepWAN(o.out, doc)
 		}
 		if err != nil {
 			return err
@@ -285,11 +291,17 @@ func withTLSRun(path, report string) (string, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	blk, err := bench.TLSBlock(report, string(old))
+	// The WAN section is its own run's: out of the way of the TLS comparison, then put back.
+	rest, wan := bench.CutWAN(string(old))
+	blk, err := bench.TLSBlock(report, rest)
 	if err != nil {
 		return "", err
 	}
-	return bench.SpliceTLS(string(old), blk), nil
+	doc := bench.SpliceTLS(rest, blk)
+	if wan != "" {
+		doc = bench.SpliceWAN(doc, wan)
+	}
+	return doc, nil
 }
 
 // keepTLS is doc (a plain run's report) with the TLS block the file at path has, its comparison

@@ -1,0 +1,444 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/minio/minio-go/v7"
+	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/safeput/safeput/bench/internal/link"
+	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/store/awss3"
+	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/writer"
+)
+
+// WANImpl is one uploader measured over the emulated link, at its own defaults: no part size,
+// concurrency or threshold set, as a user who configures nothing runs it.
+type WANImpl struct {
+	Name string
+	Role Role
+	New  func(srv s3test.Server, bucket string, p Params) (Uploader, error)
+}
+
+// WANImpls lists the WAN section's uploaders in the order its tables list them.
+func WANImpls() []WANImpl {
+	return []WANImpl{
+		{Name: "safeput-defaults/aws", Role: RoleSafeput, New: newWANSafeputAWS},
+		{Name: "safeput-defaults/minio", Role: RoleSafeput, New: newWANSafeputMinio},
+		{Name: "safeput-cli", Role: RoleSafeput, New: newWANSafeputCLI},
+		{Name: "transfermanager", Role: RolePeer, New: newWANTransferManager},
+		{Name: "manager", Role: RolePeer, New: newWANManager},
+		{Name: "minio-go", Role: RolePeer, New: newWANMinioGo},
+	}
+}
+
+func wanImpl(name string) (WANImpl, bool) {
+	i := slices.IndexFunc(WANImpls(), func(w WANImpl) bool { return w.Name == name })
+	if i < 0 {
+		return WANImpl{}, false
+	}
+	return WANImpls()[i], true
+}
+
+func newWANSafeputAWS(srv s3test.Server, bucket string, _ Params) (Uploader, error) {
+	st, err := awss3.New(awss3.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	if err != nil {
+		return nil, err
+	}
+	return safeputUploaderWith(st, bucket, nil)
+}
+
+func newWANSafeputMinio(srv s3test.Server, bucket string, _ Params) (Uploader, error) {
+	st, err := miniogo.New(miniogo.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	if err != nil {
+		return nil, err
+	}
+	return safeputUploaderWith(st, bucket, nil)
+}
+
+// newWANSafeputCLI is the CLI with no --part-size or --concurrency: its own defaults.
+func newWANSafeputCLI(srv s3test.Server, bucket string, p Params) (Uploader, error) {
+	p.PartSize, p.Concurrency = writer.DefaultPartSize, writer.DefaultConcurrency
+	return newSafeputCLI(srv, bucket, p)
+}
+
+func newWANTransferManager(srv s3test.Server, bucket string, p Params) (Uploader, error) {
+	tm := transfermanager.New(awsClient(srv, p))
+	return func(ctx context.Context, key string, src Source) (string, error) {
+		_, err := tm.UploadObject(ctx, &transfermanager.UploadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: src.Reader})
+		return "", err
+	}, nil
+}
+
+func newWANManager(srv s3test.Server, bucket string, p Params) (Uploader, error) {
+	up := manager.NewUploader(awsClient(srv, p)) //nolint:staticcheck // SA1019: measured because it is still widely used
+	return func(ctx context.Context, key string, src Source) (string, error) {
+		_, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: src.Reader}) //nolint:staticcheck // SA1019, see above
+		return "", err
+	}, nil
+}
+
+func newWANMinioGo(srv s3test.Server, bucket string, p Params) (Uploader, error) {
+	u, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	c, err := minio.New(u.Host, &minio.Options{
+		Creds: miniocreds.NewStaticV4(srv.AccessKey, srv.SecretKey, ""), Secure: u.Scheme == "https",
+		Region: srv.Region, BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, key string, src Source) (string, error) {
+		info, err := c.PutObject(ctx, bucket, key, src.Reader, src.Size, minio.PutObjectOptions{DisableContentSha256: p.Signing == SigningUnsigned})
+		if err != nil {
+			return "", err
+		}
+		if info.Size != src.Size {
+			return "", fmt.Errorf("minio-go reported %d bytes, source has %d", info.Size, src.Size)
+		}
+		return "", nil
+	}, nil
+}
+
+// WANConfig is a run of the WAN section on one server.
+type WANConfig struct {
+	Server     s3test.Server // the server itself; uploads reach it through the relay
+	ServerName string
+	Bucket     string
+	Link       link.Config // Upstream is set from Server
+	Sizes      []int64
+	Runs       int
+	Impls      []string // empty: all of WANImpls (safeput-cli only with Params.CLI)
+	Params     Params   // Signing, CLI and CLICacheDir; part size and concurrency are each uploader's own
+	Dir        string
+	TrashDir   string
+	Log        io.Writer
+}
+
+// WANRecord is one write over the link that read back identical to its source.
+type WANRecord struct {
+	Impl        string
+	Size        int64
+	Run         int
+	Seconds     float64
+	RoundTrips  int64 // the relay's turns during the write
+	Connections int64 // connections the write opened
+	Note        string
+}
+
+// RunWAN writes every size through every uploader Runs times over an emulated link, each
+// write on a cold connection: a fresh client (its own transport) per write, and the relay's
+// connections closed before it. Rounds are round-robin, as in Run.
+func RunWAN(ctx context.Context, cfg WANConfig) ([]WANRecord, error) {
+	impls := cfg.Impls
+	if len(impls) == 0 {
+		for _, w := range WANImpls() {
+			if w.Name == "safeput-cli" && cfg.Params.CLI == "" {
+				continue
+			}
+			impls = append(impls, w.Name)
+		}
+	}
+	for _, n := range impls {
+		if _, ok := wanImpl(n); !ok {
+			return nil, fmt.Errorf("unknown WAN implementation %q", n)
+		}
+	}
+	if cfg.Runs < 1 || len(cfg.Sizes) == 0 {
+		return nil, errors.New("bench: the WAN section needs at least one run and size")
+	}
+	logw := cfg.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	u, err := url.Parse(cfg.Server.Endpoint)
+	if err != nil || u.Host == "" || u.Scheme != "http" {
+		return nil, fmt.Errorf("WAN: endpoint %q: want http://host:port", cfg.Server.Endpoint)
+	}
+	lc := cfg.Link
+	lc.Upstream = u.Host
+	relay, err := link.Start(lc)
+	if err != nil {
+		return nil, err
+	}
+	defer relay.Close()
+	via := cfg.Server
+	via.Endpoint = "http://" + relay.Addr()
+
+	raw := cfg.Server.RawClient()
+	if err := ensureBucket(ctx, raw, cfg.Bucket); err != nil {
+		return nil, err
+	}
+	var recs []WANRecord
+	for _, size := range cfg.Sizes {
+		data, err := Generate(cfg.Dir, size)
+		if err != nil {
+			return recs, fmt.Errorf("generate %s: %w", bytesize.Format(size), err)
+		}
+		for run := range cfg.Runs {
+			for i := range impls {
+				name := impls[(i+run)%len(impls)]
+				rec, err := wanOnce(ctx, cfg, relay, via, raw, name, data, run)
+				if err != nil {
+					_ = os.Remove(data.Path)
+					return recs, fmt.Errorf("%s, %s: %w", name, bytesize.Format(size), err)
+				}
+				recs = append(recs, rec)
+				_, _ = fmt.Fprintf(logw, "wan %-9s %-8s run %d  %-22s %8.3f s  %3d round trips  %2d connections  read back ok  %s\n",
+					cfg.ServerName, bytesize.Format(size), run+1, name, rec.Seconds, rec.RoundTrips, rec.Connections, rec.Note)
+			}
+		}
+		_ = os.Remove(data.Path)
+	}
+	return recs, nil
+}
+
+func wanOnce(ctx context.Context, cfg WANConfig, relay *link.Relay, via s3test.Server, raw *s3.Client, name string, data DataFile, run int) (WANRecord, error) {
+	im, _ := wanImpl(name)
+	relay.CloseConns() // the previous writer's idle connections: this write starts cold
+	up, err := im.New(via, cfg.Bucket, cfg.Params)
+	if err != nil {
+		return WANRecord{}, err
+	}
+	src, closer, err := Open(data.Path, data.Size, SourceReaderAt)
+	if err != nil {
+		return WANRecord{}, err
+	}
+	defer closer.Close()
+	key := fmt.Sprintf("wan/%s/%d/run%d", name, data.Size, run)
+	before := relay.Stats()
+	start := time.Now()
+	note, err := up(ctx, key, src)
+	secs := time.Since(start).Seconds()
+	d := relay.Stats().Sub(before)
+	if err != nil {
+		return WANRecord{}, err
+	}
+	// The check and the delete go to the server directly: they are not the write's round trips.
+	if err := CheckObject(ctx, raw, cfg.Bucket, key, data); err != nil {
+		return WANRecord{}, err
+	}
+	if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(cfg.Bucket), Key: aws.String(key)}); err != nil {
+		return WANRecord{}, fmt.Errorf("delete %s: %w", key, err)
+	}
+	if err := emptyDir(cfg.TrashDir); err != nil {
+		return WANRecord{}, fmt.Errorf("emptying the server's trash: %w", err)
+	}
+	return WANRecord{Impl: name, Size: data.Size, Run: run, Seconds: secs, RoundTrips: d.RoundTrips, Connections: d.Connections, Note: note}, nil
+}
+
+// WANEnv is what the section says about its run.
+type WANEnv struct {
+	Command, Date, Versions, ServerName string
+	Link                                link.Config
+	Runs                                int
+	Signing                             Signing
+}
+
+// ParseRate reads a link rate in bits per second, decimal as links are rated: "1Gbit",
+// "100Mbit", "500kbit" or a plain number of bits; it returns bytes per second.
+func ParseRate(s string) (int64, error) {
+	t := strings.TrimSuffix(strings.TrimSpace(s), "/s")
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"Gbit", 1e9}, {"Mbit", 1e6}, {"kbit", 1e3}, {"Kbit", 1e3}, {"bit", 1}} {
+		if v, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = v, u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("rate %q: want e.g. 1Gbit or 100Mbit", s)
+	}
+	return int64(f * float64(mult) / 8), nil
+}
+
+// FormatRate is ParseRate's inverse for the report (bytes per second in, bits out).
+func FormatRate(bytesPerSec int64) string {
+	bits := float64(bytesPerSec) * 8
+	switch {
+	case bits >= 1e9:
+		return strconv.FormatFloat(bits/1e9, 'f', -1, 64) + " Gbit/s"
+	case bits >= 1e6:
+		return strconv.FormatFloat(bits/1e6, 'f', -1, 64) + " Mbit/s"
+	}
+	return strconv.FormatFloat(bits/1e3, 'f', -1, 64) + " kbit/s"
+}
+
+// wanRow is one uploader at one size.
+type wanRow struct {
+	impl        string
+	role        Role
+	median      float64
+	rtMin       int64
+	rtMax       int64
+	connMin     int64
+	connMax     int64
+	runs        int
+	ratio       float64 // the best peer's median over this one's: above 1 is faster
+	hasPeerBest bool
+}
+
+// WANMarkdown renders the WAN section: per size, each uploader's median time, the round trips
+// and connections the relay counted, and its speed against the best peer's.
+func WANMarkdown(env WANEnv, recs []WANRecord) string {
+	var b strings.Builder
+	b.WriteString("## Over a wide-area link (emulated)\n\n")
+	fmt.Fprintf(&b, "Generated by `%s` on %s (%s).\n\n", env.Command, env.Date, env.Versions)
+	fmt.Fprintf(&b, "- **Link**: %s round trip, %s shared by all connections in each direction, %s in flight per connection and direction (a connection moves at most that per round trip; no slow start), emulated by the benchmark's own relay (`bench/internal/link`) on loopback in front of %s.\n",
+		time.Duration(env.Link.RTT).String(), FormatRate(env.Link.Rate), bytesize.Format(env.Link.Window), env.ServerName)
+	b.WriteString("- **Cold**: every write gets a fresh client (its own connection pool) and the relay closes every connection before it, so each write pays its connections' handshakes (the relay holds a new connection's first bytes for one round trip, as a SYN costs).\n")
+	b.WriteString("- **Defaults**: every uploader at its own part size, concurrency and checksum defaults, nothing set; the source is a file (an `*io.SectionReader`; the CLI is given its path); " +
+		"safeput's library rows use one `writer.Uploader` per write, its CLI a cache directory fresh for the run, so its first write probes the endpoint and later ones reuse the answer.")
+	if env.Signing == SigningUnsigned {
+		b.WriteString(" Peers send UNSIGNED-PAYLOAD, as over TLS (see Method).")
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "- **Round trips**: the relay's count of turns during the write, summed over its connections: each time bytes came from the server after bytes from the client (an `Expect: 100-continue` request is two, parts in flight on several connections count one each, handshakes are not counted). Times are medians of %d run(s); round trips and connections show the range over the runs when they differ. \"× best peer\" is the fastest peer's median time over the row's: above 1.00× is faster.\n\n", env.Runs)
+
+	sizes := []int64{}
+	for _, r := range recs {
+		if !slices.Contains(sizes, r.Size) {
+			sizes = append(sizes, r.Size)
+		}
+	}
+	slices.Sort(sizes)
+	for _, size := range sizes {
+		rows := wanRows(recs, size)
+		fmt.Fprintf(&b, "### %s\n\n", bytesize.Format(size))
+		b.WriteString("| implementation | time | MiB/s | round trips | time / RTT | connections | × best peer |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|\n")
+		for _, r := range rows {
+			ratio := "–"
+			if r.hasPeerBest {
+				ratio = fmt.Sprintf("%.2f×", r.ratio)
+			}
+			perRTT := "–"
+			if env.Link.RTT > 0 {
+				perRTT = fmt.Sprintf("%.1f", r.median/env.Link.RTT.Seconds())
+			}
+			fmt.Fprintf(&b, "| %s | %.3f s | %.1f | %s | %s | %s | %s |\n", r.impl, r.median, mibps(size, r.median),
+				countSpan(r.rtMin, r.rtMax), perRTT, countSpan(r.connMin, r.connMax), ratio)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func countSpan(lo, hi int64) string {
+	if lo == hi {
+		return strconv.FormatInt(lo, 10)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
+}
+
+// wanRows summarises one size's records in WANImpls order (unknown names after, by name).
+func wanRows(recs []WANRecord, size int64) []wanRow {
+	by := map[string][]WANRecord{}
+	var names []string
+	for _, r := range recs {
+		if r.Size != size {
+			continue
+		}
+		if _, ok := by[r.Impl]; !ok {
+			names = append(names, r.Impl)
+		}
+		by[r.Impl] = append(by[r.Impl], r)
+	}
+	order := func(n string) int {
+		i := slices.IndexFunc(WANImpls(), func(w WANImpl) bool { return w.Name == n })
+		if i < 0 {
+			return len(WANImpls())
+		}
+		return i
+	}
+	slices.SortStableFunc(names, func(a, b string) int {
+		if d := order(a) - order(b); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	var rows []wanRow
+	best := 0.0
+	for _, n := range names {
+		rs := by[n]
+		secs := make([]float64, len(rs))
+		r := wanRow{impl: n, role: RolePeer, runs: len(rs), rtMin: rs[0].RoundTrips, rtMax: rs[0].RoundTrips, connMin: rs[0].Connections, connMax: rs[0].Connections}
+		if w, ok := wanImpl(n); ok {
+			r.role = w.Role
+		}
+		for i, x := range rs {
+			secs[i] = x.Seconds
+			r.rtMin, r.rtMax = min(r.rtMin, x.RoundTrips), max(r.rtMax, x.RoundTrips)
+			r.connMin, r.connMax = min(r.connMin, x.Connections), max(r.connMax, x.Connections)
+		}
+		r.median = median(secs)
+		if r.role == RolePeer && r.median > 0 && (best == 0 || r.median < best) {
+			best = r.median
+		}
+		rows = append(rows, r)
+	}
+	for i := range rows {
+		if best > 0 && rows[i].median > 0 {
+			rows[i].ratio, rows[i].hasPeerBest = best/rows[i].median, true
+		}
+	}
+	return rows
+}
+
+// The WAN section sits between these markers, so a WAN run replaces only it and the other runs
+// keep it.
+const (
+	WANBegin = "<!-- wan:begin (generated by scripts/bench.sh with WAN_ONLY=1) -->"
+	WANEnd   = "<!-- wan:end -->"
+)
+
+// CutWAN returns doc without its WAN block (markers included) and the block's content ("" when
+// it has none).
+func CutWAN(doc string) (rest, section string) {
+	i := strings.Index(doc, WANBegin)
+	j := strings.Index(doc, WANEnd)
+	if i < 0 || j < i {
+		return doc, ""
+	}
+	end := j + len(WANEnd)
+	if end < len(doc) && doc[end] == '\n' {
+		end++
+	}
+	return doc[:i] + doc[end:], strings.TrimPrefix(doc[i+len(WANBegin):j], "\n")
+}
+
+// SpliceWAN puts section between the markers in doc, replacing what was there, or appends the
+// block (after a blank line) when doc has none.
+func SpliceWAN(doc, section string) string {
+	block := WANBegin + "\n" + strings.TrimRight(section, "\n") + "\n" + WANEnd + "\n"
+	i := strings.Index(doc, WANBegin)
+	j := strings.Index(doc, WANEnd)
+	if i >= 0 && j > i {
+		return doc[:i] + block + strings.TrimPrefix(doc[j+len(WANEnd):], "\n")
+	}
+	if doc != "" {
+		doc = strings.TrimRight(doc, "\n") + "\n\n"
+	}
+	return doc + block
+}
