@@ -31,6 +31,7 @@
 #   WAN_SIZES="1MiB 8MiB 64MiB 512MiB"  WAN_RTT=40ms  WAN_RATE=1Gbit  WAN_WINDOW=4MiB
 #   WAN_RUNS=3           WAN_SERVER=minio  WAN_IMPLS=""  (all: safeput-defaults/aws,
 #                        safeput-defaults/minio, safeput-cli, transfermanager, manager, minio-go)
+#                        (extra flags pass through: -wan-trace prints every request line)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)

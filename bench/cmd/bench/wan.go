@@ -23,7 +23,7 @@ type wanOptions struct {
 	sizes, rate, window, server, impls string
 	rtt                                time.Duration
 	runs                               int
-	only                               bool
+	only, trace                        bool
 }
 
 func (w *wanOptions) register() {
@@ -34,6 +34,7 @@ func (w *wanOptions) register() {
 	flag.StringVar(&w.window, "wan-window", "4MiB", "WAN section: bytes in flight per connection and direction")
 	flag.IntVar(&w.runs, "wan-runs", 3, "WAN section: writes per implementation and size")
 	flag.StringVar(&w.server, "wan-server", "minio", "WAN section: the server behind the link, one of SAFEPUT_S3_SERVERS")
+	flag.BoolVar(&w.trace, "wan-trace", false, "WAN section: print every request line the relay carries (stderr), to see which requests each write makes")
 	flag.StringVar(&w.impls, "wan-impls", "", "WAN section: implementations (default all): "+wanNames())
 }
 
@@ -74,6 +75,9 @@ func runWAN(ctx context.Context, o options, w wanOptions, cm cliMemOptions) erro
 			return fmt.Errorf("wan-sizes %q: want e.g. 8MiB", f)
 		}
 		sizes = append(sizes, n)
+	}
+	if w.trace {
+		lc.Trace = os.Stderr
 	}
 	srv, err := wanServer(w.server)
 	if err != nil {

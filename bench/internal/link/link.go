@@ -22,6 +22,7 @@
 package link
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,11 @@ type Config struct {
 	// Rate is the link's capacity in bytes per second per direction, shared by all
 	// connections (0: unbounded).
 	Rate int64
+	// Trace, when set, gets a line per client turn: the time since Start or the last
+	// CloseConns (a write's start, when each write begins with CloseConns), the connection and
+	// the turn's first line (an HTTP request line), to see which requests a write
+	// makes. Called from the relay's goroutines, one at a time.
+	Trace io.Writer
 }
 
 // Stats are the relay's counters since it started.
@@ -91,6 +97,8 @@ type Relay struct {
 
 	connections, roundTrips, bytesUp, bytesDown, maxInFlight atomic.Int64
 	pool                                                     sync.Pool
+	epoch                                                    atomic.Pointer[time.Time] // Trace's zero: Start or the last CloseConns
+	traceMu                                                  sync.Mutex
 }
 
 // Start listens on 127.0.0.1 (a free port) and relays every connection to cfg.Upstream.
@@ -106,6 +114,8 @@ func Start(cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	r := &Relay{cfg: cfg, ln: ln, up: newBucket(cfg.Rate), down: newBucket(cfg.Rate), conns: map[*conn]struct{}{}}
+	now := time.Now()
+	r.epoch.Store(&now)
 	r.dial, r.stop = context.WithCancel(context.Background())
 	r.pool.New = func() any { b := make([]byte, chunkMax); return &b }
 	r.wg.Add(1)
@@ -127,6 +137,8 @@ func (r *Relay) Stats() Stats {
 // CloseConns closes every connection open now (the relay keeps accepting), so the next client
 // starts cold and idle connections of an abandoned client do not linger.
 func (r *Relay) CloseConns() {
+	now := time.Now()
+	r.epoch.Store(&now)
 	r.mu.Lock()
 	cs := make([]*conn, 0, len(r.conns))
 	for c := range r.conns {
@@ -164,14 +176,14 @@ func (r *Relay) accept() {
 			return
 		}
 		accepted := time.Now()
-		r.connections.Add(1)
+		id := r.connections.Add(1)
 		r.wg.Add(1)
-		go r.serve(c, accepted)
+		go r.serve(c, id, accepted)
 	}
 }
 
 // serve dials the upstream for client c and relays both directions until both end.
-func (r *Relay) serve(client net.Conn, accepted time.Time) {
+func (r *Relay) serve(client net.Conn, id int64, accepted time.Time) {
 	defer r.wg.Done()
 	d := net.Dialer{Timeout: 10 * time.Second}
 	server, err := d.DialContext(r.dial, "tcp", r.cfg.Upstream)
@@ -179,7 +191,7 @@ func (r *Relay) serve(client net.Conn, accepted time.Time) {
 		_ = client.Close()
 		return
 	}
-	c := &conn{client: client, server: server, stop: make(chan struct{})}
+	c := &conn{client: client, server: server, stop: make(chan struct{}), id: id}
 	r.mu.Lock()
 	if r.shut {
 		r.mu.Unlock()
@@ -214,6 +226,7 @@ type conn struct {
 	client, server net.Conn
 	stop           chan struct{}
 	once           sync.Once
+	id             int64 // the relay's count of connections when this one was accepted
 
 	mu       sync.Mutex
 	lastUp   bool // the last bytes read came from the client
@@ -229,12 +242,15 @@ func (c *conn) close() {
 }
 
 // turn records bytes read in one direction and reports whether they start a new turn.
-func (c *conn) turn(up bool) bool {
+// It also reports whether client bytes start the client's turn (the first bytes, or the first
+// after the server's), where a request line is.
+func (c *conn) turn(up bool) (serverTurn, clientTurn bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := !up && c.anyBytes && c.lastUp
+	serverTurn = !up && c.anyBytes && c.lastUp
+	clientTurn = up && (!c.anyBytes || !c.lastUp)
 	c.lastUp, c.anyBytes = up, true
-	return t
+	return serverTurn, clientTurn
 }
 
 type chunk struct {
@@ -266,8 +282,12 @@ func (r *Relay) pipe(c *conn, src, dst net.Conn, rate *bucket, up bool, notBefor
 		}
 		n, err := src.Read((*bp)[:limit])
 		if n > 0 {
-			if c.turn(up) {
+			serverTurn, clientTurn := c.turn(up)
+			if serverTurn {
 				r.roundTrips.Add(1)
+			}
+			if clientTurn && r.cfg.Trace != nil {
+				r.trace(c, (*bp)[:n])
 			}
 			inFlight, ok := win.acquire(int64(n), c.stop)
 			if !ok {
@@ -327,6 +347,20 @@ func (r *Relay) deliver(c *conn, dst net.Conn, q <-chan chunk, win *window, half
 	if tc, ok := dst.(*net.TCPConn); ok {
 		_ = tc.CloseWrite() // the source ended: pass its EOF on
 	}
+}
+
+// trace writes the first line of a client turn to cfg.Trace.
+func (r *Relay) trace(c *conn, b []byte) {
+	line, _, _ := bytes.Cut(b[:min(len(b), 160)], []byte("\r\n"))
+	printable := bytes.IndexFunc(line, func(r rune) bool { return r < ' ' || r > '~' }) < 0
+	if !printable {
+		// A client speaking again before its request line: a body sent after the server's
+		// interim answer (100 Continue).
+		line = []byte(fmt.Sprintf("(%d bytes of body after the server's interim answer)", len(b)))
+	}
+	r.traceMu.Lock()
+	defer r.traceMu.Unlock()
+	_, _ = fmt.Fprintf(r.cfg.Trace, "link: +%5d ms conn %d  %s\n", time.Since(*r.epoch.Load()).Milliseconds(), c.id, line)
 }
 
 func (r *Relay) noteInFlight(n int64) {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -297,5 +298,43 @@ func TestStartRefusesBadConfig(t *testing.T) {
 			_ = r.Close()
 			t.Errorf("Start(%+v) succeeded", cfg)
 		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Trace names each request a client makes, once per client turn.
+func TestTraceNamesRequests(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	defer srv.Close()
+	var log syncBuffer
+	r := start(t, Config{Upstream: srv.Listener.Addr().String(), RTT: 2 * time.Millisecond, Trace: &log})
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	for _, path := range []string{"/a", "/b"} {
+		resp, err := (&http.Client{Transport: tr}).Post("http://"+r.Addr()+path, "x", bytes.NewReader(make([]byte, 300<<10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	got := log.String()
+	if strings.Count(got, "\n") != 2 || !strings.Contains(got, "conn 1 ") || !strings.Contains(got, "POST /a HTTP/1.1") || !strings.Contains(got, "POST /b HTTP/1.1") {
+		t.Errorf("trace:\n%s", got)
 	}
 }
