@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -130,6 +131,7 @@ type WANConfig struct {
 	Dir        string
 	TrashDir   string
 	Log        io.Writer
+	Trace      io.Writer // when set, gets every request line the relay carries
 }
 
 // WANRecord is one write over the link that read back identical to its source.
@@ -138,8 +140,9 @@ type WANRecord struct {
 	Size        int64
 	Run         int
 	Seconds     float64
-	RoundTrips  int64 // the relay's turns during the write
-	Connections int64 // connections the write opened
+	RoundTrips  int64  // the relay's turns during the write
+	Connections int64  // connections the write opened
+	Requests    string // the S3 requests the relay carried, summarised (Requests)
 	Note        string
 }
 
@@ -174,6 +177,8 @@ func RunWAN(ctx context.Context, cfg WANConfig) ([]WANRecord, error) {
 	}
 	lc := cfg.Link
 	lc.Upstream = u.Host
+	turns := &turnLog{trace: cfg.Trace}
+	lc.OnTurn = turns.add
 	relay, err := link.Start(lc)
 	if err != nil {
 		return nil, err
@@ -195,7 +200,7 @@ func RunWAN(ctx context.Context, cfg WANConfig) ([]WANRecord, error) {
 		for run := range cfg.Runs {
 			for i := range impls {
 				name := impls[(i+run)%len(impls)]
-				rec, err := wanOnce(ctx, cfg, relay, via, raw, name, data, run)
+				rec, err := wanOnce(ctx, cfg, relay, turns, via, raw, name, data, run)
 				if err != nil {
 					_ = os.Remove(data.Path)
 					return recs, fmt.Errorf("%s, %s: %w", name, bytesize.Format(size), err)
@@ -210,7 +215,7 @@ func RunWAN(ctx context.Context, cfg WANConfig) ([]WANRecord, error) {
 	return recs, nil
 }
 
-func wanOnce(ctx context.Context, cfg WANConfig, relay *link.Relay, via s3test.Server, raw *s3.Client, name string, data DataFile, run int) (WANRecord, error) {
+func wanOnce(ctx context.Context, cfg WANConfig, relay *link.Relay, turns *turnLog, via s3test.Server, raw *s3.Client, name string, data DataFile, run int) (WANRecord, error) {
 	im, _ := wanImpl(name)
 	relay.CloseConns() // the previous writer's idle connections: this write starts cold
 	up, err := im.New(via, cfg.Bucket, cfg.Params)
@@ -224,10 +229,12 @@ func wanOnce(ctx context.Context, cfg WANConfig, relay *link.Relay, via s3test.S
 	defer closer.Close()
 	key := fmt.Sprintf("wan/%s/%d/run%d", name, data.Size, run)
 	before := relay.Stats()
+	turns.reset()
 	start := time.Now()
 	note, err := up(ctx, key, src)
 	secs := time.Since(start).Seconds()
 	d := relay.Stats().Sub(before)
+	reqs := Requests(turns.lines())
 	if err != nil {
 		return WANRecord{}, err
 	}
@@ -241,12 +248,121 @@ func wanOnce(ctx context.Context, cfg WANConfig, relay *link.Relay, via s3test.S
 	if err := emptyDir(cfg.TrashDir); err != nil {
 		return WANRecord{}, fmt.Errorf("emptying the server's trash: %w", err)
 	}
-	return WANRecord{Impl: name, Size: data.Size, Run: run, Seconds: secs, RoundTrips: d.RoundTrips, Connections: d.Connections, Note: note}, nil
+	return WANRecord{Impl: name, Size: data.Size, Run: run, Seconds: secs, RoundTrips: d.RoundTrips, Connections: d.Connections, Requests: reqs, Note: note}, nil
+}
+
+// turnLog keeps the request lines of the write under way.
+type turnLog struct {
+	trace io.Writer
+	mu    sync.Mutex
+	turns []string
+}
+
+func (l *turnLog) add(t link.Turn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.turns) < 1<<16 { // bounded: a write of 512 MiB makes a few hundred
+		l.turns = append(l.turns, t.Line)
+	}
+	if l.trace != nil {
+		_, _ = fmt.Fprintln(l.trace, "link:", t)
+	}
+}
+
+func (l *turnLog) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.turns = l.turns[:0]
+}
+
+func (l *turnLog) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.turns)
+}
+
+// Requests summarises a write's client turns (request lines, "" for a body sent after the
+// server's 100 Continue) as S3 operations in the order each first appeared, e.g.
+// "CreateMultipartUpload, 5 UploadPart (4 part numbers), 4 100-continue, ListParts,
+// CompleteMultipartUpload, HEAD". More UploadParts than part numbers are a part sent twice: a
+// probe or a retry.
+func Requests(lines []string) string {
+	var order []string
+	count := map[string]int{}
+	parts := map[string]bool{}
+	for _, l := range lines {
+		op := s3Op(l)
+		if op == "UploadPart" {
+			if u, err := url.Parse(requestTarget(l)); err == nil {
+				parts[u.Query().Get("partNumber")] = true
+			}
+		}
+		if count[op] == 0 {
+			order = append(order, op)
+		}
+		count[op]++
+	}
+	out := make([]string, 0, len(order))
+	for _, op := range order {
+		s := op
+		if n := count[op]; n > 1 {
+			s = fmt.Sprintf("%d %s", n, op)
+		}
+		if op == "UploadPart" && len(parts) != count[op] {
+			s += fmt.Sprintf(" (%d part numbers)", len(parts))
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// requestTarget is the path and query of a request line ("PUT /b/k?x HTTP/1.1" → "/b/k?x").
+func requestTarget(line string) string {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return ""
+	}
+	return f[1]
+}
+
+// s3Op names the S3 operation of a path-style request line.
+func s3Op(line string) string {
+	if line == "" {
+		return "100-continue"
+	}
+	method, _, _ := strings.Cut(line, " ")
+	u, err := url.Parse(requestTarget(line))
+	if err != nil {
+		return method
+	}
+	q := u.Query()
+	_, uploads := q["uploads"]
+	_, uploadID := q["uploadId"]
+	switch {
+	case method == "POST" && uploads:
+		return "CreateMultipartUpload"
+	case method == "PUT" && uploadID && q.Has("partNumber"):
+		return "UploadPart"
+	case method == "PUT":
+		return "PutObject"
+	case method == "GET" && uploadID:
+		return "ListParts"
+	case method == "POST" && uploadID:
+		return "CompleteMultipartUpload"
+	case method == "DELETE" && uploadID:
+		return "AbortMultipartUpload"
+	case method == "HEAD":
+		return "HEAD"
+	case method == "GET" && q.Has("location"):
+		return "GetBucketLocation"
+	}
+	return method + " " + u.Path
 }
 
 // WANEnv is what the section says about its run.
 type WANEnv struct {
 	Command, Date, Versions, ServerName string
+	Machine, Load                       string // the load average before → after, as the other sections give it
 	Link                                link.Config
 	Runs                                int
 	Signing                             Signing
@@ -295,7 +411,8 @@ type wanRow struct {
 	connMin     int64
 	connMax     int64
 	runs        int
-	ratio       float64 // the best peer's median over this one's: above 1 is faster
+	requests    []string // each distinct summary, in run order
+	ratio       float64  // the best peer's median over this one's: above 1 is faster
 	hasPeerBest bool
 }
 
@@ -305,16 +422,20 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 	var b strings.Builder
 	b.WriteString("## Over a wide-area link (emulated)\n\n")
 	fmt.Fprintf(&b, "Generated by `%s` on %s (%s).\n\n", env.Command, env.Date, env.Versions)
+	if env.Machine != "" {
+		fmt.Fprintf(&b, "Machine: %s; load average %s. The relay, the uploader and the server share its cores: where they are busy, large objects are bound by the CPU before the link.\n\n", env.Machine, env.Load)
+	}
 	fmt.Fprintf(&b, "- **Link**: %s round trip, %s shared by all connections in each direction, %s in flight per connection and direction (a connection moves at most that per round trip; no slow start), emulated by the benchmark's own relay (`bench/internal/link`) on loopback in front of %s.\n",
 		time.Duration(env.Link.RTT).String(), FormatRate(env.Link.Rate), bytesize.Format(env.Link.Window), env.ServerName)
 	b.WriteString("- **Cold**: every write gets a fresh client (its own connection pool) and the relay closes every connection before it, so each write pays its connections' handshakes (the relay holds a new connection's first bytes for one round trip, as a SYN costs).\n")
 	b.WriteString("- **Defaults**: every uploader at its own part size, concurrency and checksum defaults, nothing set; the source is a file (an `*io.SectionReader`; the CLI is given its path); " +
-		"safeput's library rows use one `writer.Uploader` per write, its CLI a cache directory fresh for the run, so its first write probes the endpoint and later ones reuse the answer.")
+		"safeput's library rows use one `writer.Uploader` per write, its CLI (the whole process, start-up included) a cache directory fresh for the run, so its first multipart write probes the endpoint and later ones reuse the answer.")
 	if env.Signing == SigningUnsigned {
 		b.WriteString(" Peers send UNSIGNED-PAYLOAD, as over TLS (see Method).")
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "- **Round trips**: the relay's count of turns during the write, summed over its connections: each time bytes came from the server after bytes from the client (an `Expect: 100-continue` request is two, parts in flight on several connections count one each, handshakes are not counted). Times are medians of %d run(s); round trips and connections show the range over the runs when they differ. \"× best peer\" is the fastest peer's median time over the row's: above 1.00× is faster.\n\n", env.Runs)
+	fmt.Fprintf(&b, "- **Round trips**: the relay's count of turns during the write, summed over its connections: each time bytes came from the server after bytes from the client (an `Expect: 100-continue` request is two, parts in flight on several connections count one each, handshakes are not counted). Times are medians of %d run(s); round trips and connections show the range over the runs when they differ. \"× best peer\" is the fastest peer's median time over the row's: above 1.00× is faster.\n", env.Runs)
+	b.WriteString("- **Requests**: the S3 requests the relay carried during the write, named from their request lines, each kind counted over all connections in the order it first appeared (each distinct summary of the runs, in run order); a 100-continue is a body the client sent only after the server's interim answer, a round trip of its own; more UploadParts than part numbers are a part sent twice (safeput's endpoint probe, one tiny part with a wrong checksum, or a retry).\n\n")
 
 	sizes := []int64{}
 	for _, r := range recs {
@@ -326,8 +447,8 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 	for _, size := range sizes {
 		rows := wanRows(recs, size)
 		fmt.Fprintf(&b, "### %s\n\n", bytesize.Format(size))
-		b.WriteString("| implementation | time | MiB/s | round trips | time / RTT | connections | × best peer |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|\n")
+		b.WriteString("| implementation | time | MiB/s | round trips | time / RTT | connections | × best peer | requests |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|---|\n")
 		for _, r := range rows {
 			ratio := "–"
 			if r.hasPeerBest {
@@ -337,8 +458,8 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 			if env.Link.RTT > 0 {
 				perRTT = fmt.Sprintf("%.1f", r.median/env.Link.RTT.Seconds())
 			}
-			fmt.Fprintf(&b, "| %s | %.3f s | %.1f | %s | %s | %s | %s |\n", r.impl, r.median, mibps(size, r.median),
-				countSpan(r.rtMin, r.rtMax), perRTT, countSpan(r.connMin, r.connMax), ratio)
+			fmt.Fprintf(&b, "| %s | %.3f s | %.1f | %s | %s | %s | %s | %s |\n", r.impl, r.median, mibps(size, r.median),
+				countSpan(r.rtMin, r.rtMax), perRTT, countSpan(r.connMin, r.connMax), ratio, strings.Join(r.requests, "; or "))
 		}
 		b.WriteString("\n")
 	}
@@ -391,6 +512,9 @@ func wanRows(recs []WANRecord, size int64) []wanRow {
 			secs[i] = x.Seconds
 			r.rtMin, r.rtMax = min(r.rtMin, x.RoundTrips), max(r.rtMax, x.RoundTrips)
 			r.connMin, r.connMax = min(r.connMin, x.Connections), max(r.connMax, x.Connections)
+			if !slices.Contains(r.requests, x.Requests) {
+				r.requests = append(r.requests, x.Requests)
+			}
 		}
 		r.median = median(secs)
 		if r.role == RolePeer && r.median > 0 && (best == 0 || r.median < best) {

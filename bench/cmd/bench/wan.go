@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -76,9 +77,6 @@ func runWAN(ctx context.Context, o options, w wanOptions, cm cliMemOptions) erro
 		}
 		sizes = append(sizes, n)
 	}
-	if w.trace {
-		lc.Trace = os.Stderr
-	}
 	srv, err := wanServer(w.server)
 	if err != nil {
 		return err
@@ -103,13 +101,21 @@ func runWAN(ctx context.Context, o options, w wanOptions, cm cliMemOptions) erro
 		Sizes: sizes, Runs: w.runs, Impls: fields(w.impls), Params: params, Dir: o.dir,
 		TrashDir: os.Getenv(serverVar(w.server) + "_TRASH"), Log: os.Stderr,
 	}
+	if w.trace {
+		cfg.Trace = os.Stderr
+	}
+	loadStart := loadavg()
 	recs, err := bench.RunWAN(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	load := loadStart + " → " + loadavg()
+	if busy(loadStart) {
+		load += fmt.Sprintf(" — above the %d cores: other work competed for the CPU, so these figures are indicative only", runtime.NumCPU())
+	}
 	env := bench.WANEnv{
 		Command: o.command, Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), ServerName: w.server,
-		Versions: strings.Join(versions(o), ", "), Link: lc, Runs: w.runs, Signing: signing,
+		Versions: strings.Join(versions(o), ", "), Link: lc, Runs: w.runs, Signing: signing, Machine: machine(), Load: load,
 	}
 	if env.Command == "" {
 		env.Command = strings.Join(os.Args, " ")

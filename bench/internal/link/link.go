@@ -44,11 +44,28 @@ type Config struct {
 	// Rate is the link's capacity in bytes per second per direction, shared by all
 	// connections (0: unbounded).
 	Rate int64
-	// Trace, when set, gets a line per client turn: the time since Start or the last
-	// CloseConns (a write's start, when each write begins with CloseConns), the connection and
-	// the turn's first line (an HTTP request line), to see which requests a write
-	// makes. Called from the relay's goroutines, one at a time.
-	Trace io.Writer
+	// OnTurn, when set, is called at each client turn (the client's first bytes, or its first
+	// after the server's), to see which requests a write makes. Calls come from the relay's
+	// goroutines, one at a time; it must not block.
+	OnTurn func(Turn)
+}
+
+// Turn is the start of a client's turn on one connection.
+type Turn struct {
+	At   time.Duration // since Start or the last CloseConns (a write's start, when each begins with one)
+	Conn int64         // the connection's number, from 1
+	// Line is the turn's first line: an HTTP request line, or "" when the bytes are not one (a
+	// body sent after the server's interim answer, 100 Continue).
+	Line  string
+	Bytes int // the bytes the relay read at once
+}
+
+func (t Turn) String() string {
+	line := t.Line
+	if line == "" {
+		line = fmt.Sprintf("(%d bytes of body after the server's interim answer)", t.Bytes)
+	}
+	return fmt.Sprintf("+%5d ms conn %d  %s", t.At.Milliseconds(), t.Conn, line)
 }
 
 // Stats are the relay's counters since it started.
@@ -97,7 +114,7 @@ type Relay struct {
 
 	connections, roundTrips, bytesUp, bytesDown, maxInFlight atomic.Int64
 	pool                                                     sync.Pool
-	epoch                                                    atomic.Pointer[time.Time] // Trace's zero: Start or the last CloseConns
+	epoch                                                    atomic.Pointer[time.Time] // Turn.At's zero: Start or the last CloseConns
 	traceMu                                                  sync.Mutex
 }
 
@@ -286,7 +303,7 @@ func (r *Relay) pipe(c *conn, src, dst net.Conn, rate *bucket, up bool, notBefor
 			if serverTurn {
 				r.roundTrips.Add(1)
 			}
-			if clientTurn && r.cfg.Trace != nil {
+			if clientTurn && r.cfg.OnTurn != nil {
 				r.trace(c, (*bp)[:n])
 			}
 			inFlight, ok := win.acquire(int64(n), c.stop)
@@ -349,18 +366,16 @@ func (r *Relay) deliver(c *conn, dst net.Conn, q <-chan chunk, win *window, half
 	}
 }
 
-// trace writes the first line of a client turn to cfg.Trace.
+// trace reports a client turn to cfg.OnTurn.
 func (r *Relay) trace(c *conn, b []byte) {
 	line, _, _ := bytes.Cut(b[:min(len(b), 160)], []byte("\r\n"))
-	printable := bytes.IndexFunc(line, func(r rune) bool { return r < ' ' || r > '~' }) < 0
-	if !printable {
-		// A client speaking again before its request line: a body sent after the server's
-		// interim answer (100 Continue).
-		line = []byte(fmt.Sprintf("(%d bytes of body after the server's interim answer)", len(b)))
+	if bytes.IndexFunc(line, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
+		line = nil
 	}
+	t := Turn{At: time.Since(*r.epoch.Load()), Conn: c.id, Line: string(line), Bytes: len(b)}
 	r.traceMu.Lock()
 	defer r.traceMu.Unlock()
-	_, _ = fmt.Fprintf(r.cfg.Trace, "link: +%5d ms conn %d  %s\n", time.Since(*r.epoch.Load()).Milliseconds(), c.id, line)
+	r.cfg.OnTurn(t)
 }
 
 func (r *Relay) noteInFlight(n int64) {
