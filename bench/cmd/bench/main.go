@@ -446,6 +446,7 @@ SIZES="64MiB" RUNS=3 PART=8MiB CONC=4 bash scripts/bench.sh   # smaller
 BENCH_GO=1 bash scripts/bench.sh             # also the go test -bench suite, -count 6, through benchstat
 MEMORY_ONLY=1 bash scripts/bench.sh          # only the CLI memory section (1 and 4 GiB stdin streams)
 TLS=1 bash scripts/bench.sh                  # the same over TLS with a private CA: replaces only the TLS section
+WAN_ONLY=1 bash scripts/bench.sh             # only the WAN section: 1 MiB to 512 MiB over an emulated 40 ms link
 (cd bench && go run ./cmd/bench -reanalyse ../BENCHMARKS.md)   # rewrite the prose from the tables, measuring nothing
 ` + "```" + `
 
@@ -459,7 +460,8 @@ Run it on a quiet machine: client and server share the cores, so other work move
   own tables, targets and analysis. Every object is deleted after its check; MinIO keeps deleted
   objects in a trash it first sweeps 5 minutes after start, so the harness empties that
   directory after each delete (outside the measured time). The numbers are this machine's
-  client+server throughput, not a network's.
+  client+server throughput, not a network's; the WAN section, a run of its own, puts an
+  emulated wide-area link between them and counts the round trips each write makes.
 - **Over TLS** (` + "`TLS=1`" + `, its own section): each server also serves HTTPS on loopback with a
   certificate from a throw-away CA made for the run (the gateway as a second process on the same
   directory, MinIO as a second instance with its own drive; the plain one idles beside it), and
