@@ -183,7 +183,7 @@ func RunWAN(ctx context.Context, cfg WANConfig) ([]WANRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer relay.Close()
+	defer func() { _ = relay.Close() }()
 	via := cfg.Server
 	via.Endpoint = "http://" + relay.Addr()
 
@@ -426,7 +426,7 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 		fmt.Fprintf(&b, "Machine: %s; load average %s. The relay, the uploader and the server share its cores: where they are busy, large objects are bound by the CPU before the link.\n\n", env.Machine, env.Load)
 	}
 	fmt.Fprintf(&b, "- **Link**: %s round trip, %s shared by all connections in each direction, %s in flight per connection and direction (a connection moves at most that per round trip; no slow start), emulated by the benchmark's own relay (`bench/internal/link`) on loopback in front of %s.\n",
-		time.Duration(env.Link.RTT).String(), FormatRate(env.Link.Rate), bytesize.Format(env.Link.Window), env.ServerName)
+		env.Link.RTT.String(), FormatRate(env.Link.Rate), bytesize.Format(env.Link.Window), env.ServerName)
 	b.WriteString("- **Cold**: every write gets a fresh client (its own connection pool) and the relay closes every connection before it, so each write pays its connections' handshakes (the relay holds a new connection's first bytes for one round trip, as a SYN costs).\n")
 	b.WriteString("- **Defaults**: every uploader at its own part size, concurrency and checksum defaults, nothing set; the source is a file (an `*io.SectionReader`; the CLI is given its path); " +
 		"safeput's library rows use one `writer.Uploader` per write, its CLI (the whole process, start-up included) a cache directory fresh for the run, so its first multipart write probes the endpoint and later ones reuse the answer.")
