@@ -140,9 +140,10 @@ type WANRecord struct {
 	Size        int64
 	Run         int
 	Seconds     float64
-	RoundTrips  int64  // the relay's turns during the write
-	Connections int64  // connections the write opened
-	Requests    string // the S3 requests the relay carried, summarised (Requests)
+	RoundTrips  int64          // the relay's turns during the write
+	Connections int64          // connections the write opened
+	Requests    string         // the S3 requests the relay carried, summarised (Requests)
+	Ops         map[string]int // the same, counted (OpCounts)
 	Note        string
 }
 
@@ -234,7 +235,8 @@ func wanOnce(ctx context.Context, cfg WANConfig, relay *link.Relay, turns *turnL
 	note, err := up(ctx, key, src)
 	secs := time.Since(start).Seconds()
 	d := relay.Stats().Sub(before)
-	reqs := Requests(turns.lines())
+	lines := turns.lines()
+	reqs, ops := Requests(lines), OpCounts(lines)
 	if err != nil {
 		return WANRecord{}, err
 	}
@@ -248,7 +250,7 @@ func wanOnce(ctx context.Context, cfg WANConfig, relay *link.Relay, turns *turnL
 	if err := emptyDir(cfg.TrashDir); err != nil {
 		return WANRecord{}, fmt.Errorf("emptying the server's trash: %w", err)
 	}
-	return WANRecord{Impl: name, Size: data.Size, Run: run, Seconds: secs, RoundTrips: d.RoundTrips, Connections: d.Connections, Requests: reqs, Note: note}, nil
+	return WANRecord{Impl: name, Size: data.Size, Run: run, Seconds: secs, RoundTrips: d.RoundTrips, Connections: d.Connections, Requests: reqs, Ops: ops, Note: note}, nil
 }
 
 // turnLog keeps the request lines of the write under way.
@@ -314,6 +316,63 @@ func Requests(lines []string) string {
 		out = append(out, s)
 	}
 	return strings.Join(out, ", ")
+}
+
+// opRepeatedPart counts UploadParts of a part number already sent (OpCounts).
+const opRepeatedPart = "UploadPart repeated"
+
+// OpCounts counts a write's client turns by S3 operation (s3Op); UploadParts of a part number
+// already sent count as opRepeatedPart, not UploadPart.
+func OpCounts(lines []string) map[string]int {
+	count := map[string]int{}
+	parts := map[string]bool{}
+	for _, l := range lines {
+		op := s3Op(l)
+		if op == "UploadPart" {
+			if u, err := url.Parse(requestTarget(l)); err == nil {
+				n := u.Query().Get("partNumber")
+				if parts[n] {
+					op = opRepeatedPart
+				}
+				parts[n] = true
+			}
+		}
+		count[op]++
+	}
+	return count
+}
+
+// whyOp says what a request that safeput makes and the fastest peer does not is for, and
+// whether it adds evidence about the object written.
+var whyOp = map[string]string{
+	"HEAD":                    "the verifying HEAD: the object's length and checksum as the server stores them, read after Complete or PutObject answered; the write's evidence",
+	"ListParts":               "the parts as the server holds them (sizes, checksums) checked against what was sent, before Complete",
+	opRepeatedPart:            "a part number sent twice: the endpoint probe (one tiny part with a wrong checksum, which the server must refuse, to learn whether it checks part checksums) or a retry; evidence about the endpoint, not the object",
+	"100-continue":            "the body held back until the server's 100 Continue (Expect: 100-continue, the AWS SDK's default for bodies of 2 MiB and more); no evidence",
+	"CreateMultipartUpload":   "multipart where the peer sent one request",
+	"CompleteMultipartUpload": "multipart where the peer sent one request",
+	"UploadPart":              "more, smaller parts",
+}
+
+// extraTurns describes the requests safeput's row made beyond the fastest peer's, by kind, as
+// the runs with the median times made them; "" when it made none.
+func extraTurns(mine, peer map[string]int) string {
+	var ops []string
+	for op, n := range mine {
+		if n > peer[op] {
+			ops = append(ops, op)
+		}
+	}
+	slices.Sort(ops)
+	var out []string
+	for _, op := range ops {
+		s := fmt.Sprintf("+%d %s", mine[op]-peer[op], op)
+		if why := whyOp[op]; why != "" {
+			s += " (" + why + ")"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
 }
 
 // requestTarget is the path and query of a request line ("PUT /b/k?x HTTP/1.1" → "/b/k?x").
@@ -411,8 +470,10 @@ type wanRow struct {
 	connMin     int64
 	connMax     int64
 	runs        int
-	requests    []string // each distinct summary, in run order
-	ratio       float64  // the best peer's median over this one's: above 1 is faster
+	requests    []string       // each distinct summary, in run order
+	ops         map[string]int // the median run's OpCounts
+	rtMedian    int64          // the median run's round trips
+	ratio       float64        // the best peer's median over this one's: above 1 is faster
 	hasPeerBest bool
 }
 
@@ -462,8 +523,16 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 				countSpan(r.rtMin, r.rtMax), perRTT, countSpan(r.connMin, r.connMax), ratio, strings.Join(r.requests, "; or "))
 		}
 		b.WriteString("\n")
+		b.WriteString(extraTurnLines(rows))
 	}
 	return b.String()
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
 }
 
 func countSpan(lo, hi int64) string {
@@ -471,6 +540,36 @@ func countSpan(lo, hi int64) string {
 		return strconv.FormatInt(lo, 10)
 	}
 	return fmt.Sprintf("%d–%d", lo, hi)
+}
+
+// extraTurnLines lists, for each safeput row, the round trips it made beyond the fastest peer's
+// and what each kind of request is for: the cost of safeput's evidence at this size, measured.
+func extraTurnLines(rows []wanRow) string {
+	best := -1
+	for i, r := range rows {
+		if r.role == RolePeer && r.median > 0 && (best < 0 || r.median < rows[best].median) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	p := rows[best]
+	var b strings.Builder
+	for _, r := range rows {
+		if r.role != RoleSafeput || r.ops == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "- %s: %d round trips against %s's %d", r.impl, r.rtMedian, p.impl, p.rtMedian)
+		if x := extraTurns(r.ops, p.ops); x != "" {
+			b.WriteString(": " + x)
+		}
+		b.WriteString(".\n")
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "Round trips beyond the fastest peer's (" + p.impl + "), by request, in the runs nearest the median time:\n\n" + b.String() + "\n"
 }
 
 // wanRows summarises one size's records in WANImpls order (unknown names after, by name).
@@ -517,6 +616,14 @@ func wanRows(recs []WANRecord, size int64) []wanRow {
 			}
 		}
 		r.median = median(secs)
+		// The run whose time is nearest the median stands for the row's requests.
+		mid := rs[0]
+		for _, x := range rs {
+			if abs(x.Seconds-r.median) < abs(mid.Seconds-r.median) {
+				mid = x
+			}
+		}
+		r.ops, r.rtMedian = mid.Ops, mid.RoundTrips
 		if r.role == RolePeer && r.median > 0 && (best == 0 || r.median < best) {
 			best = r.median
 		}

@@ -143,3 +143,51 @@ func TestRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestOpCounts(t *testing.T) {
+	got := OpCounts([]string{
+		"POST /b/k?uploads= HTTP/1.1",
+		"PUT /b/k?partNumber=1&uploadId=u HTTP/1.1",
+		"PUT /b/k?partNumber=1&uploadId=u HTTP/1.1",
+		"",
+		"PUT /b/k?partNumber=2&uploadId=u HTTP/1.1",
+		"HEAD /b/k HTTP/1.1",
+	})
+	want := map[string]int{"CreateMultipartUpload": 1, "UploadPart": 2, opRepeatedPart: 1, "100-continue": 1, "HEAD": 1}
+	if len(got) != len(want) {
+		t.Fatalf("OpCounts = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("OpCounts[%q] = %d, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+}
+
+// Under each size: what safeput's extra round trips were, against the fastest peer's.
+func TestWANMarkdownExtraTurns(t *testing.T) {
+	env := WANEnv{Command: "c", Date: "d", Link: link.Config{RTT: 40 * time.Millisecond}, Runs: 1}
+	mi := int64(64 << 20)
+	recs := []WANRecord{
+		{Impl: "safeput-defaults/minio", Size: mi, Seconds: 1.1, RoundTrips: 9, Connections: 4,
+			Ops: map[string]int{"CreateMultipartUpload": 1, "UploadPart": 4, opRepeatedPart: 1, "ListParts": 1, "CompleteMultipartUpload": 1, "HEAD": 1}},
+		{Impl: "minio-go", Size: mi, Seconds: 0.9, RoundTrips: 6, Connections: 4,
+			Ops: map[string]int{"CreateMultipartUpload": 1, "UploadPart": 4, "CompleteMultipartUpload": 1}},
+		{Impl: "manager", Size: mi, Seconds: 1.2, RoundTrips: 28, Connections: 5,
+			Ops: map[string]int{"CreateMultipartUpload": 1, "UploadPart": 13, "100-continue": 13, "CompleteMultipartUpload": 1}},
+	}
+	md := WANMarkdown(env, recs)
+	for _, want := range []string{
+		"Round trips beyond the fastest peer's (minio-go), by request, in the runs nearest the median time:",
+		"- safeput-defaults/minio: 9 round trips against minio-go's 6: +1 HEAD (the verifying HEAD",
+		"; +1 ListParts (the parts as the server holds them",
+		"; +1 UploadPart repeated (a part number sent twice: the endpoint probe",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "- manager:") || strings.Contains(md, "- minio-go:") {
+		t.Errorf("a peer's row got an extra-turns line:\n%s", md)
+	}
+}
