@@ -348,7 +348,7 @@ var whyOp = map[string]string{
 	"HEAD":                    "the verifying HEAD: the object's length and checksum as the server stores them, read after Complete or PutObject answered; the write's evidence",
 	"ListParts":               "the parts as the server holds them (sizes, checksums) checked against what was sent, before Complete",
 	opRepeatedPart:            "a part number sent twice: the endpoint probe (one tiny part with a wrong checksum, which the server must refuse, to learn whether it checks part checksums) or a retry; evidence about the endpoint, not the object",
-	"100-continue":            "the body held back until the server's 100 Continue (Expect: 100-continue, the AWS SDK's default for bodies of 2 MiB and more); no evidence",
+	"100-continue":            "the body held back until the server's 100 Continue: Expect: 100-continue, the AWS SDK's default for bodies of 2 MiB and more; no evidence",
 	"CreateMultipartUpload":   "multipart where the peer sent one request",
 	"CompleteMultipartUpload": "multipart where the peer sent one request",
 	"UploadPart":              "more, smaller parts",
@@ -366,13 +366,36 @@ func extraTurns(mine, peer map[string]int) string {
 	slices.Sort(ops)
 	var out []string
 	for _, op := range ops {
-		s := fmt.Sprintf("+%d %s", mine[op]-peer[op], op)
-		if why := whyOp[op]; why != "" {
-			s += " (" + why + ")"
-		}
-		out = append(out, s)
+		out = append(out, fmt.Sprintf("+%d %s", mine[op]-peer[op], op))
 	}
-	return strings.Join(out, "; ")
+	return strings.Join(out, ", ")
+}
+
+// extraOps lists the kinds of request extraTurns names for rows, sorted.
+func extraOps(rows []wanRow) []string {
+	var peer map[string]int
+	best := -1.0
+	for _, r := range rows {
+		if r.role == RolePeer && r.median > 0 && (best < 0 || r.median < best) {
+			best, peer = r.median, r.ops
+		}
+	}
+	var ops []string
+	if best < 0 {
+		return nil
+	}
+	for _, r := range rows {
+		if r.role != RoleSafeput {
+			continue
+		}
+		for op, n := range r.ops {
+			if n > peer[op] && !slices.Contains(ops, op) {
+				ops = append(ops, op)
+			}
+		}
+	}
+	slices.Sort(ops)
+	return ops
 }
 
 // requestTarget is the path and query of a request line ("PUT /b/k?x HTTP/1.1" → "/b/k?x").
@@ -505,8 +528,14 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 		}
 	}
 	slices.Sort(sizes)
+	var legend []string // the kinds of extra request the section names, for the legend under it
 	for _, size := range sizes {
 		rows := wanRows(recs, size)
+		for _, op := range extraOps(rows) {
+			if !slices.Contains(legend, op) {
+				legend = append(legend, op)
+			}
+		}
 		fmt.Fprintf(&b, "### %s\n\n", bytesize.Format(size))
 		b.WriteString("| implementation | time | MiB/s | round trips | time / RTT | connections | × best peer | requests |\n")
 		b.WriteString("|---|--:|--:|--:|--:|--:|--:|---|\n")
@@ -524,6 +553,18 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 		}
 		b.WriteString("\n")
 		b.WriteString(extraTurnLines(rows))
+	}
+	if len(legend) > 0 {
+		slices.Sort(legend)
+		b.WriteString("What each kind of request beyond the fastest peer's is for:\n\n")
+		for _, op := range legend {
+			why := whyOp[op]
+			if why == "" {
+				why = "no explanation recorded"
+			}
+			fmt.Fprintf(&b, "- **%s**: %s.\n", op, why)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

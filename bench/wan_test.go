@@ -179,9 +179,11 @@ func TestWANMarkdownExtraTurns(t *testing.T) {
 	md := WANMarkdown(env, recs)
 	for _, want := range []string{
 		"Round trips beyond the fastest peer's (minio-go), by request, in the runs nearest the median time:",
-		"- safeput-defaults/minio: 9 round trips against minio-go's 6: +1 HEAD (the verifying HEAD",
-		"; +1 ListParts (the parts as the server holds them",
-		"; +1 UploadPart repeated (a part number sent twice: the endpoint probe",
+		"- safeput-defaults/minio: 9 round trips against minio-go's 6: +1 HEAD, +1 ListParts, +1 UploadPart repeated.",
+		"What each kind of request beyond the fastest peer's is for:",
+		"- **HEAD**: the verifying HEAD",
+		"- **ListParts**: the parts as the server holds them",
+		"- **UploadPart repeated**: a part number sent twice: the endpoint probe",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("section lacks %q:\n%s", want, md)
