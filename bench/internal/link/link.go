@@ -54,6 +54,9 @@ type Config struct {
 type Turn struct {
 	At   time.Duration // since Start or the last CloseConns (a write's start, when each begins with one)
 	Conn int64         // the connection's number, from 1
+	// Opened is when the relay accepted the connection, on At's clock: a connection opened
+	// long before its first request was warmed; one opened just before it, dialled late.
+	Opened time.Duration
 	// Line is the turn's first line: an HTTP request line, or "" when the bytes are not one (a
 	// body sent after the server's interim answer, 100 Continue).
 	Line  string
@@ -65,7 +68,7 @@ func (t Turn) String() string {
 	if line == "" {
 		line = fmt.Sprintf("(%d bytes of body after the server's interim answer)", t.Bytes)
 	}
-	return fmt.Sprintf("+%5d ms conn %d  %s", t.At.Milliseconds(), t.Conn, line)
+	return fmt.Sprintf("+%5d ms conn %d (opened +%d ms)  %s", t.At.Milliseconds(), t.Conn, t.Opened.Milliseconds(), line)
 }
 
 // Stats are the relay's counters since it started.
@@ -208,7 +211,7 @@ func (r *Relay) serve(client net.Conn, id int64, accepted time.Time) {
 		_ = client.Close()
 		return
 	}
-	c := &conn{client: client, server: server, stop: make(chan struct{}), id: id}
+	c := &conn{client: client, server: server, stop: make(chan struct{}), id: id, accepted: accepted}
 	r.mu.Lock()
 	if r.shut {
 		r.mu.Unlock()
@@ -244,6 +247,7 @@ type conn struct {
 	stop           chan struct{}
 	once           sync.Once
 	id             int64 // the relay's count of connections when this one was accepted
+	accepted       time.Time
 
 	mu       sync.Mutex
 	lastUp   bool // the last bytes read came from the client
@@ -372,7 +376,8 @@ func (r *Relay) trace(c *conn, b []byte) {
 	if bytes.IndexFunc(line, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
 		line = nil
 	}
-	t := Turn{At: time.Since(*r.epoch.Load()), Conn: c.id, Line: string(line), Bytes: len(b)}
+	epoch := *r.epoch.Load()
+	t := Turn{At: time.Since(epoch), Conn: c.id, Opened: c.accepted.Sub(epoch), Line: string(line), Bytes: len(b)}
 	r.traceMu.Lock()
 	defer r.traceMu.Unlock()
 	r.cfg.OnTurn(t)

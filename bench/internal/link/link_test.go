@@ -329,7 +329,10 @@ func TestOnTurnNamesRequests(t *testing.T) {
 	if len(turns) != 2 || turns[0].Line != "POST /a HTTP/1.1" || turns[1].Line != "POST /b HTTP/1.1" || turns[0].Conn != 1 || turns[1].Conn != 1 {
 		t.Errorf("turns %v", turns)
 	}
-	if s := turns[0].String(); !strings.Contains(s, "conn 1  POST /a HTTP/1.1") {
+	if turns[0].Opened < 0 || turns[0].Opened > turns[0].At {
+		t.Errorf("connection opened at %v, its first request at %v", turns[0].Opened, turns[0].At)
+	}
+	if s := turns[0].String(); !strings.Contains(s, "conn 1 (opened +") || !strings.Contains(s, "  POST /a HTTP/1.1") {
 		t.Errorf("String: %q", s)
 	}
 	if s := (Turn{Conn: 2, Bytes: 10}).String(); !strings.Contains(s, "10 bytes of body") {
