@@ -831,6 +831,7 @@ func latestRunTables(doc string) (string, bool) {
 // section is regenerated. It is how a committed BENCHMARKS.md is brought up to date when the
 // raw records are gone (the harness keeps none: the tables are the run's record).
 func Reanalyse(md, header string) (string, error) {
+	md, wan := CutWAN(md) // its own run's figures: kept as they are
 	md, cliMem := CutCLIMem(md)
 	md, tlsBlock := CutTLS(md)
 	body, ok := latestRunTables(md)
@@ -856,6 +857,9 @@ func Reanalyse(md, header string) (string, error) {
 			out += "\n"
 		}
 		out += cliMem // after the analysis, which ends with a blank line
+	}
+	if wan != "" {
+		out = SpliceWAN(out, wan)
 	}
 	return out, nil
 }

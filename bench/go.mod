@@ -11,6 +11,7 @@ require (
 	github.com/minio/crc64nvme v1.1.1
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/safeput/safeput v0.1.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

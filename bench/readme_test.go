@@ -13,7 +13,8 @@ func committedReport(t *testing.T) (tables, analysis string, r Report) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, _ := CutCLIMem(string(b))
+	md, _ := CutWAN(string(b))
+	md, _ = CutCLIMem(md)
 	md, _ = CutTLS(md)
 	i := strings.Index(md, "## Latest run")
 	j := strings.Index(md, AnalysisHeading)

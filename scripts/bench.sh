@@ -24,6 +24,14 @@
 #                        trusts that CA, and only the TLS block of BENCHMARKS.md is replaced
 #                        (with a table against the plain-HTTP tables already there); no CLI
 #                        memory section
+#   WAN_ONLY=1           run only the WAN section and replace just that section of BENCHMARKS.md:
+#                        every uploader at its own defaults, each write on a cold connection,
+#                        through the benchmark's link emulator (bench/internal/link) in front of
+#                        one server, with the round trips the relay counted beside each time
+#   WAN_SIZES="1MiB 8MiB 64MiB 512MiB"  WAN_RTT=40ms  WAN_RATE=1Gbit  WAN_WINDOW=4MiB
+#   WAN_RUNS=3           WAN_SERVER=minio  WAN_IMPLS=""  (all: safeput-defaults/aws,
+#                        safeput-defaults/minio, safeput-cli, transfermanager, manager, minio-go)
+#                        (extra flags pass through: -wan-trace prints every request line)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -42,6 +50,21 @@ CLI_MEM_SIZES=${CLI_MEM_SIZES-1GiB 4GiB}
 CLI_MEM_RUNS=${CLI_MEM_RUNS:-1}
 MEMORY_ONLY=${MEMORY_ONLY:-}
 TLS=${TLS:-}
+WAN_ONLY=${WAN_ONLY:-}
+WAN_SIZES=${WAN_SIZES:-1MiB 8MiB 64MiB 512MiB}
+WAN_RTT=${WAN_RTT:-40ms}
+WAN_RATE=${WAN_RATE:-1Gbit}
+WAN_WINDOW=${WAN_WINDOW:-4MiB}
+WAN_RUNS=${WAN_RUNS:-3}
+WAN_SERVER=${WAN_SERVER:-minio}
+WAN_IMPLS=${WAN_IMPLS:-}
+if [[ "$WAN_ONLY" == "1" ]]; then
+	[[ "$TLS" == "1" || "$MEMORY_ONLY" == "1" ]] && { echo "WAN_ONLY=1 goes with neither TLS=1 nor MEMORY_ONLY=1" >&2; exit 2; }
+	# Only the server behind the link, and the sizes that matter for the room needed.
+	BENCH_SERVERS=$WAN_SERVER
+	SIZES=$WAN_SIZES
+	CLI_MEM_SIZES=""
+fi
 BENCH_SERVERS=${BENCH_SERVERS:-versitygw minio}
 export SAFEPUT_S3_START=$BENCH_SERVERS
 # The measured server runs alone: no second (TLS) instance beside it, except in a TLS run, where
@@ -149,6 +172,20 @@ if [[ -n "$CLI_MEM_SIZES" ]]; then
 	else
 		cmdline="CLI_MEM_SIZES=\"$CLI_MEM_SIZES\" CLI_MEM_RUNS=$CLI_MEM_RUNS $cmdline"
 	fi
+fi
+
+if [[ "$WAN_ONLY" == "1" ]]; then
+	cmdline="WAN_ONLY=1 WAN_SERVER=$WAN_SERVER WAN_SIZES=\"$WAN_SIZES\" WAN_RTT=$WAN_RTT WAN_RATE=$WAN_RATE WAN_WINDOW=$WAN_WINDOW WAN_RUNS=$WAN_RUNS PEER_SIGNING=$PEER_SIGNING"
+	[[ -n "$WAN_IMPLS" ]] && cmdline="$cmdline WAN_IMPLS=\"$WAN_IMPLS\""
+	cmdline="$cmdline bash scripts/bench.sh"
+	[[ $# -gt 0 ]] && cmdline="$cmdline $*"
+	wan_version="versitygw $VERSITYGW_VERSION"
+	[[ "$WAN_SERVER" == "minio" ]] && wan_version="minio $MINIO_VERSION"
+	"$bin" -wan-only -wan-server "$WAN_SERVER" -wan-sizes "$WAN_SIZES" -wan-rtt "$WAN_RTT" -wan-rate "$WAN_RATE" \
+		-wan-window "$WAN_WINDOW" -wan-runs "$WAN_RUNS" -wan-impls "$WAN_IMPLS" -peer-signing "$PEER_SIGNING" \
+		-cli-binary "$work/safeput" -dir "$work" "${outflag[@]}" -server-versions "$wan_version" -revision "$rev" \
+		-command "$cmdline" "$@"
+	exit 0 # the rest is the other sections'
 fi
 
 "$bin" "${memflags[@]}" "${tlsflag[@]}" -sizes "$SIZES" -runs "$RUNS" -part "$PART" -conc "$CONC" -sources "$SOURCES" -impls "$IMPLS" \

@@ -64,6 +64,8 @@ func run() error {
 	flag.BoolVar(&o.tls, "tls", false, "measure over each server's TLS endpoint (SAFEPUT_S3_<NAME>_TLS_ENDPOINT, its CA from SAFEPUT_S3_TLS_DIR) and replace only the TLS block of -out")
 	var cm cliMemOptions
 	cm.register()
+	var wan wanOptions
+	wan.register()
 	reanalyse := flag.String("reanalyse", "", "rewrite this report's header, integrity table and analysis from its own tables, measuring nothing (e.g. BENCHMARKS.md)")
 	flag.Parse()
 	o.serverVersions = cm.versions
@@ -76,6 +78,9 @@ func run() error {
 	defer stop()
 	if *child {
 		return bench.ChildMain(ctx, os.Stdin)
+	}
+	if wan.only {
+		return runWAN(ctx, o, wan, cm)
 	}
 	if !cm.only {
 		if err := runHarness(ctx, o); err != nil {
@@ -192,6 +197,7 @@ func runHarness(ctx context.Context, o options) error {
 		} else {
 			doc, err = keepTLS(o.out, header+report)
 			doc = keepCLIMem(o.out, doc)
+			doc = keepWAN(o.out, doc)
 		}
 		if err != nil {
 			return err
@@ -285,11 +291,17 @@ func withTLSRun(path, report string) (string, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	blk, err := bench.TLSBlock(report, string(old))
+	// The WAN section is its own run's: out of the way of the TLS comparison, then put back.
+	rest, wan := bench.CutWAN(string(old))
+	blk, err := bench.TLSBlock(report, rest)
 	if err != nil {
 		return "", err
 	}
-	return bench.SpliceTLS(string(old), blk), nil
+	doc := bench.SpliceTLS(rest, blk)
+	if wan != "" {
+		doc = bench.SpliceWAN(doc, wan)
+	}
+	return doc, nil
 }
 
 // keepTLS is doc (a plain run's report) with the TLS block the file at path has, its comparison
@@ -434,6 +446,7 @@ SIZES="64MiB" RUNS=3 PART=8MiB CONC=4 bash scripts/bench.sh   # smaller
 BENCH_GO=1 bash scripts/bench.sh             # also the go test -bench suite, -count 6, through benchstat
 MEMORY_ONLY=1 bash scripts/bench.sh          # only the CLI memory section (1 and 4 GiB stdin streams)
 TLS=1 bash scripts/bench.sh                  # the same over TLS with a private CA: replaces only the TLS section
+WAN_ONLY=1 bash scripts/bench.sh             # only the WAN section: 1 MiB to 512 MiB over an emulated 40 ms link
 (cd bench && go run ./cmd/bench -reanalyse ../BENCHMARKS.md)   # rewrite the prose from the tables, measuring nothing
 ` + "```" + `
 
@@ -447,7 +460,8 @@ Run it on a quiet machine: client and server share the cores, so other work move
   own tables, targets and analysis. Every object is deleted after its check; MinIO keeps deleted
   objects in a trash it first sweeps 5 minutes after start, so the harness empties that
   directory after each delete (outside the measured time). The numbers are this machine's
-  client+server throughput, not a network's.
+  client+server throughput, not a network's; the WAN section, a run of its own, puts an
+  emulated wide-area link between them and counts the round trips each write makes.
 - **Over TLS** (` + "`TLS=1`" + `, its own section): each server also serves HTTPS on loopback with a
   certificate from a throw-away CA made for the run (the gateway as a second process on the same
   directory, MinIO as a second instance with its own drive; the plain one idles beside it), and

@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"context"
+	stderrors "errors"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/safeput/safeput/bench/internal/link"
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/awss3"
+	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/writer"
+)
+
+// At a 200 ms round trip a multipart write lands without a false Stalled or an early give-up:
+// the link moves bytes every round trip and answers within one, so a stall window of ten round
+// trips (far below the 20 s default) never sees an attempt without progress, and the retry
+// policy's defaults (attempts, timeouts) otherwise apply. Needs a test server
+// (scripts/with-s3.sh); skipped without one.
+func TestWriteOver200msLinkDoesNotStall(t *testing.T) {
+	srv := s3test.Require(t)
+	if testing.Short() {
+		t.Skip("several seconds of emulated round trips")
+	}
+	u, err := url.Parse(srv.Endpoint)
+	if err != nil || u.Scheme != "http" {
+		t.Skipf("the relay carries plain HTTP; endpoint %q", srv.Endpoint)
+	}
+	const (
+		rtt   = 200 * time.Millisecond
+		stall = 10 * rtt
+		size  = 24 << 20 // five 5 MiB parts: Create, parts in flight, ListParts, Complete, HEAD
+	)
+	// 1 MiB per connection per round trip and 100 Mbit/s shared: parts take several round trips
+	// each, so every attempt waits on the link many times.
+	relay, err := link.Start(link.Config{Upstream: u.Host, RTT: rtt, Window: 1 << 20, Rate: 12_500_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	via := srv
+	via.Endpoint = "http://" + relay.Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	raw := srv.RawClient()
+	bucket := "safeput-wan-stall"
+	if err := ensureBucket(ctx, raw, bucket); err != nil {
+		t.Fatal(err)
+	}
+	data, err := Generate(t.TempDir(), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores := map[string]func() (store.Store, error){
+		"aws": func() (store.Store, error) {
+			return awss3.New(awss3.Config{Endpoint: via.Endpoint, Region: via.Region, AccessKey: via.AccessKey, SecretKey: via.SecretKey, PathStyle: true})
+		},
+		"minio": func() (store.Store, error) {
+			return miniogo.New(miniogo.Config{Endpoint: via.Endpoint, Region: via.Region, AccessKey: via.AccessKey, SecretKey: via.SecretKey, PathStyle: true})
+		},
+	}
+	for _, name := range []string{"aws", "minio"} {
+		t.Run(name, func(t *testing.T) {
+			st, err := stores[name]()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var retries []writer.Event
+			up, err := writer.NewUploader(st, writer.WithPartSize(5<<20),
+				writer.WithRetry(retry.New(retry.WithStallTimeout(stall))),
+				writer.WithObserver(func(e writer.Event) {
+					if e.Type == writer.EventRetry {
+						mu.Lock()
+						retries = append(retries, e)
+						mu.Unlock()
+					}
+				}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, closer, err := Open(data.Path, data.Size, SourceReaderAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closer.Close()
+			key := "stall-200ms/" + name
+			before := relay.Stats()
+			start := time.Now()
+			res, err := up.Upload(ctx, bucket, key, src.Reader)
+			took := time.Since(start)
+			d := relay.Stats().Sub(before)
+			t.Logf("%s: %v, %d round trips, %d connections", name, took, d.RoundTrips, d.Connections)
+			mu.Lock()
+			for _, e := range retries {
+				// A cut attempt reaches the observer as the context error the watchdog caused
+				// (the StallError is the policy's final answer): with the test's context alive,
+				// only the stall window or an attempt timeout cuts one.
+				var se *sperrors.StallError
+				cut := ctx.Err() == nil && (stderrors.Is(e.Err, context.Canceled) || stderrors.Is(e.Err, context.DeadlineExceeded))
+				if stderrors.As(e.Err, &se) || cut {
+					t.Errorf("attempt cut at a %v round trip (stall window %v): part %d, before attempt %d: %v", rtt, stall, e.PartNumber, e.Attempt, e.Err)
+				} else {
+					t.Logf("retry (not a stall): part %d attempt %d: %v", e.PartNumber, e.Attempt, e.Err)
+				}
+			}
+			mu.Unlock()
+			if err != nil {
+				if c := sperrors.Classify(err); c != nil && c.Code == sperrors.CodeStalled {
+					t.Fatalf("false Stalled: the write over a %v link gave up after %v: %v", rtt, took, err)
+				}
+				t.Fatalf("write over a %v link failed after %v: %v", rtt, took, err)
+			}
+			if res.Size != size || res.Parts < 2 || !res.VerifiedStrong {
+				t.Errorf("result %+v: want %d bytes in several parts, strongly verified", res, size)
+			}
+			// At least the handshake and Create, a part and the commit's requests, one round
+			// trip each: the link was really in the way.
+			if min := 4 * rtt; took < min {
+				t.Errorf("write took %v over a %v link, want ≥ %v: was the relay bypassed?", took, rtt, min)
+			}
+			if err := CheckObject(ctx, raw, bucket, key, data); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
