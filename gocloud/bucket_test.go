@@ -107,6 +107,12 @@ var skips = map[string]map[string]string{
 		"/TestKeys/ascii-3":            s3blobCopyEscape,
 		"/TestKeys/spaces":             s3blobCopyEscape,
 	},
+	s3test.Ceph: {
+		"/TestMetadata/valid_metadata":      cephUnderscores,
+		"/TestMetadata/weird_metadata_keys": cephUnderscores,
+		"/TestKeys/ascii-3":                 s3blobCopyEscape,
+		"/TestKeys/spaces":                  s3blobCopyEscape,
+	},
 	s3test.VersityGW: {
 		// Its posix backend stores a key ending in "/" as a directory.
 		"/TestListWeirdKeys": versityDirectory,
@@ -116,7 +122,11 @@ var skips = map[string]map[string]string{
 
 const (
 	versityDirectory = "Versity S3 Gateway refuses data under a key ending in / (400 DirectoryObjectContainsData)"
-	s3blobCopyEscape = "s3blob's Copy sends x-amz-copy-source query-escaped (a space as '+'), which MinIO reads as a literal '+': 404 NoSuchKey"
+	s3blobCopyEscape = "s3blob's Copy sends x-amz-copy-source query-escaped (a space as '+'), which MinIO and Ceph RGW read as a literal '+': 404 NoSuchKey"
+	// Ceph RGW 16.2 returns x-amz-meta-* names with every underscore turned into a dash, so a key
+	// with one (and gocloud's escapes, __0x3d__) does not come back as written, through s3blob's
+	// reads as through any S3 client.
+	cephUnderscores = "Ceph RGW returns metadata names with '_' turned into '-' (key_a reads back as key-a)"
 )
 
 // TestConformance is gocloud's own conformance suite on every server through both adapters.
@@ -385,7 +395,11 @@ func TestWriterOptions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Attributes: %v", err)
 		}
-		if a.ContentType != "text/x-test" || a.Metadata["owner"] != "ops" || a.Metadata["weird key="] != "v@l" {
+		weird := a.Metadata["weird key="] == "v@l"
+		if env.Server == s3test.Ceph { // cephUnderscores: the escaped name comes back with dashes
+			weird = a.Metadata["weird key--0x3d--"] == "v@l"
+		}
+		if a.ContentType != "text/x-test" || a.Metadata["owner"] != "ops" || !weird {
 			t.Errorf("attributes %q %v; want the content type and metadata written", a.ContentType, a.Metadata)
 		}
 		// A ContentMD5 that does not match: nothing committed, FailedPrecondition.

@@ -172,9 +172,9 @@ func TestWireHungServer(t *testing.T) {
 
 // A server that answers a part before reading its body (503 SlowDown from its headers): the
 // part is sent again and the write lands, on every server and adapter, with buffers from one
-// small shared budget reused at once. minio-go's transport is still sending the refused body
-// when the call returns (aws-sdk-go-v2 sends Expect: 100-continue and never starts it); here
-// that send ends with its connection before the part's retry does, so the buffer's fence
+// small shared budget reused at once. Both adapters' transports are still sending the refused
+// body when the call returns (neither sends Expect: 100-continue, so none waits); here that send
+// ends with its connection before the part's retry does, so the buffer's fence
 // rarely has to keep it: TestLateBodyReadKeepsItsBuffer shows the case where it must.
 func TestWireAnswerBeforeBody(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
