@@ -130,6 +130,12 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		if w.caps.sendMD5 && rec.hasMD5 {
 			in.ContentMD5 = md5Header(rec.md5)
 		}
+		if n == probePart {
+			w.awaitProbe() // the write's part 1 replaces the probe's: stored after it
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		w.bytesSent.Add(size)
 		out, err := w.st.UploadPart(ctx, in)
 		if err != nil {
@@ -178,6 +184,7 @@ func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Check
 		return nil
 	}
 	if w.caps.md5Late && !sent.IsZero() {
+		w.awaitProbe() // whether the store checks is the probe's answer
 		switch got := echoed.Get(sent.Algorithm); {
 		case got == sent.Value && w.facts.checking() == yes && w.cfg.saves(SaveEchoTrust):
 			return nil

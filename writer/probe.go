@@ -17,7 +17,7 @@ import (
 // that checksum: an echo alone proves nothing (a store or middlebox may parrot the header), and a
 // part damaged on the way to a store that checks nothing is caught before Complete only by its
 // MD5. So the first write that would defer its MD5s to an endpoint not yet known sends, in its own
-// upload and before its parts, a tiny part 1 whose checksum is wrong on purpose:
+// upload and beside its first parts, a tiny part 1 whose checksum is wrong on purpose:
 //   - refused as a digest mismatch (BadDigest, MinIO's XAmzContentChecksumMismatch): the store
 //     checks the checksums of parts, so a part it took with the checksum echoed arrived as sent;
 //   - taken: it checks nothing, and every part gets its MD5. The write's own part 1, sent after
@@ -38,14 +38,46 @@ var probeBody = []byte("safeput: does this store check part checksums?")
 // probePart is the part number the probe uses: the write's first, always sent after it.
 const probePart = 1
 
-// probe sends the probe, once (bounded as every attempt is), when this write defers its MD5s
-// and the endpoint is not yet known to check, and records what the answer shows. It runs before
-// the first part is sent, so every receipt is judged knowing the answer. Its error is the
-// write's: an auth refusal (refusedAccess), which the write's own parts would meet too.
-func (w *Writer) probe(uploadID string) error {
+// startProbe sends the probe in the background when this write defers its MD5s and the endpoint
+// is not yet known to check. It goes beside the first parts instead of before them, so it adds
+// no round trip to the write's path: only the write's own part 1 waits for its answer (it must
+// replace the probe's part 1, so it must be stored after it), and every receipt is judged
+// knowing the answer (awaitProbe).
+func (w *Writer) startProbe(uploadID string) {
 	if !w.caps.md5Late || !w.cfg.saves(SaveProbe) || w.caps.alg == store.ChecksumNone || w.facts.checking() != unknown {
-		return nil
+		return
 	}
+	done := make(chan struct{})
+	w.mu.Lock()
+	w.probed = done
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer close(done)
+		defer w.recoverTo("UploadPart", probePart)
+		_ = w.probe(uploadID)
+	}()
+}
+
+// awaitProbe waits for the probe's answer, if one was sent, or for the write's end.
+func (w *Writer) awaitProbe() {
+	w.mu.Lock()
+	done := w.probed
+	w.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-w.ctx.Done():
+	}
+}
+
+// probe sends the probe, once (bounded as every attempt is), and records what the answer shows.
+// Its error is the write's, made sticky here: an auth refusal (refusedAccess), which the write's
+// own parts would meet too.
+func (w *Writer) probe(uploadID string) error {
 	wrong, err := integrity.Sum(w.caps.alg, append([]byte("not "), probeBody...))
 	if err != nil {
 		return nil //nolint:nilerr // an algorithm the probe cannot sum: nothing asked, the parts hash every byte

@@ -24,6 +24,9 @@ type session struct {
 	createCut       time.Time
 	createCutWaited time.Duration
 	uploadIDs       map[string]bool // every upload id this writer was given
+	// probed is closed when the checksum probe of this upload has its answer; nil when none was
+	// sent. Set before the first part goes (probe.go).
+	probed chan struct{}
 	// completeLost: a CompleteMultipartUpload's answer was lost and its retry found the upload
 	// gone, so the object may have landed; the journal record keeps what was intended until the
 	// outcome is proven (journalForget leaves it).
@@ -101,7 +104,8 @@ func (w *Writer) ensureUpload() error {
 	if err := w.journalBegin(id); err != nil {
 		return w.fail(err)
 	}
-	return w.probe(id)
+	w.startProbe(id)
+	return nil
 }
 
 func (w *Writer) currentUploadID() string {
