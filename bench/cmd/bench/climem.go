@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/bench"
-	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/s3test"
 )
 
@@ -47,13 +46,9 @@ func runCLIMem(ctx context.Context, o options, c cliMemOptions) error {
 	if _, err := os.Stat(c.timeBin); err != nil {
 		return fmt.Errorf("GNU time is needed for the CLI memory section (apt-get install time): %w", err)
 	}
-	var sizes []int64
-	for _, f := range fields(c.sizes) {
-		n, err := bytesize.Parse(f)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("cli-mem-sizes %q: want e.g. 1GiB", f)
-		}
-		sizes = append(sizes, n)
+	sizes, err := parseSizes(c.sizes, "cli-mem-sizes", "1GiB")
+	if err != nil {
+		return err
 	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
@@ -85,19 +80,7 @@ func runCLIMem(ctx context.Context, o options, c cliMemOptions) error {
 		cfg.Versions = strings.TrimSuffix("safeput "+o.revision+", "+c.versions, ", ")
 	}
 	section := bench.CLIMemMarkdown(cfg, command, time.Now().UTC().Format("2006-01-02 15:04 MST"), recs)
-	fmt.Println(section)
-	if o.out == "" {
-		return nil
-	}
-	old, err := os.ReadFile(o.out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if err := os.WriteFile(o.out, []byte(bench.SpliceCLIMem(string(old), section)), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintln(os.Stderr, "wrote the CLI memory section to", o.out)
-	return nil
+	return writeSection(o.out, section, bench.SpliceCLIMem, "the CLI memory section")
 }
 
 // keepCLIMem carries the CLI memory section of the report at path (if any) over to a freshly

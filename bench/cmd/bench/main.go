@@ -98,13 +98,9 @@ func runHarness(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	var sizes []int64
-	for _, f := range fields(o.sizes) {
-		n, err := bytesize.Parse(f)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("size %q: want e.g. 256MiB", f)
-		}
-		sizes = append(sizes, n)
+	sizes, err := parseSizes(o.sizes, "size", "256MiB")
+	if err != nil {
+		return err
 	}
 	part, err := bytesize.Parse(o.part)
 	if err != nil || part <= 0 {
@@ -524,3 +520,34 @@ Run it on a quiet machine: client and server share the cores, so other work move
 - **Targets** (reported, never asserted): ` + targets + `.
 
 `
+
+// parseSizes reads a list of sizes ("256MiB 1GiB") given to the flag named flag.
+func parseSizes(list, flag, example string) ([]int64, error) {
+	var sizes []int64
+	for _, f := range fields(list) {
+		n, err := bytesize.Parse(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s %q: want e.g. %s", flag, f, example)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// writeSection prints one generated section and, when out is set, splices it into that file in
+// place of its previous version (splice keeps the rest of the file as it was).
+func writeSection(out, section string, splice func(doc, section string) string, what string) error {
+	fmt.Println(section)
+	if out == "" {
+		return nil
+	}
+	old, err := os.ReadFile(out)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.WriteFile(out, []byte(splice(string(old), section)), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "wrote", what, "to", out)
+	return nil
+}

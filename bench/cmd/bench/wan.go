@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -69,13 +68,9 @@ func runWAN(ctx context.Context, o options, w wanOptions, cm cliMemOptions) erro
 	if err != nil {
 		return err
 	}
-	var sizes []int64
-	for _, f := range fields(w.sizes) {
-		n, err := bytesize.Parse(f)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("wan-sizes %q: want e.g. 8MiB", f)
-		}
-		sizes = append(sizes, n)
+	sizes, err := parseSizes(w.sizes, "wan-sizes", "8MiB")
+	if err != nil {
+		return err
 	}
 	srv, err := wanServer(w.server)
 	if err != nil {
@@ -121,19 +116,7 @@ func runWAN(ctx context.Context, o options, w wanOptions, cm cliMemOptions) erro
 		env.Command = strings.Join(os.Args, " ")
 	}
 	section := bench.WANMarkdown(env, recs)
-	fmt.Println(section)
-	if o.out == "" {
-		return nil
-	}
-	old, err := os.ReadFile(o.out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if err := os.WriteFile(o.out, []byte(bench.SpliceWAN(string(old), section)), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintln(os.Stderr, "wrote the WAN section to", o.out)
-	return nil
+	return writeSection(o.out, section, bench.SpliceWAN, "the WAN section")
 }
 
 // wanServer is the named server of SAFEPUT_S3_SERVERS, or the one of SAFEPUT_S3_ENDPOINT when
