@@ -32,11 +32,18 @@ func (w *Writer) doSized(op string, part int32, size int64, fn func(ctx context.
 				w.emit(Event{Type: EventRetry, UploadID: uploadID, PartNumber: part, Size: size, Attempt: attempt,
 					Kind: sperrors.ClassifyContext(w.ctx, last).Kind, Err: last, Elapsed: time.Since(lastEnd)})
 			}
-			last = fn(ctx, attempt)
-			if last != nil {
+			err := fn(ctx, attempt)
+			last = err
+			if err != nil {
 				lastEnd = time.Now()
+				// The policy cut this attempt (its stall window or timeout) while the write goes
+				// on: the request saw only "context canceled"; the next attempt's event names
+				// the cut, as the final error would (StallError).
+				if cause := context.Cause(ctx); ctx.Err() != nil && w.ctx.Err() == nil && cause != nil && !stderrors.Is(err, cause) {
+					last = fmt.Errorf("attempt cut: %w: %w", cause, err)
+				}
 			}
-			return last
+			return err
 		})
 	w.mu.Lock()
 	w.stats.Add(stats)

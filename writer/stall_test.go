@@ -1,8 +1,11 @@
 package writer_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,4 +84,30 @@ func TestStallAtEveryStep(t *testing.T) {
 			})
 		}
 	})
+}
+
+// An attempt cut by the stall window is reported to the observer as such: the retry event of the
+// attempt after it names the cut, not only the "context canceled" the request saw.
+func TestStallCutNamedInRetryEvent(t *testing.T) {
+	mem := newMem(minioLike)
+	fs := faulty.New(mem, faulty.First(faulty.OpPutObject, 1, faulty.Hang()))
+	var mu sync.Mutex
+	var retries []writer.Event
+	res, err := writer.Upload(context.Background(), fs, unitBucket, "k", bytes.NewReader(randomBytes(t, 1<<10)),
+		writer.WithRetry(fastPolicy(retry.WithAttemptTimeout(0), retry.WithStallTimeout(100*time.Millisecond))),
+		writer.WithObserver(func(e writer.Event) {
+			if e.Type == writer.EventRetry {
+				mu.Lock()
+				retries = append(retries, e)
+				mu.Unlock()
+			}
+		}))
+	if err != nil {
+		t.Fatalf("write failed: %v (result %+v)", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(retries) != 1 || retries[0].Kind != sperrors.Transient || retries[0].Err == nil || !strings.Contains(retries[0].Err.Error(), "stall window") {
+		t.Fatalf("retry events %+v: want one, Transient, naming the stall window", retries)
+	}
 }
