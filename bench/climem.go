@@ -303,11 +303,18 @@ func CutCLIMem(doc string) (rest, block string) {
 // SpliceCLIMem puts section between the markers in doc, replacing what was there, or appends
 // it (with markers) when doc has none.
 func SpliceCLIMem(doc, section string) string {
-	block := CLIMemBegin + "\n" + section + CLIMemEnd + "\n"
-	i := strings.Index(doc, CLIMemBegin)
-	j := strings.Index(doc, CLIMemEnd)
+	return spliceBetween(doc, CLIMemBegin, CLIMemEnd, section)
+}
+
+// spliceBetween puts section between the begin and end markers in doc, replacing what was there,
+// or appends it with its markers (after one blank line) when doc has none. The generated
+// sections of BENCHMARKS.md (CLI memory, WAN) each have their own markers.
+func spliceBetween(doc, begin, end, section string) string {
+	block := begin + "\n" + section + end + "\n"
+	i := strings.Index(doc, begin)
+	j := strings.Index(doc, end)
 	if i >= 0 && j > i {
-		return doc[:i] + block + strings.TrimPrefix(doc[j+len(CLIMemEnd):], "\n")
+		return doc[:i] + block + strings.TrimPrefix(doc[j+len(end):], "\n")
 	}
 	if doc = strings.TrimRight(doc, "\n"); doc != "" {
 		doc += "\n\n" // one blank line before the block, however doc ended

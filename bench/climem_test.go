@@ -5,21 +5,34 @@ import (
 	"testing"
 )
 
-func TestSpliceCLIMemReplacesOnlyItsSection(t *testing.T) {
-	doc := "# Benchmarks\n\nintro\n"
-	once := SpliceCLIMem(doc, "## Memory\n\nold rows\n")
-	if !strings.HasPrefix(once, doc) || !strings.Contains(once, "old rows") {
-		t.Fatalf("first splice did not append the section after the report:\n%s", once)
-	}
-	twice := SpliceCLIMem(once+"trailer\n", "## Memory\n\nnew rows\n")
-	if strings.Contains(twice, "old rows") || !strings.Contains(twice, "new rows") {
-		t.Fatalf("second splice did not replace the section:\n%s", twice)
-	}
-	if !strings.HasPrefix(twice, doc) || !strings.HasSuffix(twice, "trailer\n") {
-		t.Fatalf("second splice changed text outside the section:\n%s", twice)
-	}
-	if strings.Count(twice, CLIMemBegin) != 1 || strings.Count(twice, CLIMemEnd) != 1 {
-		t.Fatalf("markers duplicated:\n%s", twice)
+// Each generated section of BENCHMARKS.md is spliced in between its own markers: appended once,
+// replaced after, nothing outside it touched, the markers never doubled.
+func TestSpliceReplacesOnlyItsSection(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		splice     func(doc, section string) string
+		begin, end string
+	}{
+		{"CLI memory", SpliceCLIMem, CLIMemBegin, CLIMemEnd},
+		{"WAN", SpliceWAN, WANBegin, WANEnd},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			doc := "# Benchmarks\n\nintro\n"
+			once := c.splice(doc, "## Section\n\nold rows\n")
+			if !strings.HasPrefix(once, doc) || !strings.Contains(once, "old rows") {
+				t.Fatalf("first splice did not append the section:\n%s", once)
+			}
+			twice := c.splice(once+"trailer\n", "## Section\n\nnew rows\n")
+			if strings.Contains(twice, "old rows") || !strings.Contains(twice, "new rows") {
+				t.Fatalf("second splice did not replace the section:\n%s", twice)
+			}
+			if !strings.HasPrefix(twice, doc) || !strings.HasSuffix(twice, "trailer\n") {
+				t.Fatalf("second splice changed text outside the section:\n%s", twice)
+			}
+			if strings.Count(twice, c.begin) != 1 || strings.Count(twice, c.end) != 1 {
+				t.Fatalf("markers duplicated:\n%s", twice)
+			}
+		})
 	}
 }
 

@@ -703,14 +703,5 @@ func CutWAN(doc string) (rest, section string) {
 // SpliceWAN puts section between the markers in doc, replacing what was there, or appends the
 // block (after a blank line) when doc has none.
 func SpliceWAN(doc, section string) string {
-	block := WANBegin + "\n" + strings.TrimRight(section, "\n") + "\n" + WANEnd + "\n"
-	i := strings.Index(doc, WANBegin)
-	j := strings.Index(doc, WANEnd)
-	if i >= 0 && j > i {
-		return doc[:i] + block + strings.TrimPrefix(doc[j+len(WANEnd):], "\n")
-	}
-	if doc != "" {
-		doc = strings.TrimRight(doc, "\n") + "\n\n"
-	}
-	return doc + block
+	return spliceBetween(doc, WANBegin, WANEnd, strings.TrimRight(section, "\n")+"\n")
 }
