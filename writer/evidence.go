@@ -112,7 +112,7 @@ func chooseChecksum(cfg config, f *endpointFacts) checksumCaps {
 		// (Where ETags are known MD5s, the MD5 checks every receipt apart from the echo: kept.)
 		// Without the saving, every MD5 is taken as the bytes arrive.
 		c.md5Late = cfg.saves(SaveLateMD5)
-		c.md5 = !c.md5Late
+		c.md5 = c.md5 || !c.md5Late
 	default:
 		// The stored checksum does not come back: MD5 ETags are the next proof.
 		c.md5 = true
