@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/bytesize"
 )
 
 // The analysis and the README summary are computed from the report's own tables (parsed back

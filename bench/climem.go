@@ -22,8 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/minio/crc64nvme"
 
-	"github.com/safeput/safeput/internal/bytesize"
-	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/bytesize"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 // CLIMemConfig is a run of the CLI memory section: `safeput put - s3://…` fed a generated stream

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/safeput/safeput/internal/bytesize"
-	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/bytesize"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 // DefaultServers are the test servers the benchmark measures on (scripts/bench.sh starts them):

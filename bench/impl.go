@@ -23,11 +23,11 @@ import (
 	"github.com/minio/minio-go/v7"
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/store/storetest/s3test"
 	"github.com/safeput/safeput/writer"
 )
 

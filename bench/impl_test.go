@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 // checksumRecorder notes the checksum algorithm of every part and single PUT safeput sends.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/bytesize"
 )
 
 // Row is one implementation's figures for one server, size and source kind.

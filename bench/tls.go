@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/bytesize"
 )
 
 // A TLS run (TLS=1 scripts/bench.sh, bench -tls) measures the same uploaders against each

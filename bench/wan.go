@@ -21,10 +21,10 @@ import (
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/safeput/safeput/bench/internal/link"
-	"github.com/safeput/safeput/internal/bytesize"
-	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/bytesize"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/store/storetest/s3test"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -10,11 +10,11 @@ import (
 
 	"github.com/safeput/safeput/bench/internal/link"
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/store/storetest/s3test"
 	"github.com/safeput/safeput/writer"
 )
 

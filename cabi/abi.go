@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/frontend"
+	"github.com/safeput/safeput/frontend"
 	"github.com/safeput/safeput/writer"
 )
 

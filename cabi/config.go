@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/safeput/safeput/internal/bytesize"
-	"github.com/safeput/safeput/internal/frontend"
+	"github.com/safeput/safeput/bytesize"
+	"github.com/safeput/safeput/frontend"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/safeput/safeput/cabi/internal/testhook"
-	"github.com/safeput/safeput/internal/frontend"
+	"github.com/safeput/safeput/frontend"
 	"github.com/safeput/safeput/store/storetest/faulty"
 )
 

@@ -39,7 +39,7 @@ require (
 	github.com/philhofer/fwd v1.2.0 // indirect
 	github.com/rs/xid v1.6.0 // indirect
 	github.com/safeput/safeput v0.1.0
-	github.com/safeput/safeput/internal/frontend v0.1.0
+	github.com/safeput/safeput/frontend v0.1.0
 	github.com/tinylib/msgp v1.6.4 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect

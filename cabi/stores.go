@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/safeput/safeput/internal/frontend"
+	"github.com/safeput/safeput/frontend"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/faulty"

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/internal/frontend"
-	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/frontend"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 // openSockets counts this process's open sockets.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/bytesize"
 	"github.com/safeput/safeput/store"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/bytesize"
 )
 
 func FuzzParse(f *testing.F) {

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/safeput/safeput/bytesize"
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/bytesize"
-	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/store/storetest/testkit"
 )
 
 // execute uploads data as the layout sizes describe, straight through a Store adapter, and

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/bytesize"
 	"github.com/safeput/safeput/store"
 )
 

@@ -3,7 +3,7 @@ package multipart
 import (
 	"fmt"
 
-	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/bytesize"
 )
 
 // defaultPartSize is the part size when the caller states none: at least every documented

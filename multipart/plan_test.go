@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/bytesize"
 	"github.com/safeput/safeput/store"
 	"pgregory.net/rapid"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/bytesize"
 )
 
 // profileTable renders the profile table of README.md from the profile data, so the

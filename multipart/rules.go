@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/bytesize"
 	"github.com/safeput/safeput/store"
 )
 

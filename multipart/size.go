@@ -4,12 +4,12 @@ import (
 	"math"
 	"strings"
 
-	"github.com/safeput/safeput/internal/bytesize"
+	"github.com/safeput/safeput/bytesize"
 )
 
 // unlimited marks a size limit the store does not have (Garage documents none). It is the
 // largest int64, so min/max arithmetic needs no special case; Rules print it as "unlimited".
-const unlimited = bytesize.Unlimited
+const unlimited int64 = math.MaxInt64
 
 // compactSize is bytesize.Format without the space, for the comma-separated rules string.
 func compactSize(n int64) string { return strings.ReplaceAll(bytesize.Format(n), " ", "") }

@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/encrypt"
 	"github.com/thanos-io/objstore"
@@ -293,15 +294,17 @@ func newStore(c s3.Config, a Adapter, tpt http.RoundTripper, logger log.Logger) 
 		Credentials: creds,
 		PathStyle:   c.BucketLookupType == s3.PathLookup,
 		Transport:   tpt,
+		Customize: func(core *minio.Core) {
+			if c.DisableDualstack {
+				core.SetS3EnableDualstack(false)
+			}
+			if c.TraceConfig.Enable {
+				core.TraceOn(log.NewStdlibAdapter(level.Debug(logger), log.MessageKey("s3TraceMsg")))
+			}
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("safeobjstore: %w", err)
-	}
-	if c.DisableDualstack {
-		st.Core().SetS3EnableDualstack(false)
-	}
-	if c.TraceConfig.Enable {
-		st.Core().TraceOn(log.NewStdlibAdapter(level.Debug(logger), log.MessageKey("s3TraceMsg")))
 	}
 	return st, nil
 }

@@ -19,9 +19,9 @@ import (
 	"github.com/thanos-io/objstore/providers/s3"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/faultproxy"
-	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/storetest/faultproxy"
+	"github.com/safeput/safeput/store/storetest/testkit"
 	"github.com/safeput/safeput/writer"
 
 	safeobjstore "github.com/safeput/safeput/objstore"

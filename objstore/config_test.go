@@ -17,8 +17,8 @@ import (
 	"github.com/thanos-io/objstore/providers/s3"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/storetest/testkit"
 
 	safeobjstore "github.com/safeput/safeput/objstore"
 )

@@ -15,12 +15,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/faultproxy"
-	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/internal/testkit"
-	"github.com/safeput/safeput/internal/wirekit"
 	spotel "github.com/safeput/safeput/otel"
 	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store/storetest/faultproxy"
+	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/store/storetest/wirekit"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/testcerts"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/store/storetest/testcerts"
 )
 
 // tlsServer serves every request 404 NoSuchKey over TLS with leaf, counting the requests that

@@ -1,7 +1,19 @@
 // Package verify names how safeput checked a landed object against what was written:
 // writer.Result.Verified and writer.Event.Method hold a Method. The checks themselves are
-// internal to the writer.
+// internal to the writer; NewHash lets a caller compute a store's checksum of its own copy.
 package verify
+
+import (
+	"crypto/sha1" //nolint:gosec // S3's SHA1 checksum, compared, not a security boundary
+	"crypto/sha256"
+	"fmt"
+	"hash"
+	"hash/crc32"
+
+	"github.com/minio/crc64nvme"
+
+	"github.com/safeput/safeput/store"
+)
 
 // Method names how a landed object was checked against what was written.
 type Method string
@@ -20,3 +32,22 @@ const (
 
 // Strong reports whether the method compares content, not just length.
 func (m Method) Strong() bool { return m != MethodLengthOnly && m != "" }
+
+// NewHash returns a hash of the checksum algorithm a whose Sum, base64-encoded, is the value S3
+// gives in x-amz-checksum-* for the same bytes: a caller checks an object's reported checksum
+// against its own copy with it.
+func NewHash(a store.ChecksumAlgorithm) (hash.Hash, error) {
+	switch a {
+	case store.ChecksumCRC64NVME:
+		return crc64nvme.New(), nil
+	case store.ChecksumCRC32C:
+		return crc32.New(crc32.MakeTable(crc32.Castagnoli)), nil
+	case store.ChecksumCRC32:
+		return crc32.NewIEEE(), nil
+	case store.ChecksumSHA256:
+		return sha256.New(), nil
+	case store.ChecksumSHA1:
+		return sha1.New(), nil //nolint:gosec // S3's SHA1 checksum is compared, not trusted for security
+	}
+	return nil, fmt.Errorf("verify: no hash for checksum algorithm %q", a)
+}

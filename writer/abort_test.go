@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/store/storetest/s3test"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/internal/testkit"
+	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/store/storetest/testkit"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -12,9 +12,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/store/storetest/s3test"
 	"github.com/safeput/safeput/writer"
 )
 

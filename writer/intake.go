@@ -4,8 +4,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/safeput/safeput/bytesize"
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/internal/hugepage"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/internal/prefault"

@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/store/storetest/testkit"
 	"github.com/safeput/safeput/writer"
 )
 

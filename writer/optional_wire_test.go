@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/faultproxy"
-	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/internal/testkit"
-	"github.com/safeput/safeput/internal/wirekit"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/storetest/faultproxy"
+	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/store/storetest/wirekit"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -16,13 +16,13 @@ import (
 	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/faultproxy"
-	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/internal/testcerts"
-	"github.com/safeput/safeput/internal/testkit"
-	"github.com/safeput/safeput/internal/wirekit"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/storetest/faultproxy"
+	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/store/storetest/testcerts"
+	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/store/storetest/wirekit"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/safeput/safeput/bytesize"
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/faulty"

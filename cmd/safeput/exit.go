@@ -6,11 +6,11 @@ import (
 	"fmt"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/frontend"
+	"github.com/safeput/safeput/frontend"
 )
 
 // Exit codes. They are part of the CLI's contract: scripts branch on them.
-// They are shared with the C ABI (internal/frontend), whose status codes are the same.
+// They are shared with the C ABI (frontend), whose status codes are the same.
 const (
 	exitOK            = frontend.ExitOK
 	exitInternal      = frontend.ExitInternal

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/safeput/safeput/internal/frontend"
+	"github.com/safeput/safeput/frontend"
 	"github.com/safeput/safeput/store/storetest/faulty"
 )
 

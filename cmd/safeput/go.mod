@@ -6,7 +6,7 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/safeput/safeput v0.1.0
-	github.com/safeput/safeput/internal/frontend v0.1.0
+	github.com/safeput/safeput/frontend v0.1.0
 	github.com/safeput/safeput/otel v0.1.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2

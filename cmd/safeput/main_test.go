@@ -21,8 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/multipart"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 // bin is the safeput binary, built once: the tests run it as a user would, so flags, exit codes,
@@ -191,7 +191,7 @@ func TestReleaseBuildHasNoTestHooks(t *testing.T) {
 			t.Errorf("release safeput %v: exit %d, stderr %q; want exit 2 and unknown flag: %s", args, r.code, r.stderr, flag)
 		}
 	}
-	hooks := []string{"internal/frontend.ParseFaults", "main.parseFaults", "main.parsePauses", "main.(*pausingStore)"}
+	hooks := []string{"frontend.ParseFaults", "main.parseFaults", "main.parsePauses", "main.(*pausingStore)"}
 	symbols := func(path string) string {
 		out, err := exec.Command("go", "tool", "nm", path).Output()
 		if err != nil {

@@ -16,8 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/safeput/safeput/internal/bytesize"
-	"github.com/safeput/safeput/internal/integrity"
+	"github.com/safeput/safeput/bytesize"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 )
@@ -248,7 +247,7 @@ func (p *prober) mpu(label string, parts []partSpec, o mpuOpts) mpuOutcome {
 		all = append(all, body...)
 		var c store.Checksum
 		if o.alg != store.ChecksumNone {
-			v, _ := integrity.Sum(o.alg, body)
+			v := checksumOf(o.alg, body)
 			c = store.Checksum{Algorithm: o.alg, Value: v}
 		}
 		up, err := p.st.UploadPart(p.ctx, &store.UploadPartInput{Bucket: p.bucket, Key: key, UploadID: cr.UploadID,
@@ -263,7 +262,7 @@ func (p *prober) mpu(label string, parts []partSpec, o mpuOpts) mpuOutcome {
 	in := &store.CompleteMultipartUploadInput{Bucket: p.bucket, Key: key, UploadID: cr.UploadID, Parts: done,
 		ChecksumType: o.typ, IfNoneMatch: o.ifNoneMatch}
 	if o.typ == store.ChecksumTypeFullObject {
-		v, _ := integrity.Sum(o.alg, all)
+		v := checksumOf(o.alg, all)
 		in.FullObjectChecksum = store.Checksum{Algorithm: o.alg, Value: v}
 	}
 	co, err := p.st.CompleteMultipartUpload(p.ctx, in)
@@ -388,7 +387,7 @@ func (p *prober) run() error {
 	putOK := map[store.ChecksumAlgorithm]string{} // algorithm → key of the accepted object
 	body := p.data[:64*kib]
 	for _, alg := range algs {
-		v, _ := integrity.Sum(alg, body)
+		v := checksumOf(alg, body)
 		key := p.key("put-" + strings.ToLower(string(alg)))
 		out, err := p.put(key, body, store.Checksum{Algorithm: alg, Value: v}, "", false)
 		if fatal(ctx, err) {
@@ -437,7 +436,7 @@ func (p *prober) run() error {
 	if headAlg == store.ChecksumNone {
 		p.row("HEAD returns stored checksums", "unknown", "no PUT with a CRC checksum was accepted")
 	} else {
-		want, _ := integrity.Sum(headAlg, body)
+		want := checksumOf(headAlg, body)
 		h, err := p.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: p.bucket, Key: putOK[headAlg], ChecksumMode: true})
 		switch {
 		case store.Unsupported(err):
@@ -458,7 +457,7 @@ func (p *prober) run() error {
 	if wrongAlg == store.ChecksumNone {
 		wrongAlg = store.ChecksumCRC32
 	}
-	wrong, _ := integrity.Sum(wrongAlg, p.data[kib:2*kib])
+	wrong := checksumOf(wrongAlg, p.data[kib:2*kib])
 	_, err := p.put(p.key("wrong-checksum"), body, store.Checksum{Algorithm: wrongAlg, Value: wrong}, "", false)
 	p.row("wrong x-amz-checksum-"+strings.ToLower(string(wrongAlg))+" rejected", yesNo(err != nil), evidence("PutObject", err))
 	if err == nil {
@@ -521,7 +520,7 @@ func (p *prober) run() error {
 	if mp.err != nil {
 		p.row("multipart ETag is md5-of-md5s-N", "unknown", "no multipart upload completed")
 	} else {
-		want := integrity.MultipartETag(mp.partMD5)
+		want := multipartETag(mp.partMD5)
 		ok := strings.EqualFold(strings.Trim(mp.etag, `"`), want)
 		from := "ETag "
 		if mp.noETag {

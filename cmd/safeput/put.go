@@ -17,9 +17,9 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/term"
 
+	"github.com/safeput/safeput/bytesize"
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/bytesize"
-	"github.com/safeput/safeput/internal/frontend"
+	"github.com/safeput/safeput/frontend"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/writer"
 )

@@ -13,10 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/safeput/safeput/internal/integrity"
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 // What recover says about a journal with nothing to do, and about bad input: a clear message,
@@ -131,10 +130,7 @@ func testRecoverReadBackLimit(t *testing.T, s s3test.Server) {
 		Body: bytes.NewReader(data), ChecksumAlgorithm: s3types.ChecksumAlgorithmCrc32}); err != nil {
 		t.Fatal(err)
 	}
-	crc, err := integrity.Sum(store.ChecksumCRC32C, data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	crc := checksumOf(store.ChecksumCRC32C, data)
 	crashed := func(t *testing.T) string {
 		dir := t.TempDir()
 		j, err := journal.Open(dir)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/safeput/safeput/bytesize"
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/bytesize"
 	"github.com/safeput/safeput/store"
 )
 

@@ -3,17 +3,18 @@ package main
 import (
 	"context"
 	"crypto/md5" //nolint:gosec // S3 ETags are MD5s: compared as the store computes them
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/safeput/safeput/bytesize"
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/bytesize"
-	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/verify"
@@ -121,7 +122,7 @@ func (a *app) runVerify(ctx context.Context, file, dst string, readBack bool) er
 		if v := head.Checksums.Get(alg); v != "" && !strings.Contains(v, "-") {
 			rep.Comparisons = append(rep.Comparisons, comparison{What: string(alg), Local: local[alg], Store: v, Equal: local[alg] == v})
 			if rep.Method == "" {
-				rep.Method, rep.Strong = string(integrity.MethodFor(alg)), true
+				rep.Method, rep.Strong = strings.ToLower(string(alg)), true
 			}
 		}
 	}
@@ -203,9 +204,9 @@ func contains(algs []store.ChecksumAlgorithm, a store.ChecksumAlgorithm) bool {
 
 // hashReader computes the base64 checksum of r for every algorithm in one pass.
 func hashReader(ctx context.Context, r io.Reader, algs []store.ChecksumAlgorithm) (map[store.ChecksumAlgorithm]string, error) {
-	crcs := map[store.ChecksumAlgorithm]*integrity.CRC{}
+	crcs := map[store.ChecksumAlgorithm]hash.Hash{}
 	for _, alg := range algs {
-		c, err := integrity.NewCRC(alg)
+		c, err := verify.NewHash(alg)
 		if err != nil {
 			return nil, err
 		}
@@ -218,7 +219,7 @@ func hashReader(ctx context.Context, r io.Reader, algs []store.ChecksumAlgorithm
 		}
 		n, err := r.Read(buf)
 		for _, c := range crcs {
-			c.Update(buf[:n])
+			_, _ = c.Write(buf[:n])
 		}
 		if err == io.EOF {
 			break
@@ -229,7 +230,7 @@ func hashReader(ctx context.Context, r io.Reader, algs []store.ChecksumAlgorithm
 	}
 	out := map[store.ChecksumAlgorithm]string{}
 	for alg, c := range crcs {
-		out[alg] = c.String()
+		out[alg] = base64.StdEncoding.EncodeToString(c.Sum(nil))
 	}
 	return out, nil
 }
@@ -274,13 +275,13 @@ func classified(op string, u s3URL, err error) error {
 // computed; an ETag with another part count cannot be compared and ok is false.
 func (a *app) etagComparison(ctx context.Context, file string, size int64, etag string) (c comparison, ok bool, err error) {
 	rules, perr := multipart.Parse(a.g.provider)
-	e, eok := integrity.ParseETag(etag)
+	e, eok := parseETag(etag)
 	if perr != nil || !eok {
 		return c, false, nil
 	}
 	var partSize int64
 	switch {
-	case e.Parts == 0 && e.IsMD5() && rules.SinglePutETagMD5:
+	case e.Parts == 0 && len(e.Hex) == 2*md5.Size && rules.SinglePutETagMD5:
 		partSize = size
 	case e.Parts > 0 && rules.MultipartETagMD5:
 		preferred := int64(writer.DefaultPartSize)
@@ -322,7 +323,7 @@ func (a *app) etagComparison(ctx context.Context, file string, size int64, etag 
 	local := hex.EncodeToString(sums[0][:])
 	what := "ETag (MD5)"
 	if e.Parts > 0 {
-		local = integrity.MultipartETag(sums)
+		local = multipartETag(sums)
 		what = fmt.Sprintf("ETag (MD5 of %d part MD5s of %s)", e.Parts, bytesize.Format(partSize))
 	}
 	remote := e.Hex

@@ -11,10 +11,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/store/storetest/testkit"
 	"github.com/safeput/safeput/writer"
 )
 

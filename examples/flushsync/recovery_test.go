@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/store/storetest/testkit"
 	"github.com/safeput/safeput/writer"
 )
 

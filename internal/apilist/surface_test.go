@@ -23,7 +23,7 @@ func stable(path string) bool {
 // concrete types and of interfaces) in api/safeput.txt, struct fields aside. It may only come
 // down: each name is a promise kept for years once v0.1.0 is tagged. Issue 52 asks for 250; the
 // count is printed by the test.
-const maxStableIdentifiers = 380
+const maxStableIdentifiers = 362
 
 // TestStableSurfaceSize: the stable packages export no more than maxStableIdentifiers names.
 func TestStableSurfaceSize(t *testing.T) {
@@ -80,6 +80,9 @@ func allowedForeign(pkgPath, typePkg string) bool {
 func TestNoForeignTypes(t *testing.T) {
 	var bad []string
 	for _, pkg := range publicPackages(t) {
+		if !stable(pkg.Path()) {
+			continue // test support may name what its tests use (s3test hands out SDK clients)
+		}
 		check := func(what string, typ types.Type) {
 			for _, p := range typePackages(typ) {
 				if !allowedForeign(pkg.Path(), p) {

@@ -3,9 +3,7 @@
 package integrity
 
 import (
-	"crypto/md5"  //nolint:gosec // MD5 is what S3 ETags and Content-MD5 use; not for security.
-	"crypto/sha1" //nolint:gosec // S3's SHA1 checksum algorithm; not for security.
-	"crypto/sha256"
+	"crypto/md5" //nolint:gosec // MD5 is what S3 ETags and Content-MD5 use; not for security.
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -16,26 +14,13 @@ import (
 	"github.com/minio/crc64nvme"
 
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // NewHash returns a running hash for algorithm a; ChecksumNone has none.
-func NewHash(a store.ChecksumAlgorithm) (hash.Hash, error) {
-	switch a {
-	case store.ChecksumCRC64NVME:
-		return crc64nvme.New(), nil
-	case store.ChecksumCRC32C:
-		return crc32.New(castagnoli), nil
-	case store.ChecksumCRC32:
-		return crc32.NewIEEE(), nil
-	case store.ChecksumSHA256:
-		return sha256.New(), nil
-	case store.ChecksumSHA1:
-		return sha1.New(), nil //nolint:gosec // see import
-	}
-	return nil, fmt.Errorf("verify: no hash for checksum algorithm %q", a)
-}
+func NewHash(a store.ChecksumAlgorithm) (hash.Hash, error) { return verify.NewHash(a) }
 
 // Sum returns the base64 checksum of p with algorithm a, as S3 spells it in x-amz-checksum-*.
 func Sum(a store.ChecksumAlgorithm, p []byte) (string, error) {

@@ -69,25 +69,19 @@ type Config struct {
 	InsecureSkipVerify bool
 }
 
-// Option adjusts a Store built by NewFromClient.
-type Option func(*Store)
-
-// WithSignedPayload has the same meaning as Config.SignedPayload.
-func WithSignedPayload(on bool) Option {
-	return func(s *Store) { s.signedPayload = on }
-}
-
-// Store is a store.Store over an *s3.Client. It is safe for concurrent use.
-type Store struct {
+// s3Store is the store.Store New and NewFromClient return, over an *s3.Client; it is safe for
+// concurrent use. It stays unexported so that its methods are the store.Store contract and the
+// store package's optional interfaces (Endpointer, InsecureTLS), nothing more to keep.
+type s3Store struct {
 	client        *s3.Client
 	signedPayload bool
 	insecure      bool // Config.InsecureSkipVerify
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.Store = (*s3Store)(nil)
 
-// New builds a Store from cfg.
-func New(cfg Config) (*Store, error) {
+// New builds a store from cfg.
+func New(cfg Config) (store.Store, error) {
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil {
@@ -149,22 +143,17 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Endpoint != "" {
 		o.BaseEndpoint = aws.String(cfg.Endpoint)
 	}
-	return &Store{client: s3.New(o), signedPayload: cfg.SignedPayload, insecure: cfg.InsecureSkipVerify}, nil
+	return &s3Store{client: s3.New(o), signedPayload: cfg.SignedPayload, insecure: cfg.InsecureSkipVerify}, nil
 }
 
 // NewFromClient wraps an already-configured client. Retries and checksum behaviour are forced
 // per call, so the client's own settings for those do not matter.
-func NewFromClient(c *s3.Client, opts ...Option) (*Store, error) {
+// Payloads are unsigned (Config.SignedPayload false).
+func NewFromClient(c *s3.Client) (store.Store, error) {
 	if c == nil {
 		return nil, errors.New("awss3: NewFromClient: nil *s3.Client")
 	}
-	s := &Store{client: c}
-	for _, o := range opts {
-		if o != nil {
-			o(s)
-		}
-	}
-	return s, nil
+	return &s3Store{client: c}, nil
 }
 
 // progressClient reports every request's progress for stall detection (store.ProgressTransport),
@@ -212,7 +201,7 @@ const (
 // bodyPayload picks the signing for a request whose body is covered by checksum c (or not).
 // Without a checksum the SHA-256 is the only end-to-end check of the body, so it is forced even
 // over TLS, where the SDK would otherwise send UNSIGNED-PAYLOAD.
-func (s *Store) bodyPayload(c store.Checksum) payloadMode {
+func (s *s3Store) bodyPayload(c store.Checksum) payloadMode {
 	if c.Algorithm != store.ChecksumNone && !s.signedPayload {
 		return payloadUnsigned
 	}
@@ -249,7 +238,7 @@ func swapToComputePayloadSHA256(stack *middleware.Stack) error {
 }
 
 // PutObject implements store.Store.
-func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
+func (s *s3Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -293,7 +282,7 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 }
 
 // CreateMultipartUpload implements store.Store.
-func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
+func (s *s3Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -324,7 +313,7 @@ func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMulti
 }
 
 // UploadPart implements store.Store.
-func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
+func (s *s3Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -363,7 +352,7 @@ const maxPages = partlist.MaxPages
 
 // ListParts implements store.Store, with the listing rules of internal/partlist (the same in
 // the minio adapter): every entry kept, duplicates included, sorted stably by part number.
-func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
+func (s *s3Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -416,7 +405,7 @@ func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store
 // CompleteMultipartUpload implements store.Store. The SDK turns a 200 answer whose body is an
 // <Error> into a 500 error, so that case arrives here as a ResponseError with StatusCode 500
 // and the embedded code (as AWS advises: treat it like a 5xx).
-func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
+func (s *s3Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -457,7 +446,7 @@ func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteM
 }
 
 // AbortMultipartUpload implements store.Store.
-func (s *Store) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
+func (s *s3Store) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
@@ -474,7 +463,7 @@ func (s *Store) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipa
 }
 
 // HeadObject implements store.Store.
-func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
+func (s *s3Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -509,7 +498,7 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 
 // GetObject implements store.Store. A ranged request the store answers with the whole object
 // (no matching Content-Range) is non-compliant: handing back the wrong bytes would be worse.
-func (s *Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store.GetObjectOutput, error) {
+func (s *s3Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store.GetObjectOutput, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -546,7 +535,7 @@ func (s *Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store
 
 // DeleteObject implements store.Store. A store that answers NoSuchKey (S3 itself answers 204)
 // is treated as success, as the contract says.
-func (s *Store) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) error {
+func (s *s3Store) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
@@ -564,7 +553,7 @@ func (s *Store) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) e
 }
 
 // ListMultipartUploads implements store.Store.
-func (s *Store) ListMultipartUploads(ctx context.Context, in *store.ListMultipartUploadsInput) (*store.ListMultipartUploadsOutput, error) {
+func (s *s3Store) ListMultipartUploads(ctx context.Context, in *store.ListMultipartUploadsInput) (*store.ListMultipartUploadsOutput, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -690,8 +679,8 @@ func quote(etag string) string {
 
 // InsecureSkipVerify reports whether the store was built with certificate verification off. A
 // writer.Uploader made on it logs a warning, once, so the choice shows in the logs.
-func (s *Store) InsecureSkipVerify() bool { return s.insecure }
+func (s *s3Store) InsecureSkipVerify() bool { return s.insecure }
 
 // Endpoint names the endpoint this store talks to ("" for AWS's regional default), e.g. for a
 // journal's endpoint identity.
-func (s *Store) Endpoint() string { return aws.ToString(s.client.Options().BaseEndpoint) }
+func (s *s3Store) Endpoint() string { return aws.ToString(s.client.Options().BaseEndpoint) }

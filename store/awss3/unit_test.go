@@ -24,8 +24,8 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/catrust"
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 // These tests run against an httptest.Server that records what the adapter sends, so the wire
@@ -66,13 +66,13 @@ func newFake(t *testing.T, handle func(w http.ResponseWriter, r *http.Request)) 
 	return f, srv
 }
 
-func newTestStore(t *testing.T, endpoint string, signed bool) *Store {
+func newTestStore(t *testing.T, endpoint string, signed bool) *s3Store {
 	t.Helper()
 	s, err := New(Config{Endpoint: endpoint, AccessKey: "AKID", SecretKey: "SECRET", PathStyle: true, SignedPayload: signed})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s.(*s3Store)
 }
 
 // okPut answers a PUT (PutObject or UploadPart) with a quoted ETag, as S3 does.
@@ -119,7 +119,7 @@ func TestChecksumHeaders(t *testing.T) {
 
 	type call struct {
 		name     string
-		st       *Store
+		st       *s3Store
 		put      bool // PutObject, else UploadPart
 		checksum store.Checksum
 		wantSHA  string
@@ -131,8 +131,8 @@ func TestChecksumHeaders(t *testing.T) {
 		{"put without", plain, true, store.Checksum{}, sha256Hex(data)},
 		{"part without", plain, false, store.Checksum{}, sha256Hex(data)},
 		{"put with crc, SignedPayload", signed, true, crcSum, sha256Hex(data)},
-		{"put with crc, NewFromClient", defaults, true, crcSum, "UNSIGNED-PAYLOAD"},
-		{"part without, NewFromClient", defaults, false, store.Checksum{}, sha256Hex(data)},
+		{"put with crc, NewFromClient", defaults.(*s3Store), true, crcSum, "UNSIGNED-PAYLOAD"},
+		{"part without, NewFromClient", defaults.(*s3Store), false, store.Checksum{}, sha256Hex(data)},
 	}
 	for _, c := range calls {
 		before := len(f.requests())
@@ -294,42 +294,42 @@ func TestNonCompliant(t *testing.T) {
 	cases := []struct {
 		name   string
 		handle func(w http.ResponseWriter, r *http.Request)
-		do     func(st *Store) (any, error)
+		do     func(st *s3Store) (any, error)
 	}{
 		{"Create without UploadId", body(`<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key></InitiateMultipartUploadResult>`),
-			func(st *Store) (any, error) {
+			func(st *s3Store) (any, error) {
 				return st.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: "b", Key: "k"})
 			}},
 		{"Create with malformed XML", body(`<InitiateMultipartUploadResult><UploadId>u`),
-			func(st *Store) (any, error) {
+			func(st *s3Store) (any, error) {
 				return st.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: "b", Key: "k"})
 			}},
 		{"Complete with malformed XML", body(`<CompleteMultipartUploadResult><ETag>"x"</Et`),
-			func(st *Store) (any, error) {
+			func(st *s3Store) (any, error) {
 				return st.CompleteMultipartUpload(ctx, &store.CompleteMultipartUploadInput{Bucket: "b", Key: "k", UploadID: "u", Parts: []store.CompletedPart{{PartNumber: 1, ETag: "e"}}})
 			}},
 		{"UploadPart without ETag", func(w http.ResponseWriter, r *http.Request) {},
-			func(st *Store) (any, error) {
+			func(st *s3Store) (any, error) {
 				return st.UploadPart(ctx, &store.UploadPartInput{Bucket: "b", Key: "k", UploadID: "u", PartNumber: 1, Body: strings.NewReader("x"), ContentLength: 1})
 			}},
 		{"ListParts truncated without marker", body(`<ListPartsResult><IsTruncated>true</IsTruncated><Part><PartNumber>1</PartNumber><ETag>"e"</ETag><Size>1</Size></Part></ListPartsResult>`),
-			func(st *Store) (any, error) {
+			func(st *s3Store) (any, error) {
 				return st.ListParts(ctx, &store.ListPartsInput{Bucket: "b", Key: "k", UploadID: "u"})
 			}},
 		{"ListParts part without ETag", body(`<ListPartsResult><IsTruncated>false</IsTruncated><Part><PartNumber>1</PartNumber><Size>1</Size></Part></ListPartsResult>`),
-			func(st *Store) (any, error) {
+			func(st *s3Store) (any, error) {
 				return st.ListParts(ctx, &store.ListPartsInput{Bucket: "b", Key: "k", UploadID: "u"})
 			}},
 		{"ListMultipartUploads truncated without marker", body(`<ListMultipartUploadsResult><IsTruncated>true</IsTruncated></ListMultipartUploadsResult>`),
-			func(st *Store) (any, error) {
+			func(st *s3Store) (any, error) {
 				return st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: "b"})
 			}},
 		{"HeadObject without ETag", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Content-Length", "3") },
-			func(st *Store) (any, error) {
+			func(st *s3Store) (any, error) {
 				return st.HeadObject(ctx, &store.HeadObjectInput{Bucket: "b", Key: "k"})
 			}},
 		{"GetObject range ignored", body(`whole object`),
-			func(st *Store) (any, error) {
+			func(st *s3Store) (any, error) {
 				return st.GetObject(ctx, &store.GetObjectInput{Bucket: "b", Key: "k", Offset: 2, Length: 3})
 			}},
 	}
@@ -358,7 +358,7 @@ func TestCommitWithoutETag(t *testing.T) {
 	body := func(s string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, s) }
 	}
-	complete := func(st *Store) (string, error) {
+	complete := func(st *s3Store) (string, error) {
 		out, err := st.CompleteMultipartUpload(ctx, &store.CompleteMultipartUploadInput{Bucket: "b", Key: "k", UploadID: "u", Parts: []store.CompletedPart{{PartNumber: 1, ETag: "e"}}})
 		if err != nil {
 			return "", err
@@ -368,11 +368,11 @@ func TestCommitWithoutETag(t *testing.T) {
 	cases := []struct {
 		name   string
 		handle http.HandlerFunc
-		do     func(st *Store) (string, error)
+		do     func(st *s3Store) (string, error)
 	}{
 		{"Complete with empty ETag", body(`<CompleteMultipartUploadResult><Bucket>b</Bucket><ETag></ETag></CompleteMultipartUploadResult>`), complete},
 		{"Complete without ETag", body(`<CompleteMultipartUploadResult><Bucket>b</Bucket></CompleteMultipartUploadResult>`), complete},
-		{"PutObject without ETag", func(w http.ResponseWriter, r *http.Request) {}, func(st *Store) (string, error) {
+		{"PutObject without ETag", func(w http.ResponseWriter, r *http.Request) {}, func(st *s3Store) (string, error) {
 			out, err := st.PutObject(ctx, &store.PutObjectInput{Bucket: "b", Key: "k", Body: strings.NewReader("x"), ContentLength: 1})
 			if err != nil {
 				return "", err
@@ -431,7 +431,7 @@ func TestNoSDKRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, st := range map[string]*Store{"New": newTestStore(t, srv.URL, false), "NewFromClient(RetryMaxAttempts 5)": retrying} {
+	for name, st := range map[string]*s3Store{"New": newTestStore(t, srv.URL, false), "NewFromClient(RetryMaxAttempts 5)": retrying.(*s3Store)} {
 		before := len(f.requests())
 		_, err := st.PutObject(context.Background(), &store.PutObjectInput{Bucket: "b", Key: "k", Body: strings.NewReader("abc"), ContentLength: 3})
 		if n := len(f.requests()) - before; n != 1 {
@@ -821,7 +821,7 @@ func TestSkipWhenEmpty(t *testing.T) {
 
 // uploadPartBenchStore is the store the UploadPart benchmarks send through: an in-process
 // server that reads each body and answers 200 with an ETag, closed when the benchmark ends.
-func uploadPartBenchStore(b *testing.B) *Store {
+func uploadPartBenchStore(b *testing.B) *s3Store {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		okPut(w, r)
@@ -831,7 +831,7 @@ func uploadPartBenchStore(b *testing.B) *Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return st
+	return st.(*s3Store)
 }
 
 // BenchmarkUploadPartSDKAlone is BenchmarkUploadPart's floor: the same part, server and client

@@ -53,7 +53,7 @@ const errBodyLimit = 64 << 10
 // track attaches a fresh exchange to ctx. The recording transport (New) fills in status,
 // headers and error bodies; the client trace tells NewFromCore stores at least whether an answer
 // arrived.
-func (s *Store) track(ctx context.Context) (context.Context, *exchange) {
+func (s *coreStore) track(ctx context.Context) (context.Context, *exchange) {
 	ex := &exchange{}
 	if ctx == nil {
 		// minio-go would reject a nil context; treat it as Background rather than panic here.
@@ -286,7 +286,7 @@ func (ex *exchange) nonCompliant(op string, cause error) error {
 var statusText = regexp.MustCompile(`^[0-9]{3}( |$)`)
 
 // fail turns an error from a Core call into the store contract's error.
-func (s *Store) fail(op string, ex *exchange, err error) error {
+func (s *coreStore) fail(op string, ex *exchange, err error) error {
 	if e := ex.embedded(op); e != nil {
 		return e
 	}

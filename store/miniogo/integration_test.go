@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 func newRealStore(t *testing.T, srv s3test.Server, wrongSecret bool) store.Store {

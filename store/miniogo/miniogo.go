@@ -70,10 +70,16 @@ type Config struct {
 	// InsecureSkipVerify disables TLS certificate verification on the transport New builds. Only
 	// for test endpoints with self-signed certificates; it cannot be combined with Transport.
 	InsecureSkipVerify bool
+	// Customize, when set, is called once on the client New builds, before its first request:
+	// for minio-go settings this Config does not name (request tracing, dual-stack endpoints).
+	// It must not turn minio-go's retries or trailing checksums back on.
+	Customize func(*minio.Core)
 }
 
-// Store is a store.Store over a minio-go Core client. It is safe for concurrent use.
-type Store struct {
+// coreStore is the store.Store New and NewFromCore return, over a minio-go Core client; it is
+// safe for concurrent use. It stays unexported so that its methods are the store.Store contract
+// and the store package's optional interfaces (Endpointer, InsecureTLS), nothing more to keep.
+type coreStore struct {
 	core *minio.Core
 	// recording is true when requests go through our recordingTransport (New), so raw
 	// response headers and error bodies are available; NewFromCore cannot install it.
@@ -81,7 +87,7 @@ type Store struct {
 	insecure  bool // Config.InsecureSkipVerify
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.Store = (*coreStore)(nil)
 
 // Connection pool sizing: a flush node may run 64 uploads at once, each with several parts in
 // flight, all to one host.
@@ -90,9 +96,9 @@ const (
 	maxIdleConnsPerHost = 128
 )
 
-// New builds a Store from cfg, with minio-go's retries off and a transport sized for many
+// New builds a store from cfg, with minio-go's retries off and a transport sized for many
 // concurrent uploads to one host.
-func New(cfg Config) (*Store, error) {
+func New(cfg Config) (store.Store, error) {
 	u, err := url.Parse(cfg.Endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("miniogo: endpoint %q: %w", cfg.Endpoint, err)
@@ -160,7 +166,10 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("miniogo: %w", err)
 	}
-	return &Store{core: core, recording: true, insecure: cfg.InsecureSkipVerify}, nil
+	if cfg.Customize != nil {
+		cfg.Customize(core)
+	}
+	return &coreStore{core: core, recording: true, insecure: cfg.InsecureSkipVerify}, nil
 }
 
 // NewFromCore wraps an existing Core. The caller must have built it with MaxRetries: 1, a
@@ -168,15 +177,15 @@ func New(cfg Config) (*Store, error) {
 // asked-for checksums) does not hold. Error reports are thinner than with New: minio-go's
 // ErrorResponse supplies code and message, and RetryAfter is always 0, because the raw response
 // is not reachable through a Core built elsewhere.
-func NewFromCore(c *minio.Core) (*Store, error) {
+func NewFromCore(c *minio.Core) (store.Store, error) {
 	if c == nil || c.Client == nil {
 		return nil, errors.New("miniogo: NewFromCore: nil minio.Core")
 	}
-	return &Store{core: c}, nil
+	return &coreStore{core: c}, nil
 }
 
-// Core returns the underlying client, for callers that need an operation Store does not offer.
-func (s *Store) Core() *minio.Core { return s.core }
+// Core returns the underlying client, for callers that need an operation coreStore does not offer.
+func (s *coreStore) Core() *minio.Core { return s.core }
 
 func newTransport(secure bool, tlsConf *tls.Config) *http.Transport {
 	tr := &http.Transport{
@@ -317,7 +326,7 @@ func payloadSHA256(r io.ReadSeeker, n int64) (string, error) {
 }
 
 // PutObject uploads in.Body in one PUT.
-func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
+func (s *coreStore) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
 	const op = "PutObject"
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -367,7 +376,7 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 }
 
 // CreateMultipartUpload starts a multipart upload.
-func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
+func (s *coreStore) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
 	const op = "CreateMultipartUpload"
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -397,7 +406,7 @@ func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMulti
 }
 
 // UploadPart uploads one part.
-func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
+func (s *coreStore) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
 	const op = "UploadPart"
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -431,7 +440,7 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 // ListParts lists every part of an upload, one request per page, with the listing rules of
 // internal/partlist (the same in the aws adapter): every entry kept, duplicates included,
 // sorted stably by part number.
-func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
+func (s *coreStore) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
 	const op = "ListParts"
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -478,7 +487,7 @@ func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store
 }
 
 // CompleteMultipartUpload commits an upload. A 200 answer carrying an <Error> is an error.
-func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
+func (s *coreStore) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
 	const op = "CompleteMultipartUpload"
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -539,7 +548,7 @@ func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteM
 }
 
 // AbortMultipartUpload discards an upload.
-func (s *Store) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
+func (s *coreStore) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
 	const op = "AbortMultipartUpload"
 	if err := in.Validate(); err != nil {
 		return err
@@ -557,7 +566,7 @@ func (s *Store) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipa
 }
 
 // HeadObject returns the object's metadata (and stored checksums with ChecksumMode).
-func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
+func (s *coreStore) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
 	const op = "HeadObject"
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -587,7 +596,7 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 }
 
 // GetObject opens the object or a range of it.
-func (s *Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store.GetObjectOutput, error) {
+func (s *coreStore) GetObject(ctx context.Context, in *store.GetObjectInput) (*store.GetObjectOutput, error) {
 	const op = "GetObject"
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -622,7 +631,7 @@ func (s *Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store
 }
 
 // DeleteObject removes the object; a missing key is not an error.
-func (s *Store) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) error {
+func (s *coreStore) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) error {
 	const op = "DeleteObject"
 	if err := in.Validate(); err != nil {
 		return err
@@ -643,7 +652,7 @@ func (s *Store) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) e
 }
 
 // ListMultipartUploads lists every incomplete upload under in.Prefix, one request per page.
-func (s *Store) ListMultipartUploads(ctx context.Context, in *store.ListMultipartUploadsInput) (*store.ListMultipartUploadsOutput, error) {
+func (s *coreStore) ListMultipartUploads(ctx context.Context, in *store.ListMultipartUploadsInput) (*store.ListMultipartUploadsOutput, error) {
 	const op = "ListMultipartUploads"
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -680,8 +689,8 @@ func (s *Store) ListMultipartUploads(ctx context.Context, in *store.ListMultipar
 
 // InsecureSkipVerify reports whether the store was built with certificate verification off. A
 // writer.Uploader made on it logs a warning, once, so the choice shows in the logs.
-func (s *Store) InsecureSkipVerify() bool { return s.insecure }
+func (s *coreStore) InsecureSkipVerify() bool { return s.insecure }
 
 // Endpoint names the endpoint this store talks to (its base URL), e.g. for a journal's endpoint
 // identity.
-func (s *Store) Endpoint() string { return s.core.EndpointURL().String() }
+func (s *coreStore) Endpoint() string { return s.core.EndpointURL().String() }

@@ -27,9 +27,9 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 // request is what the fake server saw.
@@ -74,7 +74,7 @@ func (f *fake) requests() []request {
 	return append([]request(nil), f.reqs...)
 }
 
-func (f *fake) store(t *testing.T) *miniogo.Store {
+func (f *fake) store(t *testing.T) store.Store {
 	t.Helper()
 	s, err := miniogo.New(miniogo.Config{Endpoint: f.srv.URL, AccessKey: "AKIDTEST", SecretKey: "secretsecret", PathStyle: true})
 	if err != nil {
@@ -762,7 +762,7 @@ func TestAbortErrors(t *testing.T) {
 // TestTransportErrors: no answer means the transport's error, wrapped, reachable by errors.Is/As.
 func TestTransportErrors(t *testing.T) {
 	ctx := context.Background()
-	put := func(s *miniogo.Store, ctx context.Context) error {
+	put := func(s store.Store, ctx context.Context) error {
 		_, err := s.PutObject(ctx, &store.PutObjectInput{Bucket: "bkt", Key: "k", Body: bytes.NewReader([]byte("abc")), ContentLength: 3, ContentMD5: "x"})
 		return err
 	}

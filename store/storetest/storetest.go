@@ -31,8 +31,9 @@
 // Facts about one server that no contract states (which error code it picks among those S3
 // allows, which headers it ignores) belong in that server's own tests, layered on top.
 //
-// Test support: store/storetest and the packages under it (memstore, faulty) are not covered by
-// safeput's compatibility promise; they change with the tests they serve, in any release.
+// Test support: store/storetest and the packages under it (memstore, faulty, faultproxy, wirekit,
+// testkit, testcerts, s3test) are not covered by safeput's compatibility promise; they change with the
+// tests they serve, in any release.
 package storetest
 
 import (

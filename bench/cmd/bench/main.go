@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/bench"
-	"github.com/safeput/safeput/internal/bytesize"
-	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/bytesize"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 func main() {

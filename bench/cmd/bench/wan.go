@@ -14,8 +14,8 @@ import (
 
 	"github.com/safeput/safeput/bench"
 	"github.com/safeput/safeput/bench/internal/link"
-	"github.com/safeput/safeput/internal/bytesize"
-	"github.com/safeput/safeput/internal/s3test"
+	"github.com/safeput/safeput/bytesize"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 // wanOptions are the flags of the WAN section.

@@ -9,8 +9,9 @@
 // Store contract requires and a call whose context is already done is passed through; neither
 // is counted or faulted.
 //
-// Test support: store/storetest and the packages under it (memstore, faulty) are not covered by
-// safeput's compatibility promise; they change with the tests they serve, in any release.
+// Test support: store/storetest and the packages under it (memstore, faulty, faultproxy, wirekit,
+// testkit, testcerts, s3test) are not covered by safeput's compatibility promise; they change with the
+// tests they serve, in any release.
 package faulty
 
 import (

@@ -25,7 +25,7 @@ func TestFormatSize(t *testing.T) {
 		{10000 * 5 * GiB, "50000 GiB"},
 		{5 * TB, "5 TB"},
 		{-5 * MiB, "-5 MiB"},
-		{Unlimited, "unlimited"},
+		{unlimited, "unlimited"},
 		{math.MinInt64, "-9223372036854775808 B"},
 	} {
 		if got := Format(tc.n); got != tc.want {
@@ -53,10 +53,10 @@ func TestParseSize(t *testing.T) {
 		{"5GB", 5 * GB},
 		{"5TiB", 5 * TiB},
 		{"5TB", 5 * TB},
-		{"2PiB", 2 * PiB},
-		{"7EiB", 7 * EiB},
-		{"unlimited", Unlimited},
-		{"9223372036854775807", Unlimited},
+		{"2PiB", 2 * pebi},
+		{"7EiB", 7 * exbi},
+		{"unlimited", unlimited},
+		{"9223372036854775807", unlimited},
 	} {
 		got, err := Parse(tc.in)
 		if err != nil || got != tc.want {
@@ -82,7 +82,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestFormatParseRoundTrip(t *testing.T) {
-	for _, n := range []int64{0, 1, 999, KiB, 5 * MiB, 5*GiB - 5*MiB, 5 * GB, 48800 * GB, 5*TiB - 5*GiB, Unlimited, Unlimited - 1, 3 * EiB} {
+	for _, n := range []int64{0, 1, 999, KiB, 5 * MiB, 5*GiB - 5*MiB, 5 * GB, 48800 * GB, 5*TiB - 5*GiB, unlimited, unlimited - 1, 3 * exbi} {
 		s := Format(n)
 		got, err := Parse(s)
 		if err != nil || got != n {

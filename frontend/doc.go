@@ -5,5 +5,6 @@
 //
 // It is a module of its own, beside the library's: the front ends' conventions (credential
 // sources, exit codes, JSON) are not the library's API, and what it links in for them stays out
-// of the library's go.mod.
+// of the library's go.mod. Its exported names serve those two programs and follow them: they are
+// not covered by the library's compatibility promise, and they are not part of api/safeput.txt.
 package frontend

@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.uber.org/goleak"
 
-	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/store/storetest/testkit"
 )
 
 func TestMain(m *testing.M) {

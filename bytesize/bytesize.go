@@ -11,24 +11,24 @@ import (
 
 // Byte units. Vendors mix binary (MiB) and decimal (MB) units, so both are spelled out.
 const (
-	KiB int64 = 1 << 10
-	MiB int64 = 1 << 20
-	GiB int64 = 1 << 30
-	TiB int64 = 1 << 40
-	PiB int64 = 1 << 50
-	EiB int64 = 1 << 60
+	KiB  int64 = 1 << 10
+	MiB  int64 = 1 << 20
+	GiB  int64 = 1 << 30
+	TiB  int64 = 1 << 40
+	pebi int64 = 1 << 50
+	exbi int64 = 1 << 60
 
-	KB int64 = 1e3
-	MB int64 = 1e6
-	GB int64 = 1e9
-	TB int64 = 1e12
-	PB int64 = 1e15
-	EB int64 = 1e18
+	KB   int64 = 1e3
+	MB   int64 = 1e6
+	GB   int64 = 1e9
+	TB   int64 = 1e12
+	peta int64 = 1e15
+	exa  int64 = 1e18
 )
 
-// Unlimited is a size with no limit: the largest int64, so min/max arithmetic needs no special
+// unlimited is a size with no limit: the largest int64, so min/max arithmetic needs no special
 // case. Format prints it as "unlimited" and Parse reads that back.
-const Unlimited int64 = math.MaxInt64
+const unlimited int64 = math.MaxInt64
 
 type unit struct {
 	name string
@@ -38,15 +38,15 @@ type unit struct {
 // Largest first. Format uses the largest unit, binary or decimal, that divides the value
 // exactly, so 5<<20 prints as "5 MiB" and 5e12 as "5 TB", and every output parses back exactly.
 var (
-	binaryUnits  = []unit{{"EiB", EiB}, {"PiB", PiB}, {"TiB", TiB}, {"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}}
-	decimalUnits = []unit{{"EB", EB}, {"PB", PB}, {"TB", TB}, {"GB", GB}, {"MB", MB}, {"KB", KB}}
+	binaryUnits  = []unit{{"EiB", exbi}, {"PiB", pebi}, {"TiB", TiB}, {"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}}
+	decimalUnits = []unit{{"EB", exa}, {"PB", peta}, {"TB", TB}, {"GB", GB}, {"MB", MB}, {"KB", KB}}
 )
 
 // Format renders n exactly, in the largest unit that divides it: Format(5<<20) ==
 // "5 MiB", Format(5e9) == "5 GB", Format(1000001) == "1000001 B". Parse reverses it.
 func Format(n int64) string {
 	switch {
-	case n == Unlimited:
+	case n == unlimited:
 		return "unlimited"
 	case n == 0:
 		return "0 B"
@@ -71,12 +71,12 @@ func Format(n int64) string {
 }
 
 // Parse reads a non-negative whole number of bytes with an optional unit: "5MiB", "5 MiB",
-// "100KB", "5368709120", "7 B", "unlimited". Units are case-insensitive; KiB..EiB are binary and
-// KB..EB decimal. Fractions are rejected rather than rounded, so a limit is never silently changed.
+// "100KB", "5368709120", "7 B", "unlimited". Units are case-insensitive; KiB..exbi are binary and
+// KB..exa decimal. Fractions are rejected rather than rounded, so a limit is never silently changed.
 func Parse(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	if strings.EqualFold(t, "unlimited") {
-		return Unlimited, nil
+		return unlimited, nil
 	}
 	i := 0
 	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
@@ -101,7 +101,7 @@ func Parse(s string) (int64, error) {
 			}
 		}
 		if mult == 0 {
-			return 0, fmt.Errorf("size %q: unknown unit %q (want B, KiB, MiB, GiB, TiB, PiB, EiB, KB, MB, GB, TB, PB, EB)", s, name)
+			return 0, fmt.Errorf("size %q: unknown unit %q (want B, KiB, MiB, GiB, TiB, pebi, exbi, KB, MB, GB, TB, peta, exa)", s, name)
 		}
 	}
 	if n > math.MaxInt64/mult {

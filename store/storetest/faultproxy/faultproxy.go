@@ -43,6 +43,8 @@
 // ResetAfterBytes (a reset) is not retried that way.
 //
 // Only HTTP/1.1 over plain TCP and path-style URLs (/bucket/key) are supported.
+//
+// Test support, outside safeput's compatibility promise (see package storetest).
 package faultproxy
 
 import (

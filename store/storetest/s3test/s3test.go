@@ -4,6 +4,8 @@
 //
 // When no server is configured, a test fails under CI=true and skips elsewhere (so `go test ./...`
 // on a laptop without the script still runs the unit tests).
+//
+// Test support, outside safeput's compatibility promise (see package storetest).
 package s3test
 
 import (

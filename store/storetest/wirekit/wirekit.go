@@ -1,14 +1,16 @@
-// Package wirekit runs integration tests through a fault proxy (internal/faultproxy) in front of
+// Package wirekit runs integration tests through a fault proxy (store/storetest/faultproxy) in front of
 // the real test server. It is apart from testkit because faultproxy's own tests use testkit.
+//
+// Test support, outside safeput's compatibility promise (see package storetest).
 package wirekit
 
 import (
 	"testing"
 
-	"github.com/safeput/safeput/internal/faultproxy"
-	"github.com/safeput/safeput/internal/s3test"
-	"github.com/safeput/safeput/internal/testkit"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/storetest/faultproxy"
+	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/store/storetest/testkit"
 )
 
 // Proxied starts a fault proxy in front of env's server and returns it with a store of env's

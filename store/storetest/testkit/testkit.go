@@ -1,15 +1,17 @@
 // Package testkit runs a test through both SDK adapters against every real test server, so every
 // behaviour is checked through aws-sdk-go-v2 and minio-go alike, on each server.
+//
+// Test support, outside safeput's compatibility promise (see package storetest).
 package testkit
 
 import (
 	"testing"
 
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 // Adapter builds one store.Store for a test server.

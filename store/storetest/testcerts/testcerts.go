@@ -1,6 +1,8 @@
 // Package testcerts makes throw-away certificates for TLS tests, in memory and without network:
 // a CA, a server certificate it signs for 127.0.0.1 (and localhost), and the certificates a
 // client must refuse (another CA's, another host's, an expired one).
+//
+// Test support, outside safeput's compatibility promise (see package storetest).
 package testcerts
 
 import (

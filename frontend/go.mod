@@ -1,4 +1,4 @@
-module github.com/safeput/safeput/internal/frontend
+module github.com/safeput/safeput/frontend
 
 go 1.26.0
 

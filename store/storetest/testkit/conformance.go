@@ -18,11 +18,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/minio/crc64nvme"
 
-	"github.com/safeput/safeput/internal/s3test"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
 	"github.com/safeput/safeput/store/storetest"
+	"github.com/safeput/safeput/store/storetest/s3test"
 )
 
 // Conformance runs the public conformance suite (store/storetest) through the adapter named
