@@ -244,8 +244,8 @@ func TestContextErrors(t *testing.T) {
 		if k := errors.ClassifyContext(live, errors.Classify(cerr)).Kind; k != errors.Transient {
 			t.Errorf("ClassifyContext(live, Classify(%v)) = %s, want transient", cerr, k)
 		}
-		if errors.DecideContext(live, cerr) != errors.DecisionRetry || errors.Decide(cerr) != errors.DecisionCanceled {
-			t.Errorf("decisions for %v", cerr)
+		if !errors.ClassifyContext(live, cerr).Retryable() || errors.Classify(cerr).Retryable() {
+			t.Errorf("retryable for %v", cerr)
 		}
 	}
 	if !errors.IsTimeout(errors.ClassifyContext(live, context.DeadlineExceeded)) {
@@ -311,7 +311,7 @@ func TestAWSSDKChain(t *testing.T) {
 		t.Errorf("%+v", e)
 	}
 	e = errors.Classify(sdk("UploadPart", 404, "NoSuchUpload"))
-	if e.Kind != errors.Transient || !e.UploadGone || e.Retryable() {
+	if e.Kind != errors.Transient || !e.UploadGone || !e.Retryable() { // a new upload can work
 		t.Errorf("%+v", e)
 	}
 	if k := errors.Classify(sdk("PutObject", 503, "SlowDown")).Kind; k != errors.Throttled {
@@ -319,34 +319,22 @@ func TestAWSSDKChain(t *testing.T) {
 	}
 }
 
-func TestDecision(t *testing.T) {
-	want := map[errors.Kind]errors.Decision{
-		errors.Unknown:       errors.DecisionRetry,
-		errors.Transient:     errors.DecisionRetry,
-		errors.Throttled:     errors.DecisionRetry,
-		errors.Integrity:     errors.DecisionTerminal,
-		errors.Compatibility: errors.DecisionTerminal,
-		errors.Precondition:  errors.DecisionTerminal,
-		errors.Permanent:     errors.DecisionTerminal,
-		errors.Canceled:      errors.DecisionCanceled,
-		errors.Internal:      errors.DecisionTerminal,
-	}
-	for k, d := range want {
-		if k.Decision() != d {
-			t.Errorf("%s.Decision() = %s, want %s", k, k.Decision(), d)
+// TestRetryable: which kinds a sync manager may run again once safeput's own retries are spent.
+func TestRetryable(t *testing.T) {
+	want := map[errors.Kind]bool{errors.Unknown: true, errors.Transient: true, errors.Throttled: true}
+	for _, k := range append([]errors.Kind{errors.Unknown}, errors.Kinds...) {
+		if got := (&errors.Error{Kind: k}).Retryable(); got != want[k] {
+			t.Errorf("%s.Retryable() = %v, want %v", k, got, want[k])
 		}
 	}
-	if errors.Decide(nil) != errors.DecisionNone || errors.DecisionNone.String() != "none" {
-		t.Error("Decide(nil)")
+	if (*errors.Error)(nil).Retryable() {
+		t.Error("nil *Error is retryable")
 	}
-	if errors.Decide(response("UploadPart", 403, "AccessDenied")) != errors.DecisionTerminal {
-		t.Error("AccessDenied")
+	if errors.Classify(response("UploadPart", 403, "AccessDenied")).Retryable() {
+		t.Error("AccessDenied is retryable")
 	}
-	retryable := map[errors.Kind]bool{errors.Transient: true, errors.Throttled: true, errors.Integrity: true}
-	for _, k := range errors.Kinds {
-		if (&errors.Error{Kind: k}).Retryable() != retryable[k] {
-			t.Errorf("%s.Retryable", k)
-		}
+	if !errors.Classify(response("UploadPart", 503, "SlowDown")).Retryable() {
+		t.Error("SlowDown is not retryable")
 	}
 }
 
@@ -397,7 +385,7 @@ func TestRedact(t *testing.T) {
 
 func TestWrapAndPanic(t *testing.T) {
 	cause := stderrors.New("etag mismatch")
-	e := errors.Wrap(errors.Integrity, "Verify", cause)
+	e := &errors.Error{Kind: errors.Integrity, Op: "Verify", Err: cause}
 	if !stderrors.Is(e, errors.Integrity) || !stderrors.Is(e, cause) {
 		t.Error("Wrap")
 	}

@@ -2,8 +2,8 @@
 //
 // Every error safeput returns from a public API unwraps (errors.As) to *Error, whose Kind says
 // what is safe to do next. errors.Is(err, errors.Integrity) (any Kind is a sentinel) asks the
-// kind; errors.Is and errors.As also reach the cause through any wrapping. Kind.Decision and
-// Decide map a kind to what a sync manager does: retry the task, give up, or stop quietly.
+// kind; errors.Is and errors.As also reach the cause through any wrapping. A sync manager decides
+// with Retryable (run the task again) and Kind Canceled (stop quietly); the rest is terminal.
 //
 // This package imports nothing else from safeput: store adapters' raw facts are read through
 // small interfaces (HTTPStatusCode, ErrorCode, ErrorMessage, ServiceRequestID, Operation,

@@ -57,16 +57,6 @@ func (k Kind) String() string {
 // Error makes a Kind usable as a sentinel: errors.Is(err, errors.Integrity).
 func (k Kind) Error() string { return "safeput: " + k.String() }
 
-// ParseKind returns the Kind named s (as printed by String).
-func ParseKind(s string) (Kind, bool) {
-	for k, n := range kindNames {
-		if n == s && Kind(k) != Unknown {
-			return Kind(k), true
-		}
-	}
-	return Unknown, false
-}
-
 // Error is safeput's classified error. Fields that do not apply are zero.
 type Error struct {
 	Kind       Kind
@@ -176,14 +166,19 @@ func oneLine(s string) string {
 	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }
 
-// Retryable reports whether re-sending the same request may succeed: Transient, Throttled and
-// Integrity (from clean source bytes), except an upload that is gone.
+// Retryable reports whether running the whole write again may succeed, once safeput's own
+// retries are spent: what a caller that re-drives its tasks (a sync manager) asks. Transient and
+// Throttled are, an upload the store dropped (UploadGone) included, since a new upload can work;
+// so is Unknown, as Milvus's ClassifySyncError defaults to. Integrity is not: safeput already
+// re-sent from the caller's clean bytes, so a mismatch that survives that points at corrupt source
+// memory or a broken store, and running it again would repeat it. Canceled is the caller's own
+// stop, and the other kinds cannot succeed unchanged.
 func (e *Error) Retryable() bool {
-	if e == nil || e.UploadGone {
+	if e == nil {
 		return false
 	}
 	switch e.Kind {
-	case Transient, Throttled, Integrity:
+	case Unknown, Transient, Throttled:
 		return true
 	}
 	return false
@@ -218,12 +213,6 @@ func KindOf(err error) Kind {
 // New returns an *Error of kind k with a message of ours.
 func New(k Kind, op, format string, args ...any) *Error {
 	return &Error{Kind: k, Op: op, Message: fmt.Sprintf(format, args...)}
-}
-
-// Wrap returns cause as an *Error of kind k for operation op, e.g. a verification failure of ours:
-// Wrap(Integrity, "Verify", err).
-func Wrap(k Kind, op string, cause error) *Error {
-	return &Error{Kind: k, Op: op, Err: cause}
 }
 
 // FromPanic turns a recovered panic value into an Internal error, so a bug in a callback or in

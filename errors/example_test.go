@@ -23,14 +23,14 @@ func ExampleClassify() {
 		fmt.Println(e.Kind.String(), e.Retryable())
 	}
 	// Output:
-	// integrity true
+	// integrity false
 	// throttled true
 	// compatibility false
 	// permanent false
 	// canceled false
 }
 
-// Each Kind is a sentinel for errors.Is, and Decide maps it to what a flush loop should do once
+// Each Kind is a sentinel for errors.Is, and Retryable says what a flush loop should do once
 // safeput's own retries are spent: run the task again (throttled), or surface it (an integrity
 // failure that survived re-sending the clean bytes).
 func ExampleKindOf() {
@@ -39,9 +39,9 @@ func ExampleKindOf() {
 		sperrors.New(sperrors.Integrity, "PutObject", "checksum mismatch"),
 	} {
 		err := fmt.Errorf("flush segment 7: %w", cause)
-		fmt.Println(sperrors.KindOf(err).String(), stderrors.Is(err, cause.Kind), sperrors.Decide(err))
+		fmt.Println(sperrors.KindOf(err).String(), stderrors.Is(err, cause.Kind), sperrors.Classify(err).Retryable())
 	}
 	// Output:
-	// throttled true retry
-	// integrity true terminal
+	// throttled true true
+	// integrity true false
 }

@@ -196,7 +196,7 @@ var profiles = []Rules{
 // its per-profile rows, BENCHMARKS.md at 08de1bb), and AWS takes it as FULL_OBJECT. R2 takes
 // CRC32C only as COMPOSITE: a write at defaults sends an R2 endpoint a CRC64NVME instead (its
 // HostSuffix; ForEndpoint).
-var strict = withPreference(Intersect(DefaultProfile, profiles...), store.ChecksumCRC32C)
+var strict = withPreference(intersect(DefaultProfile, profiles...), store.ChecksumCRC32C)
 
 func withPreference(r Rules, a store.ChecksumAlgorithm) Rules {
 	r.PreferredChecksum = a

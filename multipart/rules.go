@@ -242,10 +242,10 @@ func (r Rules) maxMultipartObject() int64 {
 	return min(r.MaxObjectSize, mulSat(r.MaxPartSize, int64(r.MaxParts)))
 }
 
-// Intersect returns rules that every one of rs accepts: the largest minimum, the smallest
+// intersect returns rules that every one of rs accepts: the largest minimum, the smallest
 // maximum, every layout constraint of any of them, and only the capabilities all of them share.
-// Use it to write to several stores with one layout; the strict profile is Intersect of all.
-func Intersect(name string, rs ...Rules) Rules {
+// The strict profile is the intersect of all.
+func intersect(name string, rs ...Rules) Rules {
 	if len(rs) == 0 {
 		return Rules{Name: name}
 	}

@@ -285,7 +285,7 @@ func TestPreferredChecksum(t *testing.T) {
 		t.Errorf("aws profile prefers %s, want the default CRC64NVME", got)
 	}
 	minio, _ := Profile("minio")
-	if got := Intersect("aws+minio", aws, minio).PreferredChecksum; got != "" {
+	if got := intersect("aws+minio", aws, minio).PreferredChecksum; got != "" {
 		t.Errorf("aws+minio prefers %q, want no preference", got)
 	}
 	if r, err := Parse("profile=aws,prefer=crc32c"); err != nil || r.Checksum() != store.ChecksumCRC32C {
@@ -305,12 +305,12 @@ func TestPreferredChecksum(t *testing.T) {
 }
 
 func TestIntersect(t *testing.T) {
-	if got := Intersect("none"); got.Validate() == nil {
-		t.Error("Intersect of nothing should be invalid rules, not a silent default")
+	if got := intersect("none"); got.Validate() == nil {
+		t.Error("intersect of nothing should be invalid rules, not a silent default")
 	}
 	aws, _ := Profile("aws")
 	r2, _ := Profile("r2")
-	both := Intersect("aws+r2", aws, r2)
+	both := intersect("aws+r2", aws, r2)
 	if !narrower(both, aws) || !narrower(both, r2) {
 		t.Errorf("aws+r2 = %s", both)
 	}

@@ -197,7 +197,7 @@ func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, att
 		if e.Kind == errors.Throttled && p.limiter != nil {
 			p.limiter.throttled()
 		}
-		if !e.Retryable() || attempt >= c.attemptsFor(e.Kind) {
+		if !resendable(e) || attempt >= c.attemptsFor(e.Kind) {
 			return stats, e
 		}
 		if e.Kind == errors.Integrity {
@@ -424,4 +424,15 @@ func (j *fullJitter) NextBackOff() time.Duration {
 		return d
 	}
 	return time.Duration(j.rand() * float64(d))
+}
+
+// resendable reports whether re-sending the same request may succeed: Transient, Throttled and
+// Integrity (from the caller's clean bytes), but not a request whose upload the store dropped,
+// which only a new upload can fix. It differs from errors.Error.Retryable, which is about running
+// the whole write again once these retries are spent.
+func resendable(e *errors.Error) bool {
+	if e.UploadGone {
+		return false
+	}
+	return e.Kind == errors.Transient || e.Kind == errors.Throttled || e.Kind == errors.Integrity
 }

@@ -131,7 +131,7 @@ func TestSequences(t *testing.T) {
 			[]time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 20 * time.Second, 20 * time.Second, 20 * time.Second, 20 * time.Second}, 10, errors.Throttled, map[errors.Kind]int{errors.Throttled: 10}},
 		{"max interval caps", []Option{WithMaxAttempts(8), WithThrottleMaxElapsed(0)}, []error{eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown},
 			[]time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 20 * time.Second, 20 * time.Second}, 8, errors.Unknown, map[errors.Kind]int{errors.Throttled: 7}},
-		{"custom intervals", []Option{WithInitialInterval(10 * ms), WithMultiplier(3), WithMaxAttempts(4)}, []error{e503, e503, e503},
+		{"custom intervals", []Option{WithInitialInterval(10 * ms), withMultiplier(3), WithMaxAttempts(4)}, []error{e503, e503, e503},
 			[]time.Duration{10 * ms, 30 * ms, 90 * ms}, 4, errors.Unknown, map[errors.Kind]int{errors.Transient: 3}},
 	}
 	for _, c := range cases {
@@ -256,7 +256,7 @@ func TestBudget(t *testing.T) {
 	if New(WithRetryBudget(0)).Budget() != -1 {
 		t.Error("a disabled budget reports -1")
 	}
-	if New().Budget() != DefaultBudget {
+	if New().Budget() != defaultBudget {
 		t.Error("default budget")
 	}
 }
@@ -271,7 +271,7 @@ func TestBudgetTimeoutCost(t *testing.T) {
 	if !stderrors.As(err, &e) || e.Kind != errors.Transient || !errors.IsTimeout(e) || !stderrors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("per-attempt timeout: %v", err)
 	}
-	if st.Attempts != 2 || p.Budget() != DefaultBudget-timeoutCost {
+	if st.Attempts != 2 || p.Budget() != defaultBudget-timeoutCost {
 		t.Fatalf("attempts %d budget %d", st.Attempts, p.Budget())
 	}
 }
@@ -312,11 +312,11 @@ func TestRetryAfter(t *testing.T) {
 		want time.Duration
 	}{
 		{"honoured", nil, hintT(3 * time.Second), 3 * time.Second},
-		{"clamped", nil, hintT(time.Hour), DefaultRetryAfterCap},
-		{"custom cap", []Option{WithRetryAfterCap(5 * time.Second)}, hintT(time.Hour), 5 * time.Second},
+		{"clamped", nil, hintT(time.Hour), defaultRetryAfterCap},
+		{"custom cap", []Option{withRetryAfterCap(5 * time.Second)}, hintT(time.Hour), 5 * time.Second},
 		{"never shortens", nil, hint(10 * ms), time.Second},
 		{"throttled longer", nil, hint(4 * time.Second), 4 * time.Second},
-		{"cap 0 ignores hints", []Option{WithRetryAfterCap(0)}, hintT(3 * time.Second), 50 * ms},
+		{"cap 0 ignores hints", []Option{withRetryAfterCap(0)}, hintT(3 * time.Second), 50 * ms},
 		{"wrapped", nil, fmt.Errorf("x: %w", hintT(2*time.Second)), 2 * time.Second},
 	}
 	for _, c := range cases {
@@ -362,8 +362,8 @@ func TestCancelDuringLongSleep(t *testing.T) {
 	if !stderrors.As(err, &re) || e.StatusCode != 503 || e.Op != "UploadPart" {
 		t.Errorf("last error lost: %v", err)
 	}
-	if errors.Decide(err) != errors.DecisionCanceled {
-		t.Error(errors.Decide(err))
+	if k := errors.KindOf(err); k != errors.Canceled {
+		t.Error(k)
 	}
 }
 
@@ -391,7 +391,7 @@ func TestCanceledContext(t *testing.T) {
 		cancel()
 		return e503
 	})
-	if st.Attempts != 1 || !stderrors.Is(err, errors.Canceled) || !stderrors.Is(err, context.Canceled) || p.Budget() != DefaultBudget {
+	if st.Attempts != 1 || !stderrors.Is(err, errors.Canceled) || !stderrors.Is(err, context.Canceled) || p.Budget() != defaultBudget {
 		t.Fatalf("%d %v budget %d", st.Attempts, err, p.Budget())
 	}
 }
@@ -400,7 +400,7 @@ func TestIntegrityCap(t *testing.T) {
 	p, _ := testPolicy(WithMaxAttempts(10))
 	fn, seen := seq(eBadDigest, eBadDigest, eBadDigest, eBadDigest, eBadDigest)
 	st, err := p.Do(context.Background(), testOp, fn)
-	if st.Attempts != 1+DefaultIntegrityRetries || fmt.Sprint(*seen) != "[1 2 3]" {
+	if st.Attempts != 1+defaultIntegrityRetries || fmt.Sprint(*seen) != "[1 2 3]" {
 		t.Fatalf("attempts %d %v", st.Attempts, *seen)
 	}
 	if !stderrors.Is(err, errors.Integrity) || !strings.Contains(err.Error(), "integrity retry cap (2) reached") {
@@ -449,10 +449,10 @@ func TestNilAndZeroPolicy(t *testing.T) {
 	if st, err := nilP.Do(context.Background(), testOp, fn); err != nil || st.Attempts != 1 {
 		t.Fatal(err)
 	}
-	if nilP.Budget() != DefaultBudget {
+	if nilP.Budget() != defaultBudget {
 		t.Error("nil policy is not a fresh default one")
 	}
-	if q := nilP.With(WithMaxAttempts(2)); q == nil || q.Budget() != DefaultBudget {
+	if q := nilP.With(WithMaxAttempts(2)); q == nil || q.Budget() != defaultBudget {
 		t.Error("With on a nil policy is not a fresh default one")
 	}
 	var zero Policy
@@ -460,7 +460,7 @@ func TestNilAndZeroPolicy(t *testing.T) {
 	if st, err := zero.Do(context.Background(), testOp, fn); err != nil || st.Attempts != 2 {
 		t.Fatal(err)
 	}
-	if zero.Budget() != DefaultBudget {
+	if zero.Budget() != defaultBudget {
 		t.Errorf("zero policy budget %d", zero.Budget())
 	}
 	if _, err := zero.Do(context.Background(), testOp, nil); !stderrors.Is(err, errors.Internal) {
@@ -572,7 +572,7 @@ func TestAdaptiveRateLimiter(t *testing.T) {
 }
 
 func TestAdaptiveRatePolicy(t *testing.T) {
-	p, clock := testPolicy(WithAdaptiveRate(true), WithMaxAttempts(5))
+	p, clock := testPolicy(withAdaptiveRate(true), WithMaxAttempts(5))
 	fn, _ := seq(eSlowDown, eSlowDown)
 	st, err := p.Do(context.Background(), testOp, fn)
 	if err != nil {
@@ -590,7 +590,7 @@ func TestAdaptiveRatePolicy(t *testing.T) {
 		t.Fatalf("slept %v, sleeps %v", st.Slept, clock.slept())
 	}
 	// A derived policy shares the limiter.
-	if p.With(WithMaxAttempts(2)).limiter != p.limiter || p.With(WithAdaptiveRate(false)).limiter != nil {
+	if p.With(WithMaxAttempts(2)).limiter != p.limiter || p.With(withAdaptiveRate(false)).limiter != nil {
 		t.Fatal("With and the limiter")
 	}
 }

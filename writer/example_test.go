@@ -90,7 +90,7 @@ func ExampleUpload_classifiedError() {
 	_, err := writer.Upload(context.Background(), st, "b", "k", strings.NewReader("data"))
 	var e *sperrors.Error
 	if errors.As(err, &e) {
-		fmt.Println(e.Kind.String(), e.Code, e.Attempts, sperrors.Decide(err))
+		fmt.Println(e.Kind.String(), e.Code, e.Attempts, e.Retryable())
 	}
-	// Output: permanent AccessDenied 1 terminal
+	// Output: permanent AccessDenied 1 false
 }

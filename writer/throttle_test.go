@@ -99,7 +99,7 @@ func TestOutageRequestBound(t *testing.T) {
 		}
 	}
 	sent := len(fs.Injected())
-	bound := writers + retry.DefaultBudget/5 // a retry takes 5 tokens (retry.WithRetryBudget)
+	bound := writers + 500/5 // the default budget of 500 tokens; a retry takes 5 (retry.WithRetryBudget)
 	t.Logf("%d writers in a full outage sent %d requests (bound %d)", writers, sent, bound)
 	if sent > bound {
 		t.Errorf("%d requests sent, want at most %d (one first attempt per writer + the retry budget)", sent, bound)

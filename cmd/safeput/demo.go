@@ -319,7 +319,7 @@ func (a *app) demoThrottling(ctx context.Context) scenarioReport {
 // (5) A permanent error reaches a sync manager's flush loop as a value it can classify.
 func (a *app) demoPermanent(ctx context.Context) scenarioReport {
 	s := scenarioReport{Title: "a permanent error in a flush loop",
-		Injected: "403 AccessDenied on every request; a flush loop of 3 segments classifies failures with errors.Decide"}
+		Injected: "403 AccessDenied on every request; a flush loop of 3 segments classifies failures with errors.Classify"}
 	mem := memstore.New(memstore.WithBuckets(demoBucket))
 	fs := faulty.New(mem, faulty.Always(faulty.AnyOp, faulty.Forbidden()))
 	upload := a.demoUpload(fs) // the flush loop's Uploader
@@ -331,7 +331,7 @@ func (a *app) demoPermanent(ctx context.Context) scenarioReport {
 	ch := channel{healthy: true}
 	var (
 		lastErr  error
-		decision sperrors.Decision
+		decision string
 		attempts int
 		panicked any
 	)
@@ -342,16 +342,16 @@ func (a *app) demoPermanent(ctx context.Context) scenarioReport {
 			for try := 1; try <= 3; try++ {
 				attempts++
 				_, err := upload(ctx, "flush/"+seg, bytes.NewReader(data))
-				decision, lastErr = sperrors.Decide(err), err
-				if decision != sperrors.DecisionRetry {
+				decision, lastErr = demoDecide(err), err
+				if decision != "retry" {
 					break
 				}
 			}
-			if decision == sperrors.DecisionTerminal {
+			if decision == "terminal" {
 				ch.healthy, ch.reason = false, fmt.Sprintf("%s failed: %s", seg, sperrors.KindOf(lastErr).String())
 				return
 			}
-			if decision == sperrors.DecisionCanceled {
+			if decision == "canceled" {
 				return
 			}
 		}
@@ -364,7 +364,7 @@ func (a *app) demoPermanent(ctx context.Context) scenarioReport {
 	s.see("flush loop: %d upload call(s), channel healthy=%v (%s)", attempts, ch.healthy, ch.reason)
 	s.expect("the error was returned, not panicked", panicked == nil && lastErr != nil)
 	s.expect("it is classified permanent (AccessDenied) and the decision is terminal",
-		isErr && se.Kind == sperrors.Permanent && se.Code == "AccessDenied" && decision == sperrors.DecisionTerminal)
+		isErr && se.Kind == sperrors.Permanent && se.Code == "AccessDenied" && decision == "terminal")
 	s.expect("the loop did not retry a permanent error and marked the channel unhealthy", attempts == 1 && !ch.healthy)
 	_, exists := mem.Object(demoBucket, "flush/seg-1")
 	s.expect("nothing was stored and no upload is left", !exists && len(mem.Uploads(demoBucket)) == 0 && mem.Requests(faulty.OpPutObject) == 0)
@@ -373,3 +373,16 @@ func (a *app) demoPermanent(ctx context.Context) scenarioReport {
 
 // The demo goes through the same store.Store seam as the real adapters.
 var _ store.Store = (*faulty.Store)(nil)
+
+// demoDecide is a flush loop's reading of a failure: run the task again, stop quietly, or give up.
+func demoDecide(err error) string {
+	switch e := sperrors.Classify(err); {
+	case err == nil:
+		return "none"
+	case e.Kind == sperrors.Canceled:
+		return "canceled"
+	case e.Retryable():
+		return "retry"
+	}
+	return "terminal"
+}

@@ -203,7 +203,7 @@ func TestManagerThroughFaults(t *testing.T) {
 			t.Errorf("%s unhealthy with kind %s, want permanent: %v", badChan, k, u[badChan])
 		}
 		for _, o := range mgr.Outcomes() {
-			if o.Decision == sperrors.DecisionTerminal && o.Task.Channel() != badChan {
+			if o.Decision == DecisionTerminal && o.Task.Channel() != badChan {
 				t.Errorf("healthy channel task %s failed terminally: %v", o.Task.Name(), o.Err)
 			}
 		}
@@ -365,17 +365,17 @@ func TestManagerNeverPanics(t *testing.T) {
 	for _, o := range mgr.Outcomes() {
 		got[o.Task.Name()] = o
 	}
-	check := func(name string, d sperrors.Decision, kind sperrors.Kind, attempts int) {
+	check := func(name string, d Decision, kind sperrors.Kind, attempts int) {
 		t.Helper()
 		o := got[name]
 		if o.Decision != d || o.Attempts != attempts || (o.Err != nil && sperrors.KindOf(o.Err) != kind) {
 			t.Errorf("%s: decision %s kind %s attempts %d, want %s %s %d (err %v)", name, o.Decision, sperrors.KindOf(o.Err), o.Attempts, d, kind, attempts, o.Err)
 		}
 	}
-	check("a/panics", sperrors.DecisionTerminal, sperrors.Internal, 1)
-	check("b/flaky", sperrors.DecisionNone, sperrors.Unknown, 3)
-	check("c/always-transient", sperrors.DecisionTerminal, sperrors.Transient, 3)
-	check("d/canceled", sperrors.DecisionCanceled, sperrors.Canceled, 1)
+	check("a/panics", DecisionTerminal, sperrors.Internal, 1)
+	check("b/flaky", DecisionNone, sperrors.Unknown, 3)
+	check("c/always-transient", DecisionTerminal, sperrors.Transient, 3)
+	check("d/canceled", DecisionCanceled, sperrors.Canceled, 1)
 	if s := mgr.Stats(); s.Panics != 1 || s.Done != 1 || s.Terminal != 2 || s.Stopped != 1 || s.Retried != 4 {
 		t.Errorf("stats %+v", s)
 	}
@@ -422,7 +422,7 @@ func TestDropInShapes(t *testing.T) {
 		deniedUp := newUploader(t, denied, opts...)
 		err := (&ChunkManager{Uploader: deniedUp, Bucket: env.Bucket}).Write(ctx, "files/denied.bin", data)
 		var e *sperrors.Error
-		if !stderrors.As(err, &e) || e.Kind != sperrors.Permanent || e.Code != "AccessDenied" || sperrors.Decide(err) != sperrors.DecisionTerminal {
+		if !stderrors.As(err, &e) || e.Kind != sperrors.Permanent || e.Code != "AccessDenied" || decide(err) != DecisionTerminal {
 			t.Fatalf("ChunkManager.Write through Forbidden: %v (as *Error: %+v)", err, e)
 		}
 		err = (&ObjectStorage{Uploader: deniedUp}).PutObject(ctx, env.Bucket, "files/denied-mp.bin", io.MultiReader(bytes.NewReader(big)), int64(len(big)))

@@ -77,7 +77,7 @@ type Stats struct {
 // Outcome is how one task ended.
 type Outcome struct {
 	Task     Task
-	Decision sperrors.Decision // DecisionNone when it succeeded
+	Decision Decision // DecisionNone when it succeeded
 	Attempts int
 	Err      error
 }
@@ -176,7 +176,7 @@ func (m *Manager) enqueue(r *run) {
 	select {
 	case m.queue <- r:
 	case <-m.ctx.Done():
-		m.finish(r, sperrors.DecisionCanceled, m.ctx.Err())
+		m.finish(r, DecisionCanceled, m.ctx.Err())
 	}
 }
 
@@ -295,17 +295,17 @@ func canceledError(ctx context.Context) error {
 // handle is the error handler: safeput's classification decides, nothing panics.
 func (m *Manager) handle(r *run, err error) {
 	if err == nil {
-		m.finish(r, sperrors.DecisionNone, nil)
+		m.finish(r, DecisionNone, nil)
 		return
 	}
-	decision := sperrors.Decide(err)
-	if decision == sperrors.DecisionRetry && r.ch.ctx.Err() != nil {
+	decision := decide(err)
+	if decision == DecisionRetry && r.ch.ctx.Err() != nil {
 		// A task of a channel that was just stopped may fail with a transport error instead of
 		// context.Canceled; it must not be re-driven either way.
-		decision = sperrors.DecisionCanceled
+		decision = DecisionCanceled
 	}
 	switch decision {
-	case sperrors.DecisionRetry:
+	case DecisionRetry:
 		if r.attempts >= m.cfg.MaxAttempts {
 			err = fmt.Errorf("flushsync: %s: gave up after %d attempts: %w", r.task.Name(), r.attempts, err)
 			m.terminal(r, err)
@@ -318,13 +318,13 @@ func (m *Manager) handle(r *run, err error) {
 		delay := m.backoff(r.attempts)
 		time.AfterFunc(delay, func() {
 			if r.ch.ctx.Err() != nil {
-				m.finish(r, sperrors.DecisionCanceled, canceledError(r.ch.ctx))
+				m.finish(r, DecisionCanceled, canceledError(r.ch.ctx))
 				return
 			}
 			m.enqueue(r)
 		})
-	case sperrors.DecisionCanceled:
-		m.finish(r, sperrors.DecisionCanceled, err)
+	case DecisionCanceled:
+		m.finish(r, DecisionCanceled, err)
 	default: // DecisionTerminal
 		m.terminal(r, err)
 	}
@@ -338,7 +338,7 @@ func (m *Manager) terminal(r *run, err error) {
 	}
 	m.mu.Unlock()
 	r.ch.cancel(fmt.Errorf("%w: %s", ErrChannelUnhealthy, r.task.Channel()))
-	m.finish(r, sperrors.DecisionTerminal, err)
+	m.finish(r, DecisionTerminal, err)
 	if m.cfg.OnTerminal != nil {
 		func() {
 			defer func() { _ = recover() }() // a reporting callback must not crash the pool
@@ -347,12 +347,12 @@ func (m *Manager) terminal(r *run, err error) {
 	}
 }
 
-func (m *Manager) finish(r *run, d sperrors.Decision, err error) {
+func (m *Manager) finish(r *run, d Decision, err error) {
 	m.mu.Lock()
 	switch d {
-	case sperrors.DecisionNone:
+	case DecisionNone:
 		m.stats.Done++
-	case sperrors.DecisionTerminal:
+	case DecisionTerminal:
 		m.stats.Terminal++
 	default:
 		m.stats.Stopped++
@@ -370,4 +370,41 @@ func (m *Manager) backoff(attempt int) time.Duration {
 		d = m.cfg.RetryMax
 	}
 	return time.Duration(rand.Int64N(int64(d)) + 1) //nolint:gosec // jitter, not security
+}
+
+// Decision is what the manager does with a task's outcome.
+type Decision int
+
+// The decisions. DecisionNone is a task that succeeded.
+const (
+	DecisionNone     Decision = iota
+	DecisionRetry             // run the task again later, from its own buffer
+	DecisionTerminal          // running it again cannot help: the channel becomes unhealthy
+	DecisionCanceled          // the channel or the manager stopped: neither retry nor report
+)
+
+func (d Decision) String() string {
+	switch d {
+	case DecisionRetry:
+		return "retry"
+	case DecisionTerminal:
+		return "terminal"
+	case DecisionCanceled:
+		return "canceled"
+	}
+	return "none"
+}
+
+// decide reads safeput's classification: Retryable once safeput's own retries are spent, Canceled
+// for a stop, terminal for the rest.
+func decide(err error) Decision {
+	switch e := sperrors.Classify(err); {
+	case err == nil:
+		return DecisionNone
+	case e.Kind == sperrors.Canceled:
+		return DecisionCanceled
+	case e.Retryable():
+		return DecisionRetry
+	}
+	return DecisionTerminal
 }

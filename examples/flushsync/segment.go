@@ -137,7 +137,7 @@ func (t *SegmentTask) Commit(ctx context.Context) error {
 	}
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return sperrors.Wrap(sperrors.Internal, "Commit", err)
+		return &sperrors.Error{Kind: sperrors.Internal, Op: "Commit", Err: err}
 	}
 	opts := append(t.options(), writer.WithContentType("application/json"))
 	res, err := t.Uploader.Upload(ctx, t.Bucket, t.ManifestKey(), bytes.NewReader(body), opts...)

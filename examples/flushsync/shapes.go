@@ -11,8 +11,8 @@ import (
 
 // ChunkManager is the whole-buffer shape flush code already calls (Milvus's
 // ChunkManager.Write(ctx, path, []byte) error), implemented on safeput. The error it returns
-// wraps a *errors.Error, so errors.As / errors.Decide work on it unchanged, and the callers'
-// retry loop (retry.Handle with IsNonRetryableErr) can become errors.Decide.
+// wraps a *errors.Error, so errors.As / errors.Classify work on it unchanged, and the callers'
+// retry loop (retry.Handle with IsNonRetryableErr) can become Classify(err).Retryable().
 type ChunkManager struct {
 	Uploader *writer.Uploader // shared by everything writing to the store
 	Bucket   string
