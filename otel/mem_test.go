@@ -9,7 +9,6 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/safeput/safeput/journal"
 	spotel "github.com/safeput/safeput/otel"
 	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/store/storetest/memstore"
@@ -107,10 +106,7 @@ func gauge(t *testing.T, h *harness, name string) int64 {
 // A write whose abort fails counts an upload left behind; the next run's Recover, through an
 // instrumented Uploader, counts the record it aborted.
 func TestLeftBehindAndRecover(t *testing.T) {
-	j, err := journal.Create(filepath.Join(t.TempDir(), "journal"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := filepath.Join(t.TempDir(), "journal")
 	const endpoint = "mem://otel"
 	ctx := context.Background()
 	mem := memstore.New(memstore.WithBuckets("b"))
@@ -118,7 +114,7 @@ func TestLeftBehindAndRecover(t *testing.T) {
 		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden()},
 		faulty.Always("AbortMultipartUpload", faulty.Forbidden()))
 	h := newHarness(t)
-	lost, err := writer.NewUploader(dying, writer.WithJournal(j, endpoint), writer.WithProfile("minio"),
+	lost, err := writer.NewUploader(dying, writer.WithJournal(dir, endpoint), writer.WithProfile("minio"),
 		writer.WithPartSize(part), writer.WithConcurrency(1), writer.WithInstrumentation(h.inst))
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +125,7 @@ func TestLeftBehindAndRecover(t *testing.T) {
 	if got := h.metrics(t).total(spotel.MetricLeftBehind); got != 1 {
 		t.Errorf("%s = %d after a failed abort, want 1", spotel.MetricLeftBehind, got)
 	}
-	next, err := writer.NewUploader(mem, writer.WithJournal(j, endpoint), writer.WithInstrumentation(h.inst))
+	next, err := writer.NewUploader(mem, writer.WithJournal(dir, endpoint), writer.WithInstrumentation(h.inst))
 	if err != nil {
 		t.Fatal(err)
 	}

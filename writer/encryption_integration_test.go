@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/faultproxy"
 	"github.com/safeput/safeput/store/storetest/s3test"
@@ -232,13 +232,13 @@ func TestRecoverSSECOnServers(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts := writer.RecoverOptions{Endpoint: endpointID, Settle: -1}
-		rep, err := writer.Recover(context.Background(), env.Store, j, opts)
+		rep, err := writer.Recover(context.Background(), env.Store, j.Path(), opts)
 		if err != nil || len(rep.Uploads) != 1 || rep.Uploads[0].Outcome != writer.RecoverFailed ||
 			!strings.Contains(fmt.Sprint(rep.Uploads[0].Err), store.CustomerKey(key).MD5()) {
 			t.Fatalf("without the key: %+v, %v; want failed naming the key's MD5", rep, err)
 		}
 		opts.SSECustomerKeys = [][]byte{s3test.RandomBytes(32), key}
-		rep, err = writer.Recover(context.Background(), env.Store, j, opts)
+		rep, err = writer.Recover(context.Background(), env.Store, j.Path(), opts)
 		if err != nil || len(rep.Uploads) != 1 || rep.Uploads[0].Outcome != writer.RecoverLanded {
 			t.Fatalf("with the key: %+v, %v; want landed", rep, err)
 		}

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/verify"
@@ -203,13 +203,13 @@ func TestRecoverSSEC(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := writer.RecoverOptions{Endpoint: endpointID, Settle: -1}
-	rep, err := writer.Recover(context.Background(), mem, j, opts)
+	rep, err := writer.Recover(context.Background(), mem, j.Path(), opts)
 	if err != nil || len(rep.Uploads) != 1 || rep.Uploads[0].Outcome != writer.RecoverFailed ||
 		!strings.Contains(fmt.Sprint(rep.Uploads[0].Err), rec.SSECustomerKeyMD5) {
 		t.Fatalf("without the key: %+v, %v; want failed naming the key's MD5", rep, err)
 	}
 	opts.SSECustomerKeys = [][]byte{randomBytes(t, 32), key}
-	rep, err = writer.Recover(context.Background(), mem, j, opts)
+	rep, err = writer.Recover(context.Background(), mem, j.Path(), opts)
 	if err != nil || len(rep.Uploads) != 1 || rep.Uploads[0].Outcome != writer.RecoverLanded {
 		t.Fatalf("with the key: %+v, %v; want landed", rep, err)
 	}
@@ -280,7 +280,7 @@ func TestRecoverAbortsSSECUploadWithoutKey(t *testing.T) {
 	if err := j.Release(id); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := writer.Recover(ctx, mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+	rep, err := writer.Recover(ctx, mem, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
 	if err != nil || len(rep.Uploads) != 1 || rep.Uploads[0].Outcome != writer.RecoverAborted {
 		t.Fatalf("%+v, %v; want aborted", rep, err)
 	}

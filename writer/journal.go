@@ -5,19 +5,24 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	stderrors "errors"
+	"fmt"
+	"os"
 
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/store"
 )
 
-// WithJournal records every multipart upload of the write in j, so a process that dies mid-way
-// leaves what Recover needs to abort the upload or confirm that its Complete landed, and what a
-// new Upload of the same file needs to resume it. endpointID names the store the upload went to
-// (the CLI uses the endpoint URL); Recover acts only on records of the endpoint it is given.
+// WithJournal records every multipart upload of the write in the directory dir (created, mode
+// 0700, by the first write that needs it; one JSON file per upload, claimed with an flock, so
+// several processes may share it), so a process that dies mid-way leaves what Recover needs to
+// abort the upload or confirm that its Complete landed, and what a new Upload of the same file
+// needs to resume it. endpointID names the store the upload went to (the CLI uses the endpoint
+// URL); Recover acts only on records of the endpoint it is given. docs/usage.md describes the
+// record and what each step costs.
 //
 // The record is written (and fsynced) when the upload is created, after every part the store
 // acknowledged and safeput verified, and just before Complete; it is removed when the write
@@ -29,8 +34,36 @@ import (
 // parts the store still lists as recorded, whose checksum recomputed from the source matches,
 // are not sent again (Result.ResumedParts); anything else is sent again. A single-PUT object
 // (at most one part) needs no journal and writes none.
-func WithJournal(j journal.Journal, endpointID string) Option {
-	return func(c *config) { c.journal, c.journalEndpoint = j, endpointID }
+func WithJournal(dir, endpointID string) Option {
+	return func(c *config) {
+		c.journal, c.journalDir, c.journalEndpoint = nil, dir, endpointID
+		if dir != "" {
+			c.journal = journal.At(dir)
+		}
+	}
+}
+
+// journalDirReady makes sure the journal's directory exists before a write records in it, and,
+// for Recover (create false), that it does: recovering from a mistyped path must fail, not report
+// an empty journal.
+func journalDirReady(dir string, create bool) error {
+	if dir == "" {
+		return nil
+	}
+	if create {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("journal %s: %w", dir, err)
+		}
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("journal %s: not a directory", dir)
+	}
+	return nil
 }
 
 // journalRun is a writer's link to its journal record.
@@ -58,6 +91,9 @@ func (w *Writer) journalError(what string, err error) *sperrors.Error {
 func (w *Writer) journalCreating() (func(), error) {
 	if !w.journalOn() {
 		return func() {}, nil
+	}
+	if err := journalDirReady(w.cfg.journalDir, true); err != nil {
+		return nil, w.journalError("its directory", err)
 	}
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
@@ -226,7 +262,11 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 	if !w.journalOn() || w.section == nil || w.cfg.sizeHint <= w.plan.Threshold {
 		return nil, nil
 	}
-	recs, _, err := w.cfg.journal.List()
+	err = journalDirReady(w.cfg.journalDir, true) // a first write finds an empty journal, not an error
+	recs := []journal.Record(nil)
+	if err == nil {
+		recs, _, err = w.cfg.journal.List()
+	}
 	if err != nil {
 		w.log.Warn("journal not readable: starting a new upload", zap.Error(err))
 		return nil, nil

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/store/storetest/s3test"
@@ -50,7 +50,7 @@ func BenchmarkJournalCost(b *testing.B) {
 						if j, err = journal.Create(filepath.Join(b.TempDir(), "j")); err != nil {
 							b.Fatal(err)
 						}
-						opts = append(opts, writer.WithJournal(j, "bench"))
+						opts = append(opts, writer.WithJournal(j.Path(), "bench"))
 					}
 					res, err := writer.Upload(context.Background(), tg.st, tg.bucket, "journal-cost", newGen(size), opts...)
 					if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/internal/integrity"
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/store/storetest/memstore"
@@ -61,7 +61,7 @@ func FuzzJournalRecord(f *testing.F) {
 		j := newJournal(t)
 		opts := []writer.Option{
 			writer.WithProfile("profile=minio,min=1MiB"), writer.WithPartSize(fuzzPart), writer.WithThreshold(fuzzPart), writer.WithConcurrency(1),
-			writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID),
+			writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID),
 		}
 		// The crash: parts 1 and 2 landed and were journaled, part 3 failed, the abort never went.
 		crashing := faulty.New(mem, faulty.Rule{Op: "UploadPart", Part: 3, Fault: faulty.Forbidden()},
@@ -119,7 +119,7 @@ func FuzzJournalRecord(f *testing.F) {
 			t.Fatal(err)
 		}
 
-		if _, err := writer.Recover(ctx, mem, j, writer.RecoverOptions{Endpoint: endpointID, DryRun: true, Settle: -1}); err != nil {
+		if _, err := writer.Recover(ctx, mem, j.Path(), writer.RecoverOptions{Endpoint: endpointID, DryRun: true, Settle: -1}); err != nil {
 			t.Fatalf("a dry-run Recover over a corrupt record: %v", err)
 		}
 		res, err := writer.Upload(ctx, mem, "b", "k", bytes.NewReader(data), opts...)
@@ -129,7 +129,7 @@ func FuzzJournalRecord(f *testing.F) {
 		if got, stored := mem.Object("b", "k"); !stored || !bytes.Equal(got, data) || res.Size != int64(len(data)) {
 			t.Fatalf("the re-run reported %d bytes landed; the key holds %d (stored %v), not the %d source bytes", res.Size, len(got), stored, len(data))
 		}
-		if _, err := writer.Recover(ctx, mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1}); err != nil {
+		if _, err := writer.Recover(ctx, mem, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1}); err != nil {
 			t.Fatalf("Recover over a corrupt record: %v", err)
 		}
 		if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {

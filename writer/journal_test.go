@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/store/storetest/s3test"
@@ -22,13 +22,13 @@ const endpointID = "test-endpoint"
 
 // crashAt leaves what a process killed at part 3 leaves: an open upload with parts 1 and 2,
 // journaled (the abort is refused, as if the process had died before sending it).
-func crashAt(t *testing.T, env testkit.Env, j journal.Journal, key string, data []byte) journal.Record {
+func crashAt(t *testing.T, env testkit.Env, j *journal.Dir, key string, data []byte) journal.Record {
 	t.Helper()
 	st := faulty.New(env.Store,
 		faulty.Rule{Op: "UploadPart", Part: 3, Fault: faulty.Forbidden()},
 		faulty.Always("AbortMultipartUpload", faulty.Forbidden()))
 	_, err := writer.Upload(context.Background(), st, env.Bucket, key, bytes.NewReader(data),
-		testOpts(env, writer.WithConcurrency(1), writer.WithJournal(j, endpointID))...)
+		testOpts(env, writer.WithConcurrency(1), writer.WithJournal(j.Path(), endpointID))...)
 	if err == nil {
 		t.Fatal("the crashing upload succeeded")
 	}
@@ -53,7 +53,7 @@ func newJournal(t *testing.T) *journal.Dir {
 	return j
 }
 
-func assertClean(t *testing.T, env testkit.Env, j journal.Journal, key string, want []byte) {
+func assertClean(t *testing.T, env testkit.Env, j *journal.Dir, key string, want []byte) {
 	t.Helper()
 	if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, want) {
 		t.Fatalf("object at %s: %d bytes, not the %d source bytes", key, len(got), len(want))
@@ -73,7 +73,7 @@ func TestJournalResume(t *testing.T) {
 		j := newJournal(t)
 		crashAt(t, env, j, "resume/k", data)
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "resume/k", bytes.NewReader(data),
-			testOpts(env, writer.WithJournal(j, endpointID))...)
+			testOpts(env, writer.WithJournal(j.Path(), endpointID))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestJournalResumeChangedSource(t *testing.T) {
 		crashAt(t, env, j, "changed/k", data)
 		data[100] ^= 0xff // part 1 differs now
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "changed/k", bytes.NewReader(data),
-			testOpts(env, writer.WithJournal(j, endpointID))...)
+			testOpts(env, writer.WithJournal(j.Path(), endpointID))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestJournalLandedBeforeCrash(t *testing.T) {
 			j := newJournal(t)
 			st := faulty.New(env.Store, faulty.Always("HeadObject", faulty.Forbidden()))
 			if _, err := writer.Upload(context.Background(), st, env.Bucket, key, bytes.NewReader(data),
-				testOpts(env, writer.WithJournal(j, endpointID))...); err == nil {
+				testOpts(env, writer.WithJournal(j.Path(), endpointID))...); err == nil {
 				t.Fatal("upload with a refused HEAD succeeded")
 			}
 			recs, _, _ := j.List()
@@ -121,20 +121,20 @@ func TestJournalLandedBeforeCrash(t *testing.T) {
 				t.Fatalf("journal after the crash = %+v, want one record with the intended object", recs)
 			}
 			if via == "recover" {
-				dry, err := writer.Recover(context.Background(), env.Store, j, writer.RecoverOptions{Endpoint: endpointID, DryRun: true})
+				dry, err := writer.Recover(context.Background(), env.Store, j.Path(), writer.RecoverOptions{Endpoint: endpointID, DryRun: true})
 				if err != nil || dry.Counts[writer.RecoverLanded] != 1 {
 					t.Fatalf("dry run = %+v, %v; want landed", dry, err)
 				}
 				if recs, _, _ := j.List(); len(recs) != 1 {
 					t.Fatal("a dry run dropped the record")
 				}
-				rep, err := writer.Recover(context.Background(), env.Store, j, writer.RecoverOptions{Endpoint: endpointID})
+				rep, err := writer.Recover(context.Background(), env.Store, j.Path(), writer.RecoverOptions{Endpoint: endpointID})
 				if err != nil || rep.Counts[writer.RecoverLanded] != 1 || len(rep.Uploads) != 1 {
 					t.Fatalf("recover = %+v, %v; want landed", rep, err)
 				}
 			} else {
 				res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(data),
-					testOpts(env, writer.WithJournal(j, endpointID))...)
+					testOpts(env, writer.WithJournal(j.Path(), endpointID))...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -187,21 +187,21 @@ func TestRecoverTouchesOnlyItsRecords(t *testing.T) {
 		if _, err := other.Claim(crashed.ID); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := writer.Recover(ctx, env.Store, j, writer.RecoverOptions{Endpoint: endpointID})
+		rep, err := writer.Recover(ctx, env.Store, j.Path(), writer.RecoverOptions{Endpoint: endpointID})
 		if err != nil || rep.Counts[writer.RecoverInUse] != 1 || rep.Counts[writer.RecoverOtherEndpoint] != 1 || len(rep.Problems) != 1 {
 			t.Fatalf("recover with the record held = %+v, %v", rep, err)
 		}
 		if err := other.Release(crashed.ID); err != nil {
 			t.Fatal(err)
 		}
-		dry, err := writer.Recover(ctx, env.Store, j, writer.RecoverOptions{Endpoint: endpointID, DryRun: true})
+		dry, err := writer.Recover(ctx, env.Store, j.Path(), writer.RecoverOptions{Endpoint: endpointID, DryRun: true})
 		if err != nil || dry.Counts[writer.RecoverWouldAbort] != 1 {
 			t.Fatalf("dry run = %+v, %v", dry, err)
 		}
 		if ups := s3test.IncompleteUploads(t, env.Srv, env.Bucket, "rec/"); len(ups) != 3 {
 			t.Fatalf("after the dry run: %d incomplete uploads, want 3 untouched", len(ups))
 		}
-		rep, err = writer.Recover(ctx, env.Store, j, writer.RecoverOptions{Endpoint: endpointID})
+		rep, err = writer.Recover(ctx, env.Store, j.Path(), writer.RecoverOptions{Endpoint: endpointID})
 		if err != nil || rep.Counts[writer.RecoverAborted] != 1 || rep.Counts[writer.RecoverOtherEndpoint] != 1 {
 			t.Fatalf("recover = %+v, %v", rep, err)
 		}
@@ -219,11 +219,11 @@ func TestRecoverTouchesOnlyItsRecords(t *testing.T) {
 			t.Fatalf("records left = %+v, want only the other endpoint's", recs)
 		}
 		// Again: nothing of ours left, nothing else touched.
-		rep, err = writer.Recover(ctx, env.Store, j, writer.RecoverOptions{Endpoint: endpointID})
+		rep, err = writer.Recover(ctx, env.Store, j.Path(), writer.RecoverOptions{Endpoint: endpointID})
 		if err != nil || len(rep.Uploads) != 1 || rep.Uploads[0].Outcome != writer.RecoverOtherEndpoint {
 			t.Fatalf("second recover = %+v, %v", rep, err)
 		}
-		if _, err := writer.Recover(ctx, env.Store, j, writer.RecoverOptions{}); err == nil {
+		if _, err := writer.Recover(ctx, env.Store, j.Path(), writer.RecoverOptions{}); err == nil {
 			t.Fatal("Recover without an endpoint identity succeeded")
 		}
 	})
@@ -259,11 +259,11 @@ func TestRecoverKilledDuringCreate(t *testing.T) {
 			Body: bytes.NewReader(make([]byte, 1024)), ContentLength: 1024}); err != nil {
 			t.Fatal(err)
 		}
-		dry, err := writer.Recover(ctx, env.Store, j, writer.RecoverOptions{Endpoint: endpointID, DryRun: true})
+		dry, err := writer.Recover(ctx, env.Store, j.Path(), writer.RecoverOptions{Endpoint: endpointID, DryRun: true})
 		if err != nil || dry.Counts[writer.RecoverWouldAbort] != 1 {
 			t.Fatalf("dry run = %+v, %v", dry, err)
 		}
-		rep, err := writer.Recover(ctx, env.Store, j, writer.RecoverOptions{Endpoint: endpointID})
+		rep, err := writer.Recover(ctx, env.Store, j.Path(), writer.RecoverOptions{Endpoint: endpointID})
 		if err != nil || rep.Counts[writer.RecoverAborted] != 1 {
 			t.Fatalf("recover = %+v, %v", rep, err)
 		}
@@ -282,12 +282,17 @@ func TestRecoverKilledDuringCreate(t *testing.T) {
 func TestJournalFailureStopsTheWrite(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		j := newJournal(t)
+		// A file where the directory should be: nothing can be recorded (a missing directory
+		// would be created).
 		if err := os.RemoveAll(j.Path()); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(j.Path(), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		data := s3test.RandomBytes(2*part + 1)
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "nojournal/k", bytes.NewReader(data),
-			testOpts(env, writer.WithJournal(j, endpointID))...)
+			testOpts(env, writer.WithJournal(j.Path(), endpointID))...)
 		if err == nil || !errors.Is(err, sperrors.Permanent) {
 			t.Fatalf("Upload with a broken journal = %+v, %v; want a Permanent error", res, err)
 		}

@@ -167,7 +167,7 @@ func TestResumeReusesAPartListedTwice(t *testing.T) {
 	}
 	// etagmd5: the store's part ETags are MD5s, so a part stored truncated shows in its receipt.
 	opts := []writer.Option{writer.WithProfile("min=1MiB,etagmd5"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
-		writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)}
+		writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID)}
 	// Part 2's first body is stored truncated (the receipt shows it, so it is sent again), then
 	// the write dies at part 4 with its abort refused: part 2 is listed twice, the kept attempt
 	// first (memstore lists the current attempt first), the truncated one last.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/store/storetest/memstore"
@@ -207,7 +207,7 @@ func TestLacksListPartsResumeStartsAfresh(t *testing.T) {
 	}
 	data := randomBytes(t, largeSize)
 	res, err := writer.Upload(context.Background(), mem, "b", "k", bytes.NewReader(data),
-		writer.WithPartSize(5*mib), writer.WithJournal(j, endpointID))
+		writer.WithPartSize(5*mib), writer.WithJournal(j.Path(), endpointID))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
@@ -47,8 +47,10 @@ type config struct {
 	allowWeak     bool
 	readBackLimit int64
 	replayable    bool
-	// journal and journalEndpoint: WithJournal (journal.go).
+	// journal, journalDir and journalEndpoint: WithJournal (journal.go). journalDir is "" for a
+	// journal the tests hand in.
 	journal         journal.Journal
+	journalDir      string
 	journalEndpoint string
 	// sse is the server-side encryption asked for (encryption.go).
 	sse store.Encryption

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	stderrors "errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/verify"
@@ -82,7 +83,9 @@ const (
 
 // RecoveredUpload is one record and its outcome.
 type RecoveredUpload struct {
-	journal.ID
+	// Endpoint, Bucket, Key and UploadID name the recorded upload (Endpoint as given to
+	// WithJournal).
+	Endpoint, Bucket, Key, UploadID string
 	// Size is the intended object's size when recorded, else the source size (-1 unknown).
 	Size int64
 	// Parts counts the parts the record holds.
@@ -97,9 +100,11 @@ type RecoveredUpload struct {
 
 // RecoverReport is what Recover did.
 type RecoverReport struct {
-	DryRun   bool
-	Uploads  []RecoveredUpload
-	Problems []journal.Problem
+	DryRun  bool
+	Uploads []RecoveredUpload
+	// Problems are the journal's files that are not valid records, skipped: each an
+	// *fs.PathError naming the file.
+	Problems []error
 	Counts   map[RecoverOutcome]int
 }
 
@@ -114,9 +119,17 @@ type RecoverReport struct {
 // The error is non-nil only when the journal cannot be listed; per-record failures are in the
 // report (RecoverFailed) with their classified error.
 //
-// Recover is a shorthand for Uploader.Recover on a fresh Uploader of st (as New is), given j.
-func Recover(ctx context.Context, st store.Store, j journal.Journal, opts RecoverOptions) (*RecoverReport, error) {
-	return newUploader(st, defaultConfig()).recover(ctx, j, opts)
+// Recover is a shorthand for Uploader.Recover on a fresh Uploader of st (as New is) given
+// WithJournal(journalDir, opts.Endpoint). journalDir must exist: a mistyped path fails rather
+// than report an empty journal.
+func Recover(ctx context.Context, st store.Store, journalDir string, opts RecoverOptions) (*RecoverReport, error) {
+	if journalDir == "" {
+		return nil, sperrors.New(sperrors.Permanent, "Recover", "no journal directory")
+	}
+	if err := journalDirReady(journalDir, false); err != nil {
+		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "cannot read the journal", Err: err}
+	}
+	return newUploader(st, defaultConfig()).recover(ctx, journal.At(journalDir), opts)
 }
 
 func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts RecoverOptions) (*RecoverReport, error) {
@@ -142,16 +155,17 @@ func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts Recover
 	if opts.ReadBackLimit == 0 {
 		opts.ReadBackLimit = DefaultReadBackLimit
 	}
-	rep := &RecoverReport{DryRun: opts.DryRun, Problems: problems, Counts: map[RecoverOutcome]int{}}
+	rep := &RecoverReport{DryRun: opts.DryRun, Counts: map[RecoverOutcome]int{}}
 	var aborted []abortedRecord // records kept (claimed) until the second look
 	for _, p := range problems {
 		opts.Logger.Warn("journal file skipped", zap.String("path", p.Path), zap.Error(p.Err))
+		rep.Problems = append(rep.Problems, &fs.PathError{Op: "read journal record", Path: p.Path, Err: p.Err})
 	}
 	for _, r := range recs {
 		if ctx.Err() != nil {
 			return rep, &sperrors.Error{Kind: sperrors.Canceled, Op: "Recover", Message: "recovery interrupted", Err: ctx.Err()}
 		}
-		u := RecoveredUpload{ID: r.ID, Size: r.SourceSize, Parts: len(r.Parts)}
+		u := RecoveredUpload{Endpoint: r.Endpoint, Bucket: r.Bucket, Key: r.Key, UploadID: r.UploadID, Size: r.SourceSize, Parts: len(r.Parts)}
 		if r.Object != nil {
 			u.Size = r.Object.Size
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/store/storetest/memstore"
@@ -71,7 +71,7 @@ func FuzzRecover(f *testing.F) {
 		j := newJournal(t)
 		opts := []writer.Option{
 			writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
-			writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID),
+			writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID),
 		}
 		for i := range 1 + int(writes%4) {
 			crash := recoverCrashes[int(crashes>>(4*i)&0xf)%len(recoverCrashes)]
@@ -95,13 +95,13 @@ func FuzzRecover(f *testing.F) {
 		fs := faulty.New(mem, faults...)
 		policy := fastPolicy(retry.WithAttemptTimeout(300 * time.Millisecond))
 		if dryRunFirst {
-			if _, err := writer.Recover(ctx, fs, j, writer.RecoverOptions{Endpoint: endpointID, DryRun: true, Settle: -1, Policy: policy}); err != nil {
+			if _, err := writer.Recover(ctx, fs, j.Path(), writer.RecoverOptions{Endpoint: endpointID, DryRun: true, Settle: -1, Policy: policy}); err != nil {
 				t.Fatalf("dry-run Recover: %v", err)
 			}
 		}
 		before, _, _ := j.List()
 		start := time.Now()
-		rep, err := writer.Recover(ctx, fs, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: policy})
+		rep, err := writer.Recover(ctx, fs, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: policy})
 		if d := time.Since(start); d > 30*time.Second {
 			t.Fatalf("Recover took %v: a hang", d)
 		}
@@ -118,14 +118,15 @@ func FuzzRecover(f *testing.F) {
 		}
 		for _, u := range rep.Uploads {
 			settled := u.Outcome == writer.RecoverLanded || u.Outcome == writer.RecoverAborted || u.Outcome == writer.RecoverGone
-			if settled == kept[u.ID] {
-				t.Fatalf("record %s reported %s (err %v) but kept %v", u.UploadID, u.Outcome, u.Err, kept[u.ID])
+			id := journal.ID{Endpoint: u.Endpoint, Bucket: u.Bucket, Key: u.Key, UploadID: u.UploadID}
+			if settled == kept[id] {
+				t.Fatalf("record %s reported %s (err %v) but kept %v", u.UploadID, u.Outcome, u.Err, kept[id])
 			}
 		}
 		sameObjects(t, "Recover at the faulty store", mem, objects)
 		traceable(t, "after Recover at the faulty store (injected "+faultsText(fs)+")", mem, j)
 
-		rep, err = writer.Recover(ctx, mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+		rep, err = writer.Recover(ctx, mem, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
 		if err != nil {
 			t.Fatalf("Recover at the healthy store: %v", err)
 		}

@@ -14,7 +14,7 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/store/storetest/memstore"
@@ -80,7 +80,7 @@ func resurrectionSetup(t *testing.T) (*memstore.Store, *journal.Dir, journal.ID)
 func TestRecoverAbortsAReCreatedUpload(t *testing.T) {
 	mem, j, _ := resurrectionSetup(t)
 	st := &resurrecting{Store: mem}
-	rep, err := writer.Recover(context.Background(), st, j, writer.RecoverOptions{Endpoint: endpointID, Settle: 10 * time.Millisecond})
+	rep, err := writer.Recover(context.Background(), st, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: 10 * time.Millisecond})
 	if err != nil || rep.Counts[writer.RecoverAborted] != 1 || len(rep.Uploads) != 1 {
 		t.Fatalf("recover = %+v, %v", rep, err)
 	}
@@ -96,7 +96,7 @@ func TestRecoverAbortsAReCreatedUpload(t *testing.T) {
 func TestRecoverKeepsTheRecordWhenTheSecondAbortFails(t *testing.T) {
 	mem, j, id := resurrectionSetup(t)
 	st := &resurrecting{Store: mem, secondAbort: &store.ResponseError{Op: "AbortMultipartUpload", StatusCode: 403, Code: "AccessDenied"}}
-	rep, err := writer.Recover(context.Background(), st, j, writer.RecoverOptions{Endpoint: endpointID, Settle: time.Millisecond})
+	rep, err := writer.Recover(context.Background(), st, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: time.Millisecond})
 	if err != nil || rep.Counts[writer.RecoverFailed] != 1 || rep.Uploads[0].Err == nil {
 		t.Fatalf("recover = %+v, %v", rep, err)
 	}
@@ -109,7 +109,7 @@ func TestRecoverKeepsTheRecordWhenTheSecondAbortFails(t *testing.T) {
 func TestRecoverWithoutSecondLook(t *testing.T) {
 	mem, j, _ := resurrectionSetup(t)
 	st := &resurrecting{Store: mem}
-	rep, err := writer.Recover(context.Background(), st, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+	rep, err := writer.Recover(context.Background(), st, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
 	if err != nil || rep.Counts[writer.RecoverAborted] != 1 || st.aborts != 1 {
 		t.Fatalf("recover = %+v, %v; aborts %d", rep, err, st.aborts)
 	}
@@ -124,7 +124,7 @@ func TestRecoverSettlesARecordOfSmallParts(t *testing.T) {
 	j := newJournal(t)
 	_, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(make([]byte, 4<<20)),
 		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(1),
-		writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID))
+		writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID))
 	if err == nil || len(mem.Uploads("b")) != 1 {
 		t.Fatalf("the crash: err %v, %d uploads; want a failure leaving one upload", err, len(mem.Uploads("b")))
 	}
@@ -135,7 +135,7 @@ func TestRecoverSettlesARecordOfSmallParts(t *testing.T) {
 // upload and no record left.
 func recoverAbortsTheOne(t *testing.T, mem *memstore.Store, j *journal.Dir) {
 	t.Helper()
-	rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+	rep, err := writer.Recover(context.Background(), mem, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
 	if err != nil || rep.Counts[writer.RecoverAborted] != 1 {
 		t.Fatalf("recover = %+v, %v; want the upload aborted", rep, err)
 	}
@@ -209,7 +209,7 @@ func TestUploadNamesWhatEarlierAttemptsLeft(t *testing.T) {
 		j := newJournal(t)
 		fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte()), faulty.Nth(faulty.OpUploadPart, 5, faulty.FlipByte()),
 			faulty.Nth(faulty.OpAbortMultipart, 1, faulty.Forbidden()))
-		res, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), append(opts, writer.WithJournal(j, endpointID))...)
+		res, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), append(opts, writer.WithJournal(j.Path(), endpointID))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestALostCreateIsNeverForgotten(t *testing.T) {
 		opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithRetry(fastPolicy())}
 		j := newJournal(t)
 		if journaled {
-			opts = append(opts, writer.WithJournal(j, endpointID))
+			opts = append(opts, writer.WithJournal(j.Path(), endpointID))
 		}
 		res, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), opts...)
 		if err != nil {
@@ -259,14 +259,14 @@ func TestALostCreateIsNeverForgotten(t *testing.T) {
 func TestRecoverKeepsAPlaceholderItCouldNotFollow(t *testing.T) {
 	mem, j := journaledLostCreate(t)
 	refused := faulty.New(mem, faulty.Always(faulty.OpListParts, faulty.Forbidden()))
-	rep, err := writer.Recover(context.Background(), refused, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
+	rep, err := writer.Recover(context.Background(), refused, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
 	if err != nil || rep.Counts[writer.RecoverFailed] != 1 {
 		t.Fatalf("recover with ListParts refused = %+v, %v; want the placeholder failed and kept", rep, err)
 	}
 	if recs, _, _ := j.List(); len(recs) != 1 || len(mem.Uploads("b")) != 1 {
 		t.Fatalf("after the failed Recover: records %+v, uploads %v; want both kept", recs, mem.Uploads("b"))
 	}
-	rep, err = writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+	rep, err = writer.Recover(context.Background(), mem, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
 	if err != nil || rep.Counts[writer.RecoverAborted] != 1 || len(mem.Uploads("b")) != 0 {
 		t.Fatalf("recover = %+v, %v, uploads %v; want the upload aborted", rep, err, mem.Uploads("b"))
 	}
@@ -295,7 +295,7 @@ func TestRecoverReportsADamagedCommit(t *testing.T) {
 		t.Fatal("Recover touched the object")
 	}
 	opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
-		writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)}
+		writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID)}
 	if _, err := writer.Upload(context.Background(), mem, "b", "k", bytes.NewReader(data), opts...); err != nil {
 		t.Fatalf("the re-run: %v", err)
 	}
@@ -318,7 +318,7 @@ func TestResumeSendsADamagedPartAgain(t *testing.T) {
 		data[i] = byte(i*7 + i>>12)
 	}
 	opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
-		writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)}
+		writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID)}
 	crashing := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.FlipByte()},
 		faulty.Rule{Op: faulty.OpUploadPart, Part: 4, Fault: faulty.Forbidden()}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden()))
 	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), opts...); err == nil {
@@ -359,7 +359,7 @@ func TestRecoverReadsBackWhatTheHeadCannotProve(t *testing.T) {
 	})
 	t.Run("landed, only the length in the HEAD", func(t *testing.T) {
 		mem, j := crashedLandingOpaque(t, data)
-		rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+		rep, err := writer.Recover(context.Background(), mem, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
 		if err != nil || rep.Counts[writer.RecoverLanded] != 1 || rep.Uploads[0].Note != "" {
 			t.Fatalf("recover = %+v, %v; want landed, no note", rep, err)
 		}
@@ -373,7 +373,7 @@ func TestRecoverReadsBackWhatTheHeadCannotProve(t *testing.T) {
 		t.Run(fmt.Sprintf("not read back, limit %d", limit), func(t *testing.T) {
 			mem, j := crashedLandingOpaque(t, data)
 			reads := faulty.New(mem, faulty.Always(faulty.OpGetObject, faulty.Forbidden())) // counts read-backs
-			rep, err := writer.Recover(context.Background(), reads, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, ReadBackLimit: limit})
+			rep, err := writer.Recover(context.Background(), reads, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1, ReadBackLimit: limit})
 			if err != nil || rep.Counts[writer.RecoverGone] != 1 {
 				t.Fatalf("recover = %+v, %v; want gone", rep, err)
 			}
@@ -390,14 +390,14 @@ func TestRecoverReadsBackWhatTheHeadCannotProve(t *testing.T) {
 
 // crashedLandingOpaque leaves what a journaled write killed after its Complete landed leaves on
 // a store whose HEAD gives only the length: the intended object at the key, its record.
-func crashedLandingOpaque(t *testing.T, data []byte) (*memstore.Store, journal.Journal) {
+func crashedLandingOpaque(t *testing.T, data []byte) (*memstore.Store, *journal.Dir) {
 	t.Helper()
 	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true, OpaqueETags: true}))
 	j := newJournal(t)
 	crashing := faulty.New(mem, faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse()),
 		faulty.Always(faulty.OpHeadObject, faulty.Forbidden()), faulty.Always(faulty.OpGetObject, faulty.Forbidden()))
 	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), writer.WithProfile("min=1MiB"),
-		writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err == nil {
+		writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID)); err == nil {
 		t.Fatal("the crashing write succeeded")
 	}
 	if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {
@@ -408,9 +408,9 @@ func crashedLandingOpaque(t *testing.T, data []byte) (*memstore.Store, journal.J
 
 // recoverReportsDamaged runs Recover over the journal's one record of a damaged commit: it must
 // report it failed, Integrity with ObjectLeft, and keep the record.
-func recoverReportsDamaged(t *testing.T, mem *memstore.Store, j journal.Journal) {
+func recoverReportsDamaged(t *testing.T, mem *memstore.Store, j *journal.Dir) {
 	t.Helper()
-	rep, err := writer.Recover(context.Background(), mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
+	rep, err := writer.Recover(context.Background(), mem, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1})
 	var se *sperrors.Error
 	if err != nil || rep.Counts[writer.RecoverFailed] != 1 || !errors.As(rep.Uploads[0].Err, &se) || se.Kind != sperrors.Integrity || !se.ObjectLeft {
 		t.Fatalf("recover = %+v, %v; want the record failed: Integrity, ObjectLeft", rep, err)
@@ -425,7 +425,7 @@ func recoverReportsDamaged(t *testing.T, mem *memstore.Store, j journal.Journal)
 // one byte flipped) at the key,
 // and a journal record of the parts as sent (their MD5s, the store's ETags) and of the object
 // intended.
-func damagedCommit(t *testing.T, st store.Store, j journal.Journal, key string, data []byte, bad int32) {
+func damagedCommit(t *testing.T, st store.Store, j *journal.Dir, key string, data []byte, bad int32) {
 	t.Helper()
 	ctx := context.Background()
 	up, err := st.CreateMultipartUpload(ctx, &store.CreateMultipartUploadInput{Bucket: "b", Key: key})
@@ -496,7 +496,7 @@ func TestRecoverCallsDamagedOnlyWhatTheRecordProves(t *testing.T) {
 func TestRecoverSaysTheStoreCannotList(t *testing.T) {
 	mem, j := journaledLostCreate(t)
 	unlisted := faulty.New(mem, faulty.Always(faulty.OpListMultipartUploads, faulty.Response(501, "NotImplemented", "not implemented")))
-	rep, err := writer.Recover(context.Background(), unlisted, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
+	rep, err := writer.Recover(context.Background(), unlisted, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
 	if err != nil || rep.Counts[writer.RecoverFailed] != 1 || len(rep.Uploads) != 1 ||
 		!strings.Contains(fmt.Sprint(rep.Uploads[0].Err), "the store cannot list incomplete uploads (ListMultipartUploads answered HTTP 501 NotImplemented)") {
 		t.Fatalf("recover without ListMultipartUploads = %+v, %v; want the placeholder kept, saying the store cannot list", rep, err)
@@ -507,7 +507,7 @@ func TestRecoverSaysTheStoreCannotList(t *testing.T) {
 
 	mem2, j2, id := resurrectionSetup(t)
 	noParts := faulty.New(mem2, faulty.Always(faulty.OpListParts, faulty.Response(405, "MethodNotAllowed", "not allowed")))
-	rep, err = writer.Recover(context.Background(), noParts, j2, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
+	rep, err = writer.Recover(context.Background(), noParts, j2.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
 	if err != nil || rep.Counts[writer.RecoverFailed] != 1 || len(rep.Uploads) != 1 ||
 		!strings.Contains(fmt.Sprint(rep.Uploads[0].Err), "does not support ListParts (HTTP 405 MethodNotAllowed): whether upload "+id.UploadID+" is still open cannot be told") {
 		t.Fatalf("recover without ListParts = %+v, %v; want the record kept, saying why", rep, err)
@@ -524,7 +524,7 @@ func journaledLostCreate(t *testing.T) (*memstore.Store, *journal.Dir) {
 		faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden()))
 	j := newJournal(t)
 	if _, err := writer.Upload(context.Background(), lost, "b", "k", bytes.NewReader(make([]byte, 3<<20)),
-		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpointID)); err != nil {
+		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID)); err != nil {
 		t.Fatal(err)
 	}
 	return mem, j

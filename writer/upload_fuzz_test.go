@@ -8,7 +8,7 @@ import (
 	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/store/storetest/memstore"
@@ -91,7 +91,7 @@ func FuzzUpload(f *testing.F) {
 		var j *journal.Dir
 		if partMiB&0x80 != 0 {
 			j = newJournal(t)
-			opts = append(opts, writer.WithJournal(j, endpointID))
+			opts = append(opts, writer.WithJournal(j.Path(), endpointID))
 		}
 		src := source(srcKind % 3)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -140,7 +140,7 @@ func FuzzUpload(f *testing.F) {
 		if j != nil {
 			// Whatever the faults left, Recover on the healthy store settles it: no record, no
 			// incomplete upload, and the key as the write left it.
-			rep, rerr := writer.Recover(ctx, mem, j, writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
+			rep, rerr := writer.Recover(ctx, mem, j.Path(), writer.RecoverOptions{Endpoint: endpointID, Settle: -1, Policy: fastPolicy()})
 			if rerr != nil {
 				t.Fatalf("Recover: %v", rerr)
 			}

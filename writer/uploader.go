@@ -141,6 +141,9 @@ func (u *Uploader) Recover(ctx context.Context, opts RecoverOptions) (*RecoverRe
 	if u.cfg.journal == nil {
 		return nil, sperrors.New(sperrors.Permanent, "Recover", "the Uploader has no journal (WithJournal)")
 	}
+	if err := journalDirReady(u.cfg.journalDir, false); err != nil {
+		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "cannot read the journal", Err: err}
+	}
 	if opts.Endpoint == "" {
 		opts.Endpoint = u.cfg.journalEndpoint
 	}

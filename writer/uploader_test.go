@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/journal"
+	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/storetest/faulty"
@@ -85,7 +85,7 @@ func ExampleUploader_Recover() {
 	dying := faulty.New(mem,
 		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden()},
 		faulty.Always("AbortMultipartUpload", faulty.Forbidden()))
-	lost, err := writer.NewUploader(dying, writer.WithJournal(j, endpoint),
+	lost, err := writer.NewUploader(dying, writer.WithJournal(j.Path(), endpoint),
 		writer.WithProfile("minio"), writer.WithPartSize(5<<20), writer.WithConcurrency(1))
 	if err != nil {
 		fmt.Println(err)
@@ -95,7 +95,7 @@ func ExampleUploader_Recover() {
 	fmt.Println("write failed:", err != nil, "- uploads left:", len(mem.Uploads("b")))
 
 	// The next run recovers first, through its own Uploader on the same journal.
-	u, err := writer.NewUploader(mem, writer.WithJournal(j, endpoint))
+	u, err := writer.NewUploader(mem, writer.WithJournal(j.Path(), endpoint))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/safeput/safeput/journal"
+	journal "github.com/safeput/safeput/store/storetest/journaltest"
 	"github.com/safeput/safeput/store/storetest/s3test"
 )
 

@@ -20,7 +20,6 @@ import (
 	"github.com/safeput/safeput/bytesize"
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/frontend"
-	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -161,11 +160,12 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 		return err
 	}
 	if o.journal != "" {
-		j, err := journal.Create(o.journal)
-		if err != nil {
+		// Made here, not at the first record, so a path that cannot hold a journal is a usage
+		// error before anything is sent.
+		if err := os.MkdirAll(o.journal, 0o700); err != nil {
 			return usageErr("--journal: %v", err)
 		}
-		opts = append(opts, writer.WithJournal(j, endpoint))
+		opts = append(opts, writer.WithJournal(o.journal, endpoint))
 	}
 	var bar *progress
 	if !o.noProgress && isTerminal(a.stderr) {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	stderrors "errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"sort"
 	"strings"
 
@@ -12,7 +15,6 @@ import (
 	"github.com/safeput/safeput/bytesize"
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/frontend"
-	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -105,13 +107,9 @@ func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
 	if readBackLimit == 0 {
 		readBackLimit = -1 // RecoverOptions' zero is the default limit; 0 here means never
 	}
-	j, err := journal.Open(o.journal)
-	if err != nil {
-		return usageErr("%v", err)
-	}
 	// The listing must work before the store is contacted: a bad directory touches nothing.
-	if _, _, err := j.List(); err != nil {
-		return usageErr("%v", err)
+	if _, err := os.ReadDir(o.journal); err != nil {
+		return usageErr("journal %v", err)
 	}
 	st, endpoint, err := a.journalStore()
 	if err != nil {
@@ -121,7 +119,7 @@ func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
 	if err != nil {
 		return err
 	}
-	up, err := writer.NewUploader(st, writer.WithRetry(pol), writer.WithLogger(a.log), writer.WithJournal(j, endpoint))
+	up, err := writer.NewUploader(st, writer.WithRetry(pol), writer.WithLogger(a.log), writer.WithJournal(o.journal, endpoint))
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -156,8 +154,12 @@ func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
 		out.Uploads = append(out.Uploads, rj)
 	}
 	for _, p := range rep.Problems {
-		out.Skipped = append(out.Skipped, p.Path)
-		_, _ = fmt.Fprintf(a.stderr, "safeput: warning: skipped %s: %v\n", p.Path, p.Err)
+		path, cause := p.Error(), p
+		if pe := (*fs.PathError)(nil); stderrors.As(p, &pe) {
+			path, cause = pe.Path, pe.Err
+		}
+		out.Skipped = append(out.Skipped, path)
+		_, _ = fmt.Fprintf(a.stderr, "safeput: warning: skipped %s: %v\n", path, cause)
 	}
 	if a.g.json {
 		if perr := a.printJSON(out); perr != nil {

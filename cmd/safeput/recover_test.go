@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store"
+	journal "github.com/safeput/safeput/store/storetest/journaltest"
 	"github.com/safeput/safeput/store/storetest/s3test"
 )
 

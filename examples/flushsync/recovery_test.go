@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/safeput/safeput/journal"
 	"github.com/safeput/safeput/store/storetest/faulty"
+	journal "github.com/safeput/safeput/store/storetest/journaltest"
 	"github.com/safeput/safeput/store/storetest/s3test"
 	"github.com/safeput/safeput/store/storetest/testkit"
 	"github.com/safeput/safeput/writer"
@@ -18,13 +18,10 @@ import (
 func TestManagerRecoversJournalAtStart(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		const endpoint = "flushsync-test"
-		j, err := journal.Create(filepath.Join(t.TempDir(), "journal"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir := filepath.Join(t.TempDir(), "journal")
 		files := []File{{Name: "vector.bin", Data: payload(42, 11<<20)}}
 		opts := []writer.Option{writer.WithProfile("versitygw"), writer.WithPartSize(5 << 20), writer.WithConcurrency(1),
-			writer.WithRetry(fastPolicy()), writer.WithJournal(j, endpoint)}
+			writer.WithRetry(fastPolicy()), writer.WithJournal(dir, endpoint)}
 		// The dead predecessor: part 2 refused, and its abort never sent (refused here).
 		dead := &SegmentTask{Uploader: newUploader(t, faulty.New(env.Store,
 			faulty.Rule{Op: "UploadPart", Part: 2, Fault: faulty.Forbidden()},
@@ -57,6 +54,10 @@ func TestManagerRecoversJournalAtStart(t *testing.T) {
 		}
 		if got := s3test.ReadAll(t, env.Srv, env.Bucket, task.FileKey("vector.bin")); !bytes.Equal(got, files[0].Data) {
 			t.Fatal("the re-driven segment file differs from its buffer")
+		}
+		j, err := journal.Open(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if recs, problems, _ := j.List(); len(recs) != 0 || len(problems) != 0 {
 			t.Fatalf("journal after the flush: %+v, %v", recs, problems)

@@ -32,7 +32,7 @@
 // allows, which headers it ignores) belong in that server's own tests, layered on top.
 //
 // Test support: store/storetest and the packages under it (memstore, faulty, faultproxy, wirekit,
-// testkit, testcerts, s3test) are not covered by safeput's compatibility promise; they change with the
+// testkit, testcerts, s3test, journaltest) are not covered by safeput's compatibility promise; they change with the
 // tests they serve, in any release.
 package storetest
 

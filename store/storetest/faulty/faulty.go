@@ -10,7 +10,7 @@
 // is counted or faulted.
 //
 // Test support: store/storetest and the packages under it (memstore, faulty, faultproxy, wirekit,
-// testkit, testcerts, s3test) are not covered by safeput's compatibility promise; they change with the
+// testkit, testcerts, s3test, journaltest) are not covered by safeput's compatibility promise; they change with the
 // tests they serve, in any release.
 package faulty
 

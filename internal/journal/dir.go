@@ -46,6 +46,10 @@ func Open(path string) (*Dir, error) {
 	return &Dir{path: path, held: map[string]*held{}}, nil
 }
 
+// At returns the journal in path without touching the file system: the writer creates the
+// directory before its first record and Recover checks that it exists (writer.WithJournal).
+func At(path string) *Dir { return &Dir{path: path, held: map[string]*held{}} }
+
 // Create returns the journal in path, creating the directory (mode 0700) when missing.
 func Create(path string) (*Dir, error) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
