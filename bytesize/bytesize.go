@@ -9,7 +9,8 @@ import (
 	"strings"
 )
 
-// Byte units. Vendors mix binary (MiB) and decimal (MB) units, so both are spelled out.
+// Byte units. Vendors mix binary (MiB) and decimal (MB) units, so both are spelled out; the
+// decimal ones and those past TiB are unexported (Parse and Format know them all).
 const (
 	KiB  int64 = 1 << 10
 	MiB  int64 = 1 << 20
@@ -18,10 +19,10 @@ const (
 	pebi int64 = 1 << 50
 	exbi int64 = 1 << 60
 
-	KB   int64 = 1e3
-	MB   int64 = 1e6
-	GB   int64 = 1e9
-	TB   int64 = 1e12
+	kilo int64 = 1e3
+	mega int64 = 1e6
+	giga int64 = 1e9
+	tera int64 = 1e12
 	peta int64 = 1e15
 	exa  int64 = 1e18
 )
@@ -39,7 +40,7 @@ type unit struct {
 // exactly, so 5<<20 prints as "5 MiB" and 5e12 as "5 TB", and every output parses back exactly.
 var (
 	binaryUnits  = []unit{{"EiB", exbi}, {"PiB", pebi}, {"TiB", TiB}, {"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}}
-	decimalUnits = []unit{{"EB", exa}, {"PB", peta}, {"TB", TB}, {"GB", GB}, {"MB", MB}, {"KB", KB}}
+	decimalUnits = []unit{{"EB", exa}, {"PB", peta}, {"TB", tera}, {"GB", giga}, {"MB", mega}, {"KB", kilo}}
 )
 
 // Format renders n exactly, in the largest unit that divides it: Format(5<<20) ==
@@ -71,8 +72,8 @@ func Format(n int64) string {
 }
 
 // Parse reads a non-negative whole number of bytes with an optional unit: "5MiB", "5 MiB",
-// "100KB", "5368709120", "7 B", "unlimited". Units are case-insensitive; KiB..exbi are binary and
-// KB..exa decimal. Fractions are rejected rather than rounded, so a limit is never silently changed.
+// "100KB", "5368709120", "7 B", "unlimited". Units are case-insensitive; KiB..EiB are binary and
+// KB..EB decimal. Fractions are rejected rather than rounded, so a limit is never silently changed.
 func Parse(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	if strings.EqualFold(t, "unlimited") {
@@ -101,7 +102,7 @@ func Parse(s string) (int64, error) {
 			}
 		}
 		if mult == 0 {
-			return 0, fmt.Errorf("size %q: unknown unit %q (want B, KiB, MiB, GiB, TiB, pebi, exbi, KB, MB, GB, TB, peta, exa)", s, name)
+			return 0, fmt.Errorf("size %q: unknown unit %q (want B, KiB, MiB, GiB, TiB, PiB, EiB, KB, MB, GB, TB, PB, EB)", s, name)
 		}
 	}
 	if n > math.MaxInt64/mult {

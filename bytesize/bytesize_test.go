@@ -18,12 +18,12 @@ func TestFormatSize(t *testing.T) {
 		{5 << 20, "5 MiB"},
 		{5 * GiB, "5 GiB"},
 		{5*GiB - 5*MiB, "5115 MiB"},
-		{5 * GB, "5 GB"},
+		{5 * giga, "5 GB"},
 		{100 * KiB, "100 KiB"},
 		{1000, "1 KB"},
 		{1000001, "1000001 B"},
 		{10000 * 5 * GiB, "50000 GiB"},
-		{5 * TB, "5 TB"},
+		{5 * tera, "5 TB"},
 		{-5 * MiB, "-5 MiB"},
 		{unlimited, "unlimited"},
 		{math.MinInt64, "-9223372036854775808 B"},
@@ -46,13 +46,13 @@ func TestParseSize(t *testing.T) {
 		{"5MiB", 5 * MiB},
 		{"5 MiB", 5 * MiB},
 		{" 5mib ", 5 * MiB},
-		{"5MB", 5 * MB},
+		{"5MB", 5 * mega},
 		{"100KiB", 100 * KiB},
-		{"100KB", 100 * KB},
+		{"100KB", 100 * kilo},
 		{"5GiB", 5 * GiB},
-		{"5GB", 5 * GB},
+		{"5GB", 5 * giga},
 		{"5TiB", 5 * TiB},
-		{"5TB", 5 * TB},
+		{"5TB", 5 * tera},
 		{"2PiB", 2 * pebi},
 		{"7EiB", 7 * exbi},
 		{"unlimited", unlimited},
@@ -82,7 +82,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestFormatParseRoundTrip(t *testing.T) {
-	for _, n := range []int64{0, 1, 999, KiB, 5 * MiB, 5*GiB - 5*MiB, 5 * GB, 48800 * GB, 5*TiB - 5*GiB, unlimited, unlimited - 1, 3 * exbi} {
+	for _, n := range []int64{0, 1, 999, KiB, 5 * MiB, 5*GiB - 5*MiB, 5 * giga, 48800 * giga, 5*TiB - 5*GiB, unlimited, unlimited - 1, 3 * exbi} {
 		s := Format(n)
 		got, err := Parse(s)
 		if err != nil || got != n {

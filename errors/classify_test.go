@@ -177,8 +177,8 @@ func TestTransportErrors(t *testing.T) {
 		{"not TLS", urlErr(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), errors.Permanent, false},
 		{"source missing", &os.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}, errors.Permanent, false},
 		{"unknown error", stderrors.New("something odd"), errors.Transient, false},
-		{"invalid input", (&store.PutObjectInput{}).Validate(), errors.Permanent, false},
-		{"invalid input wrapped", fmt.Errorf("writer: %w", (&store.UploadPartInput{Bucket: "b", Key: "k"}).Validate()), errors.Permanent, false},
+		{"invalid input", store.Validate(&store.PutObjectInput{}), errors.Permanent, false},
+		{"invalid input wrapped", fmt.Errorf("writer: %w", store.Validate(&store.UploadPartInput{Bucket: "b", Key: "k"})), errors.Permanent, false},
 		{"panic", errors.FromPanic("UploadPart", "boom"), errors.Internal, false},
 	}
 	for _, c := range cases {

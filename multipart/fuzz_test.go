@@ -37,7 +37,7 @@ func FuzzParse(f *testing.F) {
 // FuzzPlan plans arbitrary requests under arbitrary rules: no panic, and every plan it returns
 // satisfies the rules.
 func FuzzPlan(f *testing.F) {
-	f.Add(5*bytesize.MiB, 5*bytesize.GiB, 10000, 5*bytesize.TB, 5*bytesize.GB, uint8(0xff), 100*bytesize.MiB, int64(0), 4, int64(0), int64(0), int64(0))
+	f.Add(5*bytesize.MiB, 5*bytesize.GiB, 10000, 5*tb, 5*gb, uint8(0xff), 100*bytesize.MiB, int64(0), 4, int64(0), int64(0), int64(0))
 	f.Add(int64(0), unlimited, 10000, unlimited, unlimited, uint8(0), unlimited, int64(0), 1, int64(0), int64(0), int64(0))
 	f.Add(5*bytesize.MiB, 5*bytesize.GiB-5*bytesize.MiB, 10000, 5*bytesize.TiB-5*bytesize.GiB, 5*bytesize.GiB-5*bytesize.MiB, uint8(3), int64(-1), 8*bytesize.MiB, 16, int64(0), bytesize.TiB, bytesize.GiB)
 	f.Add(int64(1), int64(1), 1, int64(1), int64(0), uint8(0xff), int64(1), int64(1), 1, int64(1), int64(0), int64(1))

@@ -48,11 +48,11 @@ func TestPlanExamples(t *testing.T) {
 		{"r2", PlanRequest{Size: bytesize.TiB, Concurrency: 4},
 			Plan{Size: bytesize.TiB, PartSize: 105 * bytesize.MiB, Parts: 9987, LastPartSize: 46 * bytesize.MiB, Threshold: 105 * bytesize.MiB, Ceiling: bytesize.TiB, Memory: 4 * 105 * bytesize.MiB}},
 		// The largest strict object: 5 TB in 477 MiB parts.
-		{"strict", PlanRequest{Size: 5 * bytesize.TB, Concurrency: 2, Threshold: 5 * bytesize.MiB},
-			Plan{Size: 5 * bytesize.TB, PartSize: 477 * bytesize.MiB, Parts: 9997, LastPartSize: 5*bytesize.TB - 9996*477*bytesize.MiB, Threshold: 5 * bytesize.MiB, Ceiling: 5 * bytesize.TB, Memory: 2 * 477 * bytesize.MiB}},
+		{"strict", PlanRequest{Size: 5 * tb, Concurrency: 2, Threshold: 5 * bytesize.MiB},
+			Plan{Size: 5 * tb, PartSize: 477 * bytesize.MiB, Parts: 9997, LastPartSize: 5*tb - 9996*477*bytesize.MiB, Threshold: 5 * bytesize.MiB, Ceiling: 5 * tb, Memory: 2 * 477 * bytesize.MiB}},
 		// A preferred size that is not a whole MiB is rounded up.
-		{"oss", PlanRequest{Size: 10 * bytesize.MB, PartSize: 1 * bytesize.MB, Concurrency: 1, Threshold: 1},
-			Plan{Size: 10 * bytesize.MB, PartSize: bytesize.MiB, Parts: 10, LastPartSize: 10*bytesize.MB - 9*bytesize.MiB, Threshold: 1, Ceiling: 10 * bytesize.MB, Memory: bytesize.MiB}},
+		{"oss", PlanRequest{Size: 10 * mb, PartSize: 1 * mb, Concurrency: 1, Threshold: 1},
+			Plan{Size: 10 * mb, PartSize: bytesize.MiB, Parts: 10, LastPartSize: 10*mb - 9*bytesize.MiB, Threshold: 1, Ceiling: 10 * mb, Memory: bytesize.MiB}},
 		// Unknown size: 1 TiB expected, part size from the hint, ceiling stated.
 		{"r2", PlanRequest{Size: UnknownSize, Concurrency: 4, ExpectedMaxSize: 1 * bytesize.TiB},
 			Plan{Size: UnknownSize, PartSize: 105 * bytesize.MiB, Threshold: 105 * bytesize.MiB, Ceiling: 10000 * 105 * bytesize.MiB, Memory: 4 * 105 * bytesize.MiB}},
@@ -90,8 +90,8 @@ func TestPlanErrors(t *testing.T) {
 		{"minio", PlanRequest{Size: 100 * bytesize.MiB, PartSize: 4 * bytesize.MiB, Concurrency: 1}, "part size 4 MiB is below the minimum 5 MiB of profile minio", ruleMinPartSize},
 		{"r2", PlanRequest{Size: 100 * bytesize.GiB, PartSize: 5 * bytesize.GiB, Concurrency: 1}, "part size 5 GiB is above the maximum 5115 MiB of profile r2", ruleMaxPartSize},
 		{"aws", PlanRequest{Size: 100 * bytesize.GiB, Threshold: 5 * bytesize.GiB, Concurrency: 1}, "single PUT size 5 GiB is above the maximum 5 GB of profile aws", ruleMaxSinglePut},
-		{"strict", PlanRequest{Size: 5*bytesize.TB + 1, Concurrency: 1}, "object size 5000000000001 B is above the maximum 5 TB of profile strict", ruleMaxObjectSize},
-		{"wasabi", PlanRequest{Size: UnknownSize, ExpectedMaxSize: 6 * bytesize.TB, Concurrency: 1}, "object size 6 TB is above the maximum 5 TB of profile wasabi", ruleMaxObjectSize},
+		{"strict", PlanRequest{Size: 5*tb + 1, Concurrency: 1}, "object size 5000000000001 B is above the maximum 5 TB of profile strict", ruleMaxObjectSize},
+		{"wasabi", PlanRequest{Size: UnknownSize, ExpectedMaxSize: 6 * tb, Concurrency: 1}, "object size 6 TB is above the maximum 5 TB of profile wasabi", ruleMaxObjectSize},
 		{"strict", PlanRequest{Size: -2, Concurrency: 1}, "object size -2 is negative", ""},
 		{"strict", PlanRequest{Size: 1, PartSize: -1, Concurrency: 1}, "part size -1 is negative", ""},
 		{"strict", PlanRequest{Size: 1}, "concurrency 0: at least 1 part must be in flight", ""},
@@ -143,8 +143,8 @@ func TestValidateLayout(t *testing.T) {
 		{"r2", []int64{5 * bytesize.MiB, 6 * bytesize.MiB}, "part 2: last part size 6 MiB is above the smallest other part's 5 MiB; profile r2 requires the last part to be no larger"},
 		{"b2", []int64{5 * bytesize.MiB, 0}, "part 2: last part is empty; profile b2 requires at least 1 B"},
 		{"strict", make([]int64, 10001), "part count 10001 is above the maximum 10000 of profile strict"},
-		{"wasabi", []int64{5 * bytesize.GB, 5 * bytesize.GB, 5 * bytesize.GB}, ""},
-		{"digitalocean", append(fill(1000, 5*bytesize.GB), 1), "object size 5000000000001 B is above the maximum 5 TB of profile digitalocean"},
+		{"wasabi", []int64{5 * gb, 5 * gb, 5 * gb}, ""},
+		{"digitalocean", append(fill(1000, 5*gb), 1), "object size 5000000000001 B is above the maximum 5 TB of profile digitalocean"},
 	} {
 		err := validateLayout(mustProfile(t, tc.profile), tc.parts)
 		if tc.want == "" {
@@ -439,7 +439,7 @@ func BenchmarkPlan(b *testing.B) {
 	reqs := []PlanRequest{
 		{Size: 0, Concurrency: 4},
 		{Size: 100 * bytesize.MiB, Concurrency: 4},
-		{Size: 3 * bytesize.TB, Concurrency: 8, MemoryBudget: 8 * bytesize.GiB},
+		{Size: 3 * tb, Concurrency: 8, MemoryBudget: 8 * bytesize.GiB},
 		{Size: UnknownSize, Concurrency: 4, ExpectedMaxSize: bytesize.TiB},
 	}
 	b.ReportAllocs()

@@ -41,7 +41,7 @@ var profiles = []Rules{
 	// ETag is the body MD5 for PutObject: https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html
 	// HEAD checksum mode: https://docs.aws.amazon.com/sdkref/latest/guide/feature-dataintegrity.html
 	{Name: "aws", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
-		MaxObjectSize: 10000 * 5 * bytesize.GiB, MaxSinglePut: 5 * bytesize.GB,
+		MaxObjectSize: 10000 * 5 * bytesize.GiB, MaxSinglePut: 5 * gb,
 		Checksums: awsChecksums, ContentMD5: true, ConditionalPut: true, ConditionalComplete: true,
 		SinglePutETagMD5: true, MultipartETagMD5: true, HeadChecksums: true},
 
@@ -51,8 +51,8 @@ var profiles = []Rules{
 	// Checksum header rejected (Jan 2025): https://github.com/boto/s3transfer/issues/327 ; a 2026
 	// report of CRC32 in one region is not enough to rely on. Conditional PUT -> NotImplemented:
 	// https://github.com/sathinduga/obsidian-s3-sync-and-backup/pull/84 . Content-MD5 unverified.
-	{Name: "b2", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GB, MaxParts: 10000,
-		MaxObjectSize: 10 * bytesize.TB, MaxSinglePut: 5 * bytesize.GB, NonEmptyLastPart: true},
+	{Name: "b2", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * gb, MaxParts: 10000,
+		MaxObjectSize: 10 * tb, MaxSinglePut: 5 * gb, NonEmptyLastPart: true},
 
 	// Ceph RGW. rgw_multipart_min_part_size 5 MiB, rgw_multipart_part_upload_limit 10,000,
 	// rgw_max_put_size 5 GiB per part and per PUT (ceph/ceph src/common/options); no object cap
@@ -71,15 +71,15 @@ var profiles = []Rules{
 	// Single PUT 5 GB: https://www.tencentcloud.com/document/product/436/14112 ; object 48.82 TB:
 	// https://intl.cloud.tencent.com/document/product/436/13324 . Native CRC64-ECMA only; no-overwrite
 	// is the vendor header x-cos-forbid-overwrite, not If-None-Match.
-	{Name: "cos", MinPartSize: 1 * bytesize.MiB, MaxPartSize: 5 * bytesize.GB, MaxParts: 10000,
-		MaxObjectSize: 48820 * bytesize.GB, MaxSinglePut: 5 * bytesize.GB, ContiguousPartNumbers: true, ContentMD5: true},
+	{Name: "cos", MinPartSize: 1 * bytesize.MiB, MaxPartSize: 5 * gb, MaxParts: 10000,
+		MaxObjectSize: 48820 * gb, MaxSinglePut: 5 * gb, ContiguousPartNumbers: true, ContentMD5: true},
 
 	// DigitalOcean Spaces. 5 MiB..5 GB parts, 10,000, 5 GB PUT, 5 TB object:
 	// https://docs.digitalocean.com/products/spaces/details/limits/ . Default SDK checksums broke
 	// uploads (https://docs.digitalocean.com/reference/api/spaces-api): no checksums. Conditional
 	// PUT only reported by a third party: unverified.
-	{Name: "digitalocean", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GB, MaxParts: 10000,
-		MaxObjectSize: 5 * bytesize.TB, MaxSinglePut: 5 * bytesize.GB, ContentMD5: true},
+	{Name: "digitalocean", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * gb, MaxParts: 10000,
+		MaxObjectSize: 5 * tb, MaxSinglePut: 5 * gb, ContentMD5: true},
 
 	// Garage (v2.0.0). No minimum part size, part numbers need only increase
 	// (deuxfleurs-org/garage src/api/s3/multipart.rs); no size limits found, so unlimited.
@@ -128,16 +128,16 @@ var profiles = []Rules{
 	// Huawei OBS. 100 KB..5 GB parts, 1..10,000: https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0099.html
 	// 5 GB PUT, 48.8 TB object: https://support.huaweicloud.com/en-us/devg-obs/obs_06_0028.html
 	// Content-MD5 optional per part (same page); checksums and conditionals unverified.
-	{Name: "obs", MinPartSize: 100 * bytesize.KiB, MaxPartSize: 5 * bytesize.GB, MaxParts: 10000,
-		MaxObjectSize: 48800 * bytesize.GB, MaxSinglePut: 5 * bytesize.GB, ContentMD5: true},
+	{Name: "obs", MinPartSize: 100 * bytesize.KiB, MaxPartSize: 5 * gb, MaxParts: 10000,
+		MaxObjectSize: 48800 * gb, MaxSinglePut: 5 * gb, ContentMD5: true},
 
 	// Alibaba OSS. 100 KB..5 GB parts (checked at Complete): https://www.alibabacloud.com/help/doc-detail/31993.html
 	// Ascending part numbers, gaps allowed: https://help.aliyun.com/en/oss/developer-reference/completemultipartupload
 	// 5 GB PUT, 48.8 TB object: https://www.alibabacloud.com/help/doc-detail/32030.htm
 	// Native CRC64-ECMA only; no-overwrite is x-oss-forbid-overwrite:
 	// https://help.aliyun.com/en/oss/user-guide/0042-00000214
-	{Name: "oss", MinPartSize: 100 * bytesize.KiB, MaxPartSize: 5 * bytesize.GB, MaxParts: 10000,
-		MaxObjectSize: 48800 * bytesize.GB, MaxSinglePut: 5 * bytesize.GB, ContentMD5: true},
+	{Name: "oss", MinPartSize: 100 * bytesize.KiB, MaxPartSize: 5 * gb, MaxParts: 10000,
+		MaxObjectSize: 48800 * gb, MaxSinglePut: 5 * gb, ContentMD5: true},
 
 	// Cloudflare R2. Equal non-final parts, last part no larger, 5 MiB min, 10,000 parts:
 	// https://developers.cloudflare.com/r2/objects/multipart-objects (also: multipart ETag is
@@ -158,7 +158,7 @@ var profiles = []Rules{
 	// CRC64NVME left out because AWS only defines it as FULL_OBJECT. If-None-Match on PUT and
 	// Complete (s3api_object_handlers_put.go, s3api_object_handlers_multipart.go).
 	{Name: "seaweedfs", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
-		MaxObjectSize: 10000 * 5 * bytesize.GiB, MaxSinglePut: 5 * bytesize.GB,
+		MaxObjectSize: 10000 * 5 * bytesize.GiB, MaxSinglePut: 5 * gb,
 		Checksums:  ChecksumSupport{CRC32: Composite, CRC32C: Composite, SHA1: Composite, SHA256: Composite},
 		ContentMD5: true, ConditionalPut: true, ConditionalComplete: true},
 
@@ -183,7 +183,7 @@ var profiles = []Rules{
 	// BadDigest/InvalidDigest for Content-MD5: https://docs.wasabi.com/docs/rest-api-introduction
 	// Checksums and conditionals unverified.
 	{Name: "wasabi", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
-		MaxObjectSize: 5 * bytesize.TB, MaxSinglePut: 5 * bytesize.GB, ContentMD5: true},
+		MaxObjectSize: 5 * tb, MaxSinglePut: 5 * gb, ContentMD5: true},
 }
 
 // strict is every profile intersected, so an unknown S3-compatible store is served by what all

@@ -56,10 +56,10 @@ func TestStrictValues(t *testing.T) {
 		Name:        "strict",
 		MinPartSize: 5 * bytesize.MiB,
 		// B2, OBS, OSS, COS and DO write "5 GB", read as 5e9: below R2's 5 GiB - 5 MiB.
-		MaxPartSize:   5 * bytesize.GB,
+		MaxPartSize:   5 * gb,
 		MaxParts:      10000,
-		MaxObjectSize: 5 * bytesize.TB,
-		MaxSinglePut:  5 * bytesize.GB,
+		MaxObjectSize: 5 * tb,
+		MaxSinglePut:  5 * gb,
 		EqualParts:    true, LastPartNotLarger: true, // R2
 		NonEmptyLastPart:      true, // B2
 		ContiguousPartNumbers: true, // COS

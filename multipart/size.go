@@ -11,6 +11,14 @@ import (
 // largest int64, so min/max arithmetic needs no special case; Rules print it as "unlimited".
 const unlimited int64 = math.MaxInt64
 
+// Decimal units, as vendors state many limits ("5 GB"); bytesize parses and prints them.
+const (
+	kb int64 = 1e3
+	mb int64 = 1e6
+	gb int64 = 1e9
+	tb int64 = 1e12
+)
+
 // compactSize is bytesize.Format without the space, for the comma-separated rules string.
 func compactSize(n int64) string { return strings.ReplaceAll(bytesize.Format(n), " ", "") }
 

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/safeput/safeput/store"
@@ -54,5 +56,29 @@ func TestFind(t *testing.T) {
 				t.Fatalf("Find = %q, %v; want %q", got, ok, c.want)
 			}
 		})
+	}
+}
+
+// TestValidateEveryInput: Validate reaches each input's own check (an empty bucket is refused as
+// ErrInvalidInput) instead of the unknown-type fallback, and a nil input is refused by name.
+func TestValidateEveryInput(t *testing.T) {
+	for op, err := range map[string]error{
+		"PutObject":               store.Validate(&store.PutObjectInput{}),
+		"CreateMultipartUpload":   store.Validate(&store.CreateMultipartUploadInput{}),
+		"UploadPart":              store.Validate(&store.UploadPartInput{}),
+		"ListParts":               store.Validate(&store.ListPartsInput{}),
+		"CompleteMultipartUpload": store.Validate(&store.CompleteMultipartUploadInput{}),
+		"AbortMultipartUpload":    store.Validate(&store.AbortMultipartUploadInput{}),
+		"HeadObject":              store.Validate(&store.HeadObjectInput{}),
+		"GetObject":               store.Validate(&store.GetObjectInput{}),
+		"DeleteObject":            store.Validate(&store.DeleteObjectInput{}),
+		"ListMultipartUploads":    store.Validate(&store.ListMultipartUploadsInput{}),
+	} {
+		if !errors.Is(err, store.ErrInvalidInput) || !strings.Contains(err.Error(), "empty bucket") {
+			t.Errorf("%s: %v", op, err)
+		}
+	}
+	if err := store.Validate((*store.UploadPartInput)(nil)); !errors.Is(err, store.ErrInvalidInput) || !strings.Contains(err.Error(), "UploadPart: nil input") {
+		t.Errorf("nil UploadPartInput: %v", err)
 	}
 }

@@ -6,7 +6,7 @@
 // fault-injecting wrapper) can be written against this file alone; store/storetest checks it.
 //
 // Contract common to every method:
-//   - The input has been validated with its Validate method before any request is sent; an
+//   - The input has been checked with Validate before any request is sent; an
 //     invalid input returns an error wrapping ErrInvalidInput and sends nothing.
 //   - The SDK's own retries are off: one call is one attempt. Retrying is the caller's job.
 //   - A failure that reached the store returns an error for which errors.As(err, **ResponseError)
@@ -229,8 +229,8 @@ type PutObjectInput struct {
 	Encryption Encryption
 }
 
-// Validate checks the input without sending anything.
-func (in *PutObjectInput) Validate() error {
+// validate checks the input without sending anything (Validate).
+func (in *PutObjectInput) validate() error {
 	if in == nil {
 		return invalid("PutObject: nil input")
 	}
@@ -274,8 +274,8 @@ type CreateMultipartUploadInput struct {
 	Encryption Encryption
 }
 
-// Validate checks the input without sending anything.
-func (in *CreateMultipartUploadInput) Validate() error {
+// validate checks the input without sending anything (Validate).
+func (in *CreateMultipartUploadInput) validate() error {
 	if in == nil {
 		return invalid("CreateMultipartUpload: nil input")
 	}
@@ -323,8 +323,8 @@ type UploadPartInput struct {
 	SSECustomerKey CustomerKey
 }
 
-// Validate checks the input without sending anything.
-func (in *UploadPartInput) Validate() error {
+// validate checks the input without sending anything (Validate).
+func (in *UploadPartInput) validate() error {
 	if in == nil {
 		return invalid("UploadPart: nil input")
 	}
@@ -367,8 +367,8 @@ type ListPartsInput struct {
 	PageSize int32
 }
 
-// Validate checks the input without sending anything.
-func (in *ListPartsInput) Validate() error {
+// validate checks the input without sending anything (Validate).
+func (in *ListPartsInput) validate() error {
 	if in == nil {
 		return invalid("ListParts: nil input")
 	}
@@ -430,8 +430,8 @@ type CompleteMultipartUploadInput struct {
 	SSECustomerKey CustomerKey
 }
 
-// Validate checks the input without sending anything.
-func (in *CompleteMultipartUploadInput) Validate() error {
+// validate checks the input without sending anything (Validate).
+func (in *CompleteMultipartUploadInput) validate() error {
 	if in == nil {
 		return invalid("CompleteMultipartUpload: nil input")
 	}
@@ -481,8 +481,8 @@ type AbortMultipartUploadInput struct {
 	UploadID string
 }
 
-// Validate checks the input without sending anything.
-func (in *AbortMultipartUploadInput) Validate() error {
+// validate checks the input without sending anything (Validate).
+func (in *AbortMultipartUploadInput) validate() error {
 	if in == nil {
 		return invalid("AbortMultipartUpload: nil input")
 	}
@@ -506,8 +506,8 @@ type HeadObjectInput struct {
 	SSECustomerKey CustomerKey
 }
 
-// Validate checks the input without sending anything.
-func (in *HeadObjectInput) Validate() error {
+// validate checks the input without sending anything (Validate).
+func (in *HeadObjectInput) validate() error {
 	if in == nil {
 		return invalid("HeadObject: nil input")
 	}
@@ -543,8 +543,8 @@ type GetObjectInput struct {
 	SSECustomerKey CustomerKey
 }
 
-// Validate checks the input without sending anything.
-func (in *GetObjectInput) Validate() error {
+// validate checks the input without sending anything (Validate).
+func (in *GetObjectInput) validate() error {
 	if in == nil {
 		return invalid("GetObject: nil input")
 	}
@@ -571,8 +571,8 @@ type DeleteObjectInput struct {
 	Key    string
 }
 
-// Validate checks the input without sending anything.
-func (in *DeleteObjectInput) Validate() error {
+// validate checks the input without sending anything (Validate).
+func (in *DeleteObjectInput) validate() error {
 	if in == nil {
 		return invalid("DeleteObject: nil input")
 	}
@@ -587,8 +587,8 @@ type ListMultipartUploadsInput struct {
 	PageSize int32
 }
 
-// Validate checks the input without sending anything.
-func (in *ListMultipartUploadsInput) Validate() error {
+// validate checks the input without sending anything (Validate).
+func (in *ListMultipartUploadsInput) validate() error {
 	if in == nil {
 		return invalid("ListMultipartUploads: nil input")
 	}
@@ -616,6 +616,42 @@ type ListMultipartUploadsOutput struct {
 
 // MaxKeyLength is S3's limit on a key, in bytes of UTF-8.
 const MaxKeyLength = 1024
+
+// Input is any of the operation inputs of Store, for Validate.
+type Input interface {
+	PutObjectInput | CreateMultipartUploadInput | UploadPartInput | ListPartsInput |
+		CompleteMultipartUploadInput | AbortMultipartUploadInput | HeadObjectInput | GetObjectInput |
+		DeleteObjectInput | ListMultipartUploadsInput
+}
+
+// Validate checks an operation's input without sending anything: what every implementation
+// checks before its first request, so a bad input fails the same way (ErrInvalidInput, with the
+// rule broken) whichever store it is given to.
+func Validate[T Input](in *T) error {
+	switch v := any(in).(type) {
+	case *PutObjectInput:
+		return v.validate()
+	case *CreateMultipartUploadInput:
+		return v.validate()
+	case *UploadPartInput:
+		return v.validate()
+	case *ListPartsInput:
+		return v.validate()
+	case *CompleteMultipartUploadInput:
+		return v.validate()
+	case *AbortMultipartUploadInput:
+		return v.validate()
+	case *HeadObjectInput:
+		return v.validate()
+	case *GetObjectInput:
+		return v.validate()
+	case *DeleteObjectInput:
+		return v.validate()
+	case *ListMultipartUploadsInput:
+		return v.validate()
+	}
+	return invalid("unknown input type %T", in) // unreachable: Input lists every type
+}
 
 // ValidateBucketKey checks the rules every operation shares: a non-empty bucket and a key of 1 to
 // 1024 bytes of valid UTF-8.

@@ -65,10 +65,10 @@ type config struct {
 const (
 	DefaultPartSize     = 16 << 20
 	DefaultConcurrency  = 4
-	DefaultAbortTimeout = 30 * time.Second
-	// DefaultReadBackLimit is the largest object read back when neither the store's checksum
+	defaultAbortTimeout = 30 * time.Second
+	// defaultReadBackLimit is the largest object read back when neither the store's checksum
 	// nor its ETag proves it (Upload of a replayable source reads back any size).
-	DefaultReadBackLimit = 64 << 20
+	defaultReadBackLimit = 64 << 20
 )
 
 func defaultConfig() config {
@@ -80,8 +80,8 @@ func defaultConfig() config {
 		concurrency:   DefaultConcurrency,
 		checksum:      store.ChecksumCRC64NVME,
 		sizeHint:      -1,
-		abortTimeout:  DefaultAbortTimeout,
-		readBackLimit: DefaultReadBackLimit,
+		abortTimeout:  defaultAbortTimeout,
+		readBackLimit: defaultReadBackLimit,
 		logger:        zap.NewNop(),
 		savings:       AllSavings,
 	}
@@ -182,7 +182,7 @@ func WithReadBack(on bool) Option { return func(c *config) { c.readBack = on } }
 func WithAllowWeakVerification(on bool) Option { return func(c *config) { c.allowWeak = on } }
 
 // WithReadBackLimit sets the largest object read back as the last resort when neither the
-// store's checksum nor its ETag proves it (default DefaultReadBackLimit; 0 never reads back,
+// store's checksum nor its ETag proves it (default 64 MiB; 0 never reads back,
 // except for Upload of a replayable source). WithReadBack(true) reads back every object. A
 // multipart write whose parts skipped their MD5s because their receipts echoed the checksum, on a
 // store whose HEAD then reports none, is read back whatever its size unless n is 0 (once per
@@ -199,7 +199,7 @@ func WithReadBackLimit(n int64) Option { return func(c *config) { c.readBackLimi
 func WithHugePages(on bool) Option { return func(c *config) { c.hugePages = on } }
 
 // WithAbortTimeout bounds the clean-up (abort, delete) that runs after a failure on a context
-// detached from the caller's.
+// detached from the caller's (default 30 s).
 func WithAbortTimeout(d time.Duration) Option { return func(c *config) { c.abortTimeout = d } }
 
 // WithSSES3 asks the store to encrypt the object with keys it manages (SSE-S3,

@@ -36,13 +36,13 @@ type RecoverOptions struct {
 	Policy *retry.Policy
 	Logger *zap.Logger
 	// Settle is how long Recover waits after its aborts before it looks again (default
-	// DefaultRecoverSettle; negative: no second look). A part request the dead writer had in
+	// 2 s; negative: no second look). A part request the dead writer had in
 	// flight can still be finishing at the store when the abort lands, and some stores (Versity's
 	// gateway among them) then re-create the upload to hold that part; the second look aborts it
 	// again before the record is dropped.
 	Settle time.Duration
 	// ReadBackLimit is the largest object read back when a crashed write's Complete may have
-	// landed and the HEAD cannot prove it either way (default DefaultReadBackLimit; negative:
+	// landed and the HEAD cannot prove it either way (default 64 MiB, as WithReadBackLimit; negative:
 	// never). A larger one is reported gone with a Note saying it was not proven.
 	ReadBackLimit int64
 	// SSECustomerKeys are the SSE-C keys of the journaled uploads (WithSSEC): a record names its
@@ -52,8 +52,8 @@ type RecoverOptions struct {
 	SSECustomerKeys [][]byte
 }
 
-// DefaultRecoverSettle is RecoverOptions.Settle's default.
-const DefaultRecoverSettle = 2 * time.Second
+// defaultRecoverSettle is RecoverOptions.Settle's default.
+const defaultRecoverSettle = 2 * time.Second
 
 // RecoverOutcome is what Recover found (or did) for one record.
 type RecoverOutcome string
@@ -150,10 +150,10 @@ func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts Recover
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "cannot list the journal", Err: err}
 	}
 	if opts.Settle == 0 {
-		opts.Settle = DefaultRecoverSettle
+		opts.Settle = defaultRecoverSettle
 	}
 	if opts.ReadBackLimit == 0 {
-		opts.ReadBackLimit = DefaultReadBackLimit
+		opts.ReadBackLimit = defaultReadBackLimit
 	}
 	rep := &RecoverReport{DryRun: opts.DryRun, Counts: map[RecoverOutcome]int{}}
 	var aborted []abortedRecord // records kept (claimed) until the second look
@@ -306,7 +306,7 @@ func recoverOne(ctx context.Context, up *Uploader, j journal.Journal, id journal
 func recoveryWriter(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverOptions) (*Writer, error) {
 	cfg := config{
 		rules: defaultConfig().rules, partSize: DefaultPartSize, concurrency: 1, sizeHint: -1, checksumSet: true,
-		policy: opts.Policy, logger: opts.Logger, abortTimeout: DefaultAbortTimeout,
+		policy: opts.Policy, logger: opts.Logger, abortTimeout: defaultAbortTimeout,
 	}
 	if rec.SSECustomerKeyMD5 != "" {
 		for _, k := range opts.SSECustomerKeys {

@@ -239,7 +239,7 @@ func swapToComputePayloadSHA256(stack *middleware.Stack) error {
 
 // PutObject implements store.Store.
 func (s *s3Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := newCall("PutObject")
@@ -283,7 +283,7 @@ func (s *s3Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*sto
 
 // CreateMultipartUpload implements store.Store.
 func (s *s3Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := newCall("CreateMultipartUpload")
@@ -314,7 +314,7 @@ func (s *s3Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMul
 
 // UploadPart implements store.Store.
 func (s *s3Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := newCall("UploadPart")
@@ -353,7 +353,7 @@ const maxPages = partlist.MaxPages
 // ListParts implements store.Store, with the listing rules of internal/partlist (the same in
 // the minio adapter): every entry kept, duplicates included, sorted stably by part number.
 func (s *s3Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	res := &store.ListPartsOutput{}
@@ -406,7 +406,7 @@ func (s *s3Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*sto
 // <Error> into a 500 error, so that case arrives here as a ResponseError with StatusCode 500
 // and the embedded code (as AWS advises: treat it like a 5xx).
 func (s *s3Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := newCall("CompleteMultipartUpload")
@@ -447,7 +447,7 @@ func (s *s3Store) CompleteMultipartUpload(ctx context.Context, in *store.Complet
 
 // AbortMultipartUpload implements store.Store.
 func (s *s3Store) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return err
 	}
 	c := newCall("AbortMultipartUpload")
@@ -464,7 +464,7 @@ func (s *s3Store) AbortMultipartUpload(ctx context.Context, in *store.AbortMulti
 
 // HeadObject implements store.Store.
 func (s *s3Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := newCall("HeadObject")
@@ -499,7 +499,7 @@ func (s *s3Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*s
 // GetObject implements store.Store. A ranged request the store answers with the whole object
 // (no matching Content-Range) is non-compliant: handing back the wrong bytes would be worse.
 func (s *s3Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store.GetObjectOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := newCall("GetObject")
@@ -536,7 +536,7 @@ func (s *s3Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*sto
 // DeleteObject implements store.Store. A store that answers NoSuchKey (S3 itself answers 204)
 // is treated as success, as the contract says.
 func (s *s3Store) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) error {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return err
 	}
 	c := newCall("DeleteObject")
@@ -554,7 +554,7 @@ func (s *s3Store) DeleteObject(ctx context.Context, in *store.DeleteObjectInput)
 
 // ListMultipartUploads implements store.Store.
 func (s *s3Store) ListMultipartUploads(ctx context.Context, in *store.ListMultipartUploadsInput) (*store.ListMultipartUploadsOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	res := &store.ListMultipartUploadsOutput{}

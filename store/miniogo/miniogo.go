@@ -328,7 +328,7 @@ func payloadSHA256(r io.ReadSeeker, n int64) (string, error) {
 // PutObject uploads in.Body in one PUT.
 func (s *coreStore) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
 	const op = "PutObject"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	extra := map[string]string{}
@@ -378,7 +378,7 @@ func (s *coreStore) PutObject(ctx context.Context, in *store.PutObjectInput) (*s
 // CreateMultipartUpload starts a multipart upload.
 func (s *coreStore) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
 	const op = "CreateMultipartUpload"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	extra := map[string]string{}
@@ -408,7 +408,7 @@ func (s *coreStore) CreateMultipartUpload(ctx context.Context, in *store.CreateM
 // UploadPart uploads one part.
 func (s *coreStore) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
 	const op = "UploadPart"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	opts := minio.PutObjectPartOptions{Md5Base64: in.ContentMD5, DisableContentSha256: true, SSE: customerKey(in.SSECustomerKey)}
@@ -442,7 +442,7 @@ func (s *coreStore) UploadPart(ctx context.Context, in *store.UploadPartInput) (
 // sorted stably by part number.
 func (s *coreStore) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
 	const op = "ListParts"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	out := &store.ListPartsOutput{}
@@ -489,7 +489,7 @@ func (s *coreStore) ListParts(ctx context.Context, in *store.ListPartsInput) (*s
 // CompleteMultipartUpload commits an upload. A 200 answer carrying an <Error> is an error.
 func (s *coreStore) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
 	const op = "CompleteMultipartUpload"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	parts := make([]minio.CompletePart, len(in.Parts))
@@ -550,7 +550,7 @@ func (s *coreStore) CompleteMultipartUpload(ctx context.Context, in *store.Compl
 // AbortMultipartUpload discards an upload.
 func (s *coreStore) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
 	const op = "AbortMultipartUpload"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return err
 	}
 	ctx, ex := s.track(ctx)
@@ -568,7 +568,7 @@ func (s *coreStore) AbortMultipartUpload(ctx context.Context, in *store.AbortMul
 // HeadObject returns the object's metadata (and stored checksums with ChecksumMode).
 func (s *coreStore) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
 	const op = "HeadObject"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	opts := minio.StatObjectOptions{Checksum: in.ChecksumMode}
@@ -598,7 +598,7 @@ func (s *coreStore) HeadObject(ctx context.Context, in *store.HeadObjectInput) (
 // GetObject opens the object or a range of it.
 func (s *coreStore) GetObject(ctx context.Context, in *store.GetObjectInput) (*store.GetObjectOutput, error) {
 	const op = "GetObject"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	opts := minio.GetObjectOptions{ServerSideEncryption: customerKey(in.SSECustomerKey)}
@@ -633,7 +633,7 @@ func (s *coreStore) GetObject(ctx context.Context, in *store.GetObjectInput) (*s
 // DeleteObject removes the object; a missing key is not an error.
 func (s *coreStore) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) error {
 	const op = "DeleteObject"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return err
 	}
 	ctx, ex := s.track(ctx)
@@ -654,7 +654,7 @@ func (s *coreStore) DeleteObject(ctx context.Context, in *store.DeleteObjectInpu
 // ListMultipartUploads lists every incomplete upload under in.Prefix, one request per page.
 func (s *coreStore) ListMultipartUploads(ctx context.Context, in *store.ListMultipartUploadsInput) (*store.ListMultipartUploadsOutput, error) {
 	const op = "ListMultipartUploads"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	out := &store.ListMultipartUploadsOutput{}

@@ -345,7 +345,7 @@ func lie(sent store.Checksum, real store.Checksums) store.Checksums {
 
 // PutObject implements store.Store.
 func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := call{op: OpPutObject, bucket: in.Bucket, key: in.Key, bodyLen: in.ContentLength}
@@ -380,7 +380,7 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 
 // CreateMultipartUpload implements store.Store.
 func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := call{op: OpCreateMultipartUpload, bucket: in.Bucket, key: in.Key}
@@ -397,7 +397,7 @@ func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMulti
 
 // UploadPart implements store.Store.
 func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := call{op: OpUploadPart, bucket: in.Bucket, key: in.Key, uploadID: in.UploadID, part: in.PartNumber, bodyLen: in.ContentLength}
@@ -435,7 +435,7 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 
 // ListParts implements store.Store.
 func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := call{op: OpListParts, bucket: in.Bucket, key: in.Key, uploadID: in.UploadID}
@@ -452,7 +452,7 @@ func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store
 
 // CompleteMultipartUpload implements store.Store.
 func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := call{op: OpCompleteMultipart, bucket: in.Bucket, key: in.Key, uploadID: in.UploadID}
@@ -476,7 +476,7 @@ func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteM
 
 // AbortMultipartUpload implements store.Store.
 func (s *Store) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return err
 	}
 	c := call{op: OpAbortMultipart, bucket: in.Bucket, key: in.Key, uploadID: in.UploadID}
@@ -493,7 +493,7 @@ func (s *Store) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipa
 
 // HeadObject implements store.Store.
 func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := call{op: OpHeadObject, bucket: in.Bucket, key: in.Key}
@@ -510,7 +510,7 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 
 // GetObject implements store.Store.
 func (s *Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store.GetObjectOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := call{op: OpGetObject, bucket: in.Bucket, key: in.Key}
@@ -529,7 +529,7 @@ func (s *Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store
 
 // DeleteObject implements store.Store.
 func (s *Store) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) error {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return err
 	}
 	c := call{op: OpDeleteObject, bucket: in.Bucket, key: in.Key}
@@ -547,7 +547,7 @@ func (s *Store) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) e
 // ListMultipartUploads implements store.Store. Rules' KeyPrefix is matched against the
 // listing's Prefix.
 func (s *Store) ListMultipartUploads(ctx context.Context, in *store.ListMultipartUploadsInput) (*store.ListMultipartUploadsOutput, error) {
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	c := call{op: OpListMultipartUploads, bucket: in.Bucket, key: in.Prefix}

@@ -382,7 +382,7 @@ func checksumsOf(alg store.ChecksumAlgorithm, value string, typ store.ChecksumTy
 // CRC64NVME, as AWS does for uploads that carry none, and echoes it.
 func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
 	const op = "PutObject"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	rid, err := s.start(ctx, op, in.Bucket, in.Key)
@@ -436,7 +436,7 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 // InvalidRequest.
 func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
 	const op = "CreateMultipartUpload"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	rid, err := s.start(ctx, op, in.Bucket, in.Key)
@@ -482,7 +482,7 @@ func (s *Store) CreateMultipartUpload(ctx context.Context, in *store.CreateMulti
 // every part must carry that algorithm's checksum (400 InvalidRequest otherwise), as on AWS.
 func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
 	const op = "UploadPart"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	rid, err := s.start(ctx, op, in.Bucket, in.Key)
@@ -553,7 +553,7 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 // ignored, since there is no wire to page over.
 func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
 	const op = "ListParts"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	rid, err := s.start(ctx, op, in.Bucket, in.Key)
@@ -587,7 +587,7 @@ func (s *Store) ListParts(ctx context.Context, in *store.ListPartsInput) (*store
 // A failed Complete leaves the upload as it was, so it can be retried or aborted.
 func (s *Store) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
 	const op = "CompleteMultipartUpload"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	rid, err := s.start(ctx, op, in.Bucket, in.Key)
@@ -756,7 +756,7 @@ func fullObject(op, rid string, alg store.ChecksumAlgorithm, sent store.Checksum
 // NoSuchUpload.
 func (s *Store) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
 	const op = "AbortMultipartUpload"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return err
 	}
 	rid, err := s.start(ctx, op, in.Bucket, in.Key)
@@ -793,7 +793,7 @@ func (s *Store) objectLocked(op, rid, bucket, key string) (*object, error) {
 // ChecksumMode, as on S3.
 func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
 	const op = "HeadObject"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	rid, err := s.start(ctx, op, in.Bucket, in.Key)
@@ -828,7 +828,7 @@ func (s *Store) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*sto
 // is 416 InvalidRange; a range running past the end is cut at the end, as on S3.
 func (s *Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store.GetObjectOutput, error) {
 	const op = "GetObject"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	rid, err := s.start(ctx, op, in.Bucket, in.Key)
@@ -862,7 +862,7 @@ func (s *Store) GetObject(ctx context.Context, in *store.GetObjectInput) (*store
 // DeleteObject implements store.Store. A missing key is not an error; a missing bucket is.
 func (s *Store) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) error {
 	const op = "DeleteObject"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return err
 	}
 	rid, err := s.start(ctx, op, in.Bucket, in.Key)
@@ -883,7 +883,7 @@ func (s *Store) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) e
 // Prefix, sorted by key, then initiation time. PageSize is accepted and ignored.
 func (s *Store) ListMultipartUploads(ctx context.Context, in *store.ListMultipartUploadsInput) (*store.ListMultipartUploadsOutput, error) {
 	const op = "ListMultipartUploads"
-	if err := in.Validate(); err != nil {
+	if err := store.Validate(in); err != nil {
 		return nil, err
 	}
 	rid, err := s.start(ctx, op, in.Bucket, in.Prefix)
