@@ -100,11 +100,10 @@ func TestWriteOver200msLinkDoesNotStall(t *testing.T) {
 			mu.Lock()
 			for _, e := range retries {
 				// A cut attempt reaches the observer as the context error the watchdog caused
-				// (the StallError is the policy's final answer): with the test's context alive,
+				// (errors.Stalled is the policy's final answer): with the test's context alive,
 				// only the stall window or an attempt timeout cuts one.
-				var se *sperrors.StallError
 				cut := ctx.Err() == nil && (stderrors.Is(e.Err, context.Canceled) || stderrors.Is(e.Err, context.DeadlineExceeded))
-				if stderrors.As(e.Err, &se) || cut {
+				if sperrors.Classify(e.Err).Code == sperrors.CodeStalled || cut {
 					t.Errorf("attempt cut at a %v round trip (stall window %v): part %d, before attempt %d: %v", rtt, stall, e.PartNumber, e.Attempt, e.Err)
 				} else {
 					t.Logf("retry (not a stall): part %d attempt %d: %v", e.PartNumber, e.Attempt, e.Err)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/internal/progress"
 )
 
 // errStallCut is the cause of an attempt context cut by its watchdog.
@@ -33,7 +33,7 @@ func startWatchdog(parent context.Context, window time.Duration) (context.Contex
 	ctx, cancel := context.WithCancelCause(parent)
 	w := &watchdog{window: window, start: time.Now(), cancel: cancel, done: make(chan struct{})}
 	go w.run()
-	return store.WithProgress(ctx, w.progress), w
+	return progress.With(ctx, w.progress), w
 }
 
 func (w *watchdog) progress() { w.last.Store(int64(time.Since(w.start))) }
@@ -65,12 +65,12 @@ func (w *watchdog) stop() {
 	})
 }
 
-// stalled turns the error of an attempt the watchdog cut into a *errors.StallError, which
+// stalled turns the error of an attempt the watchdog cut into errors.Stalled, which
 // classifies as Transient with Code "Stalled" (the cut surfaces inside the SDK as a context
 // cancellation, which would otherwise read as the caller's).
 func (w *watchdog) stalled(err error) error {
 	if err == nil || !w.fired.Load() {
 		return err
 	}
-	return &errors.StallError{Window: w.window, Detail: errors.Redact(err.Error())}
+	return errors.Stalled(w.window, errors.Redact(err.Error()))
 }

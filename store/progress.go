@@ -10,28 +10,18 @@ import (
 	"sync/atomic"
 
 	"github.com/safeput/safeput/internal/bufpool"
+	"github.com/safeput/safeput/internal/progress"
 )
 
-// Stall detection needs to know that a request is moving. Whoever runs an attempt under a stall
-// watchdog (retry.Policy does) puts a progress func into the request's context with WithProgress;
-// the adapters' HTTP transports call ReportProgress as request-body bytes are taken by the
-// connection and as response bytes arrive. A Store not built on the adapters should call
-// ReportProgress as its bytes move, or the stall window acts on it as a plain per-attempt timeout.
-
-type progressKey struct{}
-
-// WithProgress returns a context whose requests report their progress to fn. fn must be cheap and
-// safe for concurrent use: it runs on the transport's goroutines for every read.
-func WithProgress(ctx context.Context, fn func()) context.Context {
-	return context.WithValue(ctx, progressKey{}, fn)
-}
+// Stall detection needs to know that a request is moving. The stall watchdog (retry.Policy) puts
+// a progress callback into each attempt's context; the adapters' HTTP transports
+// (ProgressTransport) report as request-body bytes are taken by the connection and as response
+// bytes arrive. A Store not built on an http.RoundTripper should call ReportProgress as its bytes
+// move, or the stall window acts on it as a plain per-attempt timeout.
 
 // ReportProgress tells the watcher of ctx, if any, that its request moved bytes.
 func ReportProgress(ctx context.Context) {
-	if ctx == nil {
-		return
-	}
-	if fn, ok := ctx.Value(progressKey{}).(func()); ok && fn != nil {
+	if fn := progress.Of(ctx); fn != nil {
 		fn()
 	}
 }
@@ -58,7 +48,8 @@ func (t *progressTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
 		GotConn: func(httptrace.GotConnInfo) { gotConn.Store(true) },
 	})
-	fn, ok := ctx.Value(progressKey{}).(func())
+	fn := progress.Of(ctx)
+	ok := fn != nil
 	r := req.WithContext(ctx)
 	if ok && fn != nil && req.Body != nil && req.Body != http.NoBody {
 		r.Body = newProgressBody(req.Body, fn)

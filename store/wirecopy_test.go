@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/internal/bufpool"
+	"github.com/safeput/safeput/internal/progress"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
@@ -105,7 +106,7 @@ func TestPartGoesOutWithoutACopy(t *testing.T) {
 					t.Fatal(err)
 				}
 				var reports atomic.Int64
-				ctx := store.WithProgress(context.Background(), func() { reports.Add(1) })
+				ctx := progress.With(context.Background(), func() { reports.Add(1) })
 				writes.Store(0)
 				received = nil
 				_, err = st.UploadPart(ctx, &store.UploadPartInput{Bucket: "bucket", Key: "k", UploadID: "u", PartNumber: 1,

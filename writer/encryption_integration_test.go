@@ -57,9 +57,9 @@ func sseModes(t *testing.T, ssecKey []byte) []struct {
 		opt  writer.Option
 		want store.Encryption
 	}{
-		{"SSE-S3", writer.WithSSES3(), store.Encryption{Type: store.SSES3}},
-		{"SSE-KMS", writer.WithSSEKMS(kms, map[string]string{"app": "safeput"}, false), store.Encryption{Type: store.SSEKMS, KMSKeyID: kms}},
-		{"SSE-C", writer.WithSSEC(ssecKey), store.Encryption{Type: store.SSEC, CustomerKeyMD5: store.CustomerKey(ssecKey).MD5()}},
+		{"SSE-S3", writer.WithEncryption(store.Encryption{Type: store.SSES3}), store.Encryption{Type: store.SSES3}},
+		{"SSE-KMS", writer.WithEncryption(store.Encryption{Type: store.SSEKMS, KMSKeyID: kms, KMSContext: map[string]string{"app": "safeput"}, BucketKey: false}), store.Encryption{Type: store.SSEKMS, KMSKeyID: kms}},
+		{"SSE-C", writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: ssecKey}), store.Encryption{Type: store.SSEC, CustomerKeyMD5: store.CustomerKey(ssecKey).MD5()}},
 	}
 }
 
@@ -207,7 +207,7 @@ func TestRecoverSSECOnServers(t *testing.T) {
 		key := s3test.RandomBytes(32)
 		data := s3test.RandomBytes(12 << 20)
 		w, err := writer.New(context.Background(), env.Store, env.Bucket, "recover-ssec", writer.WithProfile(env.Profile()),
-			writer.WithPartSize(5<<20), writer.WithSSEC(key))
+			writer.WithPartSize(5<<20), writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: key}))
 		if err != nil {
 			t.Fatal(err)
 		}

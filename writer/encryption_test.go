@@ -36,9 +36,9 @@ func sseCases(key []byte) []struct {
 		opt  writer.Option
 		want store.Encryption
 	}{
-		{"SSE-S3", writer.WithSSES3(), store.Encryption{Type: store.SSES3}},
-		{"SSE-KMS", writer.WithSSEKMS("k1", map[string]string{"app": "safeput"}, true), store.Encryption{Type: store.SSEKMS, KMSKeyID: "k1", BucketKey: true}},
-		{"SSE-C", writer.WithSSEC(key), store.Encryption{Type: store.SSEC, CustomerKeyMD5: store.CustomerKey(key).MD5()}},
+		{"SSE-S3", writer.WithEncryption(store.Encryption{Type: store.SSES3}), store.Encryption{Type: store.SSES3}},
+		{"SSE-KMS", writer.WithEncryption(store.Encryption{Type: store.SSEKMS, KMSKeyID: "k1", KMSContext: map[string]string{"app": "safeput"}, BucketKey: true}), store.Encryption{Type: store.SSEKMS, KMSKeyID: "k1", BucketKey: true}},
+		{"SSE-C", writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: key}), store.Encryption{Type: store.SSEC, CustomerKeyMD5: store.CustomerKey(key).MD5()}},
 	}
 }
 
@@ -97,7 +97,7 @@ func TestEncryptionIgnoredFailsAndDeletes(t *testing.T) {
 func TestEncryptionKMSKeyARN(t *testing.T) {
 	mem := newMem(minioLike)
 	data := randomBytes(t, smallSize)
-	res, err := write(t, mem, "k", data, writer.WithSSEKMS("arn:aws:kms:k1", nil, false))
+	res, err := write(t, mem, "k", data, writer.WithEncryption(store.Encryption{Type: store.SSEKMS, KMSKeyID: "arn:aws:kms:k1", KMSContext: nil, BucketKey: false}))
 	mustLand(t, mem, "k", data, res, err, verify.MethodCRC32C)
 	// memstore reports the id as sent; the comparison is what is checked here.
 	for _, c := range []struct {
@@ -124,8 +124,8 @@ func TestEncryptionInvalid(t *testing.T) {
 		opt  writer.Option
 		want string
 	}{
-		{writer.WithSSEC(make([]byte, 16)), "16 bytes, want 32"},
-		{writer.WithSSEC(nil), "0 bytes, want 32"},
+		{writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: make([]byte, 16)}), "16 bytes, want 32"},
+		{writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: nil}), "0 bytes, want 32"},
 		{writer.WithEncryption(store.Encryption{Type: "aws:kms:dsse"}), "unknown type"},
 		{writer.WithEncryption(store.Encryption{Type: store.SSES3, KMSKeyID: "k"}), "only the type"},
 	} {
@@ -151,7 +151,7 @@ func TestSSECKeyNeverLeaks(t *testing.T) {
 			enc := zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig())
 			log := zap.New(zapcore.NewCore(enc, zapcore.AddSync(&logs), zap.DebugLevel))
 			mem := newMem(rules)
-			res, err := write(t, mem, "k", randomBytes(t, size), writer.WithSSEC(key), writer.WithLogger(log))
+			res, err := write(t, mem, "k", randomBytes(t, size), writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: key}), writer.WithLogger(log))
 			var out bytes.Buffer
 			fmt.Fprintf(&out, "%v\n%+v\n%#v\n", err, err, res)
 			if res != nil {
@@ -182,7 +182,7 @@ func TestRecoverSSEC(t *testing.T) {
 	key := randomBytes(t, 32)
 	mem := newMem(minioLike)
 	data := randomBytes(t, largeSize)
-	res, err := write(t, mem, "k", data, writer.WithSSEC(key))
+	res, err := write(t, mem, "k", data, writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: key}))
 	mustLand(t, mem, "k", data, res, err, verify.MethodCRC32C)
 
 	dir := t.TempDir()
@@ -244,7 +244,7 @@ func TestCreateOnlySSECOntoAnotherObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, size := range []int{smallSize, largeSize} {
-		_, err := write(t, mem, "k", randomBytes(t, size), writer.WithSSEC(randomBytes(t, 32)), writer.WithCreateOnly(true))
+		_, err := write(t, mem, "k", randomBytes(t, size), writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: randomBytes(t, 32)}), writer.WithCreateOnly(true))
 		var e *sperrors.Error
 		if !errors.As(err, &e) || e.Kind != sperrors.Precondition || e.ObjectLeft {
 			t.Fatalf("size %d: err %v, want Precondition", size, err)

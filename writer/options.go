@@ -202,31 +202,27 @@ func WithHugePages(on bool) Option { return func(c *config) { c.hugePages = on }
 // detached from the caller's (default 30 s).
 func WithAbortTimeout(d time.Duration) Option { return func(c *config) { c.abortTimeout = d } }
 
-// WithSSES3 asks the store to encrypt the object with keys it manages (SSE-S3,
-// x-amz-server-side-encryption: AES256). After commit the HEAD must report AES256: a store
-// that answered 200 but reports no or other encryption fails the write with a Compatibility
-// error coded EncryptionNotApplied, and the object it stored is deleted. Result.Encryption says
-// what the store reported.
-func WithSSES3() Option { return WithEncryption(store.Encryption{Type: store.SSES3}) }
-
-// WithSSEKMS asks for SSE-KMS with keyID ("" for the store's default key), an optional
-// encryption context and an S3 Bucket Key. The HEAD must report aws:kms and, when keyID is set,
-// that key (the key id itself or an ARN ending in it), as WithSSES3 says. Stores make SSE-KMS
-// ETags that are not MD5s: the proof is the checksum, or a read-back.
-func WithSSEKMS(keyID string, context map[string]string, bucketKey bool) Option {
-	return WithEncryption(store.Encryption{Type: store.SSEKMS, KMSKeyID: keyID, KMSContext: maps.Clone(context), BucketKey: bucketKey})
+// WithEncryption asks the store for server-side encryption e (store.Encryption{} for none, which
+// also turns off an Uploader's encryption for one write); an invalid e fails the write
+// (Permanent) naming the rule. After commit the HEAD must report what was asked: a store that
+// answered 200 but reports no or other encryption fails the write with a Compatibility error
+// coded EncryptionNotApplied, and the object it stored is deleted; Result.Encryption says what the
+// store reported.
+//
+//   - SSE-S3 (Type store.SSES3): keys the store manages; the HEAD must report AES256.
+//   - SSE-KMS (store.SSEKMS, KMSKeyID "" for the store's default key, an optional KMSContext and
+//     BucketKey): the HEAD must report aws:kms and, when KMSKeyID is set, that key (the id itself
+//     or an ARN ending in it). Stores make SSE-KMS ETags that are not MD5s: the proof is the
+//     checksum, or a read-back.
+//   - SSE-C (store.SSEC, a CustomerKey of 32 bytes; its MD5 is computed for you): the key is sent
+//     on every request that needs it (PutObject, CreateMultipartUpload, UploadPart, HEAD, GET)
+//     and never appears in logs, errors, Results or journal records; the HEAD must report the
+//     key's MD5. Recover needs the key again (RecoverOptions.SSECustomerKeys). Stores need TLS
+//     for SSE-C (MinIO refuses it over plain HTTP).
+//
+// The key and the context are copied: the caller may reuse them.
+func WithEncryption(e store.Encryption) Option {
+	e.CustomerKey = store.CustomerKey(bytes.Clone(e.CustomerKey))
+	e.KMSContext = maps.Clone(e.KMSContext)
+	return func(c *config) { c.sse = e }
 }
-
-// WithSSEC asks for SSE-C with a customer key of 32 bytes (its MD5 is computed for you). The key
-// is sent on every request that needs it (PutObject, CreateMultipartUpload, UploadPart, HEAD,
-// GET) and never appears in logs, errors, Results or journal records; the HEAD must report the
-// key's MD5. Recover needs the key again (RecoverOptions.SSECustomerKey). Stores need TLS for
-// SSE-C (MinIO refuses it over plain HTTP).
-func WithSSEC(key []byte) Option {
-	return WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: store.CustomerKey(bytes.Clone(key))})
-}
-
-// WithEncryption asks for e (store.Encryption{} for none, which also turns off an Uploader's
-// encryption for one write); WithSSES3, WithSSEKMS and WithSSEC are its shorthands. An invalid
-// e fails the write (Permanent) naming the rule.
-func WithEncryption(e store.Encryption) Option { return func(c *config) { c.sse = e } }

@@ -45,7 +45,7 @@ type RecoverOptions struct {
 	// landed and the HEAD cannot prove it either way (default 64 MiB, as WithReadBackLimit; negative:
 	// never). A larger one is reported gone with a Note saying it was not proven.
 	ReadBackLimit int64
-	// SSECustomerKeys are the SSE-C keys of the journaled uploads (WithSSEC): a record names its
+	// SSECustomerKeys are the SSE-C keys of the journaled uploads (WithEncryption, SSE-C): a record names its
 	// key by MD5 only, and a store answers a HEAD of an SSE-C object only with the key. A record
 	// whose intended object must be checked and whose key is not among them fails
 	// (RecoverFailed) and is kept; one that was never completed is aborted without it.

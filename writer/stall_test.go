@@ -3,7 +3,6 @@ package writer_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -73,11 +72,10 @@ func TestStallAtEveryStep(t *testing.T) {
 					t.Fatalf("the hang was never injected")
 				}
 				checkOutcome(t, env, key, data, res, err, c.want)
-				var se *sperrors.StallError
 				if c.want == sperrors.Unknown && res.Failures[sperrors.Transient] == 0 {
 					t.Errorf("Result.Failures %v does not show the stalled attempt", res.Failures)
 				}
-				if c.want != sperrors.Unknown && errors.As(err, &se) {
+				if c.want != sperrors.Unknown && sperrors.Classify(err).Code == sperrors.CodeStalled {
 					t.Errorf("the write failed with the stall, not the injected %s failure: %v", c.want, err)
 				}
 				t.Logf("%s: one hung %s cost %v in all (window %v)", env.Adapter, c.op, took, window)
