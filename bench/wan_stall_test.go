@@ -74,7 +74,7 @@ func TestWriteOver200msLinkDoesNotStall(t *testing.T) {
 			var mu sync.Mutex
 			var retries []writer.Event
 			up, err := writer.NewUploader(st, writer.WithPartSize(5<<20),
-				writer.WithRetry(retry.New(retry.WithStallTimeout(stall))),
+				writer.WithRetry(retry.New(func(o *retry.Options) { o.StallTimeout = stall })),
 				writer.WithObserver(func(e writer.Event) {
 					if e.Type == writer.EventRetry {
 						mu.Lock()

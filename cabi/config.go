@@ -267,7 +267,7 @@ func lonelySurrogate(raw []byte) bool {
 // writerOptions turns c into writer options, checked against a plan so that a bad combination
 // is bad input at open, before any request, and the retry options of this handle (its stall
 // window), for a policy derived from the connection's so the retry budget stays shared.
-func (c Config) writerOptions() ([]writer.Option, []retry.Option, error) {
+func (c Config) writerOptions() ([]writer.Option, []func(*retry.Options), error) {
 	rules, err := multipart.Parse(c.Provider)
 	if err != nil {
 		return nil, nil, fmt.Errorf("provider: %w", err)
@@ -312,7 +312,7 @@ func (c Config) writerOptions() ([]writer.Option, []retry.Option, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var ropts []retry.Option
+	var ropts []func(*retry.Options)
 	opts := []writer.Option{
 		writer.WithRules(rules),
 		writer.WithPartSize(partSize),
@@ -348,7 +348,7 @@ func (c Config) writerOptions() ([]writer.Option, []retry.Option, error) {
 		if err != nil || d < 0 || d > time.Hour {
 			return nil, nil, fmt.Errorf("stall_timeout %q: want a duration from 0s (off) to 1h", c.StallTimeout)
 		}
-		ropts = append(ropts, retry.WithStallTimeout(d))
+		ropts = append(ropts, func(o *retry.Options) { o.StallTimeout = d })
 	}
 	if c.AbortTimeout != "" {
 		d, err := time.ParseDuration(c.AbortTimeout)

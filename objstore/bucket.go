@@ -164,8 +164,8 @@ func NewBucketWithConfig(logger log.Logger, config s3.Config, component string, 
 	}
 	wopts = append(wopts, writer.WithMemoryBudget(budget))
 	if config.MaxRetries > 0 {
-		// minio-go's MaxRetries counts attempts, as retry.WithMaxAttempts does.
-		wopts = append(wopts, writer.WithRetry(retry.New(retry.WithMaxAttempts(config.MaxRetries))))
+		// minio-go's MaxRetries counts attempts, as retry.Options.MaxAttempts does.
+		wopts = append(wopts, writer.WithRetry(retry.New(func(o *retry.Options) { o.MaxAttempts = config.MaxRetries })))
 	}
 	if enc.Type != store.SSENone {
 		// Every write asks for it, and the HEAD after commit must show it (writer.WithEncryption).

@@ -57,10 +57,10 @@ func (h *harness) root(ctx context.Context) (context.Context, trace.Span) {
 	return h.tp.Tracer("test").Start(ctx, "flush")
 }
 
-func fastPolicy(extra ...retry.Option) *retry.Policy {
-	return retry.New(append([]retry.Option{
-		retry.WithInitialInterval(time.Millisecond), retry.WithThrottleInterval(2 * time.Millisecond),
-		retry.WithMaxInterval(20 * time.Millisecond), retry.WithMaxAttempts(4),
+func fastPolicy(extra ...func(*retry.Options)) *retry.Policy {
+	return retry.New(append([]func(*retry.Options){
+		func(o *retry.Options) { o.InitialInterval = time.Millisecond }, func(o *retry.Options) { o.ThrottleInterval = 2 * time.Millisecond },
+		func(o *retry.Options) { o.MaxInterval = 20 * time.Millisecond }, func(o *retry.Options) { o.MaxAttempts = 4 },
 	}, extra...)...)
 }
 

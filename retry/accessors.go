@@ -4,7 +4,7 @@ package retry
 // uses the same cap for whole-upload retries of a replayable source.
 func (p *Policy) IntegrityRetries() int {
 	if p == nil {
-		return New().IntegrityRetries()
+		return newPolicy().IntegrityRetries()
 	}
 	p.init()
 	return p.cfg.integrityRetries

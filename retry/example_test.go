@@ -12,7 +12,7 @@ import (
 // Do retries what is retryable and returns a classified error for the rest. One Policy shared
 // by many callers shares its retry budget, so an outage cannot multiply the load.
 func ExamplePolicy_Do() {
-	p := retry.New(retry.WithInitialInterval(time.Millisecond), retry.WithThrottleInterval(time.Millisecond))
+	p := retry.New(func(o *retry.Options) { o.InitialInterval, o.ThrottleInterval = time.Millisecond, time.Millisecond })
 	calls := 0
 	stats, err := p.Do(context.Background(), retry.Op{Name: "PutObject", Bucket: "b", Key: "k"},
 		func(ctx context.Context, attempt int) error {
@@ -30,7 +30,7 @@ func ExamplePolicy_Do() {
 // one kind of request.
 func ExamplePolicy_With() {
 	base := retry.New()
-	quick := base.With(retry.WithStallTimeout(5*time.Second), retry.WithMaxAttempts(5))
+	quick := base.With(func(o *retry.Options) { o.StallTimeout, o.MaxAttempts = 5*time.Second, 5 })
 	fmt.Println(quick.Budget() == base.Budget())
 	// Output: true
 }

@@ -15,7 +15,7 @@ import (
 // caller, e.g. a sync manager, re-drives on top of this). The budget is the SDK standard mode's.
 //
 // Throttling gets more patience than a generic failure: a throttled request is tried up to
-// 10 times (WithThrottleMaxAttempts) while the retries fit in DefaultThrottleMaxElapsed, so a
+// 10 times (Options.ThrottleMaxAttempts) while the retries fit in DefaultThrottleMaxElapsed, so a
 // storm in which a third of all requests are throttled does not fail an upload on one unlucky
 // request, while a store that throttles everything fails the request within about that
 // allowance. The shared retry budget still bounds the extra load of an outage.
@@ -46,15 +46,120 @@ const (
 
 // retryCost is what one retry takes from the budget; timeoutCost is for a retry after a timeout,
 // which held a connection for the whole timeout. A success after a retry refunds that retry's
-// cost; a success at the first attempt adds noRetryIncrement. WithRetryBudget documents them.
+// cost; a success at the first attempt adds noRetryIncrement. Options.RetryBudget documents them.
 const (
 	retryCost        = 5
 	timeoutCost      = 10
 	noRetryIncrement = 1
 )
 
-// Option configures a Policy (New, With).
-type Option func(*Policy)
+// option configures a Policy inside the package: New and With turn Options into them, and the
+// tests inject clocks, jitter and schedules with the unexported ones.
+type option func(*Policy)
+
+// Options are a Policy's settings. New starts from the defaults and With from the parent's
+// settings; each then applies the caller's functions, as aws-sdk-go-v2's retryers do:
+//
+//	p := retry.New(func(o *retry.Options) { o.MaxAttempts = 5 })
+type Options struct {
+	// MaxAttempts bounds the attempts, the first included (default 3, DefaultMaxAttempts;
+	// minimum 1). A throttled request still gets ThrottleMaxAttempts: for one attempt whatever
+	// the answer, set both to 1.
+	MaxAttempts int
+	// ThrottleMaxAttempts bounds the attempts when the latest failure was Throttled (default 10;
+	// never fewer than MaxAttempts).
+	ThrottleMaxAttempts int
+	// ThrottleMaxElapsed stops retrying a throttled request when the next sleep would end more
+	// than this after Do began (default 45 s, DefaultThrottleMaxElapsed; 0: only the attempts and
+	// MaxElapsedTime bound it).
+	ThrottleMaxElapsed time.Duration
+	// StallTimeout is the stall window (default 20 s, DefaultStallTimeout; 0 turns stall
+	// detection off): an attempt whose request takes no body byte and receives no response byte
+	// for this long is cancelled and fails Transient with Code "Stalled" (errors.CodeStalled),
+	// then is retried like any transient failure. Progress is what the adapters report through
+	// store.ReportProgress; a store that reports none is cut this long after the attempt began,
+	// as by a per-attempt timeout.
+	StallTimeout time.Duration
+	// MaxElapsedTime stops retrying when the next sleep would end more than this after Do began
+	// (0: no limit, the default; attempts and the budget bound Do anyway).
+	MaxElapsedTime time.Duration
+	// InitialInterval is the base delay of Transient and Integrity retries (default 50 ms),
+	// ThrottleInterval that of Throttled retries (default 1 s, DefaultThrottleInterval), and
+	// MaxInterval caps one computed delay before jitter (default 20 s). Delays double per attempt,
+	// with full jitter; a value of 0 or less keeps the previous one.
+	InitialInterval  time.Duration
+	ThrottleInterval time.Duration
+	MaxInterval      time.Duration
+	// AttemptTimeout gives each attempt a context with this timeout (0: none, the default). An
+	// attempt that fails because of it is Transient, not Canceled.
+	AttemptTimeout time.Duration
+	// IntegrityRetries caps the retries after Integrity failures (default 2; 0: none). Each such
+	// retry must send the clean source bytes again: Do's fn must re-read them, not reuse a buffer
+	// that a failed attempt may have consumed or that may be the corrupt copy.
+	IntegrityRetries int
+	// RetryBudget is the capacity of the retry budget in tokens (default 500; 0 or less turns the
+	// budget off). A retry takes 5 tokens (10 after a timeout, which held a connection for the
+	// whole timeout); a success after a retry refunds that retry's tokens, a success at the first
+	// attempt adds 1. Changed in With, it gives the derived policy a budget of its own.
+	RetryBudget int
+	// Logger logs each retry (Info) and each give-up for an empty budget (Warn); nil: none.
+	Logger *zap.Logger
+}
+
+// New returns a policy with the defaults changed by optFns, and a retry budget of its own.
+func New(optFns ...func(*Options)) *Policy {
+	def := defaultConfig().options()
+	o := def
+	for _, fn := range optFns {
+		if fn != nil {
+			fn(&o)
+		}
+	}
+	return newPolicy(o.apply(def)...)
+}
+
+// With returns a policy with p's settings changed by optFns that shares p's retry budget (unless
+// optFns change RetryBudget), e.g. a shorter stall window for one kind of request.
+func (p *Policy) With(optFns ...func(*Options)) *Policy {
+	if p == nil {
+		return New(optFns...) // nothing to share
+	}
+	p.init()
+	was := p.cfg.options()
+	o := was
+	for _, fn := range optFns {
+		if fn != nil {
+			fn(&o)
+		}
+	}
+	return p.with(o.apply(was)...)
+}
+
+// options reads c back as Options.
+func (c config) options() Options {
+	return Options{
+		MaxAttempts: c.maxAttempts, ThrottleMaxAttempts: c.throttleAttempts, ThrottleMaxElapsed: c.throttleMaxElapsed,
+		StallTimeout: c.stallTimeout, MaxElapsedTime: c.maxElapsed, InitialInterval: c.initial,
+		ThrottleInterval: c.throttleInitial, MaxInterval: c.maxInterval, AttemptTimeout: c.attemptTimeout,
+		IntegrityRetries: c.integrityRetries, RetryBudget: c.budgetCap, Logger: c.logger,
+	}
+}
+
+// apply turns o into options; the budget is replaced only when o changes it from was, so a
+// derived policy keeps sharing its parent's.
+func (o Options) apply(was Options) []option {
+	opts := []option{
+		withMaxAttempts(o.MaxAttempts), withThrottleMaxAttempts(o.ThrottleMaxAttempts),
+		withThrottleMaxElapsed(o.ThrottleMaxElapsed), withStallTimeout(o.StallTimeout),
+		withMaxElapsedTime(o.MaxElapsedTime), withInitialInterval(o.InitialInterval),
+		withThrottleInterval(o.ThrottleInterval), withMaxInterval(o.MaxInterval),
+		withAttemptTimeout(o.AttemptTimeout), withIntegrityRetries(o.IntegrityRetries), withLogger(o.Logger),
+	}
+	if o.RetryBudget != was.RetryBudget {
+		opts = append(opts, withRetryBudget(o.RetryBudget))
+	}
+	return opts
+}
 
 type config struct {
 	maxAttempts        int
@@ -101,9 +206,8 @@ func defaultConfig() config {
 	}
 }
 
-// WithMaxAttempts bounds the attempts, the first included (minimum 1). A throttled request still
-// gets WithThrottleMaxAttempts: for one attempt whatever the answer, set both to 1.
-func WithMaxAttempts(n int) Option { return func(p *Policy) { p.cfg.maxAttempts = max(n, 1) } }
+// withMaxAttempts sets Options.MaxAttempts.
+func withMaxAttempts(n int) option { return func(p *Policy) { p.cfg.maxAttempts = max(n, 1) } }
 
 // attemptsFor is the attempt limit for a failure of kind k.
 func (c *config) attemptsFor(k errors.Kind) int {
@@ -113,35 +217,28 @@ func (c *config) attemptsFor(k errors.Kind) int {
 	return c.maxAttempts
 }
 
-// WithThrottleMaxAttempts bounds the attempts when the latest failure was Throttled (default 10;
-// never fewer than WithMaxAttempts).
-func WithThrottleMaxAttempts(n int) Option {
+// withThrottleMaxAttempts sets Options.ThrottleMaxAttempts.
+func withThrottleMaxAttempts(n int) option {
 	return func(p *Policy) { p.cfg.throttleAttempts = max(n, 1) }
 }
 
-// WithThrottleMaxElapsed stops retrying a throttled request when the next sleep would end more
-// than d after Do began (default 45 s; 0: only the attempts and WithMaxElapsedTime bound it).
-func WithThrottleMaxElapsed(d time.Duration) Option {
+// withThrottleMaxElapsed sets Options.ThrottleMaxElapsed.
+func withThrottleMaxElapsed(d time.Duration) option {
 	return func(p *Policy) { p.cfg.throttleMaxElapsed = max(d, 0) }
 }
 
-// WithStallTimeout sets the stall window (default 20 s; 0 turns stall detection off): an attempt
-// whose request takes no body byte and receives no response byte for d is cancelled and fails
-// Transient with Code "Stalled" (errors.CodeStalled), then is retried like any transient
-// failure. Progress is what the adapters report through store.ReportProgress; a store that
-// reports none is cut d after the attempt began, as by a per-attempt timeout.
-func WithStallTimeout(d time.Duration) Option {
+// withStallTimeout sets Options.StallTimeout.
+func withStallTimeout(d time.Duration) option {
 	return func(p *Policy) { p.cfg.stallTimeout = max(d, 0) }
 }
 
-// WithMaxElapsedTime stops retrying when the next sleep would end more than d after Do began
-// (0: no limit, the default; attempts and the budget bound Do anyway).
-func WithMaxElapsedTime(d time.Duration) Option {
+// withMaxElapsedTime sets Options.MaxElapsedTime.
+func withMaxElapsedTime(d time.Duration) option {
 	return func(p *Policy) { p.cfg.maxElapsed = max(d, 0) }
 }
 
-// WithInitialInterval sets the base delay for Transient and Integrity retries.
-func WithInitialInterval(d time.Duration) Option {
+// withInitialInterval sets Options.InitialInterval.
+func withInitialInterval(d time.Duration) option {
 	return func(p *Policy) {
 		if d > 0 {
 			p.cfg.initial = d
@@ -149,8 +246,8 @@ func WithInitialInterval(d time.Duration) Option {
 	}
 }
 
-// WithThrottleInterval sets the base delay for Throttled retries.
-func WithThrottleInterval(d time.Duration) Option {
+// withThrottleInterval sets Options.ThrottleInterval.
+func withThrottleInterval(d time.Duration) option {
 	return func(p *Policy) {
 		if d > 0 {
 			p.cfg.throttleInitial = d
@@ -158,8 +255,8 @@ func WithThrottleInterval(d time.Duration) Option {
 	}
 }
 
-// WithMaxInterval caps one computed delay (before jitter).
-func WithMaxInterval(d time.Duration) Option {
+// withMaxInterval sets Options.MaxInterval.
+func withMaxInterval(d time.Duration) option {
 	return func(p *Policy) {
 		if d > 0 {
 			p.cfg.maxInterval = d
@@ -168,7 +265,7 @@ func WithMaxInterval(d time.Duration) Option {
 }
 
 // withMultiplier sets the growth of the delay per attempt (minimum 1).
-func withMultiplier(m float64) Option {
+func withMultiplier(m float64) option {
 	return func(p *Policy) {
 		if m >= 1 {
 			p.cfg.multiplier = m
@@ -176,30 +273,24 @@ func withMultiplier(m float64) Option {
 	}
 }
 
-// WithAttemptTimeout gives each attempt a context with this timeout (0: none, the default). An
-// attempt that fails because of it is Transient, not Canceled.
-func WithAttemptTimeout(d time.Duration) Option {
+// withAttemptTimeout sets Options.AttemptTimeout.
+func withAttemptTimeout(d time.Duration) option {
 	return func(p *Policy) { p.cfg.attemptTimeout = max(d, 0) }
 }
 
-// WithIntegrityRetries caps the retries after Integrity failures (default 2; 0: none). Each such
-// retry must send the clean source bytes again: fn must re-read them, not reuse a buffer that a
-// failed attempt may have consumed or that may be the corrupt copy.
-func WithIntegrityRetries(n int) Option {
+// withIntegrityRetries sets Options.IntegrityRetries.
+func withIntegrityRetries(n int) option {
 	return func(p *Policy) { p.cfg.integrityRetries = max(n, 0) }
 }
 
 // withRetryAfterCap caps how long a store's Retry-After / x-amz-retry-after hint can make one
 // sleep. The hint never shortens the computed delay.
-func withRetryAfterCap(d time.Duration) Option {
+func withRetryAfterCap(d time.Duration) option {
 	return func(p *Policy) { p.cfg.retryAfterCap = max(d, 0) }
 }
 
-// WithRetryBudget gives the policy a retry budget of capacity tokens (default 500; 0 or less turns
-// the budget off). A retry takes 5 tokens (10 after a timeout, which held a connection for the
-// whole timeout); a success after a retry refunds that retry's tokens, a success at the first
-// attempt adds 1. In With, it gives the derived policy a budget of its own.
-func WithRetryBudget(capacity int) Option {
+// withRetryBudget sets Options.RetryBudget.
+func withRetryBudget(capacity int) option {
 	return func(p *Policy) {
 		p.cfg.budgetCap = max(capacity, 0)
 		p.budget = nil
@@ -210,7 +301,7 @@ func WithRetryBudget(capacity int) Option {
 // rate of everything sharing the policy, successes raise it back until limiting switches off. It
 // is not offered yet (no caller has asked for it; adding an option later costs nothing, removing
 // one does); its tests keep it working.
-func withAdaptiveRate(on bool) Option {
+func withAdaptiveRate(on bool) option {
 	return func(p *Policy) {
 		p.limiter = nil
 		if on {
@@ -219,24 +310,24 @@ func withAdaptiveRate(on bool) Option {
 	}
 }
 
-// WithLogger logs each retry (Info) and each give-up for an empty budget (Warn) to l.
-func WithLogger(l *zap.Logger) Option { return func(p *Policy) { p.cfg.logger = l } }
+// withLogger sets Options.Logger.
+func withLogger(l *zap.Logger) option { return func(p *Policy) { p.cfg.logger = l } }
 
 // withBackOff replaces the delays for Transient and Integrity retries, for tests: f is called
 // once per Do and its NextBackOff once per retry; backoff.Stop ends the retries. Not exported:
 // the schedule is the options above, and a public backoff.BackOff would tie every caller to
 // cenkalti/backoff's major version.
-func withBackOff(f func() backoff.BackOff) Option {
+func withBackOff(f func() backoff.BackOff) option {
 	return func(p *Policy) { p.cfg.transientBackOff = f }
 }
 
 // withThrottleBackOff is withBackOff for Throttled retries.
-func withThrottleBackOff(f func() backoff.BackOff) Option {
+func withThrottleBackOff(f func() backoff.BackOff) option {
 	return func(p *Policy) { p.cfg.throttleBackOff = f }
 }
 
 // withClock injects time for tests: now for elapsed time and the limiter, sleep for every wait.
-func withClock(now func() time.Time, sleep func(context.Context, time.Duration) error) Option {
+func withClock(now func() time.Time, sleep func(context.Context, time.Duration) error) option {
 	return func(p *Policy) {
 		p.cfg.now = now
 		p.cfg.sleep = sleep
@@ -244,7 +335,7 @@ func withClock(now func() time.Time, sleep func(context.Context, time.Duration) 
 }
 
 // withRand injects the jitter source for tests: delays are rand() × the computed delay.
-func withRand(f func() float64) Option { return func(p *Policy) { p.cfg.rand = f } }
+func withRand(f func() float64) option { return func(p *Policy) { p.cfg.rand = f } }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

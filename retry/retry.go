@@ -4,11 +4,11 @@
 // with exponential backoff and full jitter (Throttled from a longer base), Integrity failures a
 // small number of times, and Permanent, Compatibility, Precondition, Canceled and Internal
 // failures never. Everything that shares one *Policy (and the policies derived from it with With)
-// shares its retry budget and, when on, its adaptive rate limiter, so an outage makes every
-// writer fail fast instead of multiplying the load.
+// shares its retry budget, so an outage makes every writer fail fast instead of multiplying the
+// load. New and With take functions that set Options, as aws-sdk-go-v2's retryers do.
 //
 // There is no process-wide policy: a writer.Uploader owns one, shared by its writes. A zero Policy
-// is New()'s; a nil *Policy acts as a fresh New() at each call, so it shares no retry budget with
+// is newPolicy()'s; a nil *Policy acts as a fresh newPolicy() at each call, so it shares no retry budget with
 // anything. A Policy must not be copied after use.
 package retry
 
@@ -68,9 +68,8 @@ type Policy struct {
 	log     *zap.Logger
 }
 
-// New returns a policy with the defaults (see the Default* constants) changed by opts, and a
-// budget of its own.
-func New(opts ...Option) *Policy {
+// newPolicy returns a policy with the defaults changed by opts, and a budget of its own.
+func newPolicy(opts ...option) *Policy {
 	p := &Policy{cfg: defaultConfig()}
 	for _, o := range opts {
 		o(p)
@@ -79,11 +78,11 @@ func New(opts ...Option) *Policy {
 	return p
 }
 
-// With returns a policy with p's settings changed by opts that shares p's retry budget and rate
-// limiter (unless opts replace them), e.g. a longer attempt timeout for UploadPart than for Head.
-func (p *Policy) With(opts ...Option) *Policy {
+// with returns a policy with p's settings changed by opts that shares p's retry budget and rate
+// limiter (unless opts replace them).
+func (p *Policy) with(opts ...option) *Policy {
 	if p == nil {
-		return New(opts...) // nothing to share
+		return newPolicy(opts...) // nothing to share
 	}
 	p.init()
 	c := &Policy{cfg: p.cfg, budget: p.budget, limiter: p.limiter}
@@ -97,7 +96,7 @@ func (p *Policy) With(opts ...Option) *Policy {
 // Budget returns the tokens left in the retry budget, or -1 when the policy has none.
 func (p *Policy) Budget() int {
 	if p == nil {
-		p = New()
+		p = newPolicy()
 	}
 	p.init()
 	if p.budget == nil {
@@ -144,7 +143,7 @@ func (p *Policy) init() {
 // recovered as Internal.
 func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, attempt int) error) (Stats, error) {
 	if p == nil {
-		p = New()
+		p = newPolicy()
 	}
 	p.init()
 	if ctx == nil {

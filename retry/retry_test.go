@@ -56,9 +56,9 @@ func (c *fakeClock) slept() []time.Duration {
 }
 
 // testPolicy has a fake clock and no jitter (rand() = 1: each delay is the full computed one).
-func testPolicy(opts ...Option) (*Policy, *fakeClock) {
+func testPolicy(opts ...option) (*Policy, *fakeClock) {
 	c := newFakeClock()
-	return New(append([]Option{withClock(c.now, c.sleep), withRand(func() float64 { return 1 })}, opts...)...), c
+	return newPolicy(append([]option{withClock(c.now, c.sleep), withRand(func() float64 { return 1 })}, opts...)...), c
 }
 
 func resp(status int, code string) error {
@@ -102,7 +102,7 @@ const ms = time.Millisecond
 func TestSequences(t *testing.T) {
 	cases := []struct {
 		name     string
-		opts     []Option
+		opts     []option
 		errs     []error
 		sleeps   []time.Duration
 		attempts int
@@ -127,11 +127,11 @@ func TestSequences(t *testing.T) {
 			[]time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}, 6, errors.Throttled, map[errors.Kind]int{errors.Throttled: 6}},
 		{"throttled gets more attempts than transient", nil, []error{eSlowDown, eSlowDown, eSlowDown, eSlowDown},
 			[]time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}, 5, errors.Unknown, map[errors.Kind]int{errors.Throttled: 4}},
-		{"throttle attempts cap", []Option{WithThrottleMaxElapsed(0)}, []error{eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown},
+		{"throttle attempts cap", []option{withThrottleMaxElapsed(0)}, []error{eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown},
 			[]time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 20 * time.Second, 20 * time.Second, 20 * time.Second, 20 * time.Second}, 10, errors.Throttled, map[errors.Kind]int{errors.Throttled: 10}},
-		{"max interval caps", []Option{WithMaxAttempts(8), WithThrottleMaxElapsed(0)}, []error{eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown},
+		{"max interval caps", []option{withMaxAttempts(8), withThrottleMaxElapsed(0)}, []error{eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown, eSlowDown},
 			[]time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 20 * time.Second, 20 * time.Second}, 8, errors.Unknown, map[errors.Kind]int{errors.Throttled: 7}},
-		{"custom intervals", []Option{WithInitialInterval(10 * ms), withMultiplier(3), WithMaxAttempts(4)}, []error{e503, e503, e503},
+		{"custom intervals", []option{withInitialInterval(10 * ms), withMultiplier(3), withMaxAttempts(4)}, []error{e503, e503, e503},
 			[]time.Duration{10 * ms, 30 * ms, 90 * ms}, 4, errors.Unknown, map[errors.Kind]int{errors.Transient: 3}},
 	}
 	for _, c := range cases {
@@ -178,7 +178,7 @@ func TestSequences(t *testing.T) {
 }
 
 func TestReturnedErrorKeepsCause(t *testing.T) {
-	p, _ := testPolicy(WithThrottleMaxAttempts(3))
+	p, _ := testPolicy(withThrottleMaxAttempts(3))
 	fn, _ := seq(e503, e503, eSlowDown)
 	_, err := p.Do(context.Background(), testOp, fn)
 	var re *store.ResponseError
@@ -196,7 +196,7 @@ func TestReturnedErrorKeepsCause(t *testing.T) {
 
 func TestFullJitter(t *testing.T) {
 	c := newFakeClock()
-	p := New(withClock(c.now, c.sleep), withRand(func() float64 { return 0.5 }))
+	p := newPolicy(withClock(c.now, c.sleep), withRand(func() float64 { return 0.5 }))
 	fn, _ := seq(e503, eSlowDown)
 	if _, err := p.Do(context.Background(), testOp, fn); err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestFullJitter(t *testing.T) {
 }
 
 func TestBudget(t *testing.T) {
-	p, _ := testPolicy(WithRetryBudget(12), WithMaxAttempts(5))
+	p, _ := testPolicy(withRetryBudget(12), withMaxAttempts(5))
 	fn, _ := seq(e503, e503, e503, e503)
 	st, err := p.Do(context.Background(), testOp, fn)
 	// Two retries take 5 each; the third finds 2 tokens.
@@ -253,16 +253,16 @@ func TestBudget(t *testing.T) {
 	if p.Budget() != 12 {
 		t.Fatalf("budget %d, want 12", p.Budget())
 	}
-	if New(WithRetryBudget(0)).Budget() != -1 {
+	if newPolicy(withRetryBudget(0)).Budget() != -1 {
 		t.Error("a disabled budget reports -1")
 	}
-	if New().Budget() != defaultBudget {
+	if newPolicy().Budget() != defaultBudget {
 		t.Error("default budget")
 	}
 }
 
 func TestBudgetTimeoutCost(t *testing.T) {
-	p, _ := testPolicy(WithMaxAttempts(2), WithAttemptTimeout(5*ms))
+	p, _ := testPolicy(withMaxAttempts(2), withAttemptTimeout(5*ms))
 	st, err := p.Do(context.Background(), testOp, func(ctx context.Context, _ int) error {
 		<-ctx.Done() // a request that hangs until the per-attempt timeout
 		return fmt.Errorf("put: %w", ctx.Err())
@@ -277,7 +277,7 @@ func TestBudgetTimeoutCost(t *testing.T) {
 }
 
 func TestSharedBudgetConcurrent(t *testing.T) {
-	p, _ := testPolicy(WithRetryBudget(100), WithMaxAttempts(3))
+	p, _ := testPolicy(withRetryBudget(100), withMaxAttempts(3))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -307,16 +307,16 @@ func TestRetryAfter(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		opts []Option
+		opts []option
 		err  error
 		want time.Duration
 	}{
 		{"honoured", nil, hintT(3 * time.Second), 3 * time.Second},
 		{"clamped", nil, hintT(time.Hour), defaultRetryAfterCap},
-		{"custom cap", []Option{withRetryAfterCap(5 * time.Second)}, hintT(time.Hour), 5 * time.Second},
+		{"custom cap", []option{withRetryAfterCap(5 * time.Second)}, hintT(time.Hour), 5 * time.Second},
 		{"never shortens", nil, hint(10 * ms), time.Second},
 		{"throttled longer", nil, hint(4 * time.Second), 4 * time.Second},
-		{"cap 0 ignores hints", []Option{withRetryAfterCap(0)}, hintT(3 * time.Second), 50 * ms},
+		{"cap 0 ignores hints", []option{withRetryAfterCap(0)}, hintT(3 * time.Second), 50 * ms},
 		{"wrapped", nil, fmt.Errorf("x: %w", hintT(2*time.Second)), 2 * time.Second},
 	}
 	for _, c := range cases {
@@ -337,7 +337,7 @@ func TestCancelDuringLongSleep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sleeping := make(chan time.Duration, 1)
-	p := New(WithInitialInterval(time.Hour), WithMaxInterval(time.Hour), withRand(func() float64 { return 1 }),
+	p := newPolicy(withInitialInterval(time.Hour), withMaxInterval(time.Hour), withRand(func() float64 { return 1 }),
 		withClock(time.Now, func(ctx context.Context, d time.Duration) error {
 			sleeping <- d
 			return sleepCtx(ctx, d)
@@ -397,7 +397,7 @@ func TestCanceledContext(t *testing.T) {
 }
 
 func TestIntegrityCap(t *testing.T) {
-	p, _ := testPolicy(WithMaxAttempts(10))
+	p, _ := testPolicy(withMaxAttempts(10))
 	fn, seen := seq(eBadDigest, eBadDigest, eBadDigest, eBadDigest, eBadDigest)
 	st, err := p.Do(context.Background(), testOp, fn)
 	if st.Attempts != 1+defaultIntegrityRetries || fmt.Sprint(*seen) != "[1 2 3]" {
@@ -411,7 +411,7 @@ func TestIntegrityCap(t *testing.T) {
 	if st, err = p.Do(context.Background(), testOp, fn); err != nil || st.Attempts != 5 {
 		t.Fatalf("%d %v", st.Attempts, err)
 	}
-	p, _ = testPolicy(WithIntegrityRetries(0))
+	p, _ = testPolicy(withIntegrityRetries(0))
 	fn, _ = seq(eBadDigest)
 	if st, _ = p.Do(context.Background(), testOp, fn); st.Attempts != 1 {
 		t.Fatal(st.Attempts)
@@ -419,7 +419,7 @@ func TestIntegrityCap(t *testing.T) {
 }
 
 func TestMaxElapsed(t *testing.T) {
-	p, clock := testPolicy(WithMaxElapsedTime(1500*ms), WithMaxAttempts(10))
+	p, clock := testPolicy(withMaxElapsedTime(1500*ms), withMaxAttempts(10))
 	fn, _ := seq(eSlowDown, eSlowDown, eSlowDown)
 	st, err := p.Do(context.Background(), testOp, fn)
 	if st.Attempts != 2 || fmt.Sprint(clock.slept()) != "[1s]" || !strings.Contains(err.Error(), "max elapsed time 1.5s reached") {
@@ -428,7 +428,7 @@ func TestMaxElapsed(t *testing.T) {
 }
 
 func TestCustomBackOff(t *testing.T) {
-	p, clock := testPolicy(WithMaxAttempts(10), withBackOff(func() backoff.BackOff {
+	p, clock := testPolicy(withMaxAttempts(10), withBackOff(func() backoff.BackOff {
 		return backoff.WithMaxRetries(backoff.NewConstantBackOff(7*ms), 2)
 	}))
 	fn, _ := seq(e503, e503, e503, e503)
@@ -452,7 +452,7 @@ func TestNilAndZeroPolicy(t *testing.T) {
 	if nilP.Budget() != defaultBudget {
 		t.Error("nil policy is not a fresh default one")
 	}
-	if q := nilP.With(WithMaxAttempts(2)); q == nil || q.Budget() != defaultBudget {
+	if q := nilP.with(withMaxAttempts(2)); q == nil || q.Budget() != defaultBudget {
 		t.Error("With on a nil policy is not a fresh default one")
 	}
 	var zero Policy
@@ -473,8 +473,8 @@ func TestNilAndZeroPolicy(t *testing.T) {
 }
 
 func TestWithSharesBudget(t *testing.T) {
-	p, _ := testPolicy(WithRetryBudget(50))
-	child := p.With(WithMaxAttempts(5), WithAttemptTimeout(time.Minute))
+	p, _ := testPolicy(withRetryBudget(50))
+	child := p.with(withMaxAttempts(5), withAttemptTimeout(time.Minute))
 	fn, _ := seq(e503, e503)
 	if _, err := child.Do(context.Background(), testOp, fn); err != nil {
 		t.Fatal(err)
@@ -482,9 +482,9 @@ func TestWithSharesBudget(t *testing.T) {
 	if p.Budget() != 45 || child.Budget() != 45 {
 		t.Fatalf("parent %d child %d", p.Budget(), child.Budget())
 	}
-	own := p.With(WithRetryBudget(10))
+	own := p.with(withRetryBudget(10))
 	if own.Budget() != 10 || p.Budget() != 45 {
-		t.Fatal("WithRetryBudget in With gives a budget of its own")
+		t.Fatal("a RetryBudget in With gives a budget of its own")
 	}
 	if child.cfg.maxAttempts != 5 || p.cfg.maxAttempts != DefaultMaxAttempts {
 		t.Fatal("With changed the parent")
@@ -493,7 +493,7 @@ func TestWithSharesBudget(t *testing.T) {
 
 func TestLogging(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
-	p, _ := testPolicy(WithLogger(zap.New(core)), WithRetryBudget(5))
+	p, _ := testPolicy(withLogger(zap.New(core)), withRetryBudget(5))
 	fn, _ := seq(eSlowDown, e503)
 	_, _ = p.Do(context.Background(), testOp, fn)
 	retries := logs.FilterMessage("retrying").All()
@@ -572,7 +572,7 @@ func TestAdaptiveRateLimiter(t *testing.T) {
 }
 
 func TestAdaptiveRatePolicy(t *testing.T) {
-	p, clock := testPolicy(withAdaptiveRate(true), WithMaxAttempts(5))
+	p, clock := testPolicy(withAdaptiveRate(true), withMaxAttempts(5))
 	fn, _ := seq(eSlowDown, eSlowDown)
 	st, err := p.Do(context.Background(), testOp, fn)
 	if err != nil {
@@ -590,7 +590,7 @@ func TestAdaptiveRatePolicy(t *testing.T) {
 		t.Fatalf("slept %v, sleeps %v", st.Slept, clock.slept())
 	}
 	// A derived policy shares the limiter.
-	if p.With(WithMaxAttempts(2)).limiter != p.limiter || p.With(withAdaptiveRate(false)).limiter != nil {
+	if p.with(withMaxAttempts(2)).limiter != p.limiter || p.with(withAdaptiveRate(false)).limiter != nil {
 		t.Fatal("With and the limiter")
 	}
 }

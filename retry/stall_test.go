@@ -20,7 +20,7 @@ import (
 // Stalled, and retried; the whole Do returns within attempts × window (plus backoff).
 func TestStallCutsAndRetries(t *testing.T) {
 	const window = 50 * ms
-	p, _ := testPolicy(WithStallTimeout(window), WithMaxAttempts(3))
+	p, _ := testPolicy(withStallTimeout(window), withMaxAttempts(3))
 	calls := 0
 	start := time.Now()
 	st, err := p.Do(context.Background(), testOp, func(ctx context.Context, _ int) error {
@@ -48,7 +48,7 @@ func TestStallCutsAndRetries(t *testing.T) {
 // Progress keeps an attempt alive however long it takes: a slow transfer is never cut.
 func TestStallProgressKeepsAlive(t *testing.T) {
 	const window = 80 * ms
-	p, _ := testPolicy(WithStallTimeout(window))
+	p, _ := testPolicy(withStallTimeout(window))
 	_, err := p.Do(context.Background(), testOp, func(ctx context.Context, _ int) error {
 		tick := time.NewTicker(window / 4)
 		defer tick.Stop()
@@ -69,7 +69,7 @@ func TestStallProgressKeepsAlive(t *testing.T) {
 
 // The caller's cancellation is Canceled, not Stalled, even with a watchdog running.
 func TestStallCallerCancelIsCanceled(t *testing.T) {
-	p, _ := testPolicy(WithStallTimeout(time.Hour))
+	p, _ := testPolicy(withStallTimeout(time.Hour))
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err := p.Do(ctx, testOp, func(ctx context.Context, _ int) error {
 		cancel()
@@ -112,7 +112,7 @@ func TestStallOverHTTP(t *testing.T) {
 	defer close(release)
 	client := &http.Client{Transport: store.ProgressTransport(srv.Client().Transport)}
 	get := func(path string) error {
-		p, _ := testPolicy(WithStallTimeout(window), WithMaxAttempts(2))
+		p, _ := testPolicy(withStallTimeout(window), withMaxAttempts(2))
 		_, err := p.Do(context.Background(), testOp, func(ctx context.Context, _ int) error {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+path, bytes.NewReader(make([]byte, 1<<20)))
 			if err != nil {

@@ -59,7 +59,7 @@ func TestCutCreateCarriedOutLate(t *testing.T) {
 			mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
 			st := &lateCreates{Store: mem, cuts: c.cuts, late: window / 2}
 			opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20),
-				writer.WithRetry(fastPolicy(retry.WithStallTimeout(window))), writer.WithAbortTimeout(10 * time.Second)}
+				writer.WithRetry(fastPolicy(func(o *retry.Options) { o.StallTimeout = window })), writer.WithAbortTimeout(10 * time.Second)}
 			start := time.Now()
 			res, err := writer.Upload(context.Background(), st, "b", "k", bytes.NewReader(data), opts...)
 			took := time.Since(start)

@@ -25,13 +25,13 @@ import (
 )
 
 // fastPolicy keeps fault tests quick: real backoff logic, millisecond sleeps.
-func fastPolicy(extra ...retry.Option) *retry.Policy {
-	return retry.New(append([]retry.Option{
-		retry.WithInitialInterval(time.Millisecond),
-		retry.WithThrottleInterval(2 * time.Millisecond),
-		retry.WithMaxInterval(20 * time.Millisecond),
-		retry.WithMaxAttempts(4),
-		retry.WithAttemptTimeout(10 * time.Second),
+func fastPolicy(extra ...func(*retry.Options)) *retry.Policy {
+	return retry.New(append([]func(*retry.Options){
+		func(o *retry.Options) { o.InitialInterval = time.Millisecond },
+		func(o *retry.Options) { o.ThrottleInterval = 2 * time.Millisecond },
+		func(o *retry.Options) { o.MaxInterval = 20 * time.Millisecond },
+		func(o *retry.Options) { o.MaxAttempts = 4 },
+		func(o *retry.Options) { o.AttemptTimeout = 10 * time.Second },
 	}, extra...)...)
 }
 
@@ -113,7 +113,7 @@ func TestFaults(t *testing.T) {
 				fs := faulty.New(env.Store, c.rule)
 				policy := fastPolicy()
 				if c.name == "hang-part-attempt-timeout" {
-					policy = fastPolicy(retry.WithAttemptTimeout(time.Second))
+					policy = fastPolicy(func(o *retry.Options) { o.AttemptTimeout = time.Second })
 				}
 				key := "faults/" + c.name
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -229,7 +229,7 @@ func TestCampaign(t *testing.T) {
 			cfg.OutputPaths = []string{path}
 			logger, _ = cfg.Build()
 		}
-		policy := fastPolicy(retry.WithAttemptTimeout(2*time.Second), retry.WithLogger(logger))
+		policy := fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 2 * time.Second }, func(o *retry.Options) { o.Logger = logger })
 		outcomes := map[string]int{}
 		reported := map[string]bool{}
 		maybeLeft := map[string]bool{} // keys whose write said an unnamed upload may be left

@@ -84,9 +84,9 @@ func (w *Writer) probe(uploadID string) error {
 	}
 	var verdict tri
 	var answer error
-	// One attempt of any kind: WithMaxAttempts alone still allows a throttled request its own
+	// One attempt of any kind: MaxAttempts alone still allows a throttled request its own
 	// retries and allowance, which put a whole throttle allowance before the parts' own.
-	stats, probeErr := w.policy.With(retry.WithMaxAttempts(1), retry.WithThrottleMaxAttempts(1)).Do(probe.Mark(w.ctx), retry.Op{Name: "UploadPart", Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: probePart, Size: int64(len(probeBody))},
+	stats, probeErr := w.policy.With(sendOnce).Do(probe.Mark(w.ctx), retry.Op{Name: "UploadPart", Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: probePart, Size: int64(len(probeBody))},
 		func(ctx context.Context, _ int) error {
 			_, err := w.st.UploadPart(ctx, &store.UploadPartInput{
 				Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: probePart,
@@ -143,3 +143,6 @@ func (w *Writer) unlistedProbe(listed []store.Part, sent map[int32]string) []sto
 	}
 	return kept
 }
+
+// sendOnce makes a policy send its request once, whatever the answer: throttled too (the probe).
+func sendOnce(o *retry.Options) { o.MaxAttempts, o.ThrottleMaxAttempts = 1, 1 }

@@ -93,7 +93,7 @@ func FuzzRecover(f *testing.F) {
 			}
 		}
 		fs := faulty.New(mem, faults...)
-		policy := fastPolicy(retry.WithAttemptTimeout(300 * time.Millisecond))
+		policy := fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 300 * time.Millisecond })
 		if dryRunFirst {
 			if _, err := writer.Recover(ctx, fs, j.Path(), writer.RecoverOptions{Endpoint: endpointID, DryRun: true, Settle: -1, Policy: policy}); err != nil {
 				t.Fatalf("dry-run Recover: %v", err)

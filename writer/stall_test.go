@@ -61,7 +61,7 @@ func TestStallAtEveryStep(t *testing.T) {
 				}
 				fs := faulty.New(env.Store, rules...)
 				key := "stall/" + name
-				opts := testOpts(env, writer.WithRetry(fastPolicy(retry.WithAttemptTimeout(0), retry.WithStallTimeout(window))),
+				opts := testOpts(env, writer.WithRetry(fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 0 }, func(o *retry.Options) { o.StallTimeout = window })),
 					writer.WithReadBack(c.readBack))
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
@@ -92,7 +92,7 @@ func TestStallCutNamedInRetryEvent(t *testing.T) {
 	var mu sync.Mutex
 	var retries []writer.Event
 	res, err := writer.Upload(context.Background(), fs, unitBucket, "k", bytes.NewReader(randomBytes(t, 1<<10)),
-		writer.WithRetry(fastPolicy(retry.WithAttemptTimeout(0), retry.WithStallTimeout(100*time.Millisecond))),
+		writer.WithRetry(fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 0 }, func(o *retry.Options) { o.StallTimeout = 100 * time.Millisecond })),
 		writer.WithObserver(func(e writer.Event) {
 			if e.Type == writer.EventRetry {
 				mu.Lock()

@@ -23,8 +23,8 @@ import (
 // prove (how many attempts a request gets, how many requests an outage costs) does not depend
 // on the sleep lengths.
 func quickIntervals() *retry.Policy {
-	return retry.New(retry.WithInitialInterval(time.Millisecond), retry.WithThrottleInterval(time.Millisecond),
-		retry.WithMaxInterval(5*time.Millisecond))
+	return retry.New(func(o *retry.Options) { o.InitialInterval = time.Millisecond }, func(o *retry.Options) { o.ThrottleInterval = time.Millisecond },
+		func(o *retry.Options) { o.MaxInterval = 5 * time.Millisecond })
 }
 
 // A throttling storm: 30 % of all requests answered 503 SlowDown at random. With the default
@@ -99,7 +99,7 @@ func TestOutageRequestBound(t *testing.T) {
 		}
 	}
 	sent := len(fs.Injected())
-	bound := writers + 500/5 // the default budget of 500 tokens; a retry takes 5 (retry.WithRetryBudget)
+	bound := writers + 500/5 // the default budget of 500 tokens; a retry takes 5 (retry.Options.RetryBudget)
 	t.Logf("%d writers in a full outage sent %d requests (bound %d)", writers, sent, bound)
 	if sent > bound {
 		t.Errorf("%d requests sent, want at most %d (one first attempt per writer + the retry budget)", sent, bound)

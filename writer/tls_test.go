@@ -89,7 +89,7 @@ func TestNeverSentIsNotALostCreate(t *testing.T) {
 	closed := "http://" + ln.Addr().String()
 	_ = ln.Close()
 	data := s3test.RandomBytes(2*part + 1)
-	opts := []writer.Option{writer.WithPartSize(part), writer.WithRetry(fastPolicy(retry.WithMaxAttempts(3)))}
+	opts := []writer.Option{writer.WithPartSize(part), writer.WithRetry(fastPolicy(func(o *retry.Options) { o.MaxAttempts = 3 }))}
 	for _, env := range bundleStores(t, srv.URL, set.CA.PEM) {
 		t.Run("untrusted/"+env.Adapter, func(t *testing.T) {
 			_, err := writer.Upload(context.Background(), env.Store, "bucket", "k", bytes.NewReader(data), opts...)

@@ -79,7 +79,7 @@ func FuzzUpload(f *testing.F) {
 			}
 		}
 		fs := faulty.New(mem, faults...)
-		policy := fastPolicy(retry.WithAttemptTimeout(300 * time.Millisecond))
+		policy := fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 300 * time.Millisecond })
 		profile := "min=1MiB"
 		if conc&0x80 != 0 {
 			profile += ",condput" // create-only by If-None-Match rather than a HEAD first

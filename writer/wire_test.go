@@ -32,15 +32,17 @@ import (
 // wireWindow is the stall window of the wire tests: short, so a hung request costs little.
 const wireWindow = 500 * time.Millisecond
 
-func wirePolicy(extra ...retry.Option) *retry.Policy {
-	return fastPolicy(append([]retry.Option{retry.WithAttemptTimeout(0), retry.WithStallTimeout(wireWindow)}, extra...)...)
+func wirePolicy(extra ...func(*retry.Options)) *retry.Policy {
+	return fastPolicy(append([]func(*retry.Options){func(o *retry.Options) { o.AttemptTimeout = 0 }, func(o *retry.Options) { o.StallTimeout = wireWindow }}, extra...)...)
 }
 
 // noHangPolicy is wirePolicy for the tests whose faults never hold a request (dropped answers,
 // altered bodies, stripped headers): they test what a write makes of the fault, not the stall
 // bound, so a store slowed by the parallel -race suite gets a window it cannot miss by accident
 // (Ceph under load once took no body byte of a part for four 500 ms windows in a row).
-func noHangPolicy() *retry.Policy { return wirePolicy(retry.WithStallTimeout(5 * time.Second)) }
+func noHangPolicy() *retry.Policy {
+	return wirePolicy(func(o *retry.Options) { o.StallTimeout = 5 * time.Second })
+}
 
 // campaignWindow is the campaign's stall window on env's server. Ceph RGW has taken longer than
 // 500 ms to answer requests nobody held: the first CreateMultipartUpload on a fresh cluster (run
@@ -147,7 +149,7 @@ func TestWireHungServer(t *testing.T) {
 					src = fileOf(t, data)
 				}
 				key := "wire-hung/" + c.name
-				policy := wirePolicy(retry.WithMaxAttempts(3))
+				policy := wirePolicy(func(o *retry.Options) { o.MaxAttempts = 3 })
 				start := time.Now()
 				res, err := writer.Upload(context.Background(), st, env.Bucket, key, src,
 					testOpts(env, writer.WithRetry(policy), writer.WithAbortTimeout(abortTimeout), writer.WithThreshold(part))...)
@@ -188,7 +190,7 @@ func TestWireAnswerBeforeBody(t *testing.T) {
 		data := s3test.RandomBytes(6*part + 1)
 		key := "wire-answer-early"
 		w, err := writer.New(context.Background(), st, env.Bucket, key, testOpts(env, writer.WithReadBackLimit(0),
-			writer.WithRetry(fastPolicy(retry.WithMaxAttempts(6))), writer.WithMemoryBudget(budget), writer.WithConcurrency(2))...)
+			writer.WithRetry(fastPolicy(func(o *retry.Options) { o.MaxAttempts = 6 })), writer.WithMemoryBudget(budget), writer.WithConcurrency(2))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +342,7 @@ func TestWireCampaign(t *testing.T) {
 			data := s3test.RandomBytes(size)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*bound)
 			start := time.Now()
-			opts := []writer.Option{writer.WithRetry(wirePolicy(retry.WithStallTimeout(campaignWindow(env)))), writer.WithAbortTimeout(10 * time.Second)}
+			opts := []writer.Option{writer.WithRetry(wirePolicy(func(o *retry.Options) { o.StallTimeout = campaignWindow(env) })), writer.WithAbortTimeout(10 * time.Second)}
 			if os.Getenv("SAFEPUT_WIRE_LOG") != "" { // every write's debug log, to replay a failure
 				opts = append(opts, writer.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.DebugLevel))))
 			}

@@ -64,7 +64,7 @@ func FuzzWriter(f *testing.F) {
 			t.Fatal(err)
 		}
 		w, err := writer.New(ctx, fs, "b", "k", writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(2),
-			writer.WithRetry(fastPolicy(retry.WithAttemptTimeout(300*time.Millisecond))), writer.WithMemoryBudget(budget))
+			writer.WithRetry(fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 300 * time.Millisecond })), writer.WithMemoryBudget(budget))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -212,7 +212,7 @@ func (a *app) policy() (*retry.Policy, error) {
 	if d < 0 || d > maxStallTimeout {
 		return nil, usageErr("--stall-timeout %s: must be 0 (off) or between 1ns and %s", d, maxStallTimeout)
 	}
-	a.pol = retry.New(retry.WithStallTimeout(d), retry.WithLogger(a.log))
+	a.pol = retry.New(func(o *retry.Options) { o.StallTimeout, o.Logger = d, a.log })
 	return a.pol, nil
 }
 

@@ -88,9 +88,10 @@ func demoData(n int, seed uint64) []byte {
 // demoPolicy is a small, fast retry policy with a budget of its own, so the demo runs in
 // seconds and one scenario's retries cannot starve another's.
 func demoPolicy() *retry.Policy {
-	return retry.New(retry.WithMaxAttempts(6), retry.WithInitialInterval(5*time.Millisecond),
-		retry.WithThrottleInterval(20*time.Millisecond), retry.WithMaxInterval(200*time.Millisecond),
-		retry.WithIntegrityRetries(2), retry.WithRetryBudget(100))
+	return retry.New(func(o *retry.Options) {
+		o.MaxAttempts, o.IntegrityRetries, o.RetryBudget = 6, 2, 100
+		o.InitialInterval, o.ThrottleInterval, o.MaxInterval = 5*time.Millisecond, 20*time.Millisecond, 200*time.Millisecond
+	})
 }
 
 // streamOnly hides everything but Read, so the writer streams through its part buffers.

@@ -33,8 +33,8 @@ import (
 // top of it, so throttling gets 3 attempts here too (the library's default gives it 10), and a
 // throttled task reaches the manager. Short intervals keep the test quick.
 func fastPolicy() *retry.Policy {
-	return retry.New(retry.WithMaxAttempts(3), retry.WithThrottleMaxAttempts(3), retry.WithInitialInterval(5*time.Millisecond),
-		retry.WithThrottleInterval(20*time.Millisecond), retry.WithMaxInterval(200*time.Millisecond))
+	return retry.New(func(o *retry.Options) { o.MaxAttempts = 3 }, func(o *retry.Options) { o.ThrottleMaxAttempts = 3 }, func(o *retry.Options) { o.InitialInterval = 5 * time.Millisecond },
+		func(o *retry.Options) { o.ThrottleInterval = 20 * time.Millisecond }, func(o *retry.Options) { o.MaxInterval = 200 * time.Millisecond })
 }
 
 // newUploader is the Uploader a test's writes to st share.

@@ -29,7 +29,7 @@ func TestCountsWhatHappened(t *testing.T) {
 			faulty.First(faulty.OpPutObject, 2, faulty.SlowDown()),
 			faulty.Rule{Op: faulty.OpUploadPart, KeyPrefix: "denied/", Part: 2, Fault: faulty.Forbidden()},
 		))
-		policy := retry.New(retry.WithThrottleInterval(10*time.Millisecond), retry.WithInitialInterval(5*time.Millisecond))
+		policy := retry.New(func(o *retry.Options) { o.ThrottleInterval = 10 * time.Millisecond }, func(o *retry.Options) { o.InitialInterval = 5 * time.Millisecond })
 		up, err := writer.NewUploader(st, col.Option(), writer.WithRetry(policy), writer.WithProfile(env.Profile()), writer.WithPartSize(5<<20))
 		if err != nil {
 			t.Fatal(err)
