@@ -269,7 +269,7 @@ func TestAlreadyClassified(t *testing.T) {
 		t.Error("a wrapped *Error keeps its kind")
 	}
 	// Every kind survives classification, even with a contradicting cause.
-	for _, k := range errors.Kinds {
+	for _, k := range errors.Kinds() {
 		w := &errors.Error{Kind: k, Err: response("UploadPart", 503, "SlowDown")}
 		if errors.Classify(w).Kind != k || errors.ClassifyContext(context.Background(), w).Kind != k {
 			t.Errorf("kind %s changed", k)
@@ -322,7 +322,7 @@ func TestAWSSDKChain(t *testing.T) {
 // TestRetryable: which kinds a sync manager may run again once safeput's own retries are spent.
 func TestRetryable(t *testing.T) {
 	want := map[errors.Kind]bool{errors.Unknown: true, errors.Transient: true, errors.Throttled: true}
-	for _, k := range append([]errors.Kind{errors.Unknown}, errors.Kinds...) {
+	for _, k := range append([]errors.Kind{errors.Unknown}, errors.Kinds()...) {
 		if got := (&errors.Error{Kind: k}).Retryable(); got != want[k] {
 			t.Errorf("%s.Retryable() = %v, want %v", k, got, want[k])
 		}

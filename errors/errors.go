@@ -44,8 +44,11 @@ var kindNames = [...]string{
 	Internal:      "internal",
 }
 
-// Kinds lists every kind Classify can return, in declaration order.
-var Kinds = []Kind{Transient, Throttled, Integrity, Compatibility, Precondition, Permanent, Canceled, Internal}
+// Kinds lists every kind Classify can return, in declaration order. It returns a new slice each
+// time: no caller can change what another sees.
+func Kinds() []Kind {
+	return []Kind{Transient, Throttled, Integrity, Compatibility, Precondition, Permanent, Canceled, Internal}
+}
 
 func (k Kind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {

@@ -142,7 +142,7 @@ func init() {
 	for _, op := range operations {
 		okByMethod[op] = attribute.NewSet(AttrRPCMethod.String(op))
 	}
-	for _, k := range append([]sperrors.Kind{sperrors.Unknown}, sperrors.Kinds...) {
+	for _, k := range append([]sperrors.Kind{sperrors.Unknown}, sperrors.Kinds()...) {
 		kindSets[k] = attribute.NewSet(AttrErrorType.String(k.String()))
 	}
 }

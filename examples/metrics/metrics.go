@@ -60,7 +60,7 @@ func New(namespace string) *Collector {
 	}
 	c.all = []prometheus.Collector{c.bytes, c.parts, c.retries, c.verifications, c.aborts, c.failures, c.requestFails, c.duration}
 	// Pre-create the label values a dashboard always wants, so they read 0 instead of absent.
-	for _, k := range sperrors.Kinds {
+	for _, k := range sperrors.Kinds() {
 		c.retries.WithLabelValues(k.String())
 		c.failures.WithLabelValues(k.String())
 	}

@@ -190,3 +190,26 @@ func typePackages(typ types.Type) []string {
 	walk(typ)
 	return out
 }
+
+// TestNoExportedState: a stable package exports no variable but sentinel errors, so nothing a
+// caller assigns changes what another caller of the library sees.
+func TestNoExportedState(t *testing.T) {
+	raw, err := os.ReadFile(listing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := 0
+	for _, l := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
+		path, rest, _ := strings.Cut(strings.TrimPrefix(l, "pkg "), ", ")
+		if !stable(path) || !strings.HasPrefix(rest, "var ") {
+			continue
+		}
+		vars++
+		if !strings.HasSuffix(rest, " error") {
+			t.Errorf("%s exports %s: make it a function or a constant", path, rest)
+		}
+	}
+	if vars == 0 {
+		t.Error("no exported variable found: the listing's format changed and this test sees nothing")
+	}
+}
