@@ -78,10 +78,21 @@ func (w *Writer) putSingle() error {
 	defer w.releaseHeldLent(fence)
 	var rec partDone
 	w.checksumFilled(&rec, data, crc)
+	// The answer proves the bytes without their MD5 only on an endpoint known to check checksums;
+	// elsewhere the MD5 is needed right after it, so it is taken while the bytes are on the wire.
+	var early *earlyMD5
+	if w.caps.md5Late && !rec.hasMD5 && w.facts.checking() != yes {
+		early = startMD5(data)
+		defer early.wait() // before the deferred release gives the buffer back
+	}
 	// The bytes are held until the check is done: their MD5 is taken only if the evidence needs it.
 	w.lateETag = func() string {
 		if !rec.hasMD5 {
-			_, rec.md5 = integrity.MD5Base64(data)
+			if early != nil {
+				rec.md5 = early.wait()
+			} else {
+				_, rec.md5 = integrity.MD5Base64(data)
+			}
 			rec.hasMD5 = true
 			w.md5Bytes.Add(int64(len(data)))
 		}
@@ -132,7 +143,7 @@ func (w *Writer) putSingle() error {
 			}
 			return err
 		}
-		if err := w.lateMD5(0, partBody{buf: data}, &rec, in.Checksum, o.Checksums); err != nil {
+		if err := w.lateMD5(0, partBody{buf: data, early: early}, &rec, in.Checksum, o.Checksums); err != nil {
 			return err
 		}
 		receipt := integrity.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}

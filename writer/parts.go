@@ -31,6 +31,7 @@ type partBody struct {
 	crc     uint64            // buf's CRC, computed as it was filled (fillCRC)
 	fence   *bodyFence        // guards the bytes against requests that outlive the part (dispatch sets it)
 	part    int32             // its part number, once dispatched (for the log)
+	early   *earlyMD5         // buf's MD5, being taken beside its request; nil when none is
 }
 
 func (b partBody) size() int64 {
@@ -197,6 +198,11 @@ func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Check
 
 // partMD5 sets rec's MD5 from the part's bytes: its buffer, or its section of the source re-read.
 func (w *Writer) partMD5(n int32, part partBody, rec *partDone) error {
+	if part.early != nil {
+		rec.md5, rec.hasMD5 = part.early.wait(), true
+		w.md5Bytes.Add(int64(len(part.buf)))
+		return nil
+	}
 	if part.section == nil {
 		_, rec.md5 = integrity.MD5Base64(part.buf)
 		rec.hasMD5 = true
