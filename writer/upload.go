@@ -220,6 +220,7 @@ func (u *Uploader) uploadOnce(ctx context.Context, bucket, key string, r io.Read
 	if err != nil {
 		return nil, spent{}, err
 	}
+	w.warmConnections()
 	res, err := w.uploadFrom(r, ra, base, useReaderAt)
 	w.mu.Lock()
 	defer w.mu.Unlock()

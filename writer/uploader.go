@@ -119,7 +119,11 @@ func (u *Uploader) New(ctx context.Context, bucket, key string, opts ...Option) 
 	if u == nil {
 		return nil, errNilUploader("New")
 	}
-	return u.newWriter(ctx, bucket, key, u.config(opts))
+	w, err := u.newWriter(ctx, bucket, key, u.config(opts))
+	if err == nil {
+		w.warmConnections()
+	}
+	return w, err
 }
 
 // Upload writes everything r yields to bucket/key and returns the verified Result; see the

@@ -33,6 +33,7 @@ import (
 	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/internal/catrust"
 	"github.com/safeput/safeput/internal/partlist"
+	"github.com/safeput/safeput/internal/warmdial"
 	"github.com/safeput/safeput/store"
 )
 
@@ -75,7 +76,8 @@ type Config struct {
 type s3Store struct {
 	client        *s3.Client
 	signedPayload bool
-	insecure      bool // Config.InsecureSkipVerify
+	insecure      bool             // Config.InsecureSkipVerify
+	warm          *warmdial.Dialer // the built client's dialer; nil with the caller's client
 }
 
 var _ store.Store = (*s3Store)(nil)
@@ -119,8 +121,9 @@ func New(cfg Config) (store.Store, error) {
 		return nil, fmt.Errorf("awss3: %w", err)
 	}
 	hc := cfg.HTTPClient
+	var warm *warmdial.Dialer
 	if hc == nil {
-		hc = newHTTPClient(tlsConf)
+		hc, warm = newHTTPClient(tlsConf)
 	}
 	o := s3.Options{
 		Region:                     region,
@@ -143,7 +146,7 @@ func New(cfg Config) (store.Store, error) {
 	if cfg.Endpoint != "" {
 		o.BaseEndpoint = aws.String(cfg.Endpoint)
 	}
-	return &s3Store{client: s3.New(o), signedPayload: cfg.SignedPayload, insecure: cfg.InsecureSkipVerify}, nil
+	return &s3Store{client: s3.New(o), signedPayload: cfg.SignedPayload, insecure: cfg.InsecureSkipVerify, warm: warm}, nil
 }
 
 // NewFromClient wraps an already-configured client. Retries and checksum behaviour are forced
@@ -171,11 +174,12 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 // newHTTPClient keeps enough idle connections per host for a flush node's 64 concurrent
 // uploads; without it net/http keeps 2 and reopens connections under load. No overall timeout:
 // the caller's context bounds each request.
-func newHTTPClient(tlsConf *tls.Config) *http.Client {
+func newHTTPClient(tlsConf *tls.Config) (*http.Client, *warmdial.Dialer) {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	warm := warmdial.New(dialer.DialContext)
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           bufpool.Dialer(dialer.DialContext), // a body costs no copy buffer per request
+		DialContext:           bufpool.Dialer(warm.DialContext), // a body costs no copy buffer per request
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          256,
 		MaxIdleConnsPerHost:   128,
@@ -186,7 +190,31 @@ func newHTTPClient(tlsConf *tls.Config) *http.Client {
 	if tlsConf != nil {
 		tr.TLSClientConfig = tlsConf
 	}
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: tr}, warm
+}
+
+// Warm opens, ahead of a write's requests to bucket, up to n connections for them, so their
+// handshakes overlap what the writer does first (internal/warmdial). Over https one is enough:
+// the client speaks HTTP/2 where the server does. It does nothing with the caller's client, or
+// when a proxy carries the requests.
+func (s *s3Store) Warm(bucket string, n int) {
+	if s.warm == nil {
+		return
+	}
+	o := s.client.Options()
+	u, virtual := &url.URL{Scheme: "https", Host: "s3." + o.Region + ".amazonaws.com"}, true
+	if ep := aws.ToString(o.BaseEndpoint); ep != "" {
+		var err error
+		if u, err = url.Parse(ep); err != nil {
+			return
+		}
+		virtual = false
+	}
+	virtual = virtual || !o.UsePathStyle
+	if u.Scheme == "https" {
+		n = min(n, 1)
+	}
+	warmdial.Warm(s.warm, u, bucket, virtual, n)
 }
 
 // payloadMode says how a body-carrying request's payload is signed.

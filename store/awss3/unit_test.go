@@ -660,7 +660,8 @@ func TestConstructors(t *testing.T) {
 	if _, err := New(Config{Endpoint: "https://s3.example.com", AccessKey: "a", SecretKey: "b"}); err != nil {
 		t.Errorf("New with a valid config: %v", err)
 	}
-	tr, ok := newHTTPClient(nil).Transport.(*http.Transport)
+	hc, _ := newHTTPClient(nil)
+	tr, ok := hc.Transport.(*http.Transport)
 	if !ok || tr.MaxIdleConnsPerHost < 64 || tr.DisableKeepAlives {
 		t.Errorf("default transport %+v, want keep-alive and >= 64 idle connections per host", tr)
 	}
@@ -697,11 +698,12 @@ func TestInsecureSkipVerifyOnlyOnOwnClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, _ := newHTTPClient(insecure).Transport.(*http.Transport)
+	ihc, _ := newHTTPClient(insecure)
+	tr, _ := ihc.Transport.(*http.Transport)
 	if tr == nil || tr.TLSClientConfig == nil || !tr.TLSClientConfig.InsecureSkipVerify {
 		t.Fatal("InsecureSkipVerify not applied to the built client")
 	}
-	if tr, _ := newHTTPClient(nil).Transport.(*http.Transport); tr.TLSClientConfig != nil {
+	if dhc, _ := newHTTPClient(nil); dhc.Transport.(*http.Transport).TLSClientConfig != nil {
 		t.Fatal("verification must stay on by default")
 	}
 	if _, err := New(Config{InsecureSkipVerify: true, HTTPClient: &http.Client{}}); err == nil {

@@ -10,7 +10,7 @@ import (
 
 func TestTransportSizing(t *testing.T) {
 	for _, secure := range []bool{false, true} {
-		tr := newTransport(secure, nil)
+		tr, _ := newTransport(secure, nil)
 		if tr.MaxIdleConnsPerHost < 64 || tr.MaxIdleConns < tr.MaxIdleConnsPerHost || tr.DisableKeepAlives || !tr.DisableCompression {
 			t.Errorf("transport(secure=%v) = idle/host %d, idle %d, keep-alives off %v, compression off %v",
 				secure, tr.MaxIdleConnsPerHost, tr.MaxIdleConns, tr.DisableKeepAlives, tr.DisableCompression)
@@ -23,7 +23,7 @@ func TestTransportSizing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr := newTransport(true, insecure); !tr.TLSClientConfig.InsecureSkipVerify {
+	if tr, _ := newTransport(true, insecure); !tr.TLSClientConfig.InsecureSkipVerify {
 		t.Error("InsecureSkipVerify asked for but off")
 	}
 }

@@ -33,10 +33,12 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/s3utils"
 
 	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/internal/catrust"
 	"github.com/safeput/safeput/internal/partlist"
+	"github.com/safeput/safeput/internal/warmdial"
 	"github.com/safeput/safeput/store"
 )
 
@@ -80,7 +82,9 @@ type Config struct {
 // safe for concurrent use. It stays unexported so that its methods are the store.Store contract
 // and the store package's optional interfaces (Endpointer, InsecureTLS), nothing more to keep.
 type coreStore struct {
-	core *minio.Core
+	core   *minio.Core
+	warm   *warmdial.Dialer // the built transport's dialer; nil with the caller's transport or Core
+	lookup minio.BucketLookupType
 	// recording is true when requests go through our recordingTransport (New), so raw
 	// response headers and error bodies are available; NewFromCore cannot install it.
 	recording bool
@@ -139,8 +143,9 @@ func New(cfg Config) (store.Store, error) {
 		return nil, fmt.Errorf("miniogo: %w", err)
 	}
 	base := cfg.Transport
+	var warm *warmdial.Dialer
 	if base == nil {
-		base = newTransport(secure, tlsConf)
+		base, warm = newTransport(secure, tlsConf)
 	}
 	region := cfg.Region
 	if region == "" {
@@ -169,7 +174,7 @@ func New(cfg Config) (store.Store, error) {
 	if cfg.Customize != nil {
 		cfg.Customize(core)
 	}
-	return &coreStore{core: core, recording: true, insecure: cfg.InsecureSkipVerify}, nil
+	return &coreStore{core: core, recording: true, insecure: cfg.InsecureSkipVerify, warm: warm, lookup: lookup}, nil
 }
 
 // NewFromCore wraps an existing Core. The caller must have built it with MaxRetries: 1, a
@@ -184,17 +189,12 @@ func NewFromCore(c *minio.Core) (store.Store, error) {
 	return &coreStore{core: c}, nil
 }
 
-// Core returns the underlying client, for callers that need an operation coreStore does not offer.
-func (s *coreStore) Core() *minio.Core { return s.core }
-
-func newTransport(secure bool, tlsConf *tls.Config) *http.Transport {
+func newTransport(secure bool, tlsConf *tls.Config) (*http.Transport, *warmdial.Dialer) {
+	warm := warmdial.New((&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
 	tr := &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		// A request body costs no copy buffer per request.
-		DialContext: bufpool.Dialer((&net.Dialer{
-			Timeout:   10 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext),
+		DialContext:           bufpool.Dialer(warm.DialContext),
 		MaxIdleConns:          maxIdleConns,
 		MaxIdleConnsPerHost:   maxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
@@ -212,7 +212,20 @@ func newTransport(secure bool, tlsConf *tls.Config) *http.Transport {
 			tr.TLSClientConfig = tlsConf
 		}
 	}
-	return tr
+	return tr, warm
+}
+
+// Warm opens, ahead of a write's requests to bucket, up to n connections for them, so their
+// handshakes overlap what the writer does first (internal/warmdial). It does nothing with the
+// caller's transport or Core, or when a proxy carries the requests.
+func (s *coreStore) Warm(bucket string, n int) {
+	if s.warm == nil {
+		return
+	}
+	u := s.core.EndpointURL()
+	virtual := s.lookup == minio.BucketLookupDNS ||
+		(s.lookup == minio.BucketLookupAuto && s3utils.IsVirtualHostSupported(*u, bucket))
+	warmdial.Warm(s.warm, u, bucket, virtual, n)
 }
 
 // checksumHeader is the x-amz-checksum-<alg> header name for a.
