@@ -82,53 +82,64 @@ type Writer struct {
 	caps   checksumCaps
 	facts  *endpointFacts // what writes learned about this store's endpoint (evidence.go)
 	log    *zap.Logger
-	start  time.Time
 	policy *retry.Policy
 
-	// Owned by the writing goroutine.
-	buf         []byte // part being filled; nil when none is held
-	fill        int
-	fillCRC     uint64 // the CRC of buf[:fill], kept as bytes arrive (while they are in cache)
-	mapped      int    // buf[:mapped] has its pages mapped (mapAhead); all of a reused buffer
-	pending     []byte // a full part held back until more data shows it is not the last
-	pendingCRC  uint64 // the CRC of pending
-	size        int64
-	nextPart    int32
-	slots       chan struct{} // one token per part buffer this writer may hold
-	section     io.ReaderAt   // set by Upload for a ReaderAt source: parts come from it, no buffers
-	sectionBase int64         // the source's offset where the object starts
+	wg sync.WaitGroup
+	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from
+	// another goroutine.
+	op sync.Mutex
+	mu sync.Mutex
+
+	// The write's state by step, embedded so each file names its fields directly.
+	intake    // the bytes on their way into parts, owned by the writing goroutine
+	session   // the multipart upload and its journal record (session.go), guarded by mu
+	verifying // what the checks of the object will need
+	outcome   // how the write ended and what it left, guarded by mu
+	tally     // what the write counted, for its Result and log
+}
+
+// intake is the writing goroutine's: the part being filled, the one held back, and where the
+// next part's bytes come from (intake.go, parts.go).
+type intake struct {
+	buf        []byte // part being filled; nil when none is held
+	fill       int
+	fillCRC    uint64 // the CRC of buf[:fill], kept as bytes arrive (while they are in cache)
+	mapped     int    // buf[:mapped] has its pages mapped (mapAhead); all of a reused buffer
+	pending    []byte // a full part held back until more data shows it is not the last
+	pendingCRC uint64 // the CRC of pending
+	size       int64
+	nextPart   int32
+	slots      chan struct{} // one token per part buffer this writer may hold
+	section    io.ReaderAt   // set by Upload for a ReaderAt source: parts come from it, no buffers
+	// sectionBase is the source's offset where the object starts.
+	sectionBase int64
 	// sectionInFile: the source is a file (or a section of one), whose bytes the kernel sends:
 	// no request reads the caller's memory, so its parts need no fence.
 	sectionInFile bool
-	resent        bool // parts were re-sent once after a failed layout check
+}
+
+// verifying is what the checks before and after commit need beyond the parts' receipts
+// (commit.go, landed.go, evidence.go).
+type verifying struct {
+	resent bool // parts were re-sent once after a failed layout check
 	// lateETag gives the single PUT's body MD5 (hex) on demand while its buffer is held: the
 	// HEAD's evidence may need it (evidence.go). nil for a multipart write.
 	lateETag func() string
 	// md5Skipped: a part went without its MD5 because its receipt echoed the checksum sent
 	// (caps.md5Late); if the HEAD then reports no checksum, only a read-back can prove the object.
 	md5Skipped atomic.Bool
-	md5Bytes   atomic.Int64 // bytes hashed by MD5 (logged when the write lands)
 	// listedTwice are the part numbers ListParts listed more than once, noted once each.
 	listedTwice map[int32]bool
+}
 
-	wg sync.WaitGroup
-	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from
-	// another goroutine.
-	op sync.Mutex
-
-	mu        sync.Mutex
-	err       error // sticky first error
-	closed    bool
-	closeErr  error
-	result    *Result
-	session            // the multipart upload (session.go)
-	notes     []string // Result.Notes
-	stats     retry.Stats
-	bytesSent atomic.Int64
-	bytesDone atomic.Int64
-	// lentDropped counts part buffers left to the garbage collector because a request that had
-	// returned still read them (releaseLent).
-	lentDropped atomic.Int64
+// outcome is how the write ended, and what it leaves at the store for the caller to know;
+// guarded by Writer.mu but for the atomic.
+type outcome struct {
+	err      error // sticky first error
+	closed   bool
+	closeErr error
+	result   *Result
+	notes    []string // Result.Notes
 	// keyDeleted: this writer deleted the object at the key (its own damaged or unproven one),
 	// so an earlier Upload attempt's object is no longer there.
 	keyDeleted atomic.Bool
@@ -139,7 +150,19 @@ type Writer struct {
 	// abortUnconfirmed is the note of an abort the store took but could not confirm (it lists no
 	// parts), for the failed write's error.
 	abortUnconfirmed string
-	jr               journalRun // the upload's journal record (journal.go)
+}
+
+// tally is what the write counted: requests and failures (stats, guarded by Writer.mu), bytes,
+// and when it began.
+type tally struct {
+	start     time.Time
+	stats     retry.Stats
+	bytesSent atomic.Int64
+	bytesDone atomic.Int64
+	md5Bytes  atomic.Int64 // bytes hashed by MD5 (logged when the write lands)
+	// lentDropped counts part buffers left to the garbage collector because a request that had
+	// returned still read them (releaseLent).
+	lentDropped atomic.Int64
 }
 
 // checksumCaps is what this write sends, given the algorithm asked for and the store's rules.
@@ -266,11 +289,10 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		cfg:     cfg,
 		plan:    plan,
 		facts:   u.facts.forBucket(factsKey(bucket, cfg.sse)),
-		start:   time.Now(),
 		policy:  cfg.policy,
-		slots:   make(chan struct{}, cfg.concurrency),
+		intake:  intake{slots: make(chan struct{}, cfg.concurrency)},
 		session: session{parts: map[int32]partDone{}, uploadIDs: map[string]bool{}},
-		stats:   retry.Stats{ByKind: map[sperrors.Kind]int{}},
+		tally:   tally{start: time.Now(), stats: retry.Stats{ByKind: map[sperrors.Kind]int{}}},
 	}
 	w.caps = chooseChecksum(cfg, w.facts)
 	w.log = cfg.logger.With(zap.String("bucket", bucket), zap.String("key", key))

@@ -1,0 +1,62 @@
+package writer
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxStructFields bounds every struct of the package: a type with more fields than this holds
+// more than one step's state, which is what made Writer hard to change (issue 53).
+const maxStructFields = 20
+
+// oversizedStructs are the structs allowed past the bound, each at most at its size today so it
+// cannot grow: Result is exported (its fields are the public API), config is split with the
+// options rework.
+var oversizedStructs = map[string]int{"Result": 25, "config": 32}
+
+// TestStructFieldBound parses the package's source and fails on a struct type with more fields
+// than maxStructFields (an embedded type counts as one field).
+func TestStructFieldBound(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			spec, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			st, ok := spec.Type.(*ast.StructType)
+			if !ok {
+				return true
+			}
+			checked++
+			limit := maxStructFields
+			if n, ok := oversizedStructs[spec.Name.Name]; ok {
+				limit = n
+			}
+			if got := st.Fields.NumFields(); got > limit {
+				t.Errorf("%s: struct %s has %d fields, more than %d: split it by step into named sub-structs",
+					fset.Position(spec.Pos()), spec.Name.Name, got, limit)
+			}
+			return true
+		})
+	}
+	if checked == 0 {
+		t.Fatal("no struct found: the test is not reading the package's source")
+	}
+}
