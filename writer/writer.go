@@ -28,28 +28,37 @@ import (
 
 // One write, step by step (the file that holds each step in brackets):
 //
-//	Write/ReadFrom ─ bytes into a pooled part buffer, CRC as they land      [intake.go]
+//	Write/ReadFrom ─ bytes into a pooled part buffer, CRC as they land       [intake.go, budget.go]
 //	part full ─ create the upload once (then the probe, if it may save)      [session.go, probe.go]
-//	  └ UploadPart in the background, retried from the held bytes; receipt  [parts.go, failures.go]
-//	Close ─ small: one PutObject; else ListParts against what was sent      [commit.go]
-//	  └ CompleteMultipartUpload (If-None-Match when create-only)            [commit.go]
-//	HEAD (or read-back): length and checksum against what was written       [landed.go, evidence.go]
+//	  └ UploadPart in the background, retried from the held bytes; receipt   [parts.go, fence.go, failures.go]
+//	Close ─ small: one PutObject; else ListParts against what was sent       [commit.go, optional.go]
+//	  └ CompleteMultipartUpload (If-None-Match when create-only)             [commit.go]
+//	HEAD (or read-back): length, checksum, encryption against what was sent  [landed.go, evidence.go, encryption.go]
 //	any failure ─ abort, confirmed; a lost create swept; a wrong object gone [cleanup.go]
+//	each answer's next step (commit, re-send, accept, delete, abort) decided [decide.go: no I/O]
 //	the journal records each step for Recover after a crash                  [journal.go, recover.go]
 //
 // The code reads in the order of a write:
-//   - uploader.go: Uploader, what its writes share
-//   - writer.go: Writer, New, Close, Abort, Result
+//   - uploader.go: Uploader, what its writes share; budget.go: the memory budget they share
+//   - writer.go: Writer (its state by step: intake, session, verifying, outcome, tally), New,
+//     Close, Abort
 //   - intake.go: Write and ReadFrom into pooled part buffers
-//   - parts.go: a part's body (buffer or ReaderAt section), dispatch, UploadPart and its receipt
 //   - session.go: the multipart upload (create, its id, acknowledged parts)
+//   - probe.go: the checksum probe, whether the store checks part checksums
+//   - parts.go: a part's body (buffer or ReaderAt section), dispatch, UploadPart and its receipt;
+//     fence.go: a part's buffer guarded against a request that outlives its call
 //   - commit.go: the single PUT, or ListParts check and CompleteMultipartUpload
 //   - landed.go: what landed: HEAD or read-back evidence, lost answers, create-only
-//   - evidence.go: which checksum to send and which evidence can prove the object
+//   - evidence.go: which checksum to send and which evidence can prove the object;
+//     encryption.go: the encryption asked for, proven by the HEAD
+//   - decide.go: the decisions on the store's answers, apart from the I/O (decide_test.go)
 //   - cleanup.go: abort (confirmed), sweep of lost creates, delete of a wrong object
-//   - failures.go: the retry wrapper, error constructors, events
+//   - failures.go: the retry wrapper, error constructors, events; result.go: Result and Event
+//   - optional.go: the store's optional operations (ListParts, ListMultipartUploads, conditional
+//     writes, HEAD's checksum mode) and what the write does without them
 //   - upload.go: Upload for an io.Reader; journal.go, recover.go: crash consistency
 //   - savings.go: the cost-saving strategies a write may go without (WithSavings)
+//   - endpointcache.go: what an endpoint showed, kept across processes; instrument.go: spans
 
 // ErrClosed is the cause of the error a Write after Close returns.
 var ErrClosed = stderrors.New("writer is closed")
