@@ -17,23 +17,14 @@ func (w *Writer) cleanup(err error) error {
 	w.cancel()
 	w.wg.Wait()
 	w.releaseHeld()
-	if aerr := w.abortUpload(w.ctx); aerr != nil {
-		err = annotated(err, func(e *sperrors.Error) {
-			e.AbortFailed = true
-			e.UploadID = aerr.UploadID
-			if store.Unsupported(aerr) {
-				e.Message = joinMessage(e.Message, fmt.Sprintf("the store does not support AbortMultipartUpload (%s): upload %s stays until the store itself removes it",
-					unsupportedWhy(aerr), aerr.UploadID))
-			}
-		})
+	aerr := w.abortUpload(w.ctx)
+	if aerr != nil {
 		w.mu.Lock()
 		w.leftUploads = append(w.leftUploads, aerr.UploadID)
 		w.mu.Unlock()
-	} else if note := w.takeAbortUnconfirmed(); note != "" {
-		// Not "left behind": the store took the abort, it just cannot show the upload gone.
-		err = annotated(err, func(e *sperrors.Error) { e.Message = joinMessage(e.Message, note) })
+		return afterAbort(err, aerr, "")
 	}
-	return err
+	return afterAbort(err, nil, w.takeAbortUnconfirmed())
 }
 
 // joinMessage appends more to an error message.
@@ -127,13 +118,10 @@ func (w *Writer) abortConfirmed(ctx context.Context, id string) (unconfirmed str
 				return err
 			}
 			listed, why := w.uploadStillListed(ctx, id)
-			if why != "" {
-				if err == nil { // NoSuchUpload already said gone
-					unconfirmed = why
-				}
-				return nil
-			}
-			if listed {
+			switch afterAbortListed(err, listed, why) {
+			case abortUnconfirmable:
+				unconfirmed = why
+			case abortAgain:
 				w.log.Warn("upload still listed after abort: aborting again", zap.String("upload_id", id), zap.Int("attempt", attempt))
 				// Transient, so the policy aborts again after its backoff; a fresh value each
 				// time, since the policy annotates the errors it is given.
@@ -206,12 +194,8 @@ func (w *Writer) sweepLostCreates() (leftBehind []string, unswept error) {
 		w.log.Warn("could not look for uploads a lost CreateMultipartUpload answer left", zap.Error(err))
 		return nil, err
 	}
-	const skew = time.Minute // clocks of client and store differ
 	for _, u := range out.Uploads {
-		if u.Key != w.key || ours[u.UploadID] {
-			continue
-		}
-		if !u.Initiated.IsZero() && (u.Initiated.Before(from.Add(-skew)) || u.Initiated.After(to.Add(skew))) {
+		if !mayBeLostCreate(u, w.key, ours, from, to) {
 			continue
 		}
 		var parts *store.ListPartsOutput
@@ -228,7 +212,7 @@ func (w *Writer) sweepLostCreates() (leftBehind []string, unswept error) {
 			continue
 		}
 		if err != nil || len(parts.Parts) > 0 {
-			continue // gone, or not ours: we had sent it no part
+			continue // gone, or not ours (see mayBeLostCreate)
 		}
 		if _, err := w.abortConfirmed(ctx, u.UploadID); err != nil {
 			w.log.Warn("could not abort an upload a lost CreateMultipartUpload answer left", zap.String("upload_id", u.UploadID), zap.Error(err))

@@ -162,7 +162,7 @@ func (w *Writer) putSingle() error {
 		return nil
 	}
 	err := w.doSized("PutObject", 0, int64(len(data)), put)
-	if refused := (*conditionRefused)(nil); stderrors.As(err, &refused) {
+	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
 		// The store stored nothing; write again without the header, the key checked by a HEAD.
 		w.conditionUnsupported(optCondPut, refused.err)
 		in.IfNoneMatch = false
@@ -174,17 +174,17 @@ func (w *Writer) putSingle() error {
 	if rec.hasMD5 && want.ETag == "" {
 		want.ETag = fmt.Sprintf("%x", rec.md5)
 	}
-	if err != nil {
-		if damagedLeft != nil && isPrecondition(err) {
-			// The retry met this write's own damaged object, not another writer's.
-			e := w.integrity("PutObject", 0, err)
-			e.Message = "the store kept a damaged copy of the body (the receipt did not match) and it could not be deleted: " + damagedLeft.Error()
-			e.ObjectLeft = true
-			return w.fail(e)
-		}
-		if w.cfg.createOnly && isPrecondition(err) {
-			return w.landedAlready(err, want, res)
-		}
+	switch w.decider().afterCommit(err, damagedLeft != nil) {
+	case commitLanded:
+	case commitOwnDamagedLeft:
+		// The retry met this write's own damaged object, not another writer's.
+		e := w.integrity("PutObject", 0, err)
+		e.Message = "the store kept a damaged copy of the body (the receipt did not match) and it could not be deleted: " + damagedLeft.Error()
+		e.ObjectLeft = true
+		return w.fail(e)
+	case commitKeyTaken:
+		return w.landedAlready(err, want, res)
+	default:
 		return w.fail(err)
 	}
 	res.ETag, res.VersionID = out.ETag, out.VersionID
@@ -244,13 +244,16 @@ func (w *Writer) complete() error {
 	if canList {
 		listed = w.unlistedProbe(listed, etags)
 		w.noteListedTwice(listed, etags)
-		if bad, err := integrity.CheckLayout(receipts, etags, listed); err != nil {
-			// A part the store lost or kept wrong is re-sent when the source can be re-read
-			// (ReaderAt); a streamed part's buffer is gone, so the write fails instead.
-			if w.section == nil || !w.resend(bad, parts) {
+		bad, err := integrity.CheckLayout(receipts, etags, listed)
+		switch w.decider().afterLayout(err, bad) {
+		case layoutCommit:
+		case layoutResend:
+			if !w.resend(bad, parts) {
 				return w.fail(w.integrity("ListParts", 0, err))
 			}
 			return w.complete()
+		default:
+			return w.fail(w.integrity("ListParts", 0, err))
 		}
 	}
 
@@ -306,7 +309,7 @@ func (w *Writer) complete() error {
 		return nil
 	}
 	err = w.doSized("CompleteMultipartUpload", 0, w.size, completeOnce)
-	if refused := (*conditionRefused)(nil); stderrors.As(err, &refused) {
+	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
 		// Nothing was committed; complete again without the header, the key checked by a HEAD.
 		w.conditionUnsupported(optCondComplete, refused.err)
 		in.IfNoneMatch = false
@@ -315,15 +318,16 @@ func (w *Writer) complete() error {
 		}
 		err = w.doSized("CompleteMultipartUpload", 0, w.size, completeOnce)
 	}
-	var lost *lostResponse
-	switch {
-	case err == nil:
-	case stderrors.As(err, &lost):
+	switch w.decider().afterCommit(err, false) {
+	case commitLanded:
+	case commitAnswerLost:
+		lost := (*lostResponse)(nil)
+		stderrors.As(err, &lost)
 		w.mu.Lock()
 		w.completeLost = true
 		w.mu.Unlock()
 		return w.landedAlready(lost.err, want, res)
-	case w.cfg.createOnly && isPrecondition(err):
+	case commitKeyTaken:
 		return w.landedAlready(err, want, res)
 	default:
 		return w.fail(err)
@@ -363,12 +367,10 @@ func (w *Writer) noteListedTwice(listed []store.Part, etags map[int32]string) {
 	}
 }
 
-// resend uploads the listed parts again from the ReaderAt source, once per write. It reports
-// whether every part went out again; complete then re-checks the layout from scratch.
+// resend uploads the listed parts again from the ReaderAt source (once per write: afterLayout
+// decides it). It reports whether every part went out again; complete then re-checks the layout
+// from scratch.
 func (w *Writer) resend(bad []int32, parts []partDone) bool {
-	if w.resent || len(bad) == 0 {
-		return false
-	}
 	w.resent = true
 	// The layout check found the store keeping something other than what was sent: count it.
 	w.mu.Lock()

@@ -191,13 +191,12 @@ func (w *Writer) judge(want integrity.Expected, head *store.HeadObjectOutput, mu
 		ev = integrity.Assess(want, head, w.etagTrusted(multipart))
 	}
 	w.learn(ev, want, multipart)
-	if ev.Mismatch != nil {
+	switch w.decider().afterHead(ev, w.readBackAllowed(want.Size)) {
+	case evidenceMismatch:
 		return judgement{mismatch: ev.Mismatch}
-	}
-	if ev.Strong() && !w.cfg.readBack {
+	case evidenceEnough:
 		return judgement{method: ev.Method}
-	}
-	if !ev.Strong() && !w.readBackAllowed(want.Size) {
+	case evidenceShort:
 		missing := append(ev.Missing, fmt.Sprintf("read-back not attempted (the object is over the %d-byte read-back limit and the source cannot be replayed)", w.cfg.readBackLimit))
 		return judgement{method: ev.Method, missing: missing}
 	}
@@ -257,53 +256,16 @@ func (w *Writer) readBackAllowed(size int64) bool {
 	return w.cfg.readBack || w.cfg.replayable || (w.cfg.readBackLimit > 0 && (size <= w.cfg.readBackLimit || w.md5Skipped.Load()))
 }
 
-// unverified handles a landed object nothing could prove: with WithAllowWeakVerification it is a
-// length-only success (said in the Result and the log); otherwise an Integrity error coded
-// Unverifiable, after deleting the object when it is ours (ours is false when a create-only
-// write found an object it cannot tell from another writer's: that one is left, and the error
-// says so).
-func (w *Writer) unverified(j judgement, res *Result, ours bool) error {
-	what := strings.Join(j.missing, "; ")
-	if w.cfg.allowWeak {
-		res.Verified, res.VerifiedStrong = verify.MethodLengthOnly, false
-		res.Unproven = j.missing
-		w.log.Warn("accepted on length only (WithAllowWeakVerification): the content was not proven",
-			zap.Int64("size", res.Size), zap.String("upload_id", res.UploadID), zap.String("missing", what))
-		return nil
-	}
-	e := w.errorf(sperrors.Integrity, "Verify", nil, "the object landed but its content could not be proven: %s", what)
+// unverifiable is the error of a landed object nothing could prove (verdictUnproven and
+// verdictUnprovenLeft): Integrity, coded Unverifiable, saying what evidence was missing.
+func (w *Writer) unverifiable(j judgement) *sperrors.Error {
+	e := w.errorf(sperrors.Integrity, "Verify", nil, "the object landed but its content could not be proven: %s", strings.Join(j.missing, "; "))
 	e.Code = sperrors.CodeUnverifiable
-	if !ours {
-		e.Message += "; the object at the key was left in place: it may be another writer's"
-		return w.fail(e)
-	}
-	return w.fail(w.removeDamaged(e, "unproven"))
+	return e
 }
 
 // isUnverifiable reports the error of a write nothing could prove: retrying cannot help.
 func isUnverifiable(err error) bool {
 	e := asError(err)
 	return e != nil && e.Code == sperrors.CodeUnverifiable
-}
-
-// nothingLanded is the outcome of a lost answer whose HEAD failed: with a 404 the write did not
-// land (the upload vanished, or the object was removed since), else the HEAD's own error; never a
-// claim that another object is at the key.
-func (w *Writer) nothingLanded(cause, headErr error) error {
-	var re *store.ResponseError
-	if stderrors.As(headErr, &re) && re.StatusCode == 404 {
-		e := w.errorf(sperrors.Transient, "Complete", cause, "the answer was lost and no object is at the key: the write did not land")
-		if ce := asError(cause); ce != nil {
-			e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
-		}
-		return e
-	}
-	w.mu.Lock()
-	completeLost := w.completeLost
-	w.mu.Unlock()
-	if !completeLost {
-		return headErr
-	}
-	// The retried Complete found the upload gone: most likely the first one committed it.
-	return w.leftUnchecked(headErr, "the CompleteMultipartUpload answer was lost and the key could not be checked: the object most likely landed and is at the key, unproven")
 }

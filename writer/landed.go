@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -57,40 +58,40 @@ func (w *Writer) precheckCreateOnly(want integrity.Expected, res *Result) (done 
 func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result) error {
 	head, herr := w.headWithChecksum()
 	var j judgement
+	assembledOurs := false
 	if herr == nil {
 		j = w.judge(want, head, res.Multipart)
-		if j.mismatch == nil {
-			ours := !w.cfg.createOnly || (res.Multipart && w.assembledFromOurParts(head))
-			if e := w.checkEncryption(head, res, ours); e != nil {
-				return w.fail(e)
-			}
-			res.AlreadyExisted = true
-			res.ETag, res.VersionID = head.ETag, head.VersionID
-			if w.currentUploadID() != "" {
-				// Our own upload did not commit (the object was already there): discard it.
-				if aerr := w.abortUpload(w.ctx); aerr != nil {
-					return aerr
-				}
-			}
-			if j.method.Strong() {
-				res.Verified, res.VerifiedStrong = j.method, true
-				w.takeNotes(res)
-				return w.finish(res)
-			}
-			// Landed, perhaps ours, but unproven. Without create-only the caller asked to
-			// write the key, so what is there is (most likely) ours to remove; with it, it
-			// may be another writer's.
-			if err := w.unverified(j, res, !w.cfg.createOnly || (res.Multipart && w.assembledFromOurParts(head))); err != nil {
-				return err
-			}
-			w.takeNotes(res)
-			return w.finish(res)
+		assembledOurs = res.Multipart && w.assembledFromOurParts(head)
+	}
+	finding, ours := w.decider().atKey(herr, j, res.Multipart, assembledOurs)
+	switch finding {
+	case keyHoldsOurs:
+		if e := w.checkEncryption(head, res, ours); e != nil {
+			return w.fail(e)
 		}
-	}
-	if herr != nil {
-		return w.fail(w.nothingLanded(cause, herr))
-	}
-	if res.Multipart && w.assembledFromOurParts(head) {
+		res.AlreadyExisted = true
+		res.ETag, res.VersionID = head.ETag, head.VersionID
+		if w.currentUploadID() != "" {
+			// Our own upload did not commit (the object was already there): discard it.
+			if aerr := w.abortUpload(w.ctx); aerr != nil {
+				return aerr
+			}
+		}
+		// Landed, perhaps ours. Unproven without create-only: the caller asked to write the key,
+		// so what is there is (most likely) ours to remove; with it, it may be another writer's.
+		return w.accept(j, res, ours)
+	case keyEmpty:
+		e := w.errorf(sperrors.Transient, "Complete", cause, "the answer was lost and no object is at the key: the write did not land")
+		if ce := asError(cause); ce != nil {
+			e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
+		}
+		return w.fail(e)
+	case keyUnchecked:
+		// The retried Complete found the upload gone: most likely the first one committed it.
+		return w.fail(w.leftUnchecked(herr, "the CompleteMultipartUpload answer was lost and the key could not be checked: the object most likely landed and is at the key, unproven"))
+	case keyHeadFailed:
+		return w.fail(herr)
+	case keyOurCommitWrong:
 		// Our own Complete landed (its answer was lost, or the 412 met it) and assembled our
 		// parts as the store holds them, but that is not what was written: a part was damaged
 		// on the way. The object is ours, not another writer's: remove it.
@@ -98,12 +99,13 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 		w.uploadID = "" // committed: nothing to abort any more
 		w.mu.Unlock()
 		return w.fail(w.removeDamaged(w.integrity("Verify", 0, fmt.Errorf("the object this write's Complete assembled is not what was written: %w", j.mismatch)), "corrupt"))
+	default: // keyTaken
+		e := w.errorf(sperrors.Precondition, "Complete", cause, "an object already exists at the key and is not the one written; it was left untouched")
+		if ce := asError(cause); ce != nil {
+			e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
+		}
+		return w.fail(e)
 	}
-	e := w.errorf(sperrors.Precondition, "Complete", cause, "an object already exists at the key and is not the one written; it was left untouched")
-	if ce := asError(cause); ce != nil {
-		e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
-	}
-	return w.fail(e)
 }
 
 // verifyLanded compares the committed object with what was written. A mismatch is an Integrity
@@ -117,8 +119,7 @@ func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 				return w.fail(e)
 			}
 		}
-		var re *store.ResponseError
-		if stderrors.As(err, &re) && re.StatusCode == 404 {
+		if afterCommittedHeadFailed(err) == committedGone {
 			return w.fail(err)
 		}
 		// Committed, not checked: the caller must know the key holds this write's object,
@@ -129,24 +130,32 @@ func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 		return w.fail(e)
 	}
 	j := w.judge(want, head, res.Multipart)
-	method, verr := j.method, j.mismatch
-	w.emit(Event{Type: EventVerify, Size: want.Size, Method: method, Err: verr})
-	if verr == nil && !method.Strong() {
-		if err := w.unverified(j, res, true); err != nil {
-			return err
-		}
-		if res.ETag == "" {
-			res.ETag = head.ETag
-		}
-		w.takeNotes(res)
-		return w.finish(res)
-	}
-	if verr != nil {
-		return w.fail(w.removeDamaged(w.integrity("Verify", 0, verr), "corrupt"))
-	}
-	res.Verified, res.VerifiedStrong = method, method.Strong()
+	w.emit(Event{Type: EventVerify, Size: want.Size, Method: j.method, Err: j.mismatch})
 	if res.ETag == "" {
 		res.ETag = head.ETag
+	}
+	return w.accept(j, res, true)
+}
+
+// accept carries out the verdict on judgement j of the object at the key: the write's Result, or
+// its error after deleting the object when it is ours and not proven to be what was written.
+func (w *Writer) accept(j judgement, res *Result, ours bool) error {
+	switch w.decider().judged(j, ours) {
+	case verdictProven:
+		res.Verified, res.VerifiedStrong = j.method, true
+	case verdictAcceptedWeak:
+		res.Verified, res.VerifiedStrong = verify.MethodLengthOnly, false
+		res.Unproven = j.missing
+		w.log.Warn("accepted on length only (WithAllowWeakVerification): the content was not proven",
+			zap.Int64("size", res.Size), zap.String("upload_id", res.UploadID), zap.String("missing", strings.Join(j.missing, "; ")))
+	case verdictCorrupt:
+		return w.fail(w.removeDamaged(w.integrity("Verify", 0, j.mismatch), "corrupt"))
+	case verdictUnproven:
+		return w.fail(w.removeDamaged(w.unverifiable(j), "unproven"))
+	default: // verdictUnprovenLeft
+		e := w.unverifiable(j)
+		e.Message += "; the object at the key was left in place: it may be another writer's"
+		return w.fail(e)
 	}
 	w.takeNotes(res)
 	return w.finish(res)

@@ -11,7 +11,8 @@ import (
 )
 
 // session is the state of the writer's multipart upload, guarded by Writer.mu: the upload id,
-// the parts the store acknowledged, and what a lost CreateMultipartUpload answer may have left.
+// the parts the store acknowledged, what a lost CreateMultipartUpload answer may have left, and
+// the upload's journal record.
 type session struct {
 	uploadID string
 	parts    map[int32]partDone
@@ -31,6 +32,7 @@ type session struct {
 	// gone, so the object may have landed; the journal record keeps what was intended until the
 	// outcome is proven (journalForget leaves it).
 	completeLost bool
+	jr           journalRun // the upload's journal record (journal.go)
 }
 
 // ensureUpload creates the multipart upload before the first part, once.

@@ -28,28 +28,37 @@ import (
 
 // One write, step by step (the file that holds each step in brackets):
 //
-//	Write/ReadFrom ─ bytes into a pooled part buffer, CRC as they land      [intake.go]
+//	Write/ReadFrom ─ bytes into a pooled part buffer, CRC as they land       [intake.go, budget.go]
 //	part full ─ create the upload once (then the probe, if it may save)      [session.go, probe.go]
-//	  └ UploadPart in the background, retried from the held bytes; receipt  [parts.go, failures.go]
-//	Close ─ small: one PutObject; else ListParts against what was sent      [commit.go]
-//	  └ CompleteMultipartUpload (If-None-Match when create-only)            [commit.go]
-//	HEAD (or read-back): length and checksum against what was written       [landed.go, evidence.go]
+//	  └ UploadPart in the background, retried from the held bytes; receipt   [parts.go, fence.go, failures.go]
+//	Close ─ small: one PutObject; else ListParts against what was sent       [commit.go, optional.go]
+//	  └ CompleteMultipartUpload (If-None-Match when create-only)             [commit.go]
+//	HEAD (or read-back): length, checksum, encryption against what was sent  [landed.go, evidence.go, encryption.go]
 //	any failure ─ abort, confirmed; a lost create swept; a wrong object gone [cleanup.go]
+//	each answer's next step (commit, re-send, accept, delete, abort) decided [decide.go: no I/O]
 //	the journal records each step for Recover after a crash                  [journal.go, recover.go]
 //
 // The code reads in the order of a write:
-//   - uploader.go: Uploader, what its writes share
-//   - writer.go: Writer, New, Close, Abort, Result
+//   - uploader.go: Uploader, what its writes share; budget.go: the memory budget they share
+//   - writer.go: Writer (its state by step: intake, session, verifying, outcome, tally), New,
+//     Close, Abort
 //   - intake.go: Write and ReadFrom into pooled part buffers
-//   - parts.go: a part's body (buffer or ReaderAt section), dispatch, UploadPart and its receipt
 //   - session.go: the multipart upload (create, its id, acknowledged parts)
+//   - probe.go: the checksum probe, whether the store checks part checksums
+//   - parts.go: a part's body (buffer or ReaderAt section), dispatch, UploadPart and its receipt;
+//     fence.go: a part's buffer guarded against a request that outlives its call
 //   - commit.go: the single PUT, or ListParts check and CompleteMultipartUpload
 //   - landed.go: what landed: HEAD or read-back evidence, lost answers, create-only
-//   - evidence.go: which checksum to send and which evidence can prove the object
+//   - evidence.go: which checksum to send and which evidence can prove the object;
+//     encryption.go: the encryption asked for, proven by the HEAD
+//   - decide.go: the decisions on the store's answers, apart from the I/O (decide_test.go)
 //   - cleanup.go: abort (confirmed), sweep of lost creates, delete of a wrong object
-//   - failures.go: the retry wrapper, error constructors, events
+//   - failures.go: the retry wrapper, error constructors, events; result.go: Result and Event
+//   - optional.go: the store's optional operations (ListParts, ListMultipartUploads, conditional
+//     writes, HEAD's checksum mode) and what the write does without them
 //   - upload.go: Upload for an io.Reader; journal.go, recover.go: crash consistency
 //   - savings.go: the cost-saving strategies a write may go without (WithSavings)
+//   - endpointcache.go: what an endpoint showed, kept across processes; instrument.go: spans
 
 // ErrClosed is the cause of the error a Write after Close returns.
 var ErrClosed = stderrors.New("writer is closed")
@@ -82,53 +91,64 @@ type Writer struct {
 	caps   checksumCaps
 	facts  *endpointFacts // what writes learned about this store's endpoint (evidence.go)
 	log    *zap.Logger
-	start  time.Time
 	policy *retry.Policy
 
-	// Owned by the writing goroutine.
-	buf         []byte // part being filled; nil when none is held
-	fill        int
-	fillCRC     uint64 // the CRC of buf[:fill], kept as bytes arrive (while they are in cache)
-	mapped      int    // buf[:mapped] has its pages mapped (mapAhead); all of a reused buffer
-	pending     []byte // a full part held back until more data shows it is not the last
-	pendingCRC  uint64 // the CRC of pending
-	size        int64
-	nextPart    int32
-	slots       chan struct{} // one token per part buffer this writer may hold
-	section     io.ReaderAt   // set by Upload for a ReaderAt source: parts come from it, no buffers
-	sectionBase int64         // the source's offset where the object starts
+	wg sync.WaitGroup
+	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from
+	// another goroutine.
+	op sync.Mutex
+	mu sync.Mutex
+
+	// The write's state by step, embedded so each file names its fields directly.
+	intake    // the bytes on their way into parts, owned by the writing goroutine
+	session   // the multipart upload and its journal record (session.go), guarded by mu
+	verifying // what the checks of the object will need
+	outcome   // how the write ended and what it left, guarded by mu
+	tally     // what the write counted, for its Result and log
+}
+
+// intake is the writing goroutine's: the part being filled, the one held back, and where the
+// next part's bytes come from (intake.go, parts.go).
+type intake struct {
+	buf        []byte // part being filled; nil when none is held
+	fill       int
+	fillCRC    uint64 // the CRC of buf[:fill], kept as bytes arrive (while they are in cache)
+	mapped     int    // buf[:mapped] has its pages mapped (mapAhead); all of a reused buffer
+	pending    []byte // a full part held back until more data shows it is not the last
+	pendingCRC uint64 // the CRC of pending
+	size       int64
+	nextPart   int32
+	slots      chan struct{} // one token per part buffer this writer may hold
+	section    io.ReaderAt   // set by Upload for a ReaderAt source: parts come from it, no buffers
+	// sectionBase is the source's offset where the object starts.
+	sectionBase int64
 	// sectionInFile: the source is a file (or a section of one), whose bytes the kernel sends:
 	// no request reads the caller's memory, so its parts need no fence.
 	sectionInFile bool
-	resent        bool // parts were re-sent once after a failed layout check
+}
+
+// verifying is what the checks before and after commit need beyond the parts' receipts
+// (commit.go, landed.go, evidence.go).
+type verifying struct {
+	resent bool // parts were re-sent once after a failed layout check
 	// lateETag gives the single PUT's body MD5 (hex) on demand while its buffer is held: the
 	// HEAD's evidence may need it (evidence.go). nil for a multipart write.
 	lateETag func() string
 	// md5Skipped: a part went without its MD5 because its receipt echoed the checksum sent
 	// (caps.md5Late); if the HEAD then reports no checksum, only a read-back can prove the object.
 	md5Skipped atomic.Bool
-	md5Bytes   atomic.Int64 // bytes hashed by MD5 (logged when the write lands)
 	// listedTwice are the part numbers ListParts listed more than once, noted once each.
 	listedTwice map[int32]bool
+}
 
-	wg sync.WaitGroup
-	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from
-	// another goroutine.
-	op sync.Mutex
-
-	mu        sync.Mutex
-	err       error // sticky first error
-	closed    bool
-	closeErr  error
-	result    *Result
-	session            // the multipart upload (session.go)
-	notes     []string // Result.Notes
-	stats     retry.Stats
-	bytesSent atomic.Int64
-	bytesDone atomic.Int64
-	// lentDropped counts part buffers left to the garbage collector because a request that had
-	// returned still read them (releaseLent).
-	lentDropped atomic.Int64
+// outcome is how the write ended, and what it leaves at the store for the caller to know;
+// guarded by Writer.mu but for the atomic.
+type outcome struct {
+	err      error // sticky first error
+	closed   bool
+	closeErr error
+	result   *Result
+	notes    []string // Result.Notes
 	// keyDeleted: this writer deleted the object at the key (its own damaged or unproven one),
 	// so an earlier Upload attempt's object is no longer there.
 	keyDeleted atomic.Bool
@@ -139,7 +159,19 @@ type Writer struct {
 	// abortUnconfirmed is the note of an abort the store took but could not confirm (it lists no
 	// parts), for the failed write's error.
 	abortUnconfirmed string
-	jr               journalRun // the upload's journal record (journal.go)
+}
+
+// tally is what the write counted: requests and failures (stats, guarded by Writer.mu), bytes,
+// and when it began.
+type tally struct {
+	start     time.Time
+	stats     retry.Stats
+	bytesSent atomic.Int64
+	bytesDone atomic.Int64
+	md5Bytes  atomic.Int64 // bytes hashed by MD5 (logged when the write lands)
+	// lentDropped counts part buffers left to the garbage collector because a request that had
+	// returned still read them (releaseLent).
+	lentDropped atomic.Int64
 }
 
 // checksumCaps is what this write sends, given the algorithm asked for and the store's rules.
@@ -266,11 +298,10 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		cfg:     cfg,
 		plan:    plan,
 		facts:   u.facts.forBucket(factsKey(bucket, cfg.sse)),
-		start:   time.Now(),
 		policy:  cfg.policy,
-		slots:   make(chan struct{}, cfg.concurrency),
+		intake:  intake{slots: make(chan struct{}, cfg.concurrency)},
 		session: session{parts: map[int32]partDone{}, uploadIDs: map[string]bool{}},
-		stats:   retry.Stats{ByKind: map[sperrors.Kind]int{}},
+		tally:   tally{start: time.Now(), stats: retry.Stats{ByKind: map[sperrors.Kind]int{}}},
 	}
 	w.caps = chooseChecksum(cfg, w.facts)
 	w.log = cfg.logger.With(zap.String("bucket", bucket), zap.String("key", key))

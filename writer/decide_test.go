@@ -1,0 +1,241 @@
+package writer
+
+import (
+	stderrors "errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/integrity"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
+)
+
+// The decisions of decide.go by table: given these answers, the write does this. The cases are
+// the situations the writer's behaviour tests reach through a store (named beside each).
+
+var (
+	errLayout     = &integrity.Mismatch{What: "part 2 ETag", Want: "a", Got: "b"}
+	errNotFound   = &store.ResponseError{Op: "HeadObject", StatusCode: 404, Code: "NoSuchKey"}
+	errHeadDenied = &store.ResponseError{Op: "HeadObject", StatusCode: 403, Code: "AccessDenied"}
+	errHeadReset  = stderrors.New("connection reset by peer")
+	errTaken      = &sperrors.Error{Kind: sperrors.Precondition, Op: "PutObject", StatusCode: 412, Code: "PreconditionFailed"}
+	errThrottled  = &sperrors.Error{Kind: sperrors.Throttled, Op: "CompleteMultipartUpload", StatusCode: 503, Code: "SlowDown"}
+	errMismatch   = &integrity.Mismatch{What: "checksum", Want: "x", Got: "y"}
+)
+
+func TestDecideAfterLayout(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		d    decider
+		err  error
+		bad  []int32
+		want layoutStep
+	}{
+		{"listed as sent", decider{}, nil, nil, layoutCommit},
+		{"streamed part kept wrong: its buffer is gone (TestLostCompleteJudgedOnEvidence)", decider{}, errLayout, []int32{2}, layoutFail},
+		{"ReaderAt part kept wrong: sent again (TestLostCompleteJudgedOnEvidence, TestPartListedTwiceNoneMatches)", decider{replayable: true}, errLayout, []int32{2}, layoutResend},
+		{"ReaderAt part kept wrong after the one re-send", decider{replayable: true, resent: true}, errLayout, []int32{2}, layoutFail},
+		{"a layout error naming no part", decider{replayable: true}, errLayout, nil, layoutFail},
+	} {
+		if got := c.d.afterLayout(c.err, c.bad); got != c.want {
+			t.Errorf("%s: afterLayout = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideAfterCommit(t *testing.T) {
+	refused := fmt.Errorf("policy: %w", &conditionRefused{err: &store.ResponseError{StatusCode: 501, Code: "NotImplemented"}})
+	lost := fmt.Errorf("policy: %w", &lostResponse{err: &store.ResponseError{StatusCode: 404, Code: "NoSuchUpload"}})
+	for _, c := range []struct {
+		name          string
+		d             decider
+		err           error
+		ownDamageLeft bool
+		want          commitStep
+	}{
+		{"answered", decider{}, nil, false, commitLanded},
+		{"If-None-Match not implemented (TestConditionalCreateNotImplemented)", decider{createOnly: true}, refused, false, commitWithoutCondition},
+		{"retried Complete finds the upload gone (TestRealServerLostCompleteLanded)", decider{}, lost, false, commitAnswerLost},
+		{"create-only and the key is taken (TestCreateOnly)", decider{createOnly: true}, errTaken, false, commitKeyTaken},
+		{"a 412 without create-only is the store's error", decider{}, errTaken, false, commitFailed},
+		{"a 412 meets this write's own damaged copy (TestCreateOnlyDamagedBodyWhereChecksumsAreIgnored)", decider{createOnly: true}, errTaken, true, commitOwnDamagedLeft},
+		{"retries exhausted", decider{createOnly: true}, errThrottled, false, commitFailed},
+		{"own damaged copy left, then a failure other than 412", decider{createOnly: true}, errThrottled, true, commitFailed},
+	} {
+		if got := c.d.afterCommit(c.err, c.ownDamageLeft); got != c.want {
+			t.Errorf("%s: afterCommit = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideAfterCommittedHeadFailed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want committedHeadStep
+	}{
+		{"404: nothing at the key", fmt.Errorf("policy: %w", errNotFound), committedGone},
+		{"403: committed, unproven", errHeadDenied, committedUnchecked},
+		{"no answer: committed, unproven", errHeadReset, committedUnchecked},
+	} {
+		if got := afterCommittedHeadFailed(c.err); got != c.want {
+			t.Errorf("%s: afterCommittedHeadFailed = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideAfterHead(t *testing.T) {
+	strong := integrity.Evidence{Method: verify.MethodCRC64NVME}
+	weak := integrity.Evidence{Method: verify.MethodLengthOnly, Missing: []string{"no checksum reported"}}
+	wrong := integrity.Evidence{Mismatch: errMismatch}
+	for _, c := range []struct {
+		name        string
+		d           decider
+		ev          integrity.Evidence
+		mayReadBack bool
+		want        evidenceStep
+	}{
+		{"checksum matched", decider{}, strong, true, evidenceEnough},
+		{"checksum matched, read-back asked for", decider{readBack: true}, strong, true, evidenceReadBack},
+		{"mismatch: no read-back can help", decider{readBack: true}, wrong, true, evidenceMismatch},
+		{"length only, replayable: read back (TestReplayableReadsBackAnySize)", decider{}, weak, true, evidenceReadBack},
+		{"length only, over the read-back limit (TestNothingProvesIt)", decider{}, weak, false, evidenceShort},
+	} {
+		if got := c.d.afterHead(c.ev, c.mayReadBack); got != c.want {
+			t.Errorf("%s: afterHead = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideJudged(t *testing.T) {
+	proven := judgement{method: verify.MethodCRC64NVME}
+	unproven := judgement{method: verify.MethodLengthOnly, missing: []string{"no checksum reported"}}
+	corrupt := judgement{mismatch: errMismatch}
+	for _, c := range []struct {
+		name string
+		d    decider
+		j    judgement
+		ours bool
+		want verdict
+	}{
+		{"proven", decider{}, proven, true, verdictProven},
+		{"proven, found at a taken key", decider{createOnly: true}, proven, false, verdictProven},
+		{"unproven, weak allowed (TestNothingProvesIt)", decider{allowWeak: true}, unproven, true, verdictAcceptedWeak},
+		{"unproven, ours: deleted (TestNothingProvesIt)", decider{}, unproven, true, verdictUnproven},
+		{"unproven, maybe another writer's: left", decider{createOnly: true}, unproven, false, verdictUnprovenLeft},
+		{"corrupt: deleted even when weak is allowed", decider{allowWeak: true}, corrupt, true, verdictCorrupt},
+	} {
+		if got := c.d.judged(c.j, c.ours); got != c.want {
+			t.Errorf("%s: judged = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideAtKey(t *testing.T) {
+	match := judgement{method: verify.MethodCRC64NVME}
+	differs := judgement{mismatch: errMismatch}
+	for _, c := range []struct {
+		name          string
+		d             decider
+		headErr       error
+		j             judgement
+		multipart     bool
+		assembledOurs bool
+		want          keyFinding
+		wantOurs      bool
+	}{
+		{"lost answer, HEAD 404: did not land", decider{}, errNotFound, judgement{}, true, false, keyEmpty, true},
+		{"lost Complete, HEAD 404 still: did not land", decider{completeLost: true}, errNotFound, judgement{}, true, false, keyEmpty, true},
+		{"lost Complete, HEAD failed: most likely landed", decider{completeLost: true}, errHeadDenied, judgement{}, true, false, keyUnchecked, true},
+		{"412, HEAD failed: its error", decider{createOnly: true}, errHeadReset, judgement{}, false, false, keyHeadFailed, false},
+		{"lost Complete, ours there (TestRealServerLostCompleteLanded)", decider{completeLost: true}, nil, match, true, true, keyHoldsOurs, true},
+		{"create-only retry finds its own object", decider{createOnly: true}, nil, match, false, false, keyHoldsOurs, false},
+		{"create-only, our parts assembled there", decider{createOnly: true}, nil, match, true, true, keyHoldsOurs, true},
+		{"our Complete assembled a damaged part", decider{createOnly: true}, nil, differs, true, true, keyOurCommitWrong, true},
+		{"another writer's object (TestCreateOnly)", decider{createOnly: true}, nil, differs, false, false, keyTaken, false},
+		{"another writer's multipart object", decider{createOnly: true}, nil, differs, true, false, keyTaken, false},
+	} {
+		got, ours := c.d.atKey(c.headErr, c.j, c.multipart, c.assembledOurs)
+		if got != c.want || ours != c.wantOurs {
+			t.Errorf("%s: atKey = %d, ours %v; want %d, ours %v", c.name, got, ours, c.want, c.wantOurs)
+		}
+	}
+}
+
+func TestDecideAfterAbort(t *testing.T) {
+	failed := &sperrors.Error{Kind: sperrors.Integrity, Op: "Verify", Message: "checksum mismatch"}
+	aborted := &sperrors.Error{Kind: sperrors.Transient, UploadID: "u1", Err: stderrors.New("reset")}
+	unsupported := &sperrors.Error{Kind: sperrors.Compatibility, UploadID: "u2", Err: &store.ResponseError{StatusCode: 501, Code: "NotImplemented"}}
+	for _, c := range []struct {
+		name        string
+		abortErr    *sperrors.Error
+		unconfirmed string
+		wantFailed  bool
+		wantID      string
+		wantInMsg   string
+	}{
+		{"aborted", nil, "", false, "", ""},
+		{"abort taken, not confirmable (TestLacksListPartsAbortNotConfirmable)", nil, "abort of upload u3 sent", false, "", "abort of upload u3 sent"},
+		{"abort failed (TestAbortThatNeverTakesIsReported)", aborted, "", true, "u1", ""},
+		{"abort unsupported (TestLacksAbortNamesTheUpload)", unsupported, "", true, "u2", "does not support AbortMultipartUpload"},
+	} {
+		got := asError(afterAbort(failed, c.abortErr, c.unconfirmed))
+		if got == nil || got.Kind != sperrors.Integrity {
+			t.Fatalf("%s: afterAbort = %v, want the write's Integrity error", c.name, got)
+		}
+		if got.AbortFailed != c.wantFailed || got.UploadID != c.wantID || !strings.Contains(got.Message, c.wantInMsg) {
+			t.Errorf("%s: AbortFailed %v, UploadID %q, Message %q; want %v, %q, containing %q",
+				c.name, got.AbortFailed, got.UploadID, got.Message, c.wantFailed, c.wantID, c.wantInMsg)
+		}
+	}
+	if failed.AbortFailed || failed.Message != "checksum mismatch" {
+		t.Errorf("afterAbort changed the sticky error in place: %+v", failed)
+	}
+}
+
+func TestDecideAfterAbortListed(t *testing.T) {
+	gone := &store.ResponseError{StatusCode: 404, Code: "NoSuchUpload"}
+	for _, c := range []struct {
+		name       string
+		abortErr   error
+		listed     bool
+		cannotList string
+		want       abortStep
+	}{
+		{"aborted, not listed", nil, false, "", abortDone},
+		{"already gone", gone, false, "", abortDone},
+		{"re-created by a late part (TestAbortRepeatedUntilGone)", nil, true, "", abortAgain},
+		{"no ListParts: taken, not confirmable", nil, false, "501 NotImplemented", abortUnconfirmable},
+		{"no ListParts, NoSuchUpload said gone", gone, false, "501 NotImplemented", abortDone},
+	} {
+		if got := afterAbortListed(c.abortErr, c.listed, c.cannotList); got != c.want {
+			t.Errorf("%s: afterAbortListed = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideMayBeLostCreate(t *testing.T) {
+	from := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	to := from.Add(10 * time.Second)
+	ours := map[string]bool{"mine": true}
+	for _, c := range []struct {
+		name string
+		u    store.Upload
+		want bool
+	}{
+		{"started during the creates", store.Upload{Key: "k", UploadID: "x", Initiated: from.Add(time.Second)}, true},
+		{"undated", store.Upload{Key: "k", UploadID: "x"}, true},
+		{"within the clock skew", store.Upload{Key: "k", UploadID: "x", Initiated: to.Add(clockSkew)}, true},
+		{"another key under the prefix", store.Upload{Key: "k2", UploadID: "x", Initiated: from}, false},
+		{"this write's own upload", store.Upload{Key: "k", UploadID: "mine", Initiated: from}, false},
+		{"started long before (another writer's)", store.Upload{Key: "k", UploadID: "x", Initiated: from.Add(-time.Hour)}, false},
+		{"started long after", store.Upload{Key: "k", UploadID: "x", Initiated: to.Add(time.Hour)}, false},
+	} {
+		if got := mayBeLostCreate(c.u, "k", ours, from, to); got != c.want {
+			t.Errorf("%s: mayBeLostCreate = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
