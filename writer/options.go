@@ -16,49 +16,71 @@ import (
 // Option configures an Uploader (the defaults of all its writes) or one Writer or Upload.
 type Option func(*config)
 
+// config is what the options set, grouped by what it governs; the groups are embedded, so a
+// setting reads c.partSize wherever it lives.
 type config struct {
+	layoutConfig
+	objectConfig
+	verifyConfig
+	runConfig
+}
+
+// layoutConfig: how the object is cut into requests (plan, parts, checksum).
+type layoutConfig struct {
 	rules       multipart.Rules
 	rulesErr    error
 	partSize    int64
 	concurrency int
-	budget      *Budget
+	threshold   int64
+	sizeHint    int64
+	expectedMax int64
 	checksum    store.ChecksumAlgorithm
 	checksumSet bool
 	contentMD5  bool
+}
+
+// objectConfig: what the stored object carries beside its bytes.
+type objectConfig struct {
 	createOnly  bool
 	contentType string
 	metadata    map[string]string
 	headers     store.Headers
-	policy      *retry.Policy
-	logger      *zap.Logger
-	observer    func(Event)
-	// instrument: WithInstrumentation; span is the write's (set by startSpan, or by Upload for
-	// the writers of its attempts), ended by the writer only when ownSpan.
-	instrument   Instrumentation
-	span         WriteSpan
-	ownSpan      bool
-	threshold    int64
-	sizeHint     int64
-	expectedMax  int64
-	readBack     bool
-	abortTimeout time.Duration
-	// Evidence (evidence.go): accept length-only; read back objects up to this size when
-	// nothing else proves them; replayable is set by Upload for a source it can re-read.
+	// sse is the server-side encryption asked for (encryption.go).
+	sse store.Encryption
+}
+
+// verifyConfig: the evidence a write needs (evidence.go) and the savings it may take. Accept
+// length-only; read back objects up to readBackLimit when nothing else proves them; replayable
+// is set by Upload for a source it can re-read.
+type verifyConfig struct {
+	readBack      bool
 	allowWeak     bool
 	readBackLimit int64
 	replayable    bool
+	// savings: WithSavings (savings.go).
+	savings Saving
+}
+
+// runConfig: what a write runs with and reports to.
+type runConfig struct {
+	budget       *Budget
+	policy       *retry.Policy
+	logger       *zap.Logger
+	observer     func(Event)
+	abortTimeout time.Duration
+	// instrument: WithInstrumentation; span is the write's (set by startSpan, or by Upload for
+	// the writers of its attempts), ended by the writer only when ownSpan.
+	instrument Instrumentation
+	span       WriteSpan
+	ownSpan    bool
 	// journal, journalDir and journalEndpoint: WithJournal (journal.go). journalDir is "" for a
 	// journal the tests hand in.
 	journal         journal.Journal
 	journalDir      string
 	journalEndpoint string
-	// sse is the server-side encryption asked for (encryption.go).
-	sse store.Encryption
 	// endpointCache: WithEndpointCache's directory (endpointcache.go); read by NewUploader only.
 	endpointCache string
 	hugePages     bool
-	// savings: WithSavings (savings.go).
-	savings Saving
 }
 
 // Defaults: 16 MiB parts (above every provider's documented floor), 4 parts in flight.
@@ -74,16 +96,12 @@ const (
 func defaultConfig() config {
 	rules, err := multipart.Profile("strict")
 	return config{
-		rules:         rules,
-		rulesErr:      err,
-		partSize:      DefaultPartSize,
-		concurrency:   DefaultConcurrency,
-		checksum:      store.ChecksumCRC64NVME,
-		sizeHint:      -1,
-		abortTimeout:  defaultAbortTimeout,
-		readBackLimit: defaultReadBackLimit,
-		logger:        zap.NewNop(),
-		savings:       AllSavings,
+		layoutConfig: layoutConfig{
+			rules: rules, rulesErr: err, partSize: DefaultPartSize, concurrency: DefaultConcurrency,
+			checksum: store.ChecksumCRC64NVME, sizeHint: -1,
+		},
+		verifyConfig: verifyConfig{readBackLimit: defaultReadBackLimit, savings: AllSavings},
+		runConfig:    runConfig{abortTimeout: defaultAbortTimeout, logger: zap.NewNop()},
 	}
 }
 

@@ -305,8 +305,8 @@ func recoverOne(ctx context.Context, up *Uploader, j journal.Journal, id journal
 // default profile wants 5), and refusing it would leave that upload unsettled for ever.
 func recoveryWriter(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverOptions) (*Writer, error) {
 	cfg := config{
-		rules: defaultConfig().rules, partSize: DefaultPartSize, concurrency: 1, sizeHint: -1, checksumSet: true,
-		policy: opts.Policy, logger: opts.Logger, abortTimeout: defaultAbortTimeout,
+		layoutConfig: layoutConfig{rules: defaultConfig().rules, partSize: DefaultPartSize, concurrency: 1, sizeHint: -1, checksumSet: true},
+		runConfig:    runConfig{policy: opts.Policy, logger: opts.Logger, abortTimeout: defaultAbortTimeout},
 	}
 	if rec.SSECustomerKeyMD5 != "" {
 		for _, k := range opts.SSECustomerKeys {
