@@ -70,9 +70,13 @@ func TestHungServerBounds(t *testing.T) {
 			if o.status != StatusOK {
 				t.Fatalf("open: %+v", o)
 			}
-			// Nothing is sent (no connection is made), so nothing waits on the store; the time is
-			// only bounded by a stall_timeout, since a loaded machine under -race can take most of
-			// a second to copy 5 MiB.
+			// Open warms the connection the first request will take (internal/warmdial): let it
+			// land before counting. Then nothing is sent (no connection is made), so nothing waits
+			// on the store; the time is only bounded by a stall_timeout, since a loaded machine
+			// under -race can take most of a second to copy 5 MiB.
+			for deadline := time.Now().Add(stall); accepted() == 0 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
 			before := accepted()
 			t0 := time.Now()
 			if w := Write(h, part); w.status != StatusOK || accepted() != before || time.Since(t0) > stall {
