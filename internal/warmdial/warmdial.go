@@ -10,10 +10,12 @@ package warmdial
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -151,6 +153,16 @@ type tracked struct {
 func (t *tracked) Close() error {
 	t.once.Do(t.closed)
 	return t.Conn.Close()
+}
+
+// SyscallConn passes the socket through, for sendfile (internal/bufpool): without it a part of
+// a file would be copied through user space.
+func (t *tracked) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := t.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.New("warmdial: the connection has no file descriptor")
+	}
+	return sc.SyscallConn()
 }
 
 // trackedHalf keeps the half-close of a TCP connection, which net/http uses.

@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -120,4 +121,26 @@ func TestFailedWarmDialFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Close()
+}
+
+// TestConnKeepsItsSocket: a connection handed out keeps the socket's SyscallConn and CloseWrite,
+// so sendfile (internal/bufpool) and net/http's half-close still reach it.
+func TestConnKeepsItsSocket(t *testing.T) {
+	addr, _ := listen(t)
+	d := New((&net.Dialer{}).DialContext)
+	c, err := d.DialContext(context.Background(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		t.Fatal("the connection hides its socket: sendfile would copy instead")
+	}
+	if _, err := sc.SyscallConn(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.(interface{ CloseWrite() error }); !ok {
+		t.Error("the connection hides CloseWrite")
+	}
 }
