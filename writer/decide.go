@@ -270,3 +270,48 @@ func isNotFound(err error) bool {
 	var re *store.ResponseError
 	return stderrors.As(err, &re) && re.StatusCode == 404
 }
+
+// uploadAgain decides, after a whole Upload attempt failed with err, whether Upload sends the
+// object again from its replayable source (at most retry.Options.IntegrityRetries times): only
+// after an Integrity failure, since the bytes did not land as sent and a clean re-send may make
+// them; not when no evidence could be had (Unverifiable: sending again proves no more), not once
+// the caller gave up, and not for a create-only write whose own bad object is at the key (a
+// retry would meet it and take it for another writer's).
+func (d decider) uploadAgain(err error, callerDone bool) bool {
+	switch se := asError(err); {
+	case !stderrors.Is(err, sperrors.Integrity) || isUnverifiable(err) || callerDone:
+		return false
+	case d.createOnly && se != nil && se.ObjectLeft:
+		return false
+	}
+	return true
+}
+
+// recordStep is what happens to the write's journal record.
+type recordStep uint8
+
+const (
+	recordKeep   recordStep = iota // kept, its claim released: Recover settles what it names
+	recordRemove                   // removed: nothing is left for Recover to do
+)
+
+// recordAtEnd decides the record's fate when Close or Abort returns: removed only after the
+// object landed verified; after any failure it is kept, so that Recover can tell an upload to
+// abort from a Complete that may have landed.
+func (d decider) recordAtEnd(failed bool) recordStep {
+	if failed {
+		return recordKeep
+	}
+	return recordRemove
+}
+
+// recordAfterAbort decides the record's fate once its upload's abort is confirmed: removed, since
+// nothing is left to settle; but not after a lost Complete answer (completeLost), when the upload
+// is gone because the object may have landed and the record's intended object is what tells
+// Recover which (recordAtEnd removes it if the write proves it landed).
+func (d decider) recordAfterAbort() recordStep {
+	if d.completeLost {
+		return recordKeep
+	}
+	return recordRemove
+}

@@ -239,3 +239,43 @@ func TestDecideMayBeLostCreate(t *testing.T) {
 		}
 	}
 }
+
+func TestDecideUploadAgain(t *testing.T) {
+	integrityErr := &sperrors.Error{Kind: sperrors.Integrity, Op: "Verify", Message: "checksum differs"}
+	unverifiable := &sperrors.Error{Kind: sperrors.Integrity, Op: "Verify", Code: sperrors.CodeUnverifiable}
+	ownBadObject := &sperrors.Error{Kind: sperrors.Integrity, Op: "Verify", ObjectLeft: true}
+	for _, c := range []struct {
+		name       string
+		d          decider
+		err        error
+		callerDone bool
+		want       bool
+	}{
+		{"damaged on the way: sent again from the source (TestUploadNamesWhatEarlierAttemptsLeft)", decider{}, integrityErr, false, true},
+		{"wrapped, as Close returns it", decider{}, fmt.Errorf("flush: %w", integrityErr), false, true},
+		{"nothing could prove it: sending again proves no more (TestNothingProvesIt)", decider{}, unverifiable, false, false},
+		{"the caller gave up", decider{}, integrityErr, true, false},
+		{"throttled: the policy's retries were spent already", decider{}, errThrottled, false, false},
+		{"create-only, its own bad object at the key", decider{createOnly: true}, ownBadObject, false, false},
+		{"not create-only, its bad object at the key: overwritten by the next attempt", decider{}, ownBadObject, false, true},
+	} {
+		if got := c.d.uploadAgain(c.err, c.callerDone); got != c.want {
+			t.Errorf("%s: uploadAgain = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideJournalRecord(t *testing.T) {
+	if (decider{}).recordAtEnd(false) != recordRemove {
+		t.Error("a verified landing keeps its record (journal_test.go's assertClean)")
+	}
+	if (decider{}).recordAtEnd(true) != recordKeep {
+		t.Error("a failed write drops its record: Recover could not settle it (TestUploadNamesTheUploadItCouldNotAbort)")
+	}
+	if (decider{}).recordAfterAbort() != recordRemove {
+		t.Error("a confirmed abort keeps its record")
+	}
+	if (decider{completeLost: true}).recordAfterAbort() != recordKeep {
+		t.Error("a lost Complete's record is dropped with its upload: Recover could not tell whether it landed")
+	}
+}

@@ -201,13 +201,10 @@ func (w *Writer) journalIntend(want integrity.Expected) error {
 
 // journalForget removes the record of an upload that is gone (aborted). Hook: abortUpload.
 func (w *Writer) journalForget(uploadID string) {
-	w.mu.Lock()
-	if w.completeLost {
-		// The upload is gone because a Complete may have landed: the record's intended object is
-		// what tells Recover which. journalSettle removes it once the write proved it landed.
-		w.mu.Unlock()
+	if w.decider().recordAfterAbort() == recordKeep {
 		return
 	}
+	w.mu.Lock()
 	id, held := w.jr.id, w.jr.held
 	if held && id.UploadID == uploadID {
 		w.jr.held = false
@@ -233,7 +230,7 @@ func (w *Writer) journalSettle(err error) {
 	if !held {
 		return
 	}
-	if err == nil {
+	if w.decider().recordAtEnd(err != nil) == recordRemove {
 		if rerr := w.cfg.journal.Remove(id); rerr != nil {
 			w.log.Warn("journal record of a landed upload not removed", zap.String("upload_id", id.UploadID), zap.Error(rerr))
 		}

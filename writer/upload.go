@@ -105,12 +105,7 @@ func (u *Uploader) uploadAttempts(ctx context.Context, bucket, key string, r io.
 		}
 		lastErr = err
 		left.track(err, spent)
-		if !stderrors.Is(err, sperrors.Integrity) || isUnverifiable(err) || ctx.Err() != nil {
-			break
-		}
-		if se := asError(err); cfg.createOnly && se != nil && se.ObjectLeft {
-			// The attempt's own bad object is at the key: a create-only retry would only meet
-			// it and call it another writer's.
+		if !(decider{createOnly: cfg.createOnly}).uploadAgain(err, ctx.Err() != nil) {
 			break
 		}
 	}
