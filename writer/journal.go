@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	stderrors "errors"
-	"fmt"
-	"os"
 
 	"go.uber.org/zap"
 
@@ -50,20 +48,13 @@ func journalDirReady(dir string, create bool) error {
 	if dir == "" {
 		return nil
 	}
+	var err error
 	if create {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("journal %s: %w", dir, err)
-		}
-		return nil
+		_, err = journal.Create(dir)
+	} else {
+		_, err = journal.Open(dir)
 	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("journal %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("journal %s: not a directory", dir)
-	}
-	return nil
+	return err
 }
 
 // journalRun is a writer's link to its journal record.

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash"
 	"hash/crc32"
 
 	"github.com/minio/crc64nvme"
@@ -18,9 +17,6 @@ import (
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// NewHash returns a running hash for algorithm a; ChecksumNone has none.
-func NewHash(a store.ChecksumAlgorithm) (hash.Hash, error) { return verify.NewHash(a) }
 
 // Sum returns the base64 checksum of p with algorithm a, as S3 spells it in x-amz-checksum-*.
 func Sum(a store.ChecksumAlgorithm, p []byte) (string, error) {
@@ -32,7 +28,7 @@ func Sum(a store.ChecksumAlgorithm, p []byte) (string, error) {
 	case store.ChecksumCRC32:
 		return EncodeCRC32(crc32.ChecksumIEEE(p)), nil
 	}
-	h, err := NewHash(a)
+	h, err := verify.NewHash(a)
 	if err != nil {
 		return "", err
 	}
