@@ -218,11 +218,13 @@ func signingNote(p Params) string {
 	return "SHA-256 payload signing (plain-HTTP default); SDK retries at default"
 }
 
-func safeputOptions(server string, p Params) []writer.Option {
-	return []writer.Option{
-		writer.WithPartSize(p.PartSize),
-		writer.WithConcurrency(p.Concurrency),
-		writer.WithProfile(safeputProfile(server)),
+func safeputOptions(server string, p Params) []func(*writer.Options) {
+	return []func(*writer.Options){
+		func(o *writer.Options) {
+			o.PartSize = p.PartSize
+			o.Concurrency = p.Concurrency
+			o.Profile = safeputProfile(server)
+		},
 	}
 }
 
@@ -232,7 +234,7 @@ func safeputUploader(st store.Store, server, bucket string, p Params) (Uploader,
 	return safeputUploaderWith(st, bucket, safeputOptions(server, p))
 }
 
-func safeputUploaderWith(st store.Store, bucket string, opts []writer.Option) (Uploader, error) {
+func safeputUploaderWith(st store.Store, bucket string, opts []func(*writer.Options)) (Uploader, error) {
 	up, err := writer.NewUploader(st, opts...)
 	if err != nil {
 		return nil, err
@@ -242,13 +244,15 @@ func safeputUploaderWith(st store.Store, bucket string, opts []writer.Option) (U
 		// the commit (ListParts, Complete, HEAD verification) took after the data was sent.
 		var mu sync.Mutex
 		var lastPart time.Time
-		observe := writer.WithObserver(func(e writer.Event) {
-			if e.Type == writer.EventPartDone {
-				mu.Lock()
-				lastPart = time.Now()
-				mu.Unlock()
+		observe := func(o *writer.Options) {
+			o.Observer = func(e writer.Event) {
+				if e.Type == writer.EventPartDone {
+					mu.Lock()
+					lastPart = time.Now()
+					mu.Unlock()
+				}
 			}
-		})
+		}
 		res, err := up.Upload(ctx, bucket, key, src.Reader, observe)
 		end := time.Now()
 		if err != nil {
@@ -270,7 +274,7 @@ func safeputUploaderWith(st store.Store, bucket string, opts []writer.Option) (U
 // newSafeputDefaults is safeput with nothing but the part size and concurrency every
 // implementation gets: no profile (the default, strict), no checksum option.
 func newSafeputDefaults(st store.Store, bucket string, p Params) (Uploader, error) {
-	return safeputUploaderWith(st, bucket, []writer.Option{writer.WithPartSize(p.PartSize), writer.WithConcurrency(p.Concurrency)})
+	return safeputUploaderWith(st, bucket, []func(*writer.Options){func(o *writer.Options) { o.PartSize = p.PartSize; o.Concurrency = p.Concurrency }})
 }
 
 func newSafeputDefaultsAWS(srv s3test.Server, bucket string, p Params) (Uploader, error) {

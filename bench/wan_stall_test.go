@@ -73,15 +73,17 @@ func TestWriteOver200msLinkDoesNotStall(t *testing.T) {
 			}
 			var mu sync.Mutex
 			var retries []writer.Event
-			up, err := writer.NewUploader(st, writer.WithPartSize(5<<20),
-				writer.WithRetry(retry.New(func(o *retry.Options) { o.StallTimeout = stall })),
-				writer.WithObserver(func(e writer.Event) {
+			up, err := writer.NewUploader(st, func(wo *writer.Options) {
+				wo.PartSize = 5 << 20
+				wo.Retry = retry.New(func(o *retry.Options) { o.StallTimeout = stall })
+				wo.Observer = func(e writer.Event) {
 					if e.Type == writer.EventRetry {
 						mu.Lock()
 						retries = append(retries, e)
 						mu.Unlock()
 					}
-				}))
+				}
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

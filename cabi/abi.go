@@ -156,7 +156,7 @@ func Open(configJSON string) (h int64, out outcome) {
 		return 0, badInput("%v", err)
 	}
 	if len(ropts) > 0 {
-		opts = append(opts, writer.WithRetry(cn.policy.With(ropts...)))
+		opts = append(opts, func(o *writer.Options) { o.Retry = cn.policy.With(ropts...) })
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := cn.up.New(ctx, cfg.Bucket, cfg.Key, opts...)
@@ -224,7 +224,7 @@ func Close(h int64) (out outcome) {
 
 // Abort discards the write. Called while a Close is running on another thread, it cancels that
 // Close (which then reports the outcome) and returns at once. Otherwise it waits for the
-// store's abort, which the handle's abort_timeout bounds (writer.WithAbortTimeout).
+// store's abort, which the handle's abort_timeout bounds (writer.Options.AbortTimeout).
 func Abort(h int64) (out outcome) {
 	defer guard("safeput_abort", &out)
 	e, ok := lookup(h)

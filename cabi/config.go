@@ -267,7 +267,7 @@ func lonelySurrogate(raw []byte) bool {
 // writerOptions turns c into writer options, checked against a plan so that a bad combination
 // is bad input at open, before any request, and the retry options of this handle (its stall
 // window), for a policy derived from the connection's so the retry budget stays shared.
-func (c Config) writerOptions() ([]writer.Option, []func(*retry.Options), error) {
+func (c Config) writerOptions() ([]func(*writer.Options), []func(*retry.Options), error) {
 	rules, err := multipart.Parse(c.Provider)
 	if err != nil {
 		return nil, nil, fmt.Errorf("provider: %w", err)
@@ -286,13 +286,13 @@ func (c Config) writerOptions() ([]writer.Option, []func(*retry.Options), error)
 		}
 		concurrency = *c.Concurrency
 	}
-	var checksumOpt []writer.Option // none chosen: the writer's default for the rules and endpoint
+	var checksumOpt []func(*writer.Options) // none chosen: the writer's default for the rules and endpoint
 	if c.Checksum != nil {
 		alg, err := frontend.ParseChecksum(*c.Checksum)
 		if err != nil {
 			return nil, nil, fmt.Errorf("checksum %w", err)
 		}
-		checksumOpt = append(checksumOpt, writer.WithChecksum(alg))
+		checksumOpt = append(checksumOpt, func(o *writer.Options) { o.Checksum, o.NoChecksum = alg, alg == store.ChecksumNone })
 	}
 	size := int64(-1)
 	if c.Size != nil {
@@ -313,27 +313,29 @@ func (c Config) writerOptions() ([]writer.Option, []func(*retry.Options), error)
 		return nil, nil, err
 	}
 	var ropts []func(*retry.Options)
-	opts := []writer.Option{
-		writer.WithRules(rules),
-		writer.WithPartSize(partSize),
-		writer.WithConcurrency(concurrency),
-		writer.WithLogger(log),
+	opts := []func(*writer.Options){
+		func(o *writer.Options) {
+			o.Rules = &rules
+			o.PartSize = partSize
+			o.Concurrency = concurrency
+			o.Logger = log
+		},
 	}
 	opts = append(opts, checksumOpt...)
 	if size >= 0 {
-		opts = append(opts, writer.WithSize(size))
+		opts = append(opts, func(o *writer.Options) { o.Size = size })
 	}
 	if c.ExpectedSize.set {
-		opts = append(opts, writer.WithExpectedMaxSize(c.ExpectedSize.n))
+		opts = append(opts, func(o *writer.Options) { o.ExpectedMaxSize = c.ExpectedSize.n })
 	}
 	if c.CreateOnly {
-		opts = append(opts, writer.WithCreateOnly(true))
+		opts = append(opts, func(o *writer.Options) { o.CreateOnly = true })
 	}
 	if c.ContentType != "" {
-		opts = append(opts, writer.WithContentType(c.ContentType))
+		opts = append(opts, func(o *writer.Options) { o.ContentType = c.ContentType })
 	}
 	if c.ReadBack {
-		opts = append(opts, writer.WithReadBack(true))
+		opts = append(opts, func(o *writer.Options) { o.ReadBack = true })
 	}
 	enc, err := frontend.SSE{Type: c.SSE, KMSKeyID: c.SSEKMSKeyID, KMSContext: c.SSEKMSEncryptionContext,
 		BucketKey: c.BucketKeyEnabled, CustomerKeyFile: c.SSECKeyFile}.Encryption()
@@ -341,7 +343,7 @@ func (c Config) writerOptions() ([]writer.Option, []func(*retry.Options), error)
 		return nil, nil, err
 	}
 	if enc.Type != "" {
-		opts = append(opts, writer.WithEncryption(enc))
+		opts = append(opts, func(o *writer.Options) { o.Encryption = enc })
 	}
 	if c.StallTimeout != "" {
 		d, err := time.ParseDuration(c.StallTimeout)
@@ -355,7 +357,7 @@ func (c Config) writerOptions() ([]writer.Option, []func(*retry.Options), error)
 		if err != nil || d <= 0 || d > time.Hour {
 			return nil, nil, fmt.Errorf("abort_timeout %q: want a duration above 0s, at most 1h", c.AbortTimeout)
 		}
-		opts = append(opts, writer.WithAbortTimeout(d))
+		opts = append(opts, func(o *writer.Options) { o.AbortTimeout = d })
 	}
 	return opts, ropts, nil
 }

@@ -43,7 +43,7 @@ func FuzzConfig(f *testing.F) {
 			}
 			return
 		}
-		w, err := writer.New(context.Background(), st, "b", "k", append(opts, writer.WithRetry(retry.New(ropts...)))...)
+		w, err := writer.New(context.Background(), st, "b", "k", append(opts, func(o *writer.Options) { o.Retry = retry.New(ropts...) })...)
 		if err != nil {
 			return // options the plan accepted can still meet the writer's own checks
 		}

@@ -84,7 +84,7 @@ func (sc *storeCache) get(c frontend.Conn, faults []faulty.Rule) (*conn, error) 
 }
 
 func newConn(st store.Store, p *retry.Policy) (*conn, error) {
-	up, err := writer.NewUploader(st, writer.WithRetry(p))
+	up, err := writer.NewUploader(st, func(o *writer.Options) { o.Retry = p })
 	if err != nil {
 		return nil, err
 	}

@@ -294,7 +294,7 @@ func testIMDSPut(t *testing.T, srv s3test.Server, backend string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := writer.Upload(ctx, st, bucket, "imds.bin", &slowReader{r: bytes.NewReader(data), rate: 2 << 20},
-		writer.WithPartSize(5<<20), writer.WithConcurrency(2))
+		func(o *writer.Options) { o.PartSize = 5 << 20; o.Concurrency = 2 })
 	if err != nil {
 		t.Fatalf("upload with instance role keys: %v", err)
 	}

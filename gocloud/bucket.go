@@ -5,7 +5,7 @@
 //
 // Reads, listing, attributes, copy, delete and signed URLs are gocloud's own s3blob driver's, over
 // the same *s3.Client (one transport, one connection pool). Writes go through one safeput
-// writer.Uploader per bucket (one retry budget; WithUploaderOptions(writer.WithMemoryBudget(b))
+// writer.Uploader per bucket (one retry budget; WithUploaderOptions(func(o *writer.Options) { o.MemoryBudget = b })
 // bounds their part buffers together): streamed in parts, verified after commit (a checksum or
 // MD5 compared, never length alone), and failed with a classified
 // *github.com/safeput/safeput/errors.Error that blob.Bucket.ErrorAs reaches and gcerrors.Code
@@ -76,7 +76,7 @@ type Option func(*options)
 
 type options struct {
 	adapter  Adapter
-	uploader []writer.Option
+	uploader []func(*writer.Options)
 	logger   *zap.Logger
 }
 
@@ -84,10 +84,10 @@ type options struct {
 func WithAdapter(a Adapter) Option { return func(o *options) { o.adapter = a } }
 
 // WithUploaderOptions adds options to the bucket's writer.Uploader (a profile such as
-// writer.WithProfile("minio"), a memory budget, a retry policy, an observer), after those derived
+// o.Profile = "minio", a memory budget, a retry policy, an observer), after those derived
 // from s3blob.Options, so they override them. Each write's own WriterOptions override them in
 // turn (IfNotExist, BufferSize, MaxConcurrency, ContentType, Metadata, BeforeWrite).
-func WithUploaderOptions(opts ...writer.Option) Option {
+func WithUploaderOptions(opts ...func(*writer.Options)) Option {
 	return func(o *options) { o.uploader = append(o.uploader, opts...) }
 }
 
@@ -187,10 +187,10 @@ func newBucket(client *s3.Client, name string, s3opts *s3blob.Options, reads *bl
 	if err != nil {
 		return nil, err
 	}
-	wopts := []writer.Option{writer.WithLogger(o.logger)}
+	wopts := []func(*writer.Options){func(wo *writer.Options) { wo.Logger = o.logger }}
 	if enc.Type != store.SSENone {
 		// Every write asks for it, and the HEAD after commit must show it.
-		wopts = append(wopts, writer.WithEncryption(enc))
+		wopts = append(wopts, func(o *writer.Options) { o.Encryption = enc })
 	}
 	wopts = append(wopts, o.uploader...)
 	up, err := writer.NewUploader(st, wopts...)
@@ -475,24 +475,26 @@ func (b *bucket) NewTypedWriter(ctx context.Context, key, contentType string, op
 	}
 	// Each write states its own overwrite rule, content type and metadata, overriding whatever
 	// the Uploader's options say, as s3blob's writes do.
-	wopts := []writer.Option{
-		writer.WithCreateOnly(opts.IfNotExist),
-		writer.WithContentType(contentType),
-		writer.WithMetadata(escapeMetadata(opts.Metadata)),
-		writer.WithHeaders(store.Headers{CacheControl: opts.CacheControl, ContentDisposition: opts.ContentDisposition,
-			ContentEncoding: opts.ContentEncoding, ContentLanguage: opts.ContentLanguage}),
+	wopts := []func(*writer.Options){
+		func(o *writer.Options) {
+			o.CreateOnly = opts.IfNotExist
+			o.ContentType = contentType
+			o.Metadata = escapeMetadata(opts.Metadata)
+			o.Headers = store.Headers{CacheControl: opts.CacheControl, ContentDisposition: opts.ContentDisposition,
+				ContentEncoding: opts.ContentEncoding, ContentLanguage: opts.ContentLanguage}
+		},
 	}
 	if opts.BufferSize > 0 {
-		wopts = append(wopts, writer.WithPartSize(int64(opts.BufferSize)))
+		wopts = append(wopts, func(o *writer.Options) { o.PartSize = int64(opts.BufferSize) })
 	}
 	if opts.MaxConcurrency > 0 {
-		wopts = append(wopts, writer.WithConcurrency(opts.MaxConcurrency))
+		wopts = append(wopts, func(o *writer.Options) { o.Concurrency = opts.MaxConcurrency })
 	}
 	if opts.BeforeWrite != nil {
 		// As s3blob's hooks get *[]func(*s3.Options): the hook may append to the write's options,
 		// and what it appends comes last, so it wins.
 		if err := opts.BeforeWrite(func(i any) bool {
-			p, ok := i.(**[]writer.Option)
+			p, ok := i.(**[]func(*writer.Options))
 			if ok {
 				*p = &wopts
 			}
@@ -514,7 +516,7 @@ type blobWriter struct {
 	ctx  context.Context
 	b    *bucket
 	key  string
-	opts []writer.Option
+	opts []func(*writer.Options)
 
 	w          *writer.Writer // created on the first Write
 	uploaded   bool

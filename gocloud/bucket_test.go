@@ -61,7 +61,7 @@ func adapter(env testkit.Env) safeblob.Adapter {
 
 func safeputOptions(env testkit.Env) []safeblob.Option {
 	return []safeblob.Option{safeblob.WithAdapter(adapter(env)),
-		safeblob.WithUploaderOptions(writer.WithProfile(env.Profile()))}
+		safeblob.WithUploaderOptions(func(o *writer.Options) { o.Profile = env.Profile() })}
 }
 
 func openBucket(t *testing.T, env testkit.Env, endpoint string) *blob.Bucket {
@@ -178,11 +178,11 @@ func (*asTest) BeforeRead(as func(any) bool) error {
 
 // BeforeWrite adds an observer to the write's options; AttributesCheck then finds it was called.
 func (a *asTest) BeforeWrite(as func(any) bool) error {
-	var opts *[]writer.Option
+	var opts *[]func(*writer.Options)
 	if !as(&opts) {
 		return stderrors.New("BeforeWrite: no *[]writer.Option")
 	}
-	*opts = append(*opts, writer.WithObserver(func(writer.Event) { a.events.Add(1) }))
+	*opts = append(*opts, func(o *writer.Options) { o.Observer = func(writer.Event) { a.events.Add(1) } })
 	return nil
 }
 
@@ -292,15 +292,17 @@ func TestCanceledWrite(t *testing.T) {
 		sent := make(chan struct{})
 		w, err := b.NewWriter(ctx, "canceled", &blob.WriterOptions{ContentType: "application/octet-stream", BufferSize: partSize,
 			BeforeWrite: func(as func(any) bool) error {
-				var opts *[]writer.Option
+				var opts *[]func(*writer.Options)
 				if !as(&opts) {
 					return stderrors.New("no *[]writer.Option")
 				}
-				*opts = append(*opts, writer.WithObserver(func(e writer.Event) {
-					if e.Type == writer.EventPartDone && parts.Add(1) == 2 {
-						close(sent)
+				*opts = append(*opts, func(o *writer.Options) {
+					o.Observer = func(e writer.Event) {
+						if e.Type == writer.EventPartDone && parts.Add(1) == 2 {
+							close(sent)
+						}
 					}
-				}))
+				})
 				return nil
 			}})
 		if err != nil {
@@ -431,14 +433,14 @@ func TestWriterOptions(t *testing.T) {
 		if got, err := b.ReadAll(ctx, "opts/headers"); err != nil || !bytes.Equal(got, data) {
 			t.Errorf("ReadAll of the gzip-labelled object: %q, %v; want the bytes written", got, err)
 		}
-		// Read back after commit too (BeforeWrite adds writer.WithReadBack): the adapter's GET
+		// Read back after commit too (BeforeWrite adds writer.Options.ReadBack): the adapter's GET
 		// must not decode them either.
 		hdrs.BeforeWrite = func(as func(any) bool) error {
-			var opts *[]writer.Option
+			var opts *[]func(*writer.Options)
 			if !as(&opts) {
 				return stderrors.New("no *[]writer.Option")
 			}
-			*opts = append(*opts, writer.WithReadBack(true))
+			*opts = append(*opts, func(o *writer.Options) { o.ReadBack = true })
 			return nil
 		}
 		if err := b.WriteAll(ctx, "opts/headers", data, &hdrs); err != nil {

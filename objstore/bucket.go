@@ -64,17 +64,17 @@ type Option func(*options)
 
 type options struct {
 	adapter  Adapter
-	uploader []writer.Option
+	uploader []func(*writer.Options)
 }
 
 // WithAdapter chooses the SDK of the writes (MinioGo by default).
 func WithAdapter(a Adapter) Option { return func(o *options) { o.adapter = a } }
 
 // WithUploaderOptions adds options to the Bucket's writer.Uploader (a profile such as
-// writer.WithProfile("minio"), a memory budget, a retry policy, an observer), after those derived
+// o.Profile = "minio", a memory budget, a retry policy, an observer), after those derived
 // from the configuration, so they override them. Upload always overwrites, as objstore's does:
-// a WithCreateOnly given here is overridden per upload.
-func WithUploaderOptions(opts ...writer.Option) Option {
+// an Options.CreateOnly given here is overridden per upload.
+func WithUploaderOptions(opts ...func(*writer.Options)) Option {
 	return func(o *options) { o.uploader = append(o.uploader, opts...) }
 }
 
@@ -147,14 +147,13 @@ func NewBucketWithConfig(logger log.Logger, config s3.Config, component string, 
 		return nil, err
 	}
 
-	wopts := []writer.Option{
-		writer.WithConcurrency(concurrency),
-		writer.WithContentMD5(config.SendContentMd5),
+	wopts := []func(*writer.Options){
+		func(o *writer.Options) { o.Concurrency = concurrency; o.ContentMD5 = config.SendContentMd5 },
 	}
 	partSize := int64(writer.DefaultPartSize)
 	if config.PartSize > 0 {
 		partSize = int64(min(config.PartSize, 5<<30))
-		wopts = append(wopts, writer.WithPartSize(partSize))
+		wopts = append(wopts, func(o *writer.Options) { o.PartSize = partSize })
 	}
 	// One memory budget for every upload of the Bucket: as much as one upload's parts in flight,
 	// so concurrent uploads wait for buffers instead of multiplying the heap.
@@ -162,14 +161,16 @@ func NewBucketWithConfig(logger log.Logger, config s3.Config, component string, 
 	if err != nil {
 		return nil, fmt.Errorf("safeobjstore: memory budget: %w", err)
 	}
-	wopts = append(wopts, writer.WithMemoryBudget(budget))
+	wopts = append(wopts, func(o *writer.Options) { o.MemoryBudget = budget })
 	if config.MaxRetries > 0 {
 		// minio-go's MaxRetries counts attempts, as retry.Options.MaxAttempts does.
-		wopts = append(wopts, writer.WithRetry(retry.New(func(o *retry.Options) { o.MaxAttempts = config.MaxRetries })))
+		wopts = append(wopts, func(wo *writer.Options) {
+			wo.Retry = retry.New(func(o *retry.Options) { o.MaxAttempts = config.MaxRetries })
+		})
 	}
 	if enc.Type != store.SSENone {
-		// Every write asks for it, and the HEAD after commit must show it (writer.WithEncryption).
-		wopts = append(wopts, writer.WithEncryption(enc))
+		// Every write asks for it, and the HEAD after commit must show it (writer.Options.Encryption).
+		wopts = append(wopts, func(o *writer.Options) { o.Encryption = enc })
 	}
 	wopts = append(wopts, o.uploader...)
 	up, err := writer.NewUploader(st, wopts...)
@@ -394,14 +395,14 @@ func (b *Bucket) Upload(ctx context.Context, name string, r io.Reader, opts ...o
 			Message: "per-request server-side encryption (s3.ContextWithSSEConfig) cannot be honoured: set sse_config in the bucket config instead"}
 	}
 	params := objstore.ApplyObjectUploadOptions(opts...)
-	wopts := []writer.Option{writer.WithCreateOnly(false), writer.WithMetadata(b.meta)}
+	wopts := []func(*writer.Options){func(o *writer.Options) { o.CreateOnly = false; o.Metadata = b.meta }}
 	if params.ContentType != "" {
-		wopts = append(wopts, writer.WithContentType(params.ContentType))
+		wopts = append(wopts, func(o *writer.Options) { o.ContentType = params.ContentType })
 	}
 	// objstore's sizes (*os.File, bytes readers, ObjectSizer, *io.LimitedReader) as the declared
 	// size: a stream that ends shorter or runs longer fails instead of landing cut or padded.
 	if size, err := objstore.TryToGetSize(r); err == nil && size >= 0 {
-		wopts = append(wopts, writer.WithSize(size))
+		wopts = append(wopts, func(o *writer.Options) { o.Size = size })
 	}
 	res, err := b.up.Upload(ctx, b.name, name, r, wopts...)
 	b.logResult(name, res, err)

@@ -71,7 +71,7 @@ func newBucketLogging(t *testing.T, env testkit.Env, endpoint string, requests *
 	}
 	bkt, err := safeobjstore.NewBucketWithConfig(logger, config(env, endpoint), "test", wrap,
 		safeobjstore.WithAdapter(adapter(env)),
-		safeobjstore.WithUploaderOptions(writer.WithProfile(env.Profile())))
+		safeobjstore.WithUploaderOptions(func(o *writer.Options) { o.Profile = env.Profile() }))
 	if err != nil {
 		t.Fatalf("NewBucketWithConfig: %v", err)
 	}

@@ -29,7 +29,7 @@ func TestSSEConfigUpload(t *testing.T) {
 		c := config(env, env.Srv.Endpoint)
 		c.SSEConfig = s3.SSEConfig{Type: s3.SSEKMS, KMSKeyID: kms, KMSEncryptionContext: map[string]string{"app": "thanos"}}
 		bkt, err := safeobjstore.NewBucketWithConfig(log.NewNopLogger(), c, "test", nil,
-			safeobjstore.WithAdapter(adapter(env)), safeobjstore.WithUploaderOptions(writer.WithProfile(env.Profile())))
+			safeobjstore.WithAdapter(adapter(env)), safeobjstore.WithUploaderOptions(func(o *writer.Options) { o.Profile = env.Profile() }))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,7 +39,7 @@ func BenchmarkUpload1GiB(b *testing.B) {
 	for i := range data {
 		data[i] = byte(i * 7 >> 3)
 	}
-	sdk := func(b *testing.B) writer.Option {
+	sdk := func(b *testing.B) func(*writer.Options) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		b.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
@@ -47,21 +47,21 @@ func BenchmarkUpload1GiB(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		return writer.WithInstrumentation(inst)
+		return func(o *writer.Options) { o.Instrumentation = inst }
 	}
-	noop := func(b *testing.B) writer.Option {
+	noop := func(b *testing.B) func(*writer.Options) {
 		inst, err := spotel.New(spotel.WithTracerProvider(tracenoop.NewTracerProvider()), spotel.WithMeterProvider(metricnoop.NewMeterProvider()))
 		if err != nil {
 			b.Fatal(err)
 		}
-		return writer.WithInstrumentation(inst)
+		return func(o *writer.Options) { o.Instrumentation = inst }
 	}
 	for _, c := range []struct {
 		name string
-		opt  func(*testing.B) writer.Option
+		opt  func(*testing.B) func(*writer.Options)
 	}{{"plain", nil}, {"otel-noop", noop}, {"otel-sdk", sdk}} {
 		b.Run(c.name, func(b *testing.B) {
-			opts := []writer.Option{writer.WithProfile("minio")}
+			opts := []func(*writer.Options){func(o *writer.Options) { o.Profile = "minio" }}
 			if c.opt != nil {
 				opts = append(opts, c.opt(b))
 			}
@@ -129,9 +129,9 @@ func BenchmarkOverhead(b *testing.B) {
 			}
 		})
 		b.Run("write/"+v.name, func(b *testing.B) {
-			opts := []writer.Option{writer.WithProfile("minio")}
+			opts := []func(*writer.Options){func(o *writer.Options) { o.Profile = "minio" }}
 			if v.inst != nil {
-				opts = append(opts, writer.WithInstrumentation(v.inst(b)))
+				opts = append(opts, func(o *writer.Options) { o.Instrumentation = v.inst(b) })
 			}
 			up, err := writer.NewUploader(memstore.New(memstore.WithBuckets("b")), opts...)
 			if err != nil {

@@ -24,8 +24,13 @@ func TestBudgetWait(t *testing.T) {
 	}
 	h := newHarness(t, spotel.WithBudget(budget))
 	mem := memstore.New(memstore.WithBuckets("b"))
-	up, err := writer.NewUploader(mem, writer.WithProfile("minio"), writer.WithPartSize(part), writer.WithConcurrency(1),
-		writer.WithMemoryBudget(budget), writer.WithInstrumentation(h.inst))
+	up, err := writer.NewUploader(mem, func(o *writer.Options) {
+		o.Profile = "minio"
+		o.PartSize = part
+		o.Concurrency = 1
+		o.MemoryBudget = budget
+		o.Instrumentation = h.inst
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +119,13 @@ func TestLeftBehindAndRecover(t *testing.T) {
 		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden()},
 		faulty.Always("AbortMultipartUpload", faulty.Forbidden()))
 	h := newHarness(t)
-	lost, err := writer.NewUploader(dying, writer.WithJournal(dir, endpoint), writer.WithProfile("minio"),
-		writer.WithPartSize(part), writer.WithConcurrency(1), writer.WithInstrumentation(h.inst))
+	lost, err := writer.NewUploader(dying, func(o *writer.Options) {
+		o.JournalDir, o.JournalEndpoint = dir, endpoint
+		o.Profile = "minio"
+		o.PartSize = part
+		o.Concurrency = 1
+		o.Instrumentation = h.inst
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +135,7 @@ func TestLeftBehindAndRecover(t *testing.T) {
 	if got := h.metrics(t).total(spotel.MetricLeftBehind); got != 1 {
 		t.Errorf("%s = %d after a failed abort, want 1", spotel.MetricLeftBehind, got)
 	}
-	next, err := writer.NewUploader(mem, writer.WithJournal(dir, endpoint), writer.WithInstrumentation(h.inst))
+	next, err := writer.NewUploader(mem, func(o *writer.Options) { o.JournalDir, o.JournalEndpoint = dir, endpoint; o.Instrumentation = h.inst })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@
 // it on with one option:
 //
 //	inst, err := otel.New() // the global TracerProvider and MeterProvider
-//	up, err := writer.NewUploader(st, writer.WithInstrumentation(inst))
+//	up, err := writer.NewUploader(st, func(o *writer.Options) { o.Instrumentation = inst })
 //
 // The caller's context carries the parent span: a flush's span contains its writes' spans.
 package otel
@@ -43,7 +43,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config)
 func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
 
 // WithBudget reports b's memory in use and limit (safeput.memory.budget.usage and .limit): the
-// budget given to writer.WithMemoryBudget. It may be given once per budget.
+// budget given to writer.Options.MemoryBudget. It may be given once per budget.
 func WithBudget(b *writer.Budget) Option {
 	return func(c *config) {
 		if b != nil {
@@ -64,7 +64,7 @@ type Instrumentation struct {
 
 var _ writer.Instrumentation = (*Instrumentation)(nil)
 
-// New returns an Instrumentation for writer.WithInstrumentation. It fails only when the meter
+// New returns an Instrumentation for writer.Options.Instrumentation. It fails only when the meter
 // refuses an instrument.
 func New(opts ...Option) (*Instrumentation, error) {
 	var c config

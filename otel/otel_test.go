@@ -177,8 +177,7 @@ func (m metrics) get(name string, kvs ...attribute.KeyValue) int64 {
 func TestCleanMultipartWrite(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		h := newHarness(t)
-		up, err := writer.NewUploader(env.Store, writer.WithProfile(env.Profile()), writer.WithPartSize(part),
-			writer.WithInstrumentation(h.inst))
+		up, err := writer.NewUploader(env.Store, func(o *writer.Options) { o.Profile = env.Profile(); o.PartSize = part; o.Instrumentation = h.inst })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,8 +280,12 @@ func TestRetriedPart(t *testing.T) {
 		proxy, st := wirekit.Proxied(t, env, 37)
 		proxy.SetRules(faultproxy.Rule{Op: faultproxy.UploadPart, PartNumber: 2, Nth: 1,
 			Fault: faultproxy.Fault{Kind: faultproxy.ResetAfterBytes, Bytes: 4 << 10}})
-		up, err := writer.NewUploader(st, writer.WithProfile(env.Profile()), writer.WithPartSize(part),
-			writer.WithRetry(fastPolicy()), writer.WithInstrumentation(h.inst))
+		up, err := writer.NewUploader(st, func(o *writer.Options) {
+			o.Profile = env.Profile()
+			o.PartSize = part
+			o.Retry = fastPolicy()
+			o.Instrumentation = h.inst
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -363,8 +366,12 @@ func TestPermanentFailure(t *testing.T) {
 		proxy, st := wirekit.Proxied(t, env, 38)
 		proxy.SetRules(faultproxy.Rule{Op: faultproxy.UploadPart,
 			Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 403, Code: "AccessDenied"}})
-		up, err := writer.NewUploader(st, writer.WithProfile(env.Profile()), writer.WithPartSize(part),
-			writer.WithRetry(fastPolicy()), writer.WithInstrumentation(h.inst))
+		up, err := writer.NewUploader(st, func(o *writer.Options) {
+			o.Profile = env.Profile()
+			o.PartSize = part
+			o.Retry = fastPolicy()
+			o.Instrumentation = h.inst
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,7 +43,7 @@ func (s *lingeringStore) ListParts(ctx context.Context, in *store.ListPartsInput
 // abortWithParts writes two parts through st and aborts the writer.
 func abortWithParts(t *testing.T, st store.Store) error {
 	t.Helper()
-	w, err := writer.New(context.Background(), st, "b", "k", writer.WithProfile("minio"), writer.WithPartSize(part), writer.WithRetry(fastPolicy()))
+	w, err := writer.New(context.Background(), st, "b", "k", func(o *writer.Options) { o.Profile = "minio"; o.PartSize = part; o.Retry = fastPolicy() })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func allocatedBy(tb testing.TB, st store.Store, bucket string, src allocSource, 
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	res, err := writer.Upload(context.Background(), st, bucket, "alloc-"+src.name, r,
-		writer.WithPartSize(partSize), writer.WithConcurrency(conc))
+		func(o *writer.Options) { o.PartSize = partSize; o.Concurrency = conc })
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		tb.Fatalf("upload %d bytes from a %s: %v", size, src.name, err)

@@ -97,7 +97,7 @@ func BenchmarkUploadPeakHeap(b *testing.B) {
 					runtime.GC()
 					s := sampleHeap()
 					res, err := writer.Upload(context.Background(), st, bucket, "peak", newGen(size),
-						writer.WithProfile("versitygw"), writer.WithPartSize(partSize), writer.WithConcurrency(conc))
+						func(o *writer.Options) { o.Profile = "versitygw"; o.PartSize = partSize; o.Concurrency = conc })
 					peak = max(peak, s.Stop())
 					if err != nil {
 						b.Fatal(err)

@@ -151,7 +151,7 @@ func TestChecksumProbe(t *testing.T) {
 				mem := newMem(rules)
 				fs := faulty.New(mem, faulty.Always(faulty.OpUploadPartProbe, c.fault))
 				u := newUploader(t, fs)
-				res, hashed, err := writeCounting(t, u, "k", data, writer.WithRetry(fastPolicy()))
+				res, hashed, err := writeCounting(t, u, "k", data, func(o *writer.Options) { o.Retry = fastPolicy() })
 				want := verify.MethodCRC32C
 				if rules.IgnoreChecksumHeaders {
 					want = verify.MethodETagMD5
@@ -188,7 +188,7 @@ func TestChecksumProbe(t *testing.T) {
 	t.Run("probe refused 403", func(t *testing.T) {
 		mem := newMem(minioLike)
 		fs := faulty.New(mem, faulty.Always(faulty.OpUploadPartProbe, faulty.Forbidden()))
-		_, _, err := writeCounting(t, newUploader(t, fs), "k", data, writer.WithRetry(fastPolicy()))
+		_, _, err := writeCounting(t, newUploader(t, fs), "k", data, func(o *writer.Options) { o.Retry = fastPolicy() })
 		var e *sperrors.Error
 		if !errors.As(err, &e) || e.Kind != sperrors.Permanent || e.StatusCode != 403 {
 			t.Fatalf("err %v; want Permanent with status 403", err)

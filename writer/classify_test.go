@@ -48,7 +48,7 @@ func TestRealServerClassification(t *testing.T) {
 
 		// A profile that wrongly allows 1 MiB parts: the server refuses the layout at Complete.
 		_, err = writer.Upload(ctx, env.Store, env.Bucket, "too-small", bytes.NewReader(data),
-			writer.WithProfile("profile="+env.Profile()+",min=1MiB"), writer.WithPartSize(1<<20))
+			func(o *writer.Options) { o.Profile = "profile=" + env.Profile() + ",min=1MiB"; o.PartSize = 1 << 20 })
 		if !errors.As(err, &se) || se.Kind != sperrors.Compatibility || se.Code != "EntityTooSmall" {
 			t.Fatalf("1 MiB parts: want Compatibility EntityTooSmall, got %v", err)
 		}

@@ -58,8 +58,12 @@ func TestCutCreateCarriedOutLate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
 			st := &lateCreates{Store: mem, cuts: c.cuts, late: window / 2}
-			opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20),
-				writer.WithRetry(fastPolicy(func(o *retry.Options) { o.StallTimeout = window })), writer.WithAbortTimeout(10 * time.Second)}
+			opts := []func(*writer.Options){func(wo *writer.Options) {
+				wo.Profile = "min=1MiB"
+				wo.PartSize = 1 << 20
+				wo.Retry = fastPolicy(func(o *retry.Options) { o.StallTimeout = window })
+				wo.AbortTimeout = 10 * time.Second
+			}}
 			start := time.Now()
 			res, err := writer.Upload(context.Background(), st, "b", "k", bytes.NewReader(data), opts...)
 			took := time.Since(start)

@@ -20,9 +20,9 @@ import (
 // decider is what the decisions depend on besides the store's answers: the write's options and
 // what happened to it so far. Writer.decider takes it afresh before each decision.
 type decider struct {
-	createOnly bool // WithCreateOnly: an object already at the key may be another writer's
-	allowWeak  bool // WithAllowWeakVerification: a length-only check may end the write
-	readBack   bool // WithReadBack: read the object back even when the HEAD proved it
+	createOnly bool // Options.CreateOnly: an object already at the key may be another writer's
+	allowWeak  bool // Options.AllowWeakVerification: a length-only check may end the write
+	readBack   bool // Options.ReadBack: read the object back even when the HEAD proved it
 	// replayable: the parts come from a ReaderAt (Upload), so a part the store kept wrong can
 	// be sent again; a streamed part's buffer is gone once it is acknowledged.
 	replayable bool
@@ -147,7 +147,7 @@ type verdict uint8
 
 const (
 	verdictProven       verdict = iota // strong evidence: the write landed
-	verdictAcceptedWeak                // nothing strong, accepted on length (WithAllowWeakVerification)
+	verdictAcceptedWeak                // nothing strong, accepted on length (Options.AllowWeakVerification)
 	verdictUnproven                    // nothing strong: fail Unverifiable and delete the object (ours)
 	verdictUnprovenLeft                // nothing strong: fail Unverifiable, the object left (it may be another writer's)
 	verdictCorrupt                     // a mismatch: fail Integrity and delete the object (ours)

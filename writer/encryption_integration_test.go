@@ -48,18 +48,20 @@ func sseExpected(server string, mode store.SSEType) string {
 // sseModes are the modes the integration tests ask for.
 func sseModes(t *testing.T, ssecKey []byte) []struct {
 	name string
-	opt  writer.Option
+	opt  func(*writer.Options)
 	want store.Encryption
 } {
 	kms := kmsKeyID(t)
 	return []struct {
 		name string
-		opt  writer.Option
+		opt  func(*writer.Options)
 		want store.Encryption
 	}{
-		{"SSE-S3", writer.WithEncryption(store.Encryption{Type: store.SSES3}), store.Encryption{Type: store.SSES3}},
-		{"SSE-KMS", writer.WithEncryption(store.Encryption{Type: store.SSEKMS, KMSKeyID: kms, KMSContext: map[string]string{"app": "safeput"}, BucketKey: false}), store.Encryption{Type: store.SSEKMS, KMSKeyID: kms}},
-		{"SSE-C", writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: ssecKey}), store.Encryption{Type: store.SSEC, CustomerKeyMD5: store.CustomerKey(ssecKey).MD5()}},
+		{"SSE-S3", func(o *writer.Options) { o.Encryption = store.Encryption{Type: store.SSES3} }, store.Encryption{Type: store.SSES3}},
+		{"SSE-KMS", func(o *writer.Options) {
+			o.Encryption = store.Encryption{Type: store.SSEKMS, KMSKeyID: kms, KMSContext: map[string]string{"app": "safeput"}, BucketKey: false}
+		}, store.Encryption{Type: store.SSEKMS, KMSKeyID: kms}},
+		{"SSE-C", func(o *writer.Options) { o.Encryption = store.Encryption{Type: store.SSEC, CustomerKey: ssecKey} }, store.Encryption{Type: store.SSEC, CustomerKeyMD5: store.CustomerKey(ssecKey).MD5()}},
 	}
 }
 
@@ -114,8 +116,7 @@ func TestEncryptionOnServers(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%dMiB", m.name, size>>20), func(t *testing.T) {
 					key := fmt.Sprintf("sse-%s-%d", m.name, size)
 					data := s3test.RandomBytes(size)
-					w, err := writer.New(context.Background(), env.Store, env.Bucket, key, writer.WithProfile(env.Profile()),
-						writer.WithPartSize(5<<20), writer.WithThreshold(5<<20), m.opt)
+					w, err := writer.New(context.Background(), env.Store, env.Bucket, key, func(o *writer.Options) { o.Profile = env.Profile(); o.PartSize = 5 << 20; o.Threshold = 5 << 20 }, m.opt)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -172,8 +173,12 @@ func TestWireSSEStripped(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%dMiB", m.name, size>>20), func(t *testing.T) {
 					key := fmt.Sprintf("wire-sse-%s-%d", m.name, size)
 					data := s3test.RandomBytes(size)
-					w, err := writer.New(context.Background(), st, env.Bucket, key, writer.WithProfile(env.Profile()),
-						writer.WithPartSize(5<<20), writer.WithThreshold(5<<20), writer.WithRetry(noHangPolicy()), m.opt)
+					w, err := writer.New(context.Background(), st, env.Bucket, key, func(o *writer.Options) {
+						o.Profile = env.Profile()
+						o.PartSize = 5 << 20
+						o.Threshold = 5 << 20
+						o.Retry = noHangPolicy()
+					}, m.opt)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -206,8 +211,11 @@ func TestRecoverSSECOnServers(t *testing.T) {
 		}
 		key := s3test.RandomBytes(32)
 		data := s3test.RandomBytes(12 << 20)
-		w, err := writer.New(context.Background(), env.Store, env.Bucket, "recover-ssec", writer.WithProfile(env.Profile()),
-			writer.WithPartSize(5<<20), writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: key}))
+		w, err := writer.New(context.Background(), env.Store, env.Bucket, "recover-ssec", func(o *writer.Options) {
+			o.Profile = env.Profile()
+			o.PartSize = 5 << 20
+			o.Encryption = store.Encryption{Type: store.SSEC, CustomerKey: key}
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

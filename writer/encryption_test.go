@@ -28,17 +28,19 @@ import (
 // that honours them reports.
 func sseCases(key []byte) []struct {
 	name string
-	opt  writer.Option
+	opt  func(*writer.Options)
 	want store.Encryption
 } {
 	return []struct {
 		name string
-		opt  writer.Option
+		opt  func(*writer.Options)
 		want store.Encryption
 	}{
-		{"SSE-S3", writer.WithEncryption(store.Encryption{Type: store.SSES3}), store.Encryption{Type: store.SSES3}},
-		{"SSE-KMS", writer.WithEncryption(store.Encryption{Type: store.SSEKMS, KMSKeyID: "k1", KMSContext: map[string]string{"app": "safeput"}, BucketKey: true}), store.Encryption{Type: store.SSEKMS, KMSKeyID: "k1", BucketKey: true}},
-		{"SSE-C", writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: key}), store.Encryption{Type: store.SSEC, CustomerKeyMD5: store.CustomerKey(key).MD5()}},
+		{"SSE-S3", func(o *writer.Options) { o.Encryption = store.Encryption{Type: store.SSES3} }, store.Encryption{Type: store.SSES3}},
+		{"SSE-KMS", func(o *writer.Options) {
+			o.Encryption = store.Encryption{Type: store.SSEKMS, KMSKeyID: "k1", KMSContext: map[string]string{"app": "safeput"}, BucketKey: true}
+		}, store.Encryption{Type: store.SSEKMS, KMSKeyID: "k1", BucketKey: true}},
+		{"SSE-C", func(o *writer.Options) { o.Encryption = store.Encryption{Type: store.SSEC, CustomerKey: key} }, store.Encryption{Type: store.SSEC, CustomerKeyMD5: store.CustomerKey(key).MD5()}},
 	}
 }
 
@@ -97,7 +99,9 @@ func TestEncryptionIgnoredFailsAndDeletes(t *testing.T) {
 func TestEncryptionKMSKeyARN(t *testing.T) {
 	mem := newMem(minioLike)
 	data := randomBytes(t, smallSize)
-	res, err := write(t, mem, "k", data, writer.WithEncryption(store.Encryption{Type: store.SSEKMS, KMSKeyID: "arn:aws:kms:k1", KMSContext: nil, BucketKey: false}))
+	res, err := write(t, mem, "k", data, func(o *writer.Options) {
+		o.Encryption = store.Encryption{Type: store.SSEKMS, KMSKeyID: "arn:aws:kms:k1", KMSContext: nil, BucketKey: false}
+	})
 	mustLand(t, mem, "k", data, res, err, verify.MethodCRC32C)
 	// memstore reports the id as sent; the comparison is what is checked here.
 	for _, c := range []struct {
@@ -121,13 +125,15 @@ func TestEncryptionKMSKeyARN(t *testing.T) {
 func TestEncryptionInvalid(t *testing.T) {
 	mem := newMem(memstore.Rules{})
 	for _, c := range []struct {
-		opt  writer.Option
+		opt  func(*writer.Options)
 		want string
 	}{
-		{writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: make([]byte, 16)}), "16 bytes, want 32"},
-		{writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: nil}), "0 bytes, want 32"},
-		{writer.WithEncryption(store.Encryption{Type: "aws:kms:dsse"}), "unknown type"},
-		{writer.WithEncryption(store.Encryption{Type: store.SSES3, KMSKeyID: "k"}), "only the type"},
+		{func(o *writer.Options) {
+			o.Encryption = store.Encryption{Type: store.SSEC, CustomerKey: make([]byte, 16)}
+		}, "16 bytes, want 32"},
+		{func(o *writer.Options) { o.Encryption = store.Encryption{Type: store.SSEC, CustomerKey: nil} }, "0 bytes, want 32"},
+		{func(o *writer.Options) { o.Encryption = store.Encryption{Type: "aws:kms:dsse"} }, "unknown type"},
+		{func(o *writer.Options) { o.Encryption = store.Encryption{Type: store.SSES3, KMSKeyID: "k"} }, "only the type"},
 	} {
 		_, err := writer.New(context.Background(), mem, unitBucket, "k", c.opt)
 		var e *sperrors.Error
@@ -151,7 +157,10 @@ func TestSSECKeyNeverLeaks(t *testing.T) {
 			enc := zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig())
 			log := zap.New(zapcore.NewCore(enc, zapcore.AddSync(&logs), zap.DebugLevel))
 			mem := newMem(rules)
-			res, err := write(t, mem, "k", randomBytes(t, size), writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: key}), writer.WithLogger(log))
+			res, err := write(t, mem, "k", randomBytes(t, size), func(o *writer.Options) {
+				o.Encryption = store.Encryption{Type: store.SSEC, CustomerKey: key}
+				o.Logger = log
+			})
 			var out bytes.Buffer
 			fmt.Fprintf(&out, "%v\n%+v\n%#v\n", err, err, res)
 			if res != nil {
@@ -182,7 +191,7 @@ func TestRecoverSSEC(t *testing.T) {
 	key := randomBytes(t, 32)
 	mem := newMem(minioLike)
 	data := randomBytes(t, largeSize)
-	res, err := write(t, mem, "k", data, writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: key}))
+	res, err := write(t, mem, "k", data, func(o *writer.Options) { o.Encryption = store.Encryption{Type: store.SSEC, CustomerKey: key} })
 	mustLand(t, mem, "k", data, res, err, verify.MethodCRC32C)
 
 	dir := t.TempDir()
@@ -244,7 +253,10 @@ func TestCreateOnlySSECOntoAnotherObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, size := range []int{smallSize, largeSize} {
-		_, err := write(t, mem, "k", randomBytes(t, size), writer.WithEncryption(store.Encryption{Type: store.SSEC, CustomerKey: randomBytes(t, 32)}), writer.WithCreateOnly(true))
+		_, err := write(t, mem, "k", randomBytes(t, size), func(o *writer.Options) {
+			o.Encryption = store.Encryption{Type: store.SSEC, CustomerKey: randomBytes(t, 32)}
+			o.CreateOnly = true
+		})
 		var e *sperrors.Error
 		if !errors.As(err, &e) || e.Kind != sperrors.Precondition || e.ObjectLeft {
 			t.Fatalf("size %d: err %v, want Precondition", size, err)

@@ -7,16 +7,6 @@ import (
 	"github.com/safeput/safeput/store"
 )
 
-// WithEndpointCache keeps, in the directory dir, what an Uploader's writes learn about its
-// endpoint that spares work (whether the store checks part checksums: the probe that asks, and
-// the MD5s of parts whose receipts echo the checksum), for a day, so the next process starts
-// from it. For programs that make one write per process, as the CLI does; a long-lived process
-// keeps one Uploader instead, whose facts live as long as it does. A kept fact only ever spares
-// work a write could do again: a wrong or stale one makes a write compute more, never accept
-// less. It is an Uploader's option (NewUploader): on a write's own options it does nothing. It
-// keeps nothing for a store that names no endpoint (store.Endpointer).
-func WithEndpointCache(dir string) Option { return func(c *config) { c.endpointCache = dir } }
-
 // attachEndpointCache starts u's facts from the cache in dir, keyed by the adapter and endpoint:
 // the fact is the store's answer as that SDK reads it.
 func (u *Uploader) attachEndpointCache(dir string) {

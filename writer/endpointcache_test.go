@@ -22,7 +22,7 @@ func (s atEndpoint) Endpoint() string { return s.url }
 // its endpoint facts in c.
 func cachedUploader(t *testing.T, st store.Store, dir string) *writer.Uploader {
 	t.Helper()
-	return newUploader(t, st, writer.WithEndpointCache(dir))
+	return newUploader(t, st, func(o *writer.Options) { o.EndpointCache = dir })
 }
 
 // probesSent runs write and returns how many UploadPart requests it sent beyond a 12 MiB
@@ -129,7 +129,7 @@ func TestEndpointCacheCarriesTheEcho(t *testing.T) {
 		// No part was hashed and the HEAD proves nothing: the object is read back, whatever
 		// its size against the read-back limit.
 		u := cachedUploader(t, atEndpoint{headWithoutChecksums{mem}, url}, c)
-		res, hashed, err := writeCounting(t, u, "k", large, writer.WithReadBackLimit(mib))
+		res, hashed, err := writeCounting(t, u, "k", large, func(o *writer.Options) { o.ReadBackLimit = mib })
 		mustLand(t, mem, "k", large, res, err, verify.MethodReadBack)
 		if hashed != 0 {
 			t.Fatalf("hashed %d bytes by MD5, want none", hashed)

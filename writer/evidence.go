@@ -17,7 +17,7 @@ import (
 )
 
 // Evidence on stores the profile does not know. A write must end strongly verified (or, with
-// WithAllowWeakVerification, say it did not). Cheapest first:
+// Options.AllowWeakVerification, say it did not). Cheapest first:
 //  1. a checksum header: when the profile sends none, the write offers the CRC anyway and learns
 //     from the answer whether the store takes it (a refusal costs one retry, then is remembered
 //     by the Uploader), then whether HEAD reports it;

@@ -17,9 +17,9 @@ import (
 
 // streamTo writes data through a Writer (not replayable) with 5 MiB parts and no read-back, so
 // only the store's own evidence can verify it.
-func streamTo(t *testing.T, st store.Store, bucket, key string, data []byte, opts ...writer.Option) (*writer.Result, error) {
+func streamTo(t *testing.T, st store.Store, bucket, key string, data []byte, opts ...func(*writer.Options)) (*writer.Result, error) {
 	t.Helper()
-	return writeTo(t, st, bucket, key, data, append([]writer.Option{writer.WithReadBackLimit(0)}, opts...)...)
+	return writeTo(t, st, bucket, key, data, append([]func(*writer.Options){func(o *writer.Options) { o.ReadBackLimit = 0 }}, opts...)...)
 }
 
 func landedOnServer(t *testing.T, env testkit.Env, key string, data []byte, res *writer.Result, err error) {
@@ -49,7 +49,7 @@ func TestRealServerDefaultsStrong(t *testing.T) {
 			landedOnServer(t, env, c.name, c.data, res, err)
 			t.Logf("%s %s: verified %s", env.Adapter, c.name, res.Verified)
 
-			res, err = streamTo(t, env.Store, env.Bucket, c.name+"-md5", c.data, writer.WithChecksum(store.ChecksumNone))
+			res, err = streamTo(t, env.Store, env.Bucket, c.name+"-md5", c.data, func(o *writer.Options) { o.NoChecksum = true })
 			landedOnServer(t, env, c.name+"-md5", c.data, res, err)
 			if res.Verified != verify.MethodETagMD5 {
 				t.Fatalf("no checksum: verified %q, want %q", res.Verified, verify.MethodETagMD5)

@@ -48,14 +48,14 @@ func randomBytes(t testing.TB, n int) []byte {
 }
 
 // write streams data through a Writer (a non-replayable source) with 5 MiB parts.
-func write(t *testing.T, st store.Store, key string, data []byte, opts ...writer.Option) (*writer.Result, error) {
+func write(t *testing.T, st store.Store, key string, data []byte, opts ...func(*writer.Options)) (*writer.Result, error) {
 	t.Helper()
 	return writeTo(t, st, unitBucket, key, data, opts...)
 }
 
-func writeTo(t *testing.T, st store.Store, bucket, key string, data []byte, opts ...writer.Option) (*writer.Result, error) {
+func writeTo(t *testing.T, st store.Store, bucket, key string, data []byte, opts ...func(*writer.Options)) (*writer.Result, error) {
 	t.Helper()
-	opts = append([]writer.Option{writer.WithPartSize(5 * mib), writer.WithThreshold(5 * mib)}, opts...)
+	opts = append([]func(*writer.Options){func(o *writer.Options) { o.PartSize = 5 * mib; o.Threshold = 5 * mib }}, opts...)
 	w, err := writer.New(context.Background(), st, bucket, key, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -64,9 +64,9 @@ func writeTo(t *testing.T, st store.Store, bucket, key string, data []byte, opts
 }
 
 // writeWith is write through u, whose writes share what they learn.
-func writeWith(t *testing.T, u *writer.Uploader, key string, data []byte, opts ...writer.Option) (*writer.Result, error) {
+func writeWith(t *testing.T, u *writer.Uploader, key string, data []byte, opts ...func(*writer.Options)) (*writer.Result, error) {
 	t.Helper()
-	opts = append([]writer.Option{writer.WithPartSize(5 * mib), writer.WithThreshold(5 * mib)}, opts...)
+	opts = append([]func(*writer.Options){func(o *writer.Options) { o.PartSize = 5 * mib; o.Threshold = 5 * mib }}, opts...)
 	w, err := u.New(context.Background(), unitBucket, key, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -153,21 +153,21 @@ func TestDefaultsStrongOnEveryStore(t *testing.T) {
 	}
 }
 
-// TestProfilePreferredChecksum: without WithChecksum the writer sends the profile's preferred
-// CRC (CRC32C under "minio") and verifies by it; an explicit WithChecksum still wins.
+// TestProfilePreferredChecksum: without Options.Checksum the writer sends the profile's preferred
+// CRC (CRC32C under "minio") and verifies by it; an explicit Options.Checksum still wins.
 func TestProfilePreferredChecksum(t *testing.T) {
 	mem := newMem(minioLike)
 	small, large := randomBytes(t, smallSize), randomBytes(t, largeSize)
 	for _, c := range []struct {
 		key  string
 		data []byte
-		opts []writer.Option
+		opts []func(*writer.Options)
 		want verify.Method
 	}{
-		{"single", small, []writer.Option{writer.WithProfile("minio")}, verify.MethodCRC32C},
-		{"multi", large, []writer.Option{writer.WithProfile("minio")}, verify.MethodCRC32C},
-		{"explicit", large, []writer.Option{writer.WithProfile("minio"), writer.WithChecksum(store.ChecksumCRC64NVME)}, verify.MethodCRC64NVME},
-		{"aws", large, []writer.Option{writer.WithProfile("aws")}, verify.MethodCRC64NVME},
+		{"single", small, []func(*writer.Options){func(o *writer.Options) { o.Profile = "minio" }}, verify.MethodCRC32C},
+		{"multi", large, []func(*writer.Options){func(o *writer.Options) { o.Profile = "minio" }}, verify.MethodCRC32C},
+		{"explicit", large, []func(*writer.Options){func(o *writer.Options) { o.Profile = "minio"; o.Checksum = store.ChecksumCRC64NVME }}, verify.MethodCRC64NVME},
+		{"aws", large, []func(*writer.Options){func(o *writer.Options) { o.Profile = "aws" }}, verify.MethodCRC64NVME},
 	} {
 		res, err := write(t, mem, c.key, c.data, c.opts...)
 		mustLand(t, mem, c.key, c.data, res, err, c.want)
@@ -198,8 +198,12 @@ func TestFillTimeCRC(t *testing.T) {
 				// Every part's first attempt fails once, so its retry's recomputed CRC is checked too.
 				st := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Times: 3, Fault: faulty.InternalError()},
 					faulty.First(faulty.OpPutObject, 1, faulty.InternalError()))
-				w, err := writer.New(context.Background(), st, unitBucket, "k", writer.WithChecksum(alg),
-					writer.WithPartSize(5*mib), writer.WithThreshold(5*mib), writer.WithRetry(fastPolicy()))
+				w, err := writer.New(context.Background(), st, unitBucket, "k", func(o *writer.Options) {
+					o.Checksum = alg
+					o.PartSize = 5 * mib
+					o.Threshold = 5 * mib
+					o.Retry = fastPolicy()
+				})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -278,7 +282,7 @@ func (h *headerCounter) CreateMultipartUpload(ctx context.Context, in *store.Cre
 	return h.Store.CreateMultipartUpload(ctx, in)
 }
 
-func newUploader(t *testing.T, st store.Store, opts ...writer.Option) *writer.Uploader {
+func newUploader(t *testing.T, st store.Store, opts ...func(*writer.Options)) *writer.Uploader {
 	t.Helper()
 	u, err := writer.NewUploader(st, opts...)
 	if err != nil {
@@ -328,20 +332,20 @@ func TestRefusedHeaderLearned(t *testing.T) {
 }
 
 // TestNothingProvesIt: on a store that keeps no checksum and makes opaque ETags, an object too
-// large to read back fails Unverifiable and is deleted; WithAllowWeakVerification accepts it on
+// large to read back fails Unverifiable and is deleted; Options.AllowWeakVerification accepts it on
 // length and says what was missing.
 func TestNothingProvesIt(t *testing.T) {
 	for _, size := range []int{smallSize, largeSize} {
 		mem := newMem(opaque)
 		data := randomBytes(t, size)
-		_, err := write(t, mem, "k", data, writer.WithReadBackLimit(0))
+		_, err := write(t, mem, "k", data, func(o *writer.Options) { o.ReadBackLimit = 0 })
 		e := mustBeUnverifiable(t, err)
 		if !strings.Contains(e.Message, "HEAD reported no full-object CRC32C") || !strings.Contains(e.Message, "was deleted") {
 			t.Fatalf("message does not say what was missing and what was done: %s", e.Message)
 		}
 		mustBeAbsent(t, mem, "k")
 
-		res, err := write(t, mem, "k", data, writer.WithReadBackLimit(0), writer.WithAllowWeakVerification(true))
+		res, err := write(t, mem, "k", data, func(o *writer.Options) { o.ReadBackLimit = 0; o.AllowWeakVerification = true })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,7 +363,7 @@ func TestReplayableReadsBackAnySize(t *testing.T) {
 	mem := newMem(opaque)
 	data := randomBytes(t, largeSize)
 	res, err := writer.Upload(context.Background(), mem, unitBucket, "k", bytes.NewReader(data),
-		writer.WithPartSize(5*mib), writer.WithReadBackLimit(0))
+		func(o *writer.Options) { o.PartSize = 5 * mib; o.ReadBackLimit = 0 })
 	mustLand(t, mem, "k", data, res, err, verify.MethodReadBack)
 }
 
@@ -389,7 +393,7 @@ func TestCorruptBodyCaughtAtDefaults(t *testing.T) {
 
 					// A replayable source, corrupted once: lands clean on a later attempt.
 					st = faulty.New(mem, faulty.First(op, 1, fault))
-					res, err := writer.Upload(context.Background(), st, unitBucket, "k", bytes.NewReader(data), writer.WithPartSize(5*mib))
+					res, err := writer.Upload(context.Background(), st, unitBucket, "k", bytes.NewReader(data), func(o *writer.Options) { o.PartSize = 5 * mib })
 					if err != nil {
 						var e *sperrors.Error
 						if !errors.As(err, &e) || e.Kind != sperrors.Integrity {
@@ -425,19 +429,19 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 				t.Fatal("a landed lost answer is not reported as already existing")
 			}
 			mem2 := newMem(c.r)
-			res, err = write(t, faulty.New(mem2, lost), "k", data, writer.WithCreateOnly(true))
+			res, err = write(t, faulty.New(mem2, lost), "k", data, func(o *writer.Options) { o.CreateOnly = true })
 			mustLand(t, mem2, "k", data, res, err, c.method)
 		})
 	}
 	t.Run("nothing proves it", func(t *testing.T) {
 		mem := newMem(opaque)
-		_, err := write(t, faulty.New(mem, lost), "k", data, writer.WithReadBackLimit(0))
+		_, err := write(t, faulty.New(mem, lost), "k", data, func(o *writer.Options) { o.ReadBackLimit = 0 })
 		if e := mustBeUnverifiable(t, err); !strings.Contains(e.Message, "deleted") {
 			t.Fatalf("message does not say the object was deleted: %s", e.Message)
 		}
 		mustBeAbsent(t, mem, "k")
 
-		_, err = write(t, faulty.New(mem, lost), "k", data, writer.WithReadBackLimit(0), writer.WithCreateOnly(true))
+		_, err = write(t, faulty.New(mem, lost), "k", data, func(o *writer.Options) { o.ReadBackLimit = 0; o.CreateOnly = true })
 		if e := mustBeUnverifiable(t, err); !strings.Contains(e.Message, "left in place") {
 			t.Fatalf("message does not say the object was left: %s", e.Message)
 		}
@@ -477,7 +481,7 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		// From an io.ReaderAt the part is sent again, and the same upload lands.
 		mem = newMem(cephLike)
 		res, err := writer.Upload(context.Background(), faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte())), unitBucket, "k",
-			bytes.NewReader(data), writer.WithPartSize(5*mib), writer.WithThreshold(5*mib))
+			bytes.NewReader(data), func(o *writer.Options) { o.PartSize = 5 * mib; o.Threshold = 5 * mib })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -494,7 +498,7 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		for _, createOnly := range []bool{false, true} {
 			mem := newMem(cephLike)
 			st := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.FlipByte()), lost)
-			_, err := write(t, st, "k", data, writer.WithCreateOnly(createOnly))
+			_, err := write(t, st, "k", data, func(o *writer.Options) { o.CreateOnly = createOnly })
 			var e *sperrors.Error
 			if !errors.As(err, &e) || e.Kind != sperrors.Integrity || !strings.Contains(e.Message, "deleted") {
 				t.Fatalf("create-only %v: err %v; want Integrity, the corrupt object deleted", createOnly, err)
@@ -508,7 +512,7 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		if _, err := write(t, mem, "k", other); err != nil {
 			t.Fatal(err)
 		}
-		_, err := write(t, mem, "k", data, writer.WithCreateOnly(true))
+		_, err := write(t, mem, "k", data, func(o *writer.Options) { o.CreateOnly = true })
 		if !errors.Is(err, sperrors.Precondition) {
 			t.Fatalf("err %v, want Precondition", err)
 		}
@@ -532,7 +536,7 @@ func TestLearnedMD5ETagsCatchCorruption(t *testing.T) {
 			// One Uploader throughout (it keeps what its writes learned); the fault hits the
 			// first body of the second write.
 			st := faulty.New(mem, faulty.Nth(c.op, c.calls+1, faulty.FlipByte()))
-			u := newUploader(t, st, writer.WithReadBackLimit(0))
+			u := newUploader(t, st, func(o *writer.Options) { o.ReadBackLimit = 0 })
 			first := randomBytes(t, c.size)
 			res, err := writeWith(t, u, "first", first)
 			mustLand(t, mem, "first", first, res, err, verify.MethodETagMD5)
@@ -560,7 +564,7 @@ func TestCreateOnlyDamagedBodyWhereChecksumsAreIgnored(t *testing.T) {
 			data := randomBytes(t, c.size)
 			mem := newMem(cephLike)
 			st := faulty.New(mem, faulty.First(c.op, 1, faulty.FlipByte()))
-			res, err := write(t, st, "k", data, writer.WithProfile("ceph"), writer.WithCreateOnly(true))
+			res, err := write(t, st, "k", data, func(o *writer.Options) { o.Profile = "ceph"; o.CreateOnly = true })
 			if st.Count(faulty.FlipByte()) != 1 {
 				t.Fatalf("%d flips, want 1", st.Count(faulty.FlipByte()))
 			}
@@ -588,9 +592,9 @@ func TestDroppedStoreIsFreed(t *testing.T) {
 		var res *writer.Result
 		var err error
 		if i%2 == 0 {
-			res, err = write(t, mem, key, data, writer.WithReadBackLimit(0))
+			res, err = write(t, mem, key, data, func(o *writer.Options) { o.ReadBackLimit = 0 })
 		} else {
-			res, err = writeWith(t, newUploader(t, mem), key, data, writer.WithReadBackLimit(0))
+			res, err = writeWith(t, newUploader(t, mem), key, data, func(o *writer.Options) { o.ReadBackLimit = 0 })
 		}
 		mustLand(t, mem, key, data, res, err, verify.MethodETagMD5)
 		gone = append(gone, weak.Make(mem))
@@ -624,15 +628,15 @@ func TestDefaultChecksumByEndpoint(t *testing.T) {
 	data := randomBytes(t, largeSize)
 	for _, c := range []struct {
 		name, endpoint string
-		opts           []writer.Option
+		opts           []func(*writer.Options)
 		want           store.ChecksumAlgorithm
 	}{
 		{"unknown endpoint", "http://127.0.0.1:9000", nil, store.ChecksumCRC32C},
 		{"AWS", "https://s3.us-east-1.amazonaws.com", nil, store.ChecksumCRC32C},
 		{"R2", "https://0123abcd.r2.cloudflarestorage.com", nil, store.ChecksumCRC64NVME},
 		{"R2, EU jurisdiction", "https://0123abcd.EU.R2.cloudflarestorage.com:443", nil, store.ChecksumCRC64NVME},
-		{"R2, checksum named", "https://0123abcd.r2.cloudflarestorage.com", []writer.Option{writer.WithChecksum(store.ChecksumCRC32)}, store.ChecksumCRC32},
-		{"R2, r2 profile", "https://0123abcd.r2.cloudflarestorage.com", []writer.Option{writer.WithProfile("r2")}, store.ChecksumCRC64NVME},
+		{"R2, checksum named", "https://0123abcd.r2.cloudflarestorage.com", []func(*writer.Options){func(o *writer.Options) { o.Checksum = store.ChecksumCRC32 }}, store.ChecksumCRC32},
+		{"R2, r2 profile", "https://0123abcd.r2.cloudflarestorage.com", []func(*writer.Options){func(o *writer.Options) { o.Profile = "r2" }}, store.ChecksumCRC64NVME},
 		{"a look-alike host", "https://r2.cloudflarestorage.com.example.net", nil, store.ChecksumCRC32C},
 	} {
 		for _, wrapped := range []bool{false, true} {

@@ -42,7 +42,7 @@ func ExampleUpload() {
 	st := memstore.New(memstore.WithBuckets("b"))
 	data := bytes.Repeat([]byte("x"), 12<<20)
 	res, err := writer.Upload(context.Background(), st, "b", "blob", bytes.NewReader(data),
-		writer.WithProfile("minio"), writer.WithPartSize(5<<20))
+		func(o *writer.Options) { o.Profile = "minio"; o.PartSize = 5 << 20 })
 	if err != nil {
 		fmt.Println("not landed:", err)
 		return
@@ -55,7 +55,7 @@ func ExampleUpload() {
 // visible at the key.
 func ExampleWriter_Abort() {
 	st := memstore.New(memstore.WithBuckets("b"))
-	w, _ := writer.New(context.Background(), st, "b", "k", writer.WithProfile("minio"), writer.WithPartSize(5<<20))
+	w, _ := writer.New(context.Background(), st, "b", "k", func(o *writer.Options) { o.Profile = "minio"; o.PartSize = 5 << 20 })
 	_, _ = w.Write(make([]byte, 11<<20)) // parts already on their way
 	abortErr := w.Abort(context.Background())
 	err := w.Close()
@@ -75,7 +75,7 @@ func ExampleNewBudget() {
 	st := memstore.New(memstore.WithBuckets("b"))
 	for i := range 4 {
 		_, err := writer.Upload(context.Background(), st, "b", fmt.Sprint("k", i), strings.NewReader("data"),
-			writer.WithMemoryBudget(budget), writer.WithPartSize(16<<20), writer.WithConcurrency(2))
+			func(o *writer.Options) { o.MemoryBudget = budget; o.PartSize = 16 << 20; o.Concurrency = 2 })
 		if err != nil {
 			fmt.Println(err)
 		}

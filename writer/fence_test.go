@@ -71,8 +71,13 @@ func TestLateBodyReadKeepsItsBuffer(t *testing.T) {
 	mem.CreateBucket("b")
 	st := &lateReader{Store: mem, started: make(chan struct{}), finish: make(chan struct{}), done: make(chan struct{})}
 	core, logs := observer.New(zap.DebugLevel)
-	w, err := writer.New(context.Background(), st, "b", "k", writer.WithProfile("minio"), writer.WithPartSize(part),
-		writer.WithConcurrency(1), writer.WithRetry(fastPolicy()), writer.WithLogger(zap.New(core)))
+	w, err := writer.New(context.Background(), st, "b", "k", func(o *writer.Options) {
+		o.Profile = "minio"
+		o.PartSize = part
+		o.Concurrency = 1
+		o.Retry = fastPolicy()
+		o.Logger = zap.New(core)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +172,12 @@ func TestLateSourceReadEndsBeforeUpload(t *testing.T) {
 		time.Sleep(2 * time.Second) // longer than the rest of the upload takes
 		close(src.open)
 	}()
-	_, err := writer.Upload(context.Background(), st, "b", "k", src, writer.WithProfile("minio"), writer.WithPartSize(part),
-		writer.WithConcurrency(1), writer.WithRetry(fastPolicy()))
+	_, err := writer.Upload(context.Background(), st, "b", "k", src, func(o *writer.Options) {
+		o.Profile = "minio"
+		o.PartSize = part
+		o.Concurrency = 1
+		o.Retry = fastPolicy()
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

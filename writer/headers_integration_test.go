@@ -14,7 +14,7 @@ import (
 	"github.com/safeput/safeput/writer"
 )
 
-// TestHeadersLand: WithHeaders' four headers are stored with the object, by PutObject and by a
+// TestHeadersLand: Options.Headers' four headers are stored with the object, by PutObject and by a
 // multipart upload, through both adapters; a HEAD of the raw client shows them.
 func TestHeadersLand(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
@@ -26,7 +26,7 @@ func TestHeadersLand(t *testing.T) {
 		}{{"headers/put", 1000}, {"headers/multipart", 5<<20 + 1}} {
 			data := s3test.RandomBytes(c.size)
 			res, err := writer.Upload(context.Background(), env.Store, env.Bucket, c.key, bytes.NewReader(data),
-				writer.WithProfile(env.Profile()), writer.WithPartSize(5<<20), writer.WithHeaders(h))
+				func(o *writer.Options) { o.Profile = env.Profile(); o.PartSize = 5 << 20; o.Headers = h })
 			if err != nil {
 				t.Fatalf("%s: Upload: %v", c.key, err)
 			}

@@ -39,7 +39,7 @@ func TestInsecureStoreWarnsOnce(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel() // nothing is sent; the warning comes first
 			for range 3 {
-				_, _ = u.Upload(ctx, "b", "k", bytes.NewReader([]byte("x")), writer.WithLogger(zap.New(core)))
+				_, _ = u.Upload(ctx, "b", "k", bytes.NewReader([]byte("x")), func(o *writer.Options) { o.Logger = zap.New(core) })
 			}
 			warned := logs.FilterMessageSnippet("verification is off")
 			want := 0

@@ -7,7 +7,7 @@ import (
 )
 
 // Instrumentation is what a tracing or metrics package (such as github.com/safeput/safeput/otel)
-// plugs into an Uploader with WithInstrumentation. Its methods must be safe for concurrent use;
+// plugs into an Uploader with Options.Instrumentation. Its methods must be safe for concurrent use;
 // a panic in one is recovered and ignored, as an observer's is.
 type Instrumentation interface {
 	// WrapStore returns the store a write (or Recover) sends its requests through: a wrapper
@@ -26,13 +26,6 @@ type Instrumentation interface {
 type WriteSpan interface {
 	Event(e Event)
 	End(res *Result, err error)
-}
-
-// WithInstrumentation reports every write (and Recover) to in. Given to NewUploader it applies
-// to every write of that Uploader; nil turns it off. A Writer's span ends at Close or Abort (a
-// Writer never closed leaves it open); an Upload's when the call returns.
-func WithInstrumentation(in Instrumentation) Option {
-	return func(c *config) { c.instrument = in }
 }
 
 // startSpan starts the write's span when the write is instrumented and no outer span (Upload's)

@@ -29,8 +29,13 @@ func (panickySpan) End(*writer.Result, error) { panic("End") }
 func TestInstrumentationPanicIgnored(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets("b"))
 	var events int
-	up, err := writer.NewUploader(mem, writer.WithProfile("minio"), writer.WithPartSize(part), writer.WithConcurrency(1),
-		writer.WithInstrumentation(panicky{}), writer.WithObserver(func(writer.Event) { events++ }))
+	up, err := writer.NewUploader(mem, func(o *writer.Options) {
+		o.Profile = "minio"
+		o.PartSize = part
+		o.Concurrency = 1
+		o.Instrumentation = panicky{}
+		o.Observer = func(writer.Event) { events++ }
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,7 +167,7 @@ func (w *Writer) account(n int64) error {
 	}
 	if w.plan.Ceiling > 0 && w.size > w.plan.Ceiling {
 		return w.fail(w.errorf(sperrors.Compatibility, "Write", nil,
-			"object grew past %s, the most %d parts of %s can hold under profile %s; set WithExpectedMaxSize or WithSize",
+			"object grew past %s, the most %d parts of %s can hold under profile %s; set Options.ExpectedMaxSize or Options.Size",
 			bytesize.Format(w.plan.Ceiling), w.cfg.rules.MaxParts, bytesize.Format(w.plan.PartSize), w.cfg.rules.Name))
 	}
 	return nil

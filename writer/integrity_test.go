@@ -118,7 +118,7 @@ func TestFaults(t *testing.T) {
 				key := "faults/" + c.name
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
-				res, err := writer.Upload(ctx, fs, env.Bucket, key, c.src.reader(data), testOpts(env, writer.WithRetry(policy))...)
+				res, err := writer.Upload(ctx, fs, env.Bucket, key, c.src.reader(data), testOpts(env, func(o *writer.Options) { o.Retry = policy })...)
 				if len(fs.Injected()) == 0 {
 					t.Fatalf("the fault was never injected")
 				}
@@ -152,7 +152,7 @@ func TestHangEndsWithContext(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		start := time.Now()
-		res, err := writer.Upload(ctx, fs, env.Bucket, "hang", bytes.NewReader(data), testOpts(env, writer.WithRetry(retry.New()))...)
+		res, err := writer.Upload(ctx, fs, env.Bucket, "hang", bytes.NewReader(data), testOpts(env, func(o *writer.Options) { o.Retry = retry.New() })...)
 		if time.Since(start) > 30*time.Second {
 			t.Fatalf("took %v after a 2s deadline", time.Since(start))
 		}
@@ -240,9 +240,9 @@ func TestCampaign(t *testing.T) {
 			src := source(rng.Intn(2))
 			createOnly := rng.Intn(3) == 0
 			key := fmt.Sprintf("campaign/%04d", i)
-			opts := testOpts(env, writer.WithRetry(policy), writer.WithConcurrency(1+rng.Intn(4)), writer.WithLogger(logger))
+			opts := testOpts(env, func(o *writer.Options) { o.Retry = policy; o.Concurrency = 1 + rng.Intn(4); o.Logger = logger })
 			if createOnly {
-				opts = append(opts, writer.WithCreateOnly(true))
+				opts = append(opts, func(o *writer.Options) { o.CreateOnly = true })
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			start := time.Now()
@@ -445,26 +445,28 @@ func TestEventsCarryKindAndUpload(t *testing.T) {
 		var mu sync.Mutex
 		retries := map[sperrors.Kind]int{}
 		var failed writer.Event
-		observe := writer.WithObserver(func(e writer.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			switch e.Type {
-			case writer.EventRetry:
-				retries[e.Kind]++
-			case writer.EventFailed:
-				failed = e
+		observe := func(o *writer.Options) {
+			o.Observer = func(e writer.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch e.Type {
+				case writer.EventRetry:
+					retries[e.Kind]++
+				case writer.EventFailed:
+					failed = e
+				}
 			}
-		})
+		}
 		fs := faulty.New(env.Store, faulty.First(faulty.OpPutObject, 2, faulty.SlowDown()), faulty.First(faulty.OpUploadPart, 1, faulty.Forbidden()))
 		if _, err := writer.Upload(context.Background(), fs, env.Bucket, "events-put", bytes.NewReader(s3test.RandomBytes(1000)),
-			testOpts(env, writer.WithRetry(fastPolicy()), observe)...); err != nil {
+			testOpts(env, func(o *writer.Options) { o.Retry = fastPolicy() }, observe)...); err != nil {
 			t.Fatal(err)
 		}
 		if retries[sperrors.Throttled] != 2 {
 			t.Fatalf("retry events by kind %v, want 2 throttled", retries)
 		}
 		_, err := writer.Upload(context.Background(), fs, env.Bucket, "events-mp", bytes.NewReader(s3test.RandomBytes(2*part+1)),
-			testOpts(env, writer.WithRetry(fastPolicy()), observe)...)
+			testOpts(env, func(o *writer.Options) { o.Retry = fastPolicy() }, observe)...)
 		if !errors.Is(err, sperrors.Permanent) {
 			t.Fatalf("want Permanent, got %v", err)
 		}

@@ -14,33 +14,6 @@ import (
 	"github.com/safeput/safeput/store"
 )
 
-// WithJournal records every multipart upload of the write in the directory dir (created, mode
-// 0700, by the first write that needs it; one JSON file per upload, claimed with an flock, so
-// several processes may share it), so a process that dies mid-way leaves what Recover needs to
-// abort the upload or confirm that its Complete landed, and what a new Upload of the same file
-// needs to resume it. endpointID names the store the upload went to (the CLI uses the endpoint
-// URL); Recover acts only on records of the endpoint it is given. docs/usage.md describes the
-// record and what each step costs.
-//
-// The record is written (and fsynced) when the upload is created, after every part the store
-// acknowledged and safeput verified, and just before Complete; it is removed when the write
-// lands verified or the upload is confirmed aborted. A journal that cannot record fails the write
-// (Permanent): a write that could not be recovered after a crash is not the write asked for.
-//
-// With a replayable source of known size (an io.ReaderAt such as *os.File), Upload resumes the
-// newest unclaimed record for the same endpoint, bucket, key, size, part size and checksum:
-// parts the store still lists as recorded, whose checksum recomputed from the source matches,
-// are not sent again (Result.ResumedParts); anything else is sent again. A single-PUT object
-// (at most one part) needs no journal and writes none.
-func WithJournal(dir, endpointID string) Option {
-	return func(c *config) {
-		c.journal, c.journalDir, c.journalEndpoint = nil, dir, endpointID
-		if dir != "" {
-			c.journal = journal.At(dir)
-		}
-	}
-}
-
 // journalDirReady makes sure the journal's directory exists before a write records in it, and,
 // for Recover (create false), that it does: recovering from a mistyped path must fail, not report
 // an empty journal.

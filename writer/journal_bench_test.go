@@ -43,14 +43,14 @@ func BenchmarkJournalCost(b *testing.B) {
 				b.SetBytes(size)
 				var fsyncs int64
 				for i := 0; i < b.N; i++ {
-					opts := []writer.Option{writer.WithProfile("versitygw"), writer.WithPartSize(partSize), writer.WithConcurrency(conc)}
+					opts := []func(*writer.Options){func(o *writer.Options) { o.Profile = "versitygw"; o.PartSize = partSize; o.Concurrency = conc }}
 					var j *journal.Dir
 					if journaled {
 						var err error
 						if j, err = journal.Create(filepath.Join(b.TempDir(), "j")); err != nil {
 							b.Fatal(err)
 						}
-						opts = append(opts, writer.WithJournal(j.Path(), "bench"))
+						opts = append(opts, func(o *writer.Options) { o.JournalDir, o.JournalEndpoint = j.Path(), "bench" })
 					}
 					res, err := writer.Upload(context.Background(), tg.st, tg.bucket, "journal-cost", newGen(size), opts...)
 					if err != nil {

@@ -59,9 +59,15 @@ func FuzzJournalRecord(f *testing.F) {
 		ctx := context.Background()
 		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: -1}))
 		j := newJournal(t)
-		opts := []writer.Option{
-			writer.WithProfile("profile=minio,min=1MiB"), writer.WithPartSize(fuzzPart), writer.WithThreshold(fuzzPart), writer.WithConcurrency(1),
-			writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID),
+		opts := []func(*writer.Options){
+			func(o *writer.Options) {
+				o.Profile = "profile=minio,min=1MiB"
+				o.PartSize = fuzzPart
+				o.Threshold = fuzzPart
+				o.Concurrency = 1
+				o.Retry = fastPolicy()
+				o.JournalDir, o.JournalEndpoint = j.Path(), endpointID
+			},
 		}
 		// The crash: parts 1 and 2 landed and were journaled, part 3 failed, the abort never went.
 		crashing := faulty.New(mem, faulty.Rule{Op: "UploadPart", Part: 3, Fault: faulty.Forbidden()},

@@ -28,7 +28,7 @@ func crashAt(t *testing.T, env testkit.Env, j *journal.Dir, key string, data []b
 		faulty.Rule{Op: "UploadPart", Part: 3, Fault: faulty.Forbidden()},
 		faulty.Always("AbortMultipartUpload", faulty.Forbidden()))
 	_, err := writer.Upload(context.Background(), st, env.Bucket, key, bytes.NewReader(data),
-		testOpts(env, writer.WithConcurrency(1), writer.WithJournal(j.Path(), endpointID))...)
+		testOpts(env, func(o *writer.Options) { o.Concurrency = 1; o.JournalDir, o.JournalEndpoint = j.Path(), endpointID })...)
 	if err == nil {
 		t.Fatal("the crashing upload succeeded")
 	}
@@ -73,7 +73,7 @@ func TestJournalResume(t *testing.T) {
 		j := newJournal(t)
 		crashAt(t, env, j, "resume/k", data)
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "resume/k", bytes.NewReader(data),
-			testOpts(env, writer.WithJournal(j.Path(), endpointID))...)
+			testOpts(env, func(o *writer.Options) { o.JournalDir, o.JournalEndpoint = j.Path(), endpointID })...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestJournalResumeChangedSource(t *testing.T) {
 		crashAt(t, env, j, "changed/k", data)
 		data[100] ^= 0xff // part 1 differs now
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "changed/k", bytes.NewReader(data),
-			testOpts(env, writer.WithJournal(j.Path(), endpointID))...)
+			testOpts(env, func(o *writer.Options) { o.JournalDir, o.JournalEndpoint = j.Path(), endpointID })...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestJournalLandedBeforeCrash(t *testing.T) {
 			j := newJournal(t)
 			st := faulty.New(env.Store, faulty.Always("HeadObject", faulty.Forbidden()))
 			if _, err := writer.Upload(context.Background(), st, env.Bucket, key, bytes.NewReader(data),
-				testOpts(env, writer.WithJournal(j.Path(), endpointID))...); err == nil {
+				testOpts(env, func(o *writer.Options) { o.JournalDir, o.JournalEndpoint = j.Path(), endpointID })...); err == nil {
 				t.Fatal("upload with a refused HEAD succeeded")
 			}
 			recs, _, _ := j.List()
@@ -134,7 +134,7 @@ func TestJournalLandedBeforeCrash(t *testing.T) {
 				}
 			} else {
 				res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(data),
-					testOpts(env, writer.WithJournal(j.Path(), endpointID))...)
+					testOpts(env, func(o *writer.Options) { o.JournalDir, o.JournalEndpoint = j.Path(), endpointID })...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -292,7 +292,7 @@ func TestJournalFailureStopsTheWrite(t *testing.T) {
 		}
 		data := s3test.RandomBytes(2*part + 1)
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "nojournal/k", bytes.NewReader(data),
-			testOpts(env, writer.WithJournal(j.Path(), endpointID))...)
+			testOpts(env, func(o *writer.Options) { o.JournalDir, o.JournalEndpoint = j.Path(), endpointID })...)
 		if err == nil || !errors.Is(err, sperrors.Permanent) {
 			t.Fatalf("Upload with a broken journal = %+v, %v; want a Permanent error", res, err)
 		}

@@ -146,7 +146,7 @@ func (w *Writer) accept(j judgement, res *Result, ours bool) error {
 	case verdictAcceptedWeak:
 		res.Verified, res.VerifiedStrong = verify.MethodLengthOnly, false
 		res.Unproven = j.missing
-		w.log.Warn("accepted on length only (WithAllowWeakVerification): the content was not proven",
+		w.log.Warn("accepted on length only (Options.AllowWeakVerification): the content was not proven",
 			zap.Int64("size", res.Size), zap.String("upload_id", res.UploadID), zap.String("missing", strings.Join(j.missing, "; ")))
 	case verdictCorrupt:
 		return w.fail(w.removeDamaged(w.integrity("Verify", 0, j.mismatch), "corrupt"))

@@ -32,8 +32,12 @@ func TestRealServerMD5OnlyWhenNeeded(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			w, err := u.New(context.Background(), env.Bucket, c.key, writer.WithPartSize(5*mib), writer.WithThreshold(5*mib),
-				writer.WithConcurrency(1), writer.WithReadBackLimit(0))
+			w, err := u.New(context.Background(), env.Bucket, c.key, func(o *writer.Options) {
+				o.PartSize = 5 * mib
+				o.Threshold = 5 * mib
+				o.Concurrency = 1
+				o.ReadBackLimit = 0
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -25,9 +25,9 @@ func (s headWithoutChecksums) HeadObject(ctx context.Context, in *store.HeadObje
 
 // writeCounting streams data through u (5 MiB parts, one part in flight, so each part's receipt
 // is back before the next is sent) and returns the Result and how many bytes were hashed by MD5.
-func writeCounting(t *testing.T, u *writer.Uploader, key string, data []byte, opts ...writer.Option) (*writer.Result, int64, error) {
+func writeCounting(t *testing.T, u *writer.Uploader, key string, data []byte, opts ...func(*writer.Options)) (*writer.Result, int64, error) {
 	t.Helper()
-	opts = append([]writer.Option{writer.WithPartSize(5 * mib), writer.WithThreshold(5 * mib), writer.WithConcurrency(1)}, opts...)
+	opts = append([]func(*writer.Options){func(o *writer.Options) { o.PartSize = 5 * mib; o.Threshold = 5 * mib; o.Concurrency = 1 }}, opts...)
 	w, err := u.New(context.Background(), unitBucket, key, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -95,33 +95,33 @@ func TestMD5OnlyWhenNeeded(t *testing.T) {
 		mem := newMem(minioLike)
 		u := newUploader(t, headWithoutChecksums{mem})
 		// The parts went without MD5s; the 1 MiB read-back limit is below the object.
-		res, hashed, err := writeCounting(t, u, "first", large, writer.WithReadBackLimit(mib))
+		res, hashed, err := writeCounting(t, u, "first", large, func(o *writer.Options) { o.ReadBackLimit = mib })
 		mustLand(t, mem, "first", large, res, err, verify.MethodReadBack)
 		if hashed != 0 {
 			t.Fatalf("first write hashed %d bytes by MD5, want none", hashed)
 		}
 		// The Uploader learned the HEAD reports nothing: the MD5-of-MD5s ETag proves the next.
-		res, hashed, err = writeCounting(t, u, "second", large, writer.WithReadBackLimit(mib))
+		res, hashed, err = writeCounting(t, u, "second", large, func(o *writer.Options) { o.ReadBackLimit = mib })
 		mustLand(t, mem, "second", large, res, err, verify.MethodETagMD5)
 		if hashed != largeSize {
 			t.Fatalf("second write hashed %d bytes by MD5, want all %d", hashed, largeSize)
 		}
 		// A single PUT's bytes are held through the HEAD: its MD5 is taken then, never a read-back.
-		res, _, err = writeCounting(t, newUploader(t, headWithoutChecksums{mem}), "single", small, writer.WithReadBackLimit(0))
+		res, _, err = writeCounting(t, newUploader(t, headWithoutChecksums{mem}), "single", small, func(o *writer.Options) { o.ReadBackLimit = 0 })
 		mustLand(t, mem, "single", small, res, err, verify.MethodETagMD5)
 	})
 
 	t.Run("echoes, HEAD does not report, read-back off", func(t *testing.T) {
-		// WithReadBackLimit(0) forbids the read-back: the first write cannot be proved, fails
+		// Options.ReadBackLimit 0 forbids the read-back: the first write cannot be proved, fails
 		// Unverifiable and its object is deleted; the Uploader's next write hashes its parts.
 		mem := newMem(minioLike)
 		u := newUploader(t, headWithoutChecksums{mem})
-		_, _, err := writeCounting(t, u, "k", large, writer.WithReadBackLimit(0))
+		_, _, err := writeCounting(t, u, "k", large, func(o *writer.Options) { o.ReadBackLimit = 0 })
 		if e := mustBeUnverifiable(t, err); !strings.Contains(e.Message, "deleted") {
 			t.Fatalf("message does not say the object was deleted: %s", e.Message)
 		}
 		mustBeAbsent(t, mem, "k")
-		res, _, err := writeCounting(t, u, "k", large, writer.WithReadBackLimit(0))
+		res, _, err := writeCounting(t, u, "k", large, func(o *writer.Options) { o.ReadBackLimit = 0 })
 		mustLand(t, mem, "k", large, res, err, verify.MethodETagMD5)
 	})
 
@@ -129,7 +129,7 @@ func TestMD5OnlyWhenNeeded(t *testing.T) {
 		// From an io.ReaderAt: a part that needs its MD5 after the receipt re-reads its section.
 		mem := newMem(cephLike)
 		res, err := writer.Upload(context.Background(), mem, unitBucket, "file", strings.NewReader(string(large)),
-			writer.WithPartSize(5*mib), writer.WithThreshold(5*mib), writer.WithReadBackLimit(0))
+			func(o *writer.Options) { o.PartSize = 5 * mib; o.Threshold = 5 * mib; o.ReadBackLimit = 0 })
 		mustLand(t, mem, "file", large, res, err, verify.MethodETagMD5)
 	})
 }
@@ -142,7 +142,7 @@ func TestDefaultsVerifyWithoutMD5OnEchoingStores(t *testing.T) {
 	u := newUploader(t, mem)
 	data := randomBytes(t, 4*largeSize)
 	for i, key := range []string{"a", "b", "c"} {
-		w, err := u.New(context.Background(), unitBucket, key, writer.WithPartSize(5*mib))
+		w, err := u.New(context.Background(), unitBucket, key, func(o *writer.Options) { o.PartSize = 5 * mib })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,8 +59,13 @@ func TestPartListedTwiceLands(t *testing.T) {
 				fs := faulty.New(mem, c.rules...)
 				core, logs := observer.New(zap.WarnLevel)
 				res, err := writer.Upload(context.Background(), fs, "b", "k", src.reader(data),
-					writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(1),
-					writer.WithRetry(fastPolicy()), writer.WithLogger(zap.New(core)))
+					func(o *writer.Options) {
+						o.Profile = "min=1MiB"
+						o.PartSize = 1 << 20
+						o.Concurrency = 1
+						o.Retry = fastPolicy()
+						o.Logger = zap.New(core)
+					})
 				if u := mem.Uploads("b"); len(u) != 0 {
 					t.Fatalf("incomplete uploads left: %v", u)
 				}
@@ -131,7 +136,12 @@ func TestPartListedTwiceNoneMatches(t *testing.T) {
 			mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
 			st := &twiceLister{Store: mem}
 			res, err := writer.Upload(context.Background(), st, "b", "k", src.reader(data),
-				writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(2), writer.WithRetry(fastPolicy()))
+				func(o *writer.Options) {
+					o.Profile = "min=1MiB"
+					o.PartSize = 1 << 20
+					o.Concurrency = 2
+					o.Retry = fastPolicy()
+				})
 			if u := mem.Uploads("b"); len(u) != 0 {
 				t.Fatalf("incomplete uploads left: %v", u)
 			}
@@ -166,8 +176,13 @@ func TestResumeReusesAPartListedTwice(t *testing.T) {
 		data[i] = byte(i*3 + i>>13)
 	}
 	// etagmd5: the store's part ETags are MD5s, so a part stored truncated shows in its receipt.
-	opts := []writer.Option{writer.WithProfile("min=1MiB,etagmd5"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
-		writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID)}
+	opts := []func(*writer.Options){func(o *writer.Options) {
+		o.Profile = "min=1MiB,etagmd5"
+		o.PartSize = 1 << 20
+		o.Concurrency = 1
+		o.Retry = fastPolicy()
+		o.JournalDir, o.JournalEndpoint = j.Path(), endpointID
+	}}
 	// Part 2's first body is stored truncated (the receipt shows it, so it is sent again), then
 	// the write dies at part 4 with its abort refused: part 2 is listed twice, the kept attempt
 	// first (memstore lists the current attempt first), the truncated one last.

@@ -57,7 +57,7 @@ func testStreamMemoryBound(t *testing.T, each func(*testing.T, func(*testing.T, 
 		s := sampleHeap()
 		before := heapAllocs()
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "bound", newGen(size),
-			writer.WithProfile(env.Profile()), writer.WithPartSize(partSize), writer.WithConcurrency(conc))
+			func(o *writer.Options) { o.Profile = env.Profile(); o.PartSize = partSize; o.Concurrency = conc })
 		allocated := heapAllocs() - before
 		top := s.Stop()
 		peak := top - min(base, top)

@@ -83,7 +83,7 @@ func TestLacksListPartsStillVerified(t *testing.T) {
 // Skipping the listing never makes a write weak: with nothing else to prove it, Unverifiable.
 func TestLacksListPartsNothingProves(t *testing.T) {
 	st := memstore.New(memstore.WithBuckets(unitBucket), memstore.WithRules(memstore.Rules{IgnoreChecksumHeaders: true, OpaqueETags: true, LacksListParts: 405}))
-	_, err := write(t, st, "k", randomBytes(t, largeSize), writer.WithReadBackLimit(mib))
+	_, err := write(t, st, "k", randomBytes(t, largeSize), func(o *writer.Options) { o.ReadBackLimit = mib })
 	var e *sperrors.Error
 	if !errors.As(err, &e) || e.Kind != sperrors.Integrity || e.Code != sperrors.CodeUnverifiable {
 		t.Fatalf("err %v, want Integrity Unverifiable", err)
@@ -98,7 +98,7 @@ func TestLacksListPartsAbortNotConfirmable(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets(unitBucket), memstore.WithRules(memstore.Rules{LacksListParts: 405}))
 	st := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.Forbidden()))
 	// Upload returns Close's error (a Write's error would be the part's, before the abort).
-	_, err := writer.Upload(context.Background(), st, unitBucket, "k", bytes.NewReader(randomBytes(t, largeSize)), writer.WithPartSize(5*mib))
+	_, err := writer.Upload(context.Background(), st, unitBucket, "k", bytes.NewReader(randomBytes(t, largeSize)), func(o *writer.Options) { o.PartSize = 5 * mib })
 	var e *sperrors.Error
 	if !errors.As(err, &e) || e.Kind != sperrors.Permanent {
 		t.Fatalf("err %v, want Permanent", err)
@@ -119,7 +119,7 @@ func TestLacksAbortNamesTheUpload(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets(unitBucket), memstore.WithRules(memstore.Rules{LacksListParts: 405, LacksAbort: 405}))
 	st := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.Forbidden()))
 	// Upload returns Close's error (a Write's error would be the part's, before the abort).
-	_, err := writer.Upload(context.Background(), st, unitBucket, "k", bytes.NewReader(randomBytes(t, largeSize)), writer.WithPartSize(5*mib))
+	_, err := writer.Upload(context.Background(), st, unitBucket, "k", bytes.NewReader(randomBytes(t, largeSize)), func(o *writer.Options) { o.PartSize = 5 * mib })
 	var e *sperrors.Error
 	if !errors.As(err, &e) || !e.AbortFailed || e.UploadID == "" {
 		t.Fatalf("err %v, want AbortFailed with the upload id", err)
@@ -207,7 +207,7 @@ func TestLacksListPartsResumeStartsAfresh(t *testing.T) {
 	}
 	data := randomBytes(t, largeSize)
 	res, err := writer.Upload(context.Background(), mem, "b", "k", bytes.NewReader(data),
-		writer.WithPartSize(5*mib), writer.WithJournal(j.Path(), endpointID))
+		func(o *writer.Options) { o.PartSize = 5 * mib; o.JournalDir, o.JournalEndpoint = j.Path(), endpointID })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestLacksListPartsResumeStartsAfresh(t *testing.T) {
 // still a Precondition error and stays untouched.
 func TestConditionalCreateNotImplemented(t *testing.T) {
 	st := memstore.New(memstore.WithBuckets(unitBucket), memstore.WithRules(memstore.Rules{NoConditionalWrites: true}))
-	up, err := writer.NewUploader(st, writer.WithProfile("aws"), writer.WithCreateOnly(true))
+	up, err := writer.NewUploader(st, func(o *writer.Options) { o.Profile = "aws"; o.CreateOnly = true })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestWireLacksOptionalOperations(t *testing.T) {
 		proxy.SetRules(s3rverLike...)
 		// Not the wire tests' short stall window: a slow first Create on Ceph would be cut,
 		// retried, and its upload left where this store cannot list it.
-		up, err := writer.NewUploader(st, testOpts(env, writer.WithRetry(fastPolicy()))...)
+		up, err := writer.NewUploader(st, testOpts(env, func(o *writer.Options) { o.Retry = fastPolicy() })...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func TestWireChecksumHeaderNotImplemented(t *testing.T) {
 		}{{"hdr/single", smallSize, "PutObject"}, {"hdr/multi", 2*part + 1, "CreateMultipartUpload"}} {
 			data := s3test.RandomBytes(c.size)
 			res, err := writer.Upload(context.Background(), st, env.Bucket, c.key, stream.reader(data),
-				writer.WithPartSize(part), writer.WithRetry(fastPolicy()))
+				func(o *writer.Options) { o.PartSize = part; o.Retry = fastPolicy() })
 			checkOutcome(t, env, c.key, data, res, err, sperrors.Unknown)
 			if !hasNote(res.Notes, "refused the CRC32C checksum header on "+c.op) {
 				t.Errorf("%s: notes %q do not say the header was refused", c.key, res.Notes)
@@ -150,13 +150,13 @@ func TestWireConditionalCreateNotImplemented(t *testing.T) {
 		}{{"cond/single", smallSize, rules.ConditionalPut, "PutObject"}, {"cond/multi", 2*part + 1, rules.ConditionalComplete, "CompleteMultipartUpload"}} {
 			data := s3test.RandomBytes(c.size)
 			res, err := writer.Upload(context.Background(), st, env.Bucket, c.key, stream.reader(data),
-				testOpts(env, writer.WithRetry(fastPolicy()), writer.WithCreateOnly(true))...)
+				testOpts(env, func(o *writer.Options) { o.Retry = fastPolicy(); o.CreateOnly = true })...)
 			checkOutcome(t, env, c.key, data, res, err, sperrors.Unknown)
 			if c.sends && !hasNote(res.Notes, "the conditional create did not run: the store does not support If-None-Match: * on "+c.op+" (HTTP 501 NotImplemented)") {
 				t.Errorf("%s: notes %q do not say the conditional create was replaced", c.key, res.Notes)
 			}
 			_, err = writer.Upload(context.Background(), st, env.Bucket, c.key, stream.reader(s3test.RandomBytes(c.size)),
-				testOpts(env, writer.WithRetry(fastPolicy()), writer.WithCreateOnly(true))...)
+				testOpts(env, func(o *writer.Options) { o.Retry = fastPolicy(); o.CreateOnly = true })...)
 			if !errors.Is(err, sperrors.Precondition) {
 				t.Fatalf("%s again: %v, want Precondition", c.key, err)
 			}

@@ -13,8 +13,239 @@ import (
 	"github.com/safeput/safeput/store"
 )
 
-// Option configures an Uploader (the defaults of all its writes) or one Writer or Upload.
-type Option func(*config)
+// Options configures writes, in the style of aws-sdk-go-v2's transfer managers: NewUploader,
+// New, Upload and the Uploader's methods take functions that edit one Options, which starts at
+// the defaults documented on each field; a write's own functions run after its Uploader's, on a copy.
+//
+//	up, err := writer.NewUploader(st, func(o *writer.Options) {
+//		o.PartSize = 64 << 20
+//		o.Logger = logger
+//	})
+//
+// A setting that no write could use (an unknown profile, a non-positive part size or
+// concurrency, an unsupported checksum, invalid encryption) fails NewUploader, New or Upload
+// with a Permanent error that names it. Maps, keys and contexts are copied when the write
+// starts: the caller may reuse them afterwards.
+type Options struct {
+	// Profile names the provider rules ("aws", "minio", "r2", ... or a rules string such as
+	// "min=5MiB,max=5GiB,parts=10000,equal"). The default, "strict", is accepted by every known
+	// store; "" means the default.
+	Profile string
+	// Rules, when not nil, are the provider rules, in place of Profile.
+	Rules *multipart.Rules
+
+	// PartSize is the preferred part size (default DefaultPartSize); the plan may raise it, to
+	// stay under the part-count limit, but a size under the rules' minimum is an error.
+	PartSize int64
+	// Concurrency is how many part buffers (and so parts in flight) one write may hold
+	// (default DefaultConcurrency).
+	Concurrency int
+	// Threshold is the largest object sent as one PutObject (0, the default: the part size;
+	// capped at the part size and at the rules' single-PUT limit).
+	Threshold int64
+	// Size declares the exact size the write will receive (default multipart.UnknownSize). A
+	// stream that turns out shorter or longer fails; the plan uses the size to pick a part size
+	// inside the part-count limit.
+	Size int64
+	// ExpectedMaxSize tells a write of unknown size how large the object may grow, so the fixed
+	// part size leaves room under the part-count limit. Past the resulting ceiling the write
+	// fails with a Compatibility error before anything is completed.
+	ExpectedMaxSize int64
+	// MemoryBudget bounds the part buffers of writes together. Set for NewUploader, it is the
+	// budget of every write of that Uploader; without it each write has its own budget of
+	// concurrency × part size.
+	MemoryBudget *Budget
+
+	// Checksum is the checksum sent: CRC64NVME, CRC32C or CRC32. "" (the default) is the rules'
+	// preferred CRC (multipart.Rules.Checksum: CRC64NVME unless the profile names one its store
+	// checks more cheaply, as "minio" and "versitygw" do CRC32C). A store whose profile does not
+	// accept the algorithm gets none, and the Result says which method verified the object.
+	Checksum store.ChecksumAlgorithm
+	// NoChecksum sends no checksum: MD5 ETags, or the length, are then the only checks.
+	NoChecksum bool
+	// ContentMD5 also sends Content-MD5 with every request (and checks MD5 ETags where the
+	// store makes them). It costs an MD5 pass over the data.
+	ContentMD5 bool
+
+	// CreateOnly makes the write fail with a Precondition error if the key exists
+	// (If-None-Match: *), except when the existing object is byte-for-byte the one being written
+	// (a retry after a lost response), which is reported as Result.AlreadyExisted.
+	CreateOnly bool
+	// ContentType is the object's Content-Type.
+	ContentType string
+	// Headers are the standard headers stored with the object (Cache-Control,
+	// Content-Disposition, Content-Encoding, Content-Language); empty ones are not sent.
+	Headers store.Headers
+	// Metadata is the object's user metadata (x-amz-meta-*).
+	Metadata map[string]string
+	// Encryption is the server-side encryption asked for (the zero value: none, which also
+	// turns off an Uploader's encryption for one write). After commit the HEAD must report what
+	// was asked: a store that answered 200 but reports no or other encryption fails the write
+	// with a Compatibility error coded EncryptionNotApplied, and the object it stored is
+	// deleted; Result.Encryption says what the store reported.
+	//
+	//   - SSE-S3 (Type store.SSES3): keys the store manages; the HEAD must report AES256.
+	//   - SSE-KMS (store.SSEKMS, KMSKeyID "" for the store's default key, an optional
+	//     KMSContext and BucketKey): the HEAD must report aws:kms and, when KMSKeyID is set, that
+	//     key (the id itself or an ARN ending in it). Stores make SSE-KMS ETags that are not
+	//     MD5s: the proof is the checksum, or a read-back.
+	//   - SSE-C (store.SSEC, a CustomerKey of 32 bytes; its MD5 is computed for you): the key is
+	//     sent on every request that needs it (PutObject, CreateMultipartUpload, UploadPart,
+	//     HEAD, GET) and never appears in logs, errors, Results or journal records; the HEAD must
+	//     report the key's MD5. Recover needs the key again (RecoverOptions.SSECustomerKeys).
+	//     Stores need TLS for SSE-C (MinIO refuses it over plain HTTP).
+	Encryption store.Encryption
+
+	// ReadBack re-reads the whole object after commit and compares its checksum: the strongest
+	// and most expensive verification.
+	ReadBack bool
+	// ReadBackLimit is the largest object read back as the last resort when neither the
+	// store's checksum nor its ETag proves it (default 64 MiB; 0 never reads back, except for
+	// Upload of a replayable source). A multipart write whose parts skipped their MD5s because
+	// their receipts echoed the checksum, on a store whose HEAD then reports none, is read back
+	// whatever its size unless the limit is 0 (once per Uploader and bucket: its later writes
+	// compute the MD5s).
+	ReadBackLimit int64
+	// AllowWeakVerification accepts a write whose content nothing could prove (the store
+	// reported no checksum of it, its ETag is not an MD5 of it, and it was not read back) on its
+	// length alone. Result.Verified is then "length-only", Result.Unproven says what was
+	// missing, and a warning is logged. Without it such a write fails with an Integrity error
+	// coded Unverifiable, and the object it committed is deleted.
+	AllowWeakVerification bool
+	// Savings are the cost-saving strategies writes may use (default AllSavings; 0: none, the
+	// reference path). HugePages and EndpointCache are savings too, off unless asked for.
+	Savings Saving
+	// HugePages asks the kernel to back the part buffers a write allocates afresh with
+	// transparent huge pages past their first 2 MiB, so a buffer faults once per 2 MiB instead
+	// of once per 4 KiB page as it fills. For a program whose buffers are all fresh, one write
+	// per process (the CLI turns it on); off by default, since a long-lived process reuses its
+	// buffers through one Uploader, and huge-page advice on heap memory the runtime later
+	// reuses for other objects is the host's choice. GODEBUG=disablethp=1 overrides it. A hint:
+	// without transparent huge pages in the kernel it does nothing.
+	HugePages bool
+	// EndpointCache is a directory that keeps what an Uploader's writes learn about its endpoint
+	// that spares work (whether the store checks part checksums: the probe that asks, and the
+	// MD5s of parts whose receipts echo the checksum), for a day, so the next process starts
+	// from it. For programs that make one write per process, as the CLI does; a long-lived
+	// process keeps one Uploader instead, whose facts live as long as it does. A kept fact only
+	// ever spares work a write could do again: a wrong or stale one makes a write compute more,
+	// never accept less. Read by NewUploader only (a write's own setting does nothing); nothing
+	// is kept for a store that names no endpoint (store.Endpointer).
+	EndpointCache string
+
+	// Retry is the retry policy (default: a retry.New() of the Uploader's own). Set for
+	// NewUploader, every write of that Uploader shares it, and so its retry budget; set for one
+	// write, that write uses it instead (nil: the Uploader's).
+	Retry *retry.Policy
+	// Logger receives the log (nil, the default: none). Lines carry bucket, key, size, part,
+	// upload id and attempt where they apply.
+	Logger *zap.Logger
+	// Observer is called for every Event. It must be quick and safe for concurrent use; a panic
+	// in it is recovered and ignored.
+	Observer func(Event)
+	// Instrumentation is told of every write (and Recover); nil, the default, is none. A
+	// Writer's span ends at Close or Abort (a Writer never closed leaves it open); an Upload's
+	// when the call returns.
+	Instrumentation Instrumentation
+	// AbortTimeout bounds the clean-up (abort, delete) that runs after a failure, on a context
+	// detached from the caller's (default 30 s; 0 or less: the default).
+	AbortTimeout time.Duration
+
+	// JournalDir, when set, records every multipart upload of the write in that directory
+	// (created, mode 0700, by the first write that needs it; one JSON file per upload, claimed
+	// with an flock, so several processes may share it), so a process that dies mid-way leaves
+	// what Recover needs to abort the upload or confirm that its Complete landed, and what a new
+	// Upload of the same file needs to resume it. JournalEndpoint names the store the upload
+	// went to (the CLI uses the endpoint URL); Recover acts only on records of the endpoint it is
+	// given. docs/usage.md describes the record and what each step costs.
+	//
+	// The record is written (and fsynced) when the upload is created, after every part the
+	// store acknowledged and safeput verified, and just before Complete; it is removed when the
+	// write lands verified or the upload is confirmed aborted. A journal that cannot record
+	// fails the write (Permanent): a write that could not be recovered after a crash is not the
+	// write asked for.
+	//
+	// With a replayable source of known size (an io.ReaderAt such as *os.File), Upload resumes
+	// the newest unclaimed record for the same endpoint, bucket, key, size, part size and
+	// checksum: parts the store still lists as recorded, whose checksum recomputed from the
+	// source matches, are not sent again (Result.ResumedParts); anything else is sent again. A
+	// single-PUT object (at most one part) needs no journal and writes none.
+	JournalDir      string
+	JournalEndpoint string
+}
+
+// defaultOptions are the options every write starts from.
+func defaultOptions() Options {
+	return Options{
+		Profile: multipart.DefaultProfile, PartSize: DefaultPartSize, Concurrency: DefaultConcurrency,
+		Size: multipart.UnknownSize, ReadBackLimit: defaultReadBackLimit, Savings: AllSavings,
+		AbortTimeout: defaultAbortTimeout,
+	}
+}
+
+// apply runs the caller's functions on o (nil ones are skipped).
+func (o *Options) apply(fns []func(*Options)) {
+	for _, fn := range fns {
+		if fn != nil {
+			fn(o)
+		}
+	}
+}
+
+// config resolves o into what a write runs with. The journal of a write whose directory is its
+// Uploader's (base, nil for the Uploader itself) is the Uploader's own, so its writes and
+// Recover agree on the records each holds.
+func (o *Options) config(base *config) config {
+	c := config{
+		layoutConfig: layoutConfig{
+			partSize: o.PartSize, concurrency: o.Concurrency, threshold: o.Threshold,
+			sizeHint: o.Size, expectedMax: o.ExpectedMaxSize, contentMD5: o.ContentMD5,
+		},
+		objectConfig: objectConfig{
+			createOnly: o.CreateOnly, contentType: o.ContentType, headers: o.Headers,
+			metadata: maps.Clone(o.Metadata), sse: o.Encryption,
+		},
+		verifyConfig: verifyConfig{
+			readBack: o.ReadBack, allowWeak: o.AllowWeakVerification,
+			readBackLimit: o.ReadBackLimit, savings: o.Savings,
+		},
+		runConfig: runConfig{
+			budget: o.MemoryBudget, policy: o.Retry, logger: o.Logger, observer: o.Observer,
+			abortTimeout: o.AbortTimeout, instrument: o.Instrumentation,
+			journalDir: o.JournalDir, journalEndpoint: o.JournalEndpoint,
+			endpointCache: o.EndpointCache, hugePages: o.HugePages,
+		},
+	}
+	switch {
+	case o.Rules != nil:
+		c.rules, c.rulesErr = *o.Rules, o.Rules.Validate()
+	case o.Profile == "":
+		c.rules, c.rulesErr = multipart.Profile(multipart.DefaultProfile)
+	default:
+		c.rules, c.rulesErr = multipart.Parse(o.Profile)
+	}
+	switch {
+	case o.NoChecksum:
+		c.checksum, c.checksumSet = store.ChecksumNone, true
+	case o.Checksum != "":
+		c.checksum, c.checksumSet = o.Checksum, true
+	}
+	c.sse.CustomerKey = store.CustomerKey(bytes.Clone(o.Encryption.CustomerKey))
+	c.sse.KMSContext = maps.Clone(o.Encryption.KMSContext)
+	if c.logger == nil {
+		c.logger = zap.NewNop()
+	}
+	if c.abortTimeout <= 0 {
+		c.abortTimeout = defaultAbortTimeout
+	}
+	switch {
+	case base != nil && base.journalDir == o.JournalDir:
+		c.journal = base.journal
+	case o.JournalDir != "":
+		c.journal = journal.At(o.JournalDir)
+	}
+	return c
+}
 
 // config is what the options set, grouped by what it governs; the groups are embedded, so a
 // setting reads c.partSize wherever it lives.
@@ -57,7 +288,7 @@ type verifyConfig struct {
 	allowWeak     bool
 	readBackLimit int64
 	replayable    bool
-	// savings: WithSavings (savings.go).
+	// savings: Options.Savings (savings.go).
 	savings Saving
 }
 
@@ -68,17 +299,17 @@ type runConfig struct {
 	logger       *zap.Logger
 	observer     func(Event)
 	abortTimeout time.Duration
-	// instrument: WithInstrumentation; span is the write's (set by startSpan, or by Upload for
+	// instrument: Options.Instrumentation; span is the write's (set by startSpan, or by Upload for
 	// the writers of its attempts), ended by the writer only when ownSpan.
 	instrument Instrumentation
 	span       WriteSpan
 	ownSpan    bool
-	// journal, journalDir and journalEndpoint: WithJournal (journal.go). journalDir is "" for a
+	// journal, journalDir and journalEndpoint: Options.JournalDir (journal.go). journalDir is "" for a
 	// journal the tests hand in.
 	journal         journal.Journal
 	journalDir      string
 	journalEndpoint string
-	// endpointCache: WithEndpointCache's directory (endpointcache.go); read by NewUploader only.
+	// endpointCache: Options.EndpointCache's directory (endpointcache.go); read by NewUploader only.
 	endpointCache string
 	hugePages     bool
 }
@@ -94,153 +325,6 @@ const (
 )
 
 func defaultConfig() config {
-	rules, err := multipart.Profile("strict")
-	return config{
-		layoutConfig: layoutConfig{
-			rules: rules, rulesErr: err, partSize: DefaultPartSize, concurrency: DefaultConcurrency,
-			checksum: store.ChecksumCRC64NVME, sizeHint: -1,
-		},
-		verifyConfig: verifyConfig{readBackLimit: defaultReadBackLimit, savings: AllSavings},
-		runConfig:    runConfig{abortTimeout: defaultAbortTimeout, logger: zap.NewNop()},
-	}
-}
-
-// WithProfile selects the provider rules by name ("aws", "minio", "r2", ... or a rules string
-// such as "min=5MiB,max=5GiB,parts=10000,equal"). The default is "strict", which every known
-// store accepts. An unknown name fails New with an error listing the valid ones.
-func WithProfile(nameOrRules string) Option {
-	return func(c *config) { c.rules, c.rulesErr = multipart.Parse(nameOrRules) }
-}
-
-// WithRules sets the provider rules directly.
-func WithRules(r multipart.Rules) Option {
-	return func(c *config) { c.rules, c.rulesErr = r, r.Validate() }
-}
-
-// WithPartSize sets the preferred part size; the plan may raise it (to stay under the part-count
-// limit) but never lowers it below the rules' minimum: a forbidden size is an error.
-func WithPartSize(n int64) Option { return func(c *config) { c.partSize = n } }
-
-// WithConcurrency sets how many part buffers (and so parts in flight) one writer may hold.
-func WithConcurrency(n int) Option { return func(c *config) { c.concurrency = n } }
-
-// WithMemoryBudget bounds the part buffers of writes together. Given to NewUploader, it is the
-// budget of every write of that Uploader; without it each write has its own budget of
-// concurrency × part size.
-func WithMemoryBudget(b *Budget) Option { return func(c *config) { c.budget = b } }
-
-// WithChecksum chooses the checksum: CRC64NVME, CRC32C, CRC32, or ChecksumNone (then
-// MD5 ETags or length are the only checks). A store whose profile does not accept the algorithm
-// gets none, and the Result says which method verified the object. Without it the writer sends
-// the rules' preferred CRC (multipart.Rules.Checksum: CRC64NVME unless the profile names a CRC
-// its store checks more cheaply, as "minio" and "versitygw" do CRC32C).
-func WithChecksum(a store.ChecksumAlgorithm) Option {
-	return func(c *config) { c.checksum, c.checksumSet = a, true }
-}
-
-// WithContentMD5 also sends Content-MD5 with every request (and checks MD5 ETags where the store
-// makes them). It costs an MD5 pass over the data.
-func WithContentMD5(on bool) Option { return func(c *config) { c.contentMD5 = on } }
-
-// WithCreateOnly makes the write fail with a Precondition error if the key exists
-// (If-None-Match: *), except when the existing object is byte-for-byte the one being written (a
-// retry after a lost response), which is reported as Result.AlreadyExisted.
-func WithCreateOnly(on bool) Option { return func(c *config) { c.createOnly = on } }
-
-// WithContentType sets the object's Content-Type.
-func WithContentType(ct string) Option { return func(c *config) { c.contentType = ct } }
-
-// WithHeaders sets the standard headers stored with the object (Cache-Control,
-// Content-Disposition, Content-Encoding, Content-Language); empty ones are not sent.
-func WithHeaders(h store.Headers) Option { return func(c *config) { c.headers = h } }
-
-// WithMetadata sets user metadata (x-amz-meta-*).
-func WithMetadata(m map[string]string) Option { return func(c *config) { c.metadata = m } }
-
-// WithRetry sets the retry policy. Given to NewUploader, every write of that Uploader shares it,
-// and so its retry budget; given to one write, that write uses it instead of the Uploader's.
-func WithRetry(p *retry.Policy) Option { return func(c *config) { c.policy = p } }
-
-// WithLogger logs through l (no-op by default). Lines carry bucket, key, size, part, upload id
-// and attempt where they apply.
-func WithLogger(l *zap.Logger) Option {
-	return func(c *config) {
-		if l != nil {
-			c.logger = l
-		}
-	}
-}
-
-// WithObserver calls fn for every Event. fn must be quick and safe for concurrent use; a panic
-// in it is recovered and ignored.
-func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer = fn } }
-
-// WithThreshold sets the largest object sent as one PutObject (default: the part size; capped at
-// the part size and at the rules' single-PUT limit).
-func WithThreshold(n int64) Option { return func(c *config) { c.threshold = n } }
-
-// WithSize declares the exact size the writer will receive. A stream that turns out shorter or
-// longer fails; the plan uses the size to pick a part size inside the part-count limit.
-func WithSize(n int64) Option { return func(c *config) { c.sizeHint = n } }
-
-// WithExpectedMaxSize tells a writer of unknown size how large the object may grow, so the fixed
-// part size leaves room under the part-count limit. Past the resulting ceiling the write fails
-// with a Compatibility error before anything is completed.
-func WithExpectedMaxSize(n int64) Option { return func(c *config) { c.expectedMax = n } }
-
-// WithReadBack re-reads the whole object after commit and compares its checksum: the strongest
-// and most expensive verification.
-func WithReadBack(on bool) Option { return func(c *config) { c.readBack = on } }
-
-// WithAllowWeakVerification accepts a write whose content nothing could prove (the store
-// reported no checksum of it, its ETag is not an MD5 of it, and it was not read back) on its
-// length alone. Result.Verified is then "length-only", Result.Unproven says what was missing,
-// and a warning is logged. Without it such a write fails with an Integrity error coded
-// Unverifiable, and the object it committed is deleted.
-func WithAllowWeakVerification(on bool) Option { return func(c *config) { c.allowWeak = on } }
-
-// WithReadBackLimit sets the largest object read back as the last resort when neither the
-// store's checksum nor its ETag proves it (default 64 MiB; 0 never reads back,
-// except for Upload of a replayable source). WithReadBack(true) reads back every object. A
-// multipart write whose parts skipped their MD5s because their receipts echoed the checksum, on a
-// store whose HEAD then reports none, is read back whatever its size unless n is 0 (once per
-// Uploader and bucket: its later writes compute the MD5s).
-func WithReadBackLimit(n int64) Option { return func(c *config) { c.readBackLimit = n } }
-
-// WithHugePages asks the kernel to back the part buffers a write allocates afresh with
-// transparent huge pages past their first 2 MiB, so a buffer faults once per 2 MiB instead of
-// once per 4 KiB page as it fills. For a program whose buffers are all fresh, one write per
-// process (the CLI turns it on); off by default, since a long-lived process reuses its buffers
-// through one Uploader, and huge-page advice on heap memory the runtime later reuses for other
-// objects is the host's choice. GODEBUG=disablethp=1 overrides it. A hint: without transparent
-// huge pages in the kernel it does nothing.
-func WithHugePages(on bool) Option { return func(c *config) { c.hugePages = on } }
-
-// WithAbortTimeout bounds the clean-up (abort, delete) that runs after a failure on a context
-// detached from the caller's (default 30 s).
-func WithAbortTimeout(d time.Duration) Option { return func(c *config) { c.abortTimeout = d } }
-
-// WithEncryption asks the store for server-side encryption e (store.Encryption{} for none, which
-// also turns off an Uploader's encryption for one write); an invalid e fails the write
-// (Permanent) naming the rule. After commit the HEAD must report what was asked: a store that
-// answered 200 but reports no or other encryption fails the write with a Compatibility error
-// coded EncryptionNotApplied, and the object it stored is deleted; Result.Encryption says what the
-// store reported.
-//
-//   - SSE-S3 (Type store.SSES3): keys the store manages; the HEAD must report AES256.
-//   - SSE-KMS (store.SSEKMS, KMSKeyID "" for the store's default key, an optional KMSContext and
-//     BucketKey): the HEAD must report aws:kms and, when KMSKeyID is set, that key (the id itself
-//     or an ARN ending in it). Stores make SSE-KMS ETags that are not MD5s: the proof is the
-//     checksum, or a read-back.
-//   - SSE-C (store.SSEC, a CustomerKey of 32 bytes; its MD5 is computed for you): the key is sent
-//     on every request that needs it (PutObject, CreateMultipartUpload, UploadPart, HEAD, GET)
-//     and never appears in logs, errors, Results or journal records; the HEAD must report the
-//     key's MD5. Recover needs the key again (RecoverOptions.SSECustomerKeys). Stores need TLS
-//     for SSE-C (MinIO refuses it over plain HTTP).
-//
-// The key and the context are copied: the caller may reuse them.
-func WithEncryption(e store.Encryption) Option {
-	e.CustomerKey = store.CustomerKey(bytes.Clone(e.CustomerKey))
-	e.KMSContext = maps.Clone(e.KMSContext)
-	return func(c *config) { c.sse = e }
+	o := defaultOptions()
+	return o.config(nil)
 }

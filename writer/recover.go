@@ -22,7 +22,7 @@ import (
 
 // RecoverOptions configures Recover.
 type RecoverOptions struct {
-	// Endpoint is the identity of st (as given to WithJournal). Records of another endpoint are
+	// Endpoint is the identity of st (as given to Options.JournalDir). Records of another endpoint are
 	// left alone and reported as RecoverOtherEndpoint. Required.
 	Endpoint string
 	// Bucket, when set, restricts recovery to that bucket; records of others are reported as
@@ -42,10 +42,10 @@ type RecoverOptions struct {
 	// again before the record is dropped.
 	Settle time.Duration
 	// ReadBackLimit is the largest object read back when a crashed write's Complete may have
-	// landed and the HEAD cannot prove it either way (default 64 MiB, as WithReadBackLimit; negative:
+	// landed and the HEAD cannot prove it either way (default 64 MiB, as Options.ReadBackLimit; negative:
 	// never). A larger one is reported gone with a Note saying it was not proven.
 	ReadBackLimit int64
-	// SSECustomerKeys are the SSE-C keys of the journaled uploads (WithEncryption, SSE-C): a record names its
+	// SSECustomerKeys are the SSE-C keys of the journaled uploads (Options.Encryption, SSE-C): a record names its
 	// key by MD5 only, and a store answers a HEAD of an SSE-C object only with the key. A record
 	// whose intended object must be checked and whose key is not among them fails
 	// (RecoverFailed) and is kept; one that was never completed is aborted without it.
@@ -84,7 +84,7 @@ const (
 // RecoveredUpload is one record and its outcome.
 type RecoveredUpload struct {
 	// Endpoint, Bucket, Key and UploadID name the recorded upload (Endpoint as given to
-	// WithJournal).
+	// Options.JournalDir).
 	Endpoint, Bucket, Key, UploadID string
 	// Size is the intended object's size when recorded, else the source size (-1 unknown).
 	Size int64
@@ -120,7 +120,7 @@ type RecoverReport struct {
 // report (RecoverFailed) with their classified error.
 //
 // Recover is a shorthand for Uploader.Recover on a fresh Uploader of st (as New is) given
-// WithJournal(journalDir, opts.Endpoint). journalDir must exist: a mistyped path fails rather
+// Options.JournalDir = journalDir, JournalEndpoint = opts.Endpoint. journalDir must exist: a mistyped path fails rather
 // than report an empty journal.
 func Recover(ctx context.Context, st store.Store, journalDir string, opts RecoverOptions) (*RecoverReport, error) {
 	if journalDir == "" {
@@ -129,7 +129,7 @@ func Recover(ctx context.Context, st store.Store, journalDir string, opts Recove
 	if err := journalDirReady(journalDir, false); err != nil {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "cannot read the journal", Err: err}
 	}
-	return newUploader(st, defaultConfig()).recover(ctx, journal.At(journalDir), opts)
+	return shorthand(st).recover(ctx, journal.At(journalDir), opts)
 }
 
 func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts RecoverOptions) (*RecoverReport, error) {

@@ -69,9 +69,14 @@ func FuzzRecover(f *testing.F) {
 		// a part damaged on the way gets past ListParts.
 		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: writes&0x80 != 0}))
 		j := newJournal(t)
-		opts := []writer.Option{
-			writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
-			writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID),
+		opts := []func(*writer.Options){
+			func(o *writer.Options) {
+				o.Profile = "min=1MiB"
+				o.PartSize = 1 << 20
+				o.Concurrency = 1
+				o.Retry = fastPolicy()
+				o.JournalDir, o.JournalEndpoint = j.Path(), endpointID
+			},
 		}
 		for i := range 1 + int(writes%4) {
 			crash := recoverCrashes[int(crashes>>(4*i)&0xf)%len(recoverCrashes)]

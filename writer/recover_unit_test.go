@@ -123,8 +123,13 @@ func TestRecoverSettlesARecordOfSmallParts(t *testing.T) {
 		faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden()))
 	j := newJournal(t)
 	_, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(make([]byte, 4<<20)),
-		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(1),
-		writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID))
+		func(o *writer.Options) {
+			o.Profile = "min=1MiB"
+			o.PartSize = 1 << 20
+			o.Concurrency = 1
+			o.Retry = fastPolicy()
+			o.JournalDir, o.JournalEndpoint = j.Path(), endpointID
+		})
 	if err == nil || len(mem.Uploads("b")) != 1 {
 		t.Fatalf("the crash: err %v, %d uploads; want a failure leaving one upload", err, len(mem.Uploads("b")))
 	}
@@ -155,7 +160,12 @@ func TestUploadNamesTheUploadItCouldNotAbort(t *testing.T) {
 		faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden()))
 	// One part in flight: the failure is seen while parts are still being dispatched.
 	_, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(make([]byte, 8<<20)),
-		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(1), writer.WithRetry(fastPolicy()))
+		func(o *writer.Options) {
+			o.Profile = "min=1MiB"
+			o.PartSize = 1 << 20
+			o.Concurrency = 1
+			o.Retry = fastPolicy()
+		})
 	ups := mem.Uploads("b")
 	var se *sperrors.Error
 	if !errors.As(err, &se) || len(ups) != 1 || !se.AbortFailed || se.UploadID != ups[0].UploadID {
@@ -172,7 +182,12 @@ func TestUploadNamesWhatEarlierAttemptsLeft(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i*7 + i>>12)
 	}
-	opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1), writer.WithRetry(fastPolicy())}
+	opts := []func(*writer.Options){func(o *writer.Options) {
+		o.Profile = "min=1MiB"
+		o.PartSize = 1 << 20
+		o.Concurrency = 1
+		o.Retry = fastPolicy()
+	}}
 	newMem := func() *memstore.Store {
 		return memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20, IgnoreChecksumHeaders: true}))
 	}
@@ -209,7 +224,7 @@ func TestUploadNamesWhatEarlierAttemptsLeft(t *testing.T) {
 		j := newJournal(t)
 		fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte()), faulty.Nth(faulty.OpUploadPart, 5, faulty.FlipByte()),
 			faulty.Nth(faulty.OpAbortMultipart, 1, faulty.Forbidden()))
-		res, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), append(opts, writer.WithJournal(j.Path(), endpointID))...)
+		res, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), append(opts, func(o *writer.Options) { o.JournalDir, o.JournalEndpoint = j.Path(), endpointID })...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,10 +246,10 @@ func TestALostCreateIsNeverForgotten(t *testing.T) {
 		mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{MinPartSize: 1 << 20}))
 		fs := faulty.New(mem, faulty.Nth(faulty.OpCreateMultipartUpload, 1, faulty.DropResponse()),
 			faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden()))
-		opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithRetry(fastPolicy())}
+		opts := []func(*writer.Options){func(o *writer.Options) { o.Profile = "min=1MiB"; o.PartSize = 1 << 20; o.Retry = fastPolicy() }}
 		j := newJournal(t)
 		if journaled {
-			opts = append(opts, writer.WithJournal(j.Path(), endpointID))
+			opts = append(opts, func(o *writer.Options) { o.JournalDir, o.JournalEndpoint = j.Path(), endpointID })
 		}
 		res, err := writer.Upload(context.Background(), fs, "b", "k", bytes.NewReader(data), opts...)
 		if err != nil {
@@ -294,8 +309,13 @@ func TestRecoverReportsADamagedCommit(t *testing.T) {
 	if got, _ := mem.Object("b", "k"); !bytes.Equal(got, damaged) {
 		t.Fatal("Recover touched the object")
 	}
-	opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
-		writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID)}
+	opts := []func(*writer.Options){func(o *writer.Options) {
+		o.Profile = "min=1MiB"
+		o.PartSize = 1 << 20
+		o.Concurrency = 1
+		o.Retry = fastPolicy()
+		o.JournalDir, o.JournalEndpoint = j.Path(), endpointID
+	}}
 	if _, err := writer.Upload(context.Background(), mem, "b", "k", bytes.NewReader(data), opts...); err != nil {
 		t.Fatalf("the re-run: %v", err)
 	}
@@ -317,8 +337,13 @@ func TestResumeSendsADamagedPartAgain(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i*7 + i>>12)
 	}
-	opts := []writer.Option{writer.WithProfile("min=1MiB"), writer.WithPartSize(1 << 20), writer.WithConcurrency(1),
-		writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID)}
+	opts := []func(*writer.Options){func(o *writer.Options) {
+		o.Profile = "min=1MiB"
+		o.PartSize = 1 << 20
+		o.Concurrency = 1
+		o.Retry = fastPolicy()
+		o.JournalDir, o.JournalEndpoint = j.Path(), endpointID
+	}}
 	crashing := faulty.New(mem, faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.FlipByte()},
 		faulty.Rule{Op: faulty.OpUploadPart, Part: 4, Fault: faulty.Forbidden()}, faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden()))
 	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), opts...); err == nil {
@@ -396,8 +421,12 @@ func crashedLandingOpaque(t *testing.T, data []byte) (*memstore.Store, *journal.
 	j := newJournal(t)
 	crashing := faulty.New(mem, faulty.Nth(faulty.OpCompleteMultipart, 1, faulty.DropResponse()),
 		faulty.Always(faulty.OpHeadObject, faulty.Forbidden()), faulty.Always(faulty.OpGetObject, faulty.Forbidden()))
-	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), writer.WithProfile("min=1MiB"),
-		writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID)); err == nil {
+	if _, err := writer.Upload(context.Background(), crashing, "b", "k", bytes.NewReader(data), func(o *writer.Options) {
+		o.Profile = "min=1MiB"
+		o.PartSize = 1 << 20
+		o.Retry = fastPolicy()
+		o.JournalDir, o.JournalEndpoint = j.Path(), endpointID
+	}); err == nil {
 		t.Fatal("the crashing write succeeded")
 	}
 	if got, _ := mem.Object("b", "k"); !bytes.Equal(got, data) {
@@ -524,7 +553,12 @@ func journaledLostCreate(t *testing.T) (*memstore.Store, *journal.Dir) {
 		faulty.Always(faulty.OpListMultipartUploads, faulty.Forbidden()))
 	j := newJournal(t)
 	if _, err := writer.Upload(context.Background(), lost, "b", "k", bytes.NewReader(make([]byte, 3<<20)),
-		writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithRetry(fastPolicy()), writer.WithJournal(j.Path(), endpointID)); err != nil {
+		func(o *writer.Options) {
+			o.Profile = "min=1MiB"
+			o.PartSize = 1 << 20
+			o.Retry = fastPolicy()
+			o.JournalDir, o.JournalEndpoint = j.Path(), endpointID
+		}); err != nil {
 		t.Fatal(err)
 	}
 	return mem, j

@@ -34,7 +34,7 @@ type Result struct {
 	Verified       verify.Method
 	VerifiedStrong bool
 	// Unproven lists what evidence was missing when a write was accepted on length alone
-	// (WithAllowWeakVerification); empty otherwise.
+	// (Options.AllowWeakVerification); empty otherwise.
 	Unproven []string
 	// Notes lists what the store did that the caller may want to know: a Complete or PutObject
 	// answer without an ETag, a checksum header it refused, each check that could not run because
@@ -50,13 +50,13 @@ type Result struct {
 	LeftBehind []string
 	// MaybeLeftBehind is true when a CreateMultipartUpload answer was lost and the look for the
 	// upload it may have left failed (Notes says how): an empty incomplete upload of this key that
-	// no id names may remain. A sweep of the key finds it; with WithJournal, so does Recover.
+	// no id names may remain. A sweep of the key finds it; with Options.JournalDir, so does Recover.
 	MaybeLeftBehind bool
 	// UploadAttempts counts whole-upload attempts (above 1 after an integrity retry of a
 	// replayable source).
 	UploadAttempts int
 	// ResumedParts and ResumedBytes count the parts of a journaled upload a dead process had
-	// sent that this write reused instead of sending again (WithJournal).
+	// sent that this write reused instead of sending again (Options.JournalDir).
 	ResumedParts int
 	ResumedBytes int64
 	Elapsed      time.Duration
@@ -75,7 +75,7 @@ const (
 	EventDone        EventType = "done"
 	EventFailed      EventType = "failed"
 	// EventBudgetWait: a part buffer waited Elapsed for room in the memory budget (Size bytes;
-	// Err set when the write ended while waiting). Only instrumented writes (WithInstrumentation)
+	// Err set when the write ended while waiting). Only instrumented writes (Options.Instrumentation)
 	// time the wait; an observer of such a write sees it too.
 	EventBudgetWait EventType = "budget-wait"
 )

@@ -26,8 +26,4 @@ const (
 	AllSavings = SaveLateMD5 | SaveProbe | SaveEchoTrust | SavePrefault
 )
 
-// WithSavings sets the cost-saving strategies writes may use (default AllSavings; 0: none, the
-// reference path). WithHugePages and WithEndpointCache are savings too, off unless asked for.
-func WithSavings(s Saving) Option { return func(c *config) { c.savings = s } }
-
 func (c *config) saves(s Saving) bool { return c.savings&s != 0 }

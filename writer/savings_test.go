@@ -15,7 +15,7 @@ import (
 	"github.com/safeput/safeput/writer"
 )
 
-// The reference path: with every saving off (WithSavings(0)) a write takes every part's MD5 as
+// The reference path: with every saving off (Options.Savings 0) a write takes every part's MD5 as
 // its bytes arrive, sends no probe and trusts no echo, and still lands what the default path
 // lands, verified as strongly, on every store personality; the default path spares work only
 // where the store showed it safe. Both run through one fault (a part damaged on the way) too.
@@ -37,7 +37,7 @@ func TestSavingsOffIsTheReferencePath(t *testing.T) {
 					hashed int64
 					probes int
 				}
-				run := func(opts ...writer.Option) outcome {
+				run := func(opts ...func(*writer.Options)) outcome {
 					mem := newMem(c.rules)
 					var res *writer.Result
 					var hashed int64
@@ -54,7 +54,7 @@ func TestSavingsOffIsTheReferencePath(t *testing.T) {
 					}
 					return outcome{res.Parts, res.VerifiedStrong, hashed, probes}
 				}
-				def, ref := run(), run(writer.WithSavings(0))
+				def, ref := run(), run(func(o *writer.Options) { o.Savings = 0 })
 				if !ref.strong || !def.strong || ref.parts != def.parts {
 					t.Fatalf("default %+v, reference %+v: both must land strongly verified in the same parts", def, ref)
 				}
@@ -75,7 +75,7 @@ func TestSavingsOffIsTheReferencePath(t *testing.T) {
 		for _, savings := range []writer.Saving{0, writer.AllSavings} {
 			mem := newMem(minioLike)
 			fs := faulty.New(parrot{mem}, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte()))
-			res, _, err := writeCounting(t, newUploader(t, fs), "k", large, writer.WithSavings(savings), writer.WithRetry(fastPolicy()))
+			res, _, err := writeCounting(t, newUploader(t, fs), "k", large, func(o *writer.Options) { o.Savings = savings; o.Retry = fastPolicy() })
 			switch {
 			case err == nil:
 				if got, ok := mem.Object(unitBucket, "k"); !ok || !bytes.Equal(got, large) || !res.VerifiedStrong {
@@ -103,7 +103,7 @@ func TestSavingsOffOnServers(t *testing.T) {
 			for _, src := range []source{stream, replayable} {
 				key := fmt.Sprintf("savings-off/%d-%s", size, src)
 				res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, src.reader(data),
-					writer.WithPartSize(part), writer.WithSavings(0))
+					func(o *writer.Options) { o.PartSize = part; o.Savings = 0 })
 				if err != nil {
 					t.Fatalf("%s: %v", key, err)
 				}

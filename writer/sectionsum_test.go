@@ -25,7 +25,12 @@ func TestSectionChecksumsLand(t *testing.T) {
 				mem := memstore.New(memstore.WithBuckets("b"))
 				data := s3test.RandomBytes(size)
 				res, err := writer.Upload(context.Background(), mem, "b", "k", bytes.NewReader(data),
-					writer.WithProfile("minio"), writer.WithPartSize(part), writer.WithChecksum(alg), writer.WithRetry(fastPolicy()))
+					func(o *writer.Options) {
+						o.Profile = "minio"
+						o.PartSize = part
+						o.Checksum = alg
+						o.Retry = fastPolicy()
+					})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -64,7 +69,12 @@ func TestShortSectionNamesWhereItEnded(t *testing.T) {
 			data := s3test.RandomBytes(2*part + 1000)
 			src := shortReaderAt{data: data, size: 3 * part}
 			_, err := writer.Upload(context.Background(), mem, "b", "k", src,
-				writer.WithProfile("minio"), writer.WithPartSize(part), writer.WithChecksum(alg), writer.WithRetry(fastPolicy()))
+				func(o *writer.Options) {
+					o.Profile = "minio"
+					o.PartSize = part
+					o.Checksum, o.NoChecksum = alg, alg == store.ChecksumNone
+					o.Retry = fastPolicy()
+				})
 			if err == nil {
 				t.Fatal("a source shorter than its declared size landed")
 			}

@@ -61,8 +61,10 @@ func TestStallAtEveryStep(t *testing.T) {
 				}
 				fs := faulty.New(env.Store, rules...)
 				key := "stall/" + name
-				opts := testOpts(env, writer.WithRetry(fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 0 }, func(o *retry.Options) { o.StallTimeout = window })),
-					writer.WithReadBack(c.readBack))
+				opts := testOpts(env, func(wo *writer.Options) {
+					wo.Retry = fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 0 }, func(o *retry.Options) { o.StallTimeout = window })
+					wo.ReadBack = c.readBack
+				})
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				start := time.Now()
@@ -92,14 +94,16 @@ func TestStallCutNamedInRetryEvent(t *testing.T) {
 	var mu sync.Mutex
 	var retries []writer.Event
 	res, err := writer.Upload(context.Background(), fs, unitBucket, "k", bytes.NewReader(randomBytes(t, 1<<10)),
-		writer.WithRetry(fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 0 }, func(o *retry.Options) { o.StallTimeout = 100 * time.Millisecond })),
-		writer.WithObserver(func(e writer.Event) {
-			if e.Type == writer.EventRetry {
-				mu.Lock()
-				retries = append(retries, e)
-				mu.Unlock()
+		func(wo *writer.Options) {
+			wo.Retry = fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 0 }, func(o *retry.Options) { o.StallTimeout = 100 * time.Millisecond })
+			wo.Observer = func(e writer.Event) {
+				if e.Type == writer.EventRetry {
+					mu.Lock()
+					retries = append(retries, e)
+					mu.Unlock()
+				}
 			}
-		}))
+		})
 	if err != nil {
 		t.Fatalf("write failed: %v (result %+v)", err, res)
 	}

@@ -43,8 +43,13 @@ func TestThrottlingStorm(t *testing.T) {
 	for i := range uploads {
 		key := fmt.Sprintf("storm/%d", i)
 		res, err := writer.Upload(context.Background(), fs, "b", key, bytes.NewReader(data),
-			writer.WithProfile("min=64KiB,max=5GiB,parts=10000"), writer.WithPartSize(partSize), writer.WithConcurrency(4),
-			writer.WithThreshold(partSize), writer.WithRetry(policy))
+			func(o *writer.Options) {
+				o.Profile = "min=64KiB,max=5GiB,parts=10000"
+				o.PartSize = partSize
+				o.Concurrency = 4
+				o.Threshold = partSize
+				o.Retry = policy
+			})
 		if err != nil {
 			if !errors.Is(err, sperrors.Throttled) {
 				t.Errorf("upload %d failed with %v, want only Throttled failures", i, err)
@@ -89,7 +94,7 @@ func TestOutageRequestBound(t *testing.T) {
 				size = 11 << 20 // multipart: CreateMultipartUpload first
 			}
 			_, errs[i] = writer.Upload(context.Background(), fs, "b", fmt.Sprintf("outage/%d", i), bytes.NewReader(s3test.RandomBytes(size)),
-				writer.WithProfile("minio"), writer.WithPartSize(5<<20), writer.WithRetry(policy))
+				func(o *writer.Options) { o.Profile = "minio"; o.PartSize = 5 << 20; o.Retry = policy })
 		}()
 	}
 	wg.Wait()

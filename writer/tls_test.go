@@ -89,7 +89,10 @@ func TestNeverSentIsNotALostCreate(t *testing.T) {
 	closed := "http://" + ln.Addr().String()
 	_ = ln.Close()
 	data := s3test.RandomBytes(2*part + 1)
-	opts := []writer.Option{writer.WithPartSize(part), writer.WithRetry(fastPolicy(func(o *retry.Options) { o.MaxAttempts = 3 }))}
+	opts := []func(*writer.Options){func(wo *writer.Options) {
+		wo.PartSize = part
+		wo.Retry = fastPolicy(func(o *retry.Options) { o.MaxAttempts = 3 })
+	}}
 	for _, env := range bundleStores(t, srv.URL, set.CA.PEM) {
 		t.Run("untrusted/"+env.Adapter, func(t *testing.T) {
 			_, err := writer.Upload(context.Background(), env.Store, "bucket", "k", bytes.NewReader(data), opts...)
@@ -123,7 +126,7 @@ func TestTLS(t *testing.T) {
 			data := s3test.RandomBytes(3*part + 1)
 			key := "tls-wire"
 			res, err := writer.Upload(context.Background(), st, env.Bucket, key, bytes.NewReader(data),
-				testOpts(env, writer.WithRetry(fastPolicy()), writer.WithReadBackLimit(0))...)
+				testOpts(env, func(o *writer.Options) { o.Retry = fastPolicy(); o.ReadBackLimit = 0 })...)
 			checkOutcome(t, env, key, data, res, err, sperrors.Unknown)
 			stats := proxy.Stats()
 			if stats.Injected[faultproxy.ResetAfterBytes] != 1 || stats.Injected[faultproxy.DropResponse] != 1 {

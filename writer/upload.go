@@ -28,8 +28,8 @@ import (
 // Upload is a shorthand for an upload from a fresh Uploader of st made for this call alone (as
 // New is); a process that writes more than once to a store makes one Uploader and calls its
 // Upload.
-func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader, opts ...Option) (*Result, error) {
-	return newUploader(st, defaultConfig()).Upload(ctx, bucket, key, r, opts...)
+func Upload(ctx context.Context, st store.Store, bucket, key string, r io.Reader, optFns ...func(*Options)) (*Result, error) {
+	return shorthand(st).Upload(ctx, bucket, key, r, optFns...)
 }
 
 func (u *Uploader) upload(ctx context.Context, bucket, key string, r io.Reader, cfg config) (*Result, error) {
@@ -56,7 +56,7 @@ func (u *Uploader) uploadAttempts(ctx context.Context, bucket, key string, r io.
 	if size >= 0 {
 		if cfg.sizeHint >= 0 && cfg.sizeHint != size {
 			return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Upload", Bucket: bucket, Key: key,
-				Message: fmt.Sprintf("WithSize(%d) disagrees with the size the reader reports, %d", cfg.sizeHint, size)}
+				Message: fmt.Sprintf("Options.Size %d disagrees with the size the reader reports, %d", cfg.sizeHint, size)}
 		}
 		cfg.sizeHint = size
 	}

@@ -84,14 +84,19 @@ func FuzzUpload(f *testing.F) {
 		if conc&0x80 != 0 {
 			profile += ",condput" // create-only by If-None-Match rather than a HEAD first
 		}
-		opts := []writer.Option{
-			writer.WithProfile(profile), writer.WithPartSize(int64(1+partMiB%3) << 20), writer.WithConcurrency(1 + int(conc%4)),
-			writer.WithRetry(policy), writer.WithCreateOnly(createOnly),
+		opts := []func(*writer.Options){
+			func(o *writer.Options) {
+				o.Profile = profile
+				o.PartSize = int64(1+partMiB%3) << 20
+				o.Concurrency = 1 + int(conc%4)
+				o.Retry = policy
+				o.CreateOnly = createOnly
+			},
 		}
 		var j *journal.Dir
 		if partMiB&0x80 != 0 {
 			j = newJournal(t)
-			opts = append(opts, writer.WithJournal(j.Path(), endpointID))
+			opts = append(opts, func(o *writer.Options) { o.JournalDir, o.JournalEndpoint = j.Path(), endpointID })
 		}
 		src := source(srcKind % 3)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

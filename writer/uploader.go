@@ -29,7 +29,9 @@ import (
 // their writes share nothing with one another.
 type Uploader struct {
 	st store.Store
-	// cfg is what every write starts from: NewUploader's options; its policy is never nil.
+	// opts is what every write's options start from: NewUploader's; cfg is opts resolved, and
+	// its policy is never nil.
+	opts  Options
 	cfg   config
 	facts factTable
 	// insecureWarned: a store with certificate verification off is warned about once, on the
@@ -40,23 +42,20 @@ type Uploader struct {
 	endpoint string
 }
 
-// NewUploader returns an Uploader for st. opts are the defaults of every write it makes (a
-// write's own options override them); what they name is shared by all its writes:
-//   - WithRetry: the policy, and so its retry budget (default: a retry.New() of its own);
-//   - WithMemoryBudget: the part-buffer memory of all writes together (default: none shared,
-//     each write has concurrency × part size of its own);
-//   - WithLogger, WithObserver, WithJournal, WithInstrumentation: where every write logs,
-//     reports, journals and is traced.
+// NewUploader returns an Uploader for st. optFns set the defaults of every write it makes (a
+// write's own functions run after them); what they name is shared by all its writes:
+//   - Retry: the policy, and so its retry budget (default: a retry.New() of its own);
+//   - MemoryBudget: the part-buffer memory of all writes together (default: none shared, each
+//     write has concurrency × part size of its own);
+//   - Logger, Observer, JournalDir, Instrumentation: where every write logs, reports, journals
+//     and is traced.
 //
-// It fails (Permanent) on a nil store or an option that no write could use (an unknown profile,
+// It fails (Permanent) on a nil store or a setting that no write could use (an unknown profile,
 // a non-positive part size or concurrency, an unsupported checksum).
-func NewUploader(st store.Store, opts ...Option) (*Uploader, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
+func NewUploader(st store.Store, optFns ...func(*Options)) (*Uploader, error) {
+	opts := defaultOptions()
+	opts.apply(optFns)
+	cfg := opts.config(nil)
 	bad := func(format string, args ...any) error {
 		return sperrors.New(sperrors.Permanent, "NewUploader", format, args...)
 	}
@@ -66,16 +65,17 @@ func NewUploader(st store.Store, opts ...Option) (*Uploader, error) {
 	if msg := cfg.invalid(); msg != "" {
 		return nil, bad("%s", msg)
 	}
-	return newUploader(st, cfg), nil
+	return newUploader(st, opts, cfg), nil
 }
 
 // newUploader is NewUploader without the checks: the package shorthands leave them to the write,
 // which reports them as it always has (Op "New").
-func newUploader(st store.Store, cfg config) *Uploader {
+func newUploader(st store.Store, opts Options, cfg config) *Uploader {
 	if cfg.policy == nil {
 		cfg.policy = retry.New()
 	}
-	u := &Uploader{st: st, cfg: cfg}
+	opts.Retry = cfg.policy
+	u := &Uploader{st: st, opts: opts, cfg: cfg}
 	if e, ok := store.Find[store.Endpointer](st); ok {
 		u.endpoint = e.Endpoint()
 	}
@@ -83,15 +83,19 @@ func newUploader(st store.Store, cfg config) *Uploader {
 	return u
 }
 
-// config returns u's defaults with a write's own options applied.
-func (u *Uploader) config(opts []Option) config {
-	cfg := u.cfg
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	if cfg.policy == nil { // WithRetry(nil) for one write: the Uploader's policy
+// shorthand is the fresh Uploader of st that the package functions New, Upload and Recover make
+// for one call.
+func shorthand(st store.Store) *Uploader {
+	opts := defaultOptions()
+	return newUploader(st, opts, opts.config(nil))
+}
+
+// config returns what a write runs with: u's options with the write's own functions applied.
+func (u *Uploader) config(optFns []func(*Options)) config {
+	opts := u.opts
+	opts.apply(optFns)
+	cfg := opts.config(&u.cfg)
+	if cfg.policy == nil { // Retry set to nil for one write: the Uploader's policy
 		cfg.policy = u.cfg.policy
 	}
 	u.warnInsecure(cfg.logger)
@@ -115,11 +119,11 @@ func (u *Uploader) warnInsecure(l *zap.Logger) {
 // New returns a Writer for bucket/key, configured by u's options and then opts. Nothing is sent
 // until a part fills or Close. ctx governs the whole write: when it ends, in-flight requests stop
 // and Close returns Canceled.
-func (u *Uploader) New(ctx context.Context, bucket, key string, opts ...Option) (*Writer, error) {
+func (u *Uploader) New(ctx context.Context, bucket, key string, optFns ...func(*Options)) (*Writer, error) {
 	if u == nil {
 		return nil, errNilUploader("New")
 	}
-	w, err := u.newWriter(ctx, bucket, key, u.config(opts))
+	w, err := u.newWriter(ctx, bucket, key, u.config(optFns))
 	if err == nil {
 		w.warmConnections()
 	}
@@ -128,14 +132,14 @@ func (u *Uploader) New(ctx context.Context, bucket, key string, opts ...Option) 
 
 // Upload writes everything r yields to bucket/key and returns the verified Result; see the
 // package function Upload for what it makes of r.
-func (u *Uploader) Upload(ctx context.Context, bucket, key string, r io.Reader, opts ...Option) (*Result, error) {
+func (u *Uploader) Upload(ctx context.Context, bucket, key string, r io.Reader, optFns ...func(*Options)) (*Result, error) {
 	if u == nil {
 		return nil, errNilUploader("Upload")
 	}
-	return u.upload(ctx, bucket, key, r, u.config(opts))
+	return u.upload(ctx, bucket, key, r, u.config(optFns))
 }
 
-// Recover settles the uploads recorded in u's journal (WithJournal) for u's store; see the
+// Recover settles the uploads recorded in u's journal (Options.JournalDir) for u's store; see the
 // package function Recover. Unset fields of opts take u's: Endpoint the journal's endpoint
 // identity, Policy u's retry policy, Logger u's logger.
 func (u *Uploader) Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
@@ -143,7 +147,7 @@ func (u *Uploader) Recover(ctx context.Context, opts RecoverOptions) (*RecoverRe
 		return nil, errNilUploader("Recover")
 	}
 	if u.cfg.journal == nil {
-		return nil, sperrors.New(sperrors.Permanent, "Recover", "the Uploader has no journal (WithJournal)")
+		return nil, sperrors.New(sperrors.Permanent, "Recover", "the Uploader has no journal (Options.JournalDir)")
 	}
 	if err := journalDirReady(u.cfg.journalDir, false); err != nil {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "cannot read the journal", Err: err}
@@ -184,7 +188,7 @@ func errNilUploader(op string) error {
 type factTable struct {
 	mu       sync.Mutex
 	byBucket map[string]*endpointFacts
-	// cache, when the Uploader has one (WithEndpointCache), starts each bucket's facts from
+	// cache, when the Uploader has one (Options.EndpointCache), starts each bucket's facts from
 	// what an earlier process learned; cacheID names the adapter and endpoint in its keys.
 	cache   *endpointcache.Cache
 	cacheID string

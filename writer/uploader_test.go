@@ -30,7 +30,7 @@ func ExampleUploader() {
 		fmt.Println(err)
 		return
 	}
-	u, err := writer.NewUploader(st, writer.WithProfile("minio"), writer.WithMemoryBudget(budget))
+	u, err := writer.NewUploader(st, func(o *writer.Options) { o.Profile = "minio"; o.MemoryBudget = budget })
 	if err != nil {
 		fmt.Println("bad configuration:", err)
 		return
@@ -47,7 +47,7 @@ func ExampleUploader() {
 	}
 	wg.Wait()
 
-	w, err := u.New(ctx, "logs", "stream.log", writer.WithContentType("text/plain")) // a write's own options
+	w, err := u.New(ctx, "logs", "stream.log", func(o *writer.Options) { o.ContentType = "text/plain" }) // a write's own options
 	if err != nil {
 		fmt.Println("bad configuration:", err)
 		return
@@ -85,8 +85,12 @@ func ExampleUploader_Recover() {
 	dying := faulty.New(mem,
 		faulty.Rule{Op: faulty.OpUploadPart, Part: 2, Fault: faulty.Forbidden()},
 		faulty.Always("AbortMultipartUpload", faulty.Forbidden()))
-	lost, err := writer.NewUploader(dying, writer.WithJournal(j.Path(), endpoint),
-		writer.WithProfile("minio"), writer.WithPartSize(5<<20), writer.WithConcurrency(1))
+	lost, err := writer.NewUploader(dying, func(o *writer.Options) {
+		o.JournalDir, o.JournalEndpoint = j.Path(), endpoint
+		o.Profile = "minio"
+		o.PartSize = 5 << 20
+		o.Concurrency = 1
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -95,7 +99,7 @@ func ExampleUploader_Recover() {
 	fmt.Println("write failed:", err != nil, "- uploads left:", len(mem.Uploads("b")))
 
 	// The next run recovers first, through its own Uploader on the same journal.
-	u, err := writer.NewUploader(mem, writer.WithJournal(j.Path(), endpoint))
+	u, err := writer.NewUploader(mem, func(o *writer.Options) { o.JournalDir, o.JournalEndpoint = j.Path(), endpoint })
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -125,9 +129,11 @@ func Example_readme() {
 		return // a bad endpoint or region
 	}
 	// One Uploader per store, for the life of the process; safe for concurrent use.
-	up, err := writer.NewUploader(st, writer.WithProfile("minio"))
+	up, err := writer.NewUploader(st, func(o *writer.Options) {
+		o.Profile = "minio" // the store's multipart rules; the default, "strict", suits every store
+	})
 	if err != nil {
-		return // an unknown profile, a bad option
+		return // an unknown profile, a bad setting
 	}
 
 	// A stream (a Parquet writer's sink, say): Write never touches the network for a small write.
@@ -148,14 +154,14 @@ func Example_readme() {
 	// A reader: uses what it offers (a known size, io.ReaderAt for part uploads with no copy,
 	// io.Seeker to replay the whole upload after a failed verification).
 	res, err = up.Upload(ctx, "bucket", "segments/43.bin", bytes.NewReader(buf),
-		writer.WithCreateOnly(true)) // only for a key that must not exist: an overwrite is then Precondition
+		func(o *writer.Options) { o.CreateOnly = true }) // for a key that must not exist: an overwrite is then Precondition
 	// --- end ---
 	_, _ = res, err
 }
 
 // TestUploaderSharesItsPolicy: the writes of one Uploader run on one retry policy (so one retry
-// budget); two Uploaders, and two shorthand writes, do not share one; WithRetry given to the
-// Uploader or to one write is the one used.
+// budget); two Uploaders, and two shorthand writes, do not share one; Options.Retry set for the
+// Uploader or for one write is the one used.
 func TestUploaderSharesItsPolicy(t *testing.T) {
 	st := memstore.New(memstore.WithBuckets(unitBucket))
 	ctx := context.Background()
@@ -185,36 +191,40 @@ func TestUploaderSharesItsPolicy(t *testing.T) {
 	}
 
 	mine, own := retry.New(), retry.New()
-	u3 := newUploader(t, st, writer.WithRetry(mine))
+	u3 := newUploader(t, st, func(o *writer.Options) { o.Retry = mine })
 	if p := policyOf(func() (*writer.Writer, error) { return u3.New(ctx, unitBucket, "d") }); p != mine {
-		t.Fatal("the Uploader's WithRetry policy is not used")
+		t.Fatal("the Uploader's Options.Retry policy is not used")
 	}
-	if p := policyOf(func() (*writer.Writer, error) { return u3.New(ctx, unitBucket, "e", writer.WithRetry(own)) }); p != own {
-		t.Fatal("a write's own WithRetry policy is not used")
+	if p := policyOf(func() (*writer.Writer, error) {
+		return u3.New(ctx, unitBucket, "e", func(o *writer.Options) { o.Retry = own })
+	}); p != own {
+		t.Fatal("a write's own Options.Retry policy is not used")
 	}
-	if p := policyOf(func() (*writer.Writer, error) { return u3.New(ctx, unitBucket, "f", writer.WithRetry(nil)) }); p != mine {
-		t.Fatal("WithRetry(nil) for one write does not fall back to the Uploader's policy")
+	if p := policyOf(func() (*writer.Writer, error) {
+		return u3.New(ctx, unitBucket, "f", func(o *writer.Options) { o.Retry = nil })
+	}); p != mine {
+		t.Fatal("Options.Retry nil for one write does not fall back to the Uploader's policy")
 	}
 }
 
 // TestUploaderSharesItsBudget: the Uploader's memory budget bounds its writes together: a write
-// that would need more than the whole budget is refused, as with WithMemoryBudget per write.
+// that would need more than the whole budget is refused, as with Options.MemoryBudget per write.
 func TestUploaderSharesItsBudget(t *testing.T) {
 	budget, err := writer.NewBudget(10 * mib)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := newUploader(t, newMem(memstore.Rules{}), writer.WithMemoryBudget(budget), writer.WithProfile("minio"), writer.WithPartSize(5*mib))
+	u := newUploader(t, newMem(memstore.Rules{}), func(o *writer.Options) { o.MemoryBudget = budget; o.Profile = "minio"; o.PartSize = 5 * mib })
 	data := randomBytes(t, largeSize)
 	for i := range 2 {
-		if _, err := writeWith(t, u, fmt.Sprint("k", i), data, writer.WithConcurrency(2)); err != nil {
+		if _, err := writeWith(t, u, fmt.Sprint("k", i), data, func(o *writer.Options) { o.Concurrency = 2 }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if budget.Peak() > budget.Limit() || budget.Peak() == 0 {
 		t.Fatalf("peak %d with a limit of %d: the writes did not draw on the Uploader's budget", budget.Peak(), budget.Limit())
 	}
-	if _, err := u.New(context.Background(), unitBucket, "big", writer.WithConcurrency(3)); sperrors.KindOf(err) != sperrors.Permanent {
+	if _, err := u.New(context.Background(), unitBucket, "big", func(o *writer.Options) { o.Concurrency = 3 }); sperrors.KindOf(err) != sperrors.Permanent {
 		t.Fatalf("a write needing 15 MiB of a 10 MiB budget: err %v, want Permanent", err)
 	}
 }
@@ -224,13 +234,13 @@ func TestNewUploaderRefuses(t *testing.T) {
 	st := memstore.New()
 	for name, c := range map[string]struct {
 		st   *memstore.Store
-		opts []writer.Option
+		opts []func(*writer.Options)
 	}{
 		"nil store":       {nil, nil},
-		"unknown profile": {st, []writer.Option{writer.WithProfile("nope")}},
-		"part size":       {st, []writer.Option{writer.WithPartSize(0)}},
-		"concurrency":     {st, []writer.Option{writer.WithConcurrency(0)}},
-		"checksum":        {st, []writer.Option{writer.WithChecksum("MD5")}},
+		"unknown profile": {st, []func(*writer.Options){func(o *writer.Options) { o.Profile = "nope" }}},
+		"part size":       {st, []func(*writer.Options){func(o *writer.Options) { o.PartSize = 0 }}},
+		"concurrency":     {st, []func(*writer.Options){func(o *writer.Options) { o.Concurrency = 0 }}},
+		"checksum":        {st, []func(*writer.Options){func(o *writer.Options) { o.Checksum = "MD5" }}},
 	} {
 		var err error
 		if c.st == nil {

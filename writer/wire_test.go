@@ -102,7 +102,7 @@ func TestWireStallAtEveryStep(t *testing.T) {
 				key := "wire-stall/" + name
 				start := time.Now()
 				res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
-					testOpts(env, writer.WithRetry(wirePolicy()), writer.WithReadBack(c.readBack))...)
+					testOpts(env, func(o *writer.Options) { o.Retry = wirePolicy(); o.ReadBack = c.readBack })...)
 				took := time.Since(start)
 				if proxy.Stats().Injected[faultproxy.Hold] == 0 {
 					t.Fatal("the hold was never injected")
@@ -152,7 +152,7 @@ func TestWireHungServer(t *testing.T) {
 				policy := wirePolicy(func(o *retry.Options) { o.MaxAttempts = 3 })
 				start := time.Now()
 				res, err := writer.Upload(context.Background(), st, env.Bucket, key, src,
-					testOpts(env, writer.WithRetry(policy), writer.WithAbortTimeout(abortTimeout), writer.WithThreshold(part))...)
+					testOpts(env, func(o *writer.Options) { o.Retry = policy; o.AbortTimeout = abortTimeout; o.Threshold = part })...)
 				took := time.Since(start)
 				// 3 attempts of one window each, backoff of at most 3 × 20 ms, the clean-up bound,
 				// and slack for a loaded machine.
@@ -189,8 +189,12 @@ func TestWireAnswerBeforeBody(t *testing.T) {
 		}
 		data := s3test.RandomBytes(6*part + 1)
 		key := "wire-answer-early"
-		w, err := writer.New(context.Background(), st, env.Bucket, key, testOpts(env, writer.WithReadBackLimit(0),
-			writer.WithRetry(fastPolicy(func(o *retry.Options) { o.MaxAttempts = 6 })), writer.WithMemoryBudget(budget), writer.WithConcurrency(2))...)
+		w, err := writer.New(context.Background(), st, env.Bucket, key, testOpts(env, func(wo *writer.Options) {
+			wo.ReadBackLimit = 0
+			wo.Retry = fastPolicy(func(o *retry.Options) { o.MaxAttempts = 6 })
+			wo.MemoryBudget = budget
+			wo.Concurrency = 2
+		})...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +228,7 @@ func TestWireThrottleStorm(t *testing.T) {
 		for i := range uploads {
 			key := fmt.Sprintf("wire-storm/%d", i)
 			res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
-				testOpts(env, writer.WithRetry(quickIntervals()), writer.WithConcurrency(4))...)
+				testOpts(env, func(o *writer.Options) { o.Retry = quickIntervals(); o.Concurrency = 4 })...)
 			if err != nil {
 				t.Errorf("upload %d through a 30%% storm: %v", i, err)
 				continue
@@ -342,12 +346,15 @@ func TestWireCampaign(t *testing.T) {
 			data := s3test.RandomBytes(size)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*bound)
 			start := time.Now()
-			opts := []writer.Option{writer.WithRetry(wirePolicy(func(o *retry.Options) { o.StallTimeout = campaignWindow(env) })), writer.WithAbortTimeout(10 * time.Second)}
+			opts := []func(*writer.Options){func(wo *writer.Options) {
+				wo.Retry = wirePolicy(func(o *retry.Options) { o.StallTimeout = campaignWindow(env) })
+				wo.AbortTimeout = 10 * time.Second
+			}}
 			if os.Getenv("SAFEPUT_WIRE_LOG") != "" { // every write's debug log, to replay a failure
-				opts = append(opts, writer.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.DebugLevel))))
+				opts = append(opts, func(o *writer.Options) { o.Logger = zaptest.NewLogger(t, zaptest.Level(zap.DebugLevel)) })
 			}
 			if wf.defaults {
-				opts = append(opts, writer.WithPartSize(part))
+				opts = append(opts, func(o *writer.Options) { o.PartSize = part })
 			} else {
 				opts = testOpts(env, opts...)
 			}
@@ -503,7 +510,7 @@ func TestWireAlteredBodyDefaults(t *testing.T) {
 				key := "wire-altered/" + c.name
 				// Defaults but the part size (5 MiB, so 23 MiB is multipart) and a quick policy.
 				res, err := writer.Upload(context.Background(), st, env.Bucket, key, c.src.reader(data),
-					writer.WithPartSize(5<<20), writer.WithRetry(noHangPolicy()))
+					func(o *writer.Options) { o.PartSize = 5 << 20; o.Retry = noHangPolicy() })
 				if proxy.Stats().Injected[c.rule.Fault.Kind] == 0 {
 					t.Fatal("the alteration was never injected")
 				}
@@ -551,7 +558,7 @@ func TestWireResentPartListedTwice(t *testing.T) {
 					key := "wire-listed-twice/" + c.name + "-" + src.String()
 					before := proxy.Stats().Injected[faultproxy.StaleListed]
 					res, err := writer.Upload(context.Background(), st, env.Bucket, key, src.reader(data),
-						testOpts(env, writer.WithPartSize(5<<20), writer.WithRetry(noHangPolicy()))...)
+						testOpts(env, func(o *writer.Options) { o.PartSize = 5 << 20; o.Retry = noHangPolicy() })...)
 					if proxy.Stats().Injected[c.fault.Kind] == 0 {
 						t.Fatal("the fault was never injected")
 					}

@@ -45,7 +45,7 @@ func TestWireThrottledForever(t *testing.T) {
 				data := s3test.RandomBytes(c.size)
 				start := time.Now()
 				res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
-					writer.WithPartSize(5<<20), writer.WithConcurrency(4), writer.WithRetry(policy))
+					func(o *writer.Options) { o.PartSize = 5 << 20; o.Concurrency = 4; o.Retry = policy })
 				took := time.Since(start)
 				stats := proxy.Stats()
 				proxy.SetRules()
@@ -117,7 +117,7 @@ func TestWireAccessDeniedAtEveryStep(t *testing.T) {
 				key := "wire-403/" + name
 				// No profile: the defaults, where an endpoint not yet known is probed first.
 				res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
-					writer.WithPartSize(part), writer.WithRetry(wirePolicy()), writer.WithConcurrency(4))
+					func(o *writer.Options) { o.PartSize = part; o.Retry = wirePolicy(); o.Concurrency = 4 })
 				if proxy.Stats().Injected[faultproxy.Status] == 0 {
 					t.Fatalf("the 403 was never injected (err %v)", err)
 				}

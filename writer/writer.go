@@ -57,7 +57,7 @@ import (
 //   - optional.go: the store's optional operations (ListParts, ListMultipartUploads, conditional
 //     writes, HEAD's checksum mode) and what the write does without them
 //   - upload.go: Upload for an io.Reader; journal.go, recover.go: crash consistency
-//   - savings.go: the cost-saving strategies a write may go without (WithSavings)
+//   - savings.go: the cost-saving strategies a write may go without (Options.Savings)
 //   - endpointcache.go: what an endpoint showed, kept across processes; instrument.go: spans
 
 // ErrClosed is the cause of the error a Write after Close returns.
@@ -194,10 +194,10 @@ type checksumCaps struct {
 // ctx governs the whole write: when it ends, in-flight requests stop and Close returns Canceled.
 //
 // New is a shorthand for a write from a fresh Uploader of st made for this call alone: it has a
-// retry policy (and budget) of its own unless WithRetry names one, and learns the store afresh.
+// retry policy (and budget) of its own unless Options.Retry names one, and learns the store afresh.
 // A process that writes more than once to a store makes one Uploader and calls its New.
-func New(ctx context.Context, st store.Store, bucket, key string, opts ...Option) (*Writer, error) {
-	return newUploader(st, defaultConfig()).New(ctx, bucket, key, opts...)
+func New(ctx context.Context, st store.Store, bucket, key string, optFns ...func(*Options)) (*Writer, error) {
+	return shorthand(st).New(ctx, bucket, key, optFns...)
 }
 
 // invalid says what makes cfg unusable for any write, or "".

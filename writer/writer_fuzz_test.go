@@ -63,8 +63,13 @@ func FuzzWriter(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := writer.New(ctx, fs, "b", "k", writer.WithProfile("min=1MiB"), writer.WithPartSize(1<<20), writer.WithConcurrency(2),
-			writer.WithRetry(fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 300 * time.Millisecond })), writer.WithMemoryBudget(budget))
+		w, err := writer.New(ctx, fs, "b", "k", func(wo *writer.Options) {
+			wo.Profile = "min=1MiB"
+			wo.PartSize = 1 << 20
+			wo.Concurrency = 2
+			wo.Retry = fastPolicy(func(o *retry.Options) { o.AttemptTimeout = 300 * time.Millisecond })
+			wo.MemoryBudget = budget
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,8 +37,8 @@ func TestMain(m *testing.M) {
 const part = 5 << 20 // the smallest part the test servers accept
 
 // testOpts: the server's own profile and 5 MiB parts keep the tests small.
-func testOpts(env testkit.Env, extra ...writer.Option) []writer.Option {
-	return append([]writer.Option{writer.WithProfile(env.Profile()), writer.WithPartSize(part)}, extra...)
+func testOpts(env testkit.Env, extra ...func(*writer.Options)) []func(*writer.Options) {
+	return append([]func(*writer.Options){func(o *writer.Options) { o.Profile = env.Profile(); o.PartSize = part }}, extra...)
 }
 
 // Every size that has bitten multipart uploaders: empty, one byte, around a part boundary, and
@@ -100,12 +100,12 @@ func TestUploadSources(t *testing.T) {
 		cases := []struct {
 			name string
 			r    func() io.Reader
-			opts []writer.Option
+			opts []func(*writer.Options)
 		}{
 			{"readerat", func() io.Reader { return bytes.NewReader(data) }, nil},
 			{"stream", func() io.Reader { return struct{ io.Reader }{bytes.NewReader(data)} }, nil},
-			{"stream-c1", func() io.Reader { return struct{ io.Reader }{bytes.NewReader(data)} }, []writer.Option{writer.WithConcurrency(1)}},
-			{"readerat-c8", func() io.Reader { return bytes.NewReader(data) }, []writer.Option{writer.WithConcurrency(8)}},
+			{"stream-c1", func() io.Reader { return struct{ io.Reader }{bytes.NewReader(data)} }, []func(*writer.Options){func(o *writer.Options) { o.Concurrency = 1 }}},
+			{"readerat-c8", func() io.Reader { return bytes.NewReader(data) }, []func(*writer.Options){func(o *writer.Options) { o.Concurrency = 8 }}},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestUpload100MiB(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		data := s3test.RandomBytes(100 << 20)
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "big", struct{ io.Reader }{bytes.NewReader(data)},
-			testOpts(env, writer.WithPartSize(8<<20), writer.WithConcurrency(4))...)
+			testOpts(env, func(o *writer.Options) { o.PartSize = 8 << 20; o.Concurrency = 4 })...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,18 +156,18 @@ func TestCreateOnly(t *testing.T) {
 		for _, size := range []int{100, 2*part + 3} {
 			key := fmt.Sprintf("create-only/%d", size)
 			first := s3test.RandomBytes(size)
-			if _, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(env, writer.WithCreateOnly(true))...); err != nil {
+			if _, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(env, func(o *writer.Options) { o.CreateOnly = true })...); err != nil {
 				t.Fatal(err)
 			}
 			other := s3test.RandomBytes(size)
-			_, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(other), testOpts(env, writer.WithCreateOnly(true))...)
+			_, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(other), testOpts(env, func(o *writer.Options) { o.CreateOnly = true })...)
 			if !errors.Is(err, sperrors.Precondition) {
 				t.Fatalf("size %d: want Precondition, got %v", size, err)
 			}
 			if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, first) {
 				t.Fatal("existing object changed")
 			}
-			res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(env, writer.WithCreateOnly(true))...)
+			res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, bytes.NewReader(first), testOpts(env, func(o *writer.Options) { o.CreateOnly = true })...)
 			if err != nil || !res.AlreadyExisted {
 				t.Fatalf("same bytes again: %v %+v", err, res)
 			}
@@ -252,7 +252,7 @@ func TestSharedBudget(t *testing.T) {
 				defer wg.Done()
 				key := fmt.Sprintf("budget/%d", i)
 				_, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, struct{ io.Reader }{bytes.NewReader(data)},
-					testOpts(env, writer.WithMemoryBudget(budget), writer.WithConcurrency(4))...)
+					testOpts(env, func(o *writer.Options) { o.MemoryBudget = budget; o.Concurrency = 4 })...)
 				errs <- err
 			}()
 		}
@@ -313,31 +313,31 @@ func TestBadInput(t *testing.T) {
 			{"long key", sperrors.Permanent, func() error { _, err := writer.New(ctx, env.Store, env.Bucket, string(make([]byte, 1025))); return err }},
 			{"bad utf8 key", sperrors.Permanent, func() error { _, err := writer.New(ctx, env.Store, env.Bucket, "\xff\xfe"); return err }},
 			{"negative size", sperrors.Permanent, func() error {
-				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", writer.WithSize(-5))
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", func(o *writer.Options) { o.Size = -5 })
 				return err
 			}},
 			{"part below minimum", sperrors.Compatibility, func() error {
-				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", writer.WithProfile("minio"), writer.WithPartSize(4<<20))
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", func(o *writer.Options) { o.Profile = "minio"; o.PartSize = 4 << 20 })
 				return err
 			}},
 			{"zero concurrency", sperrors.Permanent, func() error {
-				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, writer.WithConcurrency(0))...)
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, func(o *writer.Options) { o.Concurrency = 0 })...)
 				return err
 			}},
 			{"budget too small", sperrors.Permanent, func() error {
-				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, writer.WithMemoryBudget(small))...)
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, func(o *writer.Options) { o.MemoryBudget = small })...)
 				return err
 			}},
 			{"unknown profile", sperrors.Permanent, func() error {
-				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", writer.WithProfile("nope"))
+				_, err := writer.New(ctx, env.Store, env.Bucket, "keep", func(o *writer.Options) { o.Profile = "nope" })
 				return err
 			}},
 			{"short stream", sperrors.Permanent, func() error {
-				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 5))}, testOpts(env, writer.WithSize(10))...)
+				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 5))}, testOpts(env, func(o *writer.Options) { o.Size = 10 })...)
 				return err
 			}},
 			{"long stream", sperrors.Permanent, func() error {
-				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 50))}, testOpts(env, writer.WithSize(10))...)
+				_, err := writer.Upload(ctx, env.Store, env.Bucket, "keep", struct{ io.Reader }{bytes.NewReader(make([]byte, 50))}, testOpts(env, func(o *writer.Options) { o.Size = 10 })...)
 				return err
 			}},
 			{"cancelled context", sperrors.Canceled, func() error {
@@ -363,7 +363,7 @@ func TestBadInput(t *testing.T) {
 		// More bytes than the declared size: the error says the declared size was exceeded,
 		// for a single PUT (whose plan has no second part) as for a multipart size.
 		for _, declared := range []int64{100, 5 << 20} {
-			w, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, writer.WithSize(declared), writer.WithPartSize(5<<20))...)
+			w, err := writer.New(ctx, env.Store, env.Bucket, "keep", testOpts(env, func(o *writer.Options) { o.Size = declared; o.PartSize = 5 << 20 })...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -394,11 +394,13 @@ func TestObserverAndResult(t *testing.T) {
 		seen := map[writer.EventType]int{}
 		data := s3test.RandomBytes(2*part + 10)
 		res, err := writer.Upload(context.Background(), env.Store, env.Bucket, "observed", bytes.NewReader(data),
-			testOpts(env, writer.WithObserver(func(e writer.Event) {
-				mu.Lock()
-				seen[e.Type]++
-				mu.Unlock()
-			}))...)
+			testOpts(env, func(o *writer.Options) {
+				o.Observer = func(e writer.Event) {
+					mu.Lock()
+					seen[e.Type]++
+					mu.Unlock()
+				}
+			})...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -457,12 +459,14 @@ func TestAbortWhileWriting(t *testing.T) {
 		// the writer's first part-done event rather than for a guessed time.
 		partDone := make(chan struct{})
 		var once sync.Once
-		observe := writer.WithObserver(func(e writer.Event) {
-			if e.Type == writer.EventPartDone {
-				once.Do(func() { close(partDone) })
+		observe := func(o *writer.Options) {
+			o.Observer = func(e writer.Event) {
+				if e.Type == writer.EventPartDone {
+					once.Do(func() { close(partDone) })
+				}
 			}
-		})
-		w, err := writer.New(context.Background(), env.Store, env.Bucket, "abort-concurrent", testOpts(env, writer.WithMemoryBudget(budget), observe)...)
+		}
+		w, err := writer.New(context.Background(), env.Store, env.Bucket, "abort-concurrent", testOpts(env, func(o *writer.Options) { o.MemoryBudget = budget }, observe)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -501,8 +505,12 @@ func TestAbortWhileWriting(t *testing.T) {
 func TestReturnedErrorIsNotMutated(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets("b"))
 	fs := faulty.New(mem, faulty.Always(faulty.OpUploadPart, faulty.Forbidden()), faulty.Always(faulty.OpAbortMultipart, faulty.Forbidden()))
-	w, err := writer.New(context.Background(), fs, "b", "k", writer.WithProfile("minio"), writer.WithPartSize(5<<20),
-		writer.WithConcurrency(1), writer.WithAbortTimeout(time.Second))
+	w, err := writer.New(context.Background(), fs, "b", "k", func(o *writer.Options) {
+		o.Profile = "minio"
+		o.PartSize = 5 << 20
+		o.Concurrency = 1
+		o.AbortTimeout = time.Second
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ type app struct {
 	// limitGCToBudget: a put sets the GC memory limit from its part budget (the real binary
 	// only: a test process hosting many commands keeps its own).
 	limitGCToBudget bool
-	// hugePages: a put's fresh part buffers get huge-page advice (writer.WithHugePages). The
+	// hugePages: a put's fresh part buffers get huge-page advice (writer.Options.HugePages). The
 	// real binary uploads once per process, so its buffers are all fresh and their first-touch
 	// faults are paid on every run (internal/hugepage says what that costs).
 	hugePages bool
@@ -242,7 +242,7 @@ func (a *app) do(ctx context.Context, op string, u s3URL, fn func(ctx context.Co
 type uploadConfig struct {
 	rules    multipart.Rules
 	partSize int64
-	opts     []writer.Option
+	opts     []func(*writer.Options)
 }
 
 func parseChecksum(s string) (store.ChecksumAlgorithm, error) {
@@ -276,13 +276,13 @@ func (a *app) uploadOptions(size int64) (uploadConfig, error) {
 	if a.g.concurrency < 1 {
 		return uc, usageErr("--concurrency %d: must be at least 1", a.g.concurrency)
 	}
-	var checksumOpt []writer.Option // none chosen: the writer's default for the rules and endpoint
+	var checksumOpt []func(*writer.Options) // none chosen: the writer's default for the rules and endpoint
 	if a.g.checksum != "" {
 		alg, err := parseChecksum(a.g.checksum)
 		if err != nil {
 			return uc, err
 		}
-		checksumOpt = append(checksumOpt, writer.WithChecksum(alg))
+		checksumOpt = append(checksumOpt, func(o *writer.Options) { o.Checksum, o.NoChecksum = alg, alg == store.ChecksumNone })
 	}
 	if _, err := rules.Plan(multipart.PlanRequest{Size: size, PartSize: uc.partSize, Concurrency: a.g.concurrency}); err != nil {
 		return uc, usageErr("%v", err)
@@ -291,12 +291,14 @@ func (a *app) uploadOptions(size int64) (uploadConfig, error) {
 	if err != nil {
 		return uc, err
 	}
-	uc.opts = []writer.Option{
-		writer.WithRetry(pol),
-		writer.WithRules(rules),
-		writer.WithPartSize(uc.partSize),
-		writer.WithConcurrency(a.g.concurrency),
-		writer.WithLogger(a.log),
+	uc.opts = []func(*writer.Options){
+		func(o *writer.Options) {
+			o.Retry = pol
+			o.Rules = &rules
+			o.PartSize = uc.partSize
+			o.Concurrency = a.g.concurrency
+			o.Logger = a.log
+		},
 	}
 	uc.opts = append(uc.opts, checksumOpt...)
 	return uc, nil

@@ -195,10 +195,15 @@ func injections(fs *faulty.Store) string {
 // demoUpload is a scenario's upload: through one Uploader of st with the demo's options (its
 // writes share one fast retry policy and what they learn about st), each write with its own opts.
 // An Uploader that cannot be made (never: the options are fixed) fails every upload with why.
-func (a *app) demoUpload(st store.Store) func(ctx context.Context, key string, r io.Reader, opts ...writer.Option) (*writer.Result, error) {
-	up, err := writer.NewUploader(st, writer.WithProfile("aws"), writer.WithPartSize(5*mib), writer.WithConcurrency(2),
-		writer.WithRetry(demoPolicy()), writer.WithLogger(a.log))
-	return func(ctx context.Context, key string, r io.Reader, opts ...writer.Option) (*writer.Result, error) {
+func (a *app) demoUpload(st store.Store) func(ctx context.Context, key string, r io.Reader, opts ...func(*writer.Options)) (*writer.Result, error) {
+	up, err := writer.NewUploader(st, func(o *writer.Options) {
+		o.Profile = "aws"
+		o.PartSize = 5 * mib
+		o.Concurrency = 2
+		o.Retry = demoPolicy()
+		o.Logger = a.log
+	})
+	return func(ctx context.Context, key string, r io.Reader, opts ...func(*writer.Options)) (*writer.Result, error) {
 		if err != nil {
 			return nil, err
 		}
@@ -233,11 +238,13 @@ func (a *app) demoTruncation(ctx context.Context) scenarioReport {
 
 	small := demoData(int(mib), 2)
 	var events []string
-	obs := writer.WithObserver(func(e writer.Event) {
-		if e.Type == writer.EventVerify && e.Err != nil {
-			events = append(events, "HEAD verification failed: "+oneLine(e.Err))
+	obs := func(o *writer.Options) {
+		o.Observer = func(e writer.Event) {
+			if e.Type == writer.EventVerify && e.Err != nil {
+				events = append(events, "HEAD verification failed: "+oneLine(e.Err))
+			}
 		}
-	})
+	}
 	upload := a.demoUpload(fs)
 	res, err := upload(ctx, "truncated-put.bin", bytes.NewReader(small), obs)
 	s.see("single PUT: %s", strings.Join(events, "; "))
@@ -248,13 +255,15 @@ func (a *app) demoTruncation(ctx context.Context) scenarioReport {
 	large := demoData(12*int(mib), 3)
 	var mu sync.Mutex
 	starts := map[int32]int{}
-	countParts := writer.WithObserver(func(e writer.Event) {
-		if e.Type == writer.EventPartStarted {
-			mu.Lock()
-			starts[e.PartNumber]++
-			mu.Unlock()
+	countParts := func(o *writer.Options) {
+		o.Observer = func(e writer.Event) {
+			if e.Type == writer.EventPartStarted {
+				mu.Lock()
+				starts[e.PartNumber]++
+				mu.Unlock()
+			}
 		}
-	})
+	}
 	res, err = upload(ctx, "truncated-part.bin", bytes.NewReader(large), countParts)
 	mu.Lock()
 	var resent []string
@@ -295,7 +304,7 @@ func (a *app) demoSmallParts(ctx context.Context) scenarioReport {
 
 	s.see("retrying with --provider 'profile=aws,min=8MiB' --part-size 8MiB")
 	res, err := upload(ctx, "parts.bin", bytes.NewReader(data),
-		writer.WithProfile("profile=aws,min=8MiB"), writer.WithPartSize(8*mib))
+		func(o *writer.Options) { o.Profile = "profile=aws,min=8MiB"; o.PartSize = 8 * mib })
 	landed(&s, mem, "parts.bin", data, res, err)
 	return s
 }

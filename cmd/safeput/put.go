@@ -133,27 +133,27 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 			return usageErr("--expected-size: %v", err)
 		}
 		expectedMax = n
-		opts = append(opts, writer.WithExpectedMaxSize(n))
+		opts = append(opts, func(o *writer.Options) { o.ExpectedMaxSize = n })
 	}
 	a.limitGC(uc.rules, size, uc.partSize, expectedMax)
 	if o.createOnly {
-		opts = append(opts, writer.WithCreateOnly(true))
+		opts = append(opts, func(o *writer.Options) { o.CreateOnly = true })
 	}
 	if o.readBack {
-		opts = append(opts, writer.WithReadBack(true))
+		opts = append(opts, func(o *writer.Options) { o.ReadBack = true })
 	}
 	if o.allowLengthOnly {
-		opts = append(opts, writer.WithAllowWeakVerification(true))
+		opts = append(opts, func(o *writer.Options) { o.AllowWeakVerification = true })
 	}
 	if o.contentType != "" {
-		opts = append(opts, writer.WithContentType(o.contentType))
+		opts = append(opts, func(wo *writer.Options) { wo.ContentType = o.contentType })
 	}
 	enc, err := o.sse.Encryption()
 	if err != nil {
 		return usageErr("encryption flags: %v", err)
 	}
 	if enc.Type != "" {
-		opts = append(opts, writer.WithEncryption(enc))
+		opts = append(opts, func(o *writer.Options) { o.Encryption = enc })
 	}
 	st, endpoint, err := a.journalStore()
 	if err != nil {
@@ -165,12 +165,12 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 		if err := os.MkdirAll(o.journal, 0o700); err != nil {
 			return usageErr("--journal: %v", err)
 		}
-		opts = append(opts, writer.WithJournal(o.journal, endpoint))
+		opts = append(opts, func(wo *writer.Options) { wo.JournalDir, wo.JournalEndpoint = o.journal, endpoint })
 	}
 	var bar *progress
 	if !o.noProgress && isTerminal(a.stderr) {
 		bar = newProgress(a.stderr, u.Key, size)
-		opts = append(opts, writer.WithObserver(bar.observe))
+		opts = append(opts, func(o *writer.Options) { o.Observer = bar.observe })
 	}
 	// OTLP export when the standard variables ask for it; what was recorded is flushed before
 	// the command reports, so a short run's spans and metrics reach the collector.
@@ -190,11 +190,11 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 		opts = append(opts, instrument)
 	}
 	if a.hugePages {
-		opts = append(opts, writer.WithHugePages(true))
+		opts = append(opts, func(o *writer.Options) { o.HugePages = true })
 	}
 	if dir := endpointCacheDir(); dir != "" && !o.noCache {
 		// One write per run: without the cache each run would learn the endpoint afresh.
-		opts = append(opts, writer.WithEndpointCache(dir))
+		opts = append(opts, func(o *writer.Options) { o.EndpointCache = dir })
 	}
 	// One write per run: the Uploader holds the run's policy, logger, journal and observer.
 	up, err := writer.NewUploader(st, opts...)
@@ -417,7 +417,7 @@ func newProgress(w io.Writer, key string, size int64) *progress {
 	return p
 }
 
-// observe must be quick and safe for concurrent use (writer.WithObserver); the bar locks itself.
+// observe must be quick and safe for concurrent use (writer.Options.Observer); the bar locks itself.
 func (p *progress) observe(e writer.Event) {
 	switch e.Type {
 	case writer.EventPartDone:

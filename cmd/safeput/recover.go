@@ -119,7 +119,11 @@ func (a *app) runRecover(ctx context.Context, o recoverOpts) error {
 	if err != nil {
 		return err
 	}
-	up, err := writer.NewUploader(st, writer.WithRetry(pol), writer.WithLogger(a.log), writer.WithJournal(o.journal, endpoint))
+	up, err := writer.NewUploader(st, func(wo *writer.Options) {
+		wo.Retry = pol
+		wo.Logger = a.log
+		wo.JournalDir, wo.JournalEndpoint = o.journal, endpoint
+	})
 	if err != nil {
 		return usageErr("%v", err)
 	}

@@ -41,7 +41,7 @@ func otlpConfigured() bool {
 // the resource). Without them it returns no option and a no-op flush: nothing changes. A signal
 // whose variables cannot be honoured (a gRPC or JSON protocol, a bad URL…) is not exported and
 // warn says why: telemetry never stops a write.
-func telemetry(ctx context.Context, warn func(msg string, err error)) (writer.Option, func() error, error) {
+func telemetry(ctx context.Context, warn func(msg string, err error)) (func(*writer.Options), func() error, error) {
 	noop := func() error { return nil }
 	if !otlpConfigured() {
 		return nil, noop, nil
@@ -86,5 +86,5 @@ func telemetry(ctx context.Context, warn func(msg string, err error)) (writer.Op
 		defer cancel()
 		return errors.Join(tp.Shutdown(fctx), mp.Shutdown(fctx))
 	}
-	return writer.WithInstrumentation(inst), flush, nil
+	return func(o *writer.Options) { o.Instrumentation = inst }, flush, nil
 }

@@ -21,15 +21,15 @@ import (
 
 // Options are the Uploader options the examples use: 5 MiB parts under the Versity S3 Gateway
 // profile, so a table of tens of MiB goes out as several parts.
-func Options() []writer.Option {
-	return []writer.Option{writer.WithProfile("versitygw"), writer.WithPartSize(5 << 20)}
+func Options() []func(*writer.Options) {
+	return []func(*writer.Options){func(o *writer.Options) { o.Profile = "versitygw"; o.PartSize = 5 << 20 }}
 }
 
 // WriteParquet streams the generator's table as Parquet into bucket/key through up (opts are
 // this write's own, on top of up's). It returns the
 // verified Result and the digest of what was written; on any failure the upload is aborted and
 // the error unwraps to *errors.Error.
-func WriteParquet(ctx context.Context, up *writer.Uploader, bucket, key string, gen *Generator, opts ...writer.Option) (*writer.Result, Digest, error) {
+func WriteParquet(ctx context.Context, up *writer.Uploader, bucket, key string, gen *Generator, opts ...func(*writer.Options)) (*writer.Result, Digest, error) {
 	w, err := up.New(ctx, bucket, key, opts...)
 	if err != nil {
 		return nil, Digest{}, err
@@ -96,7 +96,7 @@ func writeParquet(sink *Sink, gen *Generator) (d Digest, err error) {
 
 // WriteIPC streams the table as an Arrow IPC file. ipc.FileWriter.Close writes the footer but
 // does not close its sink, so the commit is an explicit sink.Close after it.
-func WriteIPC(ctx context.Context, up *writer.Uploader, bucket, key string, gen *Generator, opts ...writer.Option) (*writer.Result, Digest, error) {
+func WriteIPC(ctx context.Context, up *writer.Uploader, bucket, key string, gen *Generator, opts ...func(*writer.Options)) (*writer.Result, Digest, error) {
 	w, err := up.New(ctx, bucket, key, opts...)
 	if err != nil {
 		return nil, Digest{}, err

@@ -48,7 +48,7 @@ func checkedAlloc(t *testing.T) *memory.CheckedAllocator {
 }
 
 // newUploader is the Uploader a test's writes to st share.
-func newUploader(t *testing.T, st store.Store, opts ...writer.Option) *writer.Uploader {
+func newUploader(t *testing.T, st store.Store, opts ...func(*writer.Options)) *writer.Uploader {
 	t.Helper()
 	up, err := writer.NewUploader(st, opts...)
 	if err != nil {

@@ -38,7 +38,7 @@ func fastPolicy() *retry.Policy {
 }
 
 // newUploader is the Uploader a test's writes to st share.
-func newUploader(t *testing.T, st store.Store, opts ...writer.Option) *writer.Uploader {
+func newUploader(t *testing.T, st store.Store, opts ...func(*writer.Options)) *writer.Uploader {
 	t.Helper()
 	up, err := writer.NewUploader(st, opts...)
 	if err != nil {
@@ -118,8 +118,8 @@ func TestManagerThroughFaults(t *testing.T) {
 
 		faults := faulty.New(env.Store, faultRules()...)
 		st := col.WrapStore(faults)
-		up := newUploader(t, st, writer.WithRetry(fastPolicy()), col.Option(),
-			writer.WithProfile(env.Profile()), writer.WithPartSize(5<<20), writer.WithConcurrency(2))
+		up := newUploader(t, st, func(o *writer.Options) { o.Retry = fastPolicy() }, col.Option(),
+			func(o *writer.Options) { o.Profile = env.Profile(); o.PartSize = 5 << 20; o.Concurrency = 2 })
 
 		var terminalReports []string
 		reported := make(chan string, channels*segments)
@@ -388,7 +388,7 @@ func TestDropInShapes(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		opts := []writer.Option{writer.WithRetry(fastPolicy()), writer.WithProfile(env.Profile()), writer.WithPartSize(5 << 20)}
+		opts := []func(*writer.Options){func(o *writer.Options) { o.Retry = fastPolicy(); o.Profile = env.Profile(); o.PartSize = 5 << 20 }}
 
 		up := newUploader(t, env.Store, opts...)
 		cm := &ChunkManager{Uploader: up, Bucket: env.Bucket}

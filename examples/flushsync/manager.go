@@ -54,7 +54,7 @@ type Config struct {
 	// first task runs (recovery.go).
 	Recovery *Recovery
 	// Tracer, when set, runs each attempt of a task under a span (flushsync.task), so the
-	// spans of its writes (an Uploader made with writer.WithInstrumentation of
+	// spans of its writes (an Uploader made with writer.Options.Instrumentation of
 	// github.com/safeput/safeput/otel) sit under the flush that made them.
 	Tracer trace.Tracer
 }

@@ -10,9 +10,9 @@ import (
 // previous process left in the journal when it died mid-flush: an upload whose Complete landed
 // is recognised as landed, any other is aborted, so a restart neither leaves billed orphans
 // behind nor has to guess. Tasks record their uploads through an Uploader made with
-// writer.WithJournal; Recovery takes an Uploader of the same journal (the tasks' own, typically).
+// writer.Options.JournalDir; Recovery takes an Uploader of the same journal (the tasks' own, typically).
 type Recovery struct {
-	Uploader *writer.Uploader // made WithJournal
+	Uploader *writer.Uploader // made Options.JournalDir
 	// Options tunes the run; unset fields take the Uploader's (endpoint, policy, logger).
 	Options writer.RecoverOptions
 }

@@ -20,8 +20,13 @@ func TestManagerRecoversJournalAtStart(t *testing.T) {
 		const endpoint = "flushsync-test"
 		dir := filepath.Join(t.TempDir(), "journal")
 		files := []File{{Name: "vector.bin", Data: payload(42, 11<<20)}}
-		opts := []writer.Option{writer.WithProfile("versitygw"), writer.WithPartSize(5 << 20), writer.WithConcurrency(1),
-			writer.WithRetry(fastPolicy()), writer.WithJournal(dir, endpoint)}
+		opts := []func(*writer.Options){func(o *writer.Options) {
+			o.Profile = "versitygw"
+			o.PartSize = 5 << 20
+			o.Concurrency = 1
+			o.Retry = fastPolicy()
+			o.JournalDir, o.JournalEndpoint = dir, endpoint
+		}}
 		// The dead predecessor: part 2 refused, and its abort never sent (refused here).
 		dead := &SegmentTask{Uploader: newUploader(t, faulty.New(env.Store,
 			faulty.Rule{Op: "UploadPart", Part: 2, Fault: faulty.Forbidden()},

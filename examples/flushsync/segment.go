@@ -50,7 +50,7 @@ type SegmentTask struct {
 	// exactly the same bytes.
 	Files []File
 	// Options are added to the Uploader's for every write of this task.
-	Options []writer.Option
+	Options []func(*writer.Options)
 
 	mu      sync.Mutex
 	results map[string]*writer.Result
@@ -81,8 +81,8 @@ func (t *SegmentTask) AlreadyExisted() int {
 	return t.alreadyExisted
 }
 
-func (t *SegmentTask) options() []writer.Option {
-	return append(append([]writer.Option(nil), t.Options...), writer.WithCreateOnly(true))
+func (t *SegmentTask) options() []func(*writer.Options) {
+	return append(append([]func(*writer.Options){}, t.Options...), func(o *writer.Options) { o.CreateOnly = true })
 }
 
 // Prepare writes every file. It writes them all on every run, even those a previous run
@@ -139,7 +139,7 @@ func (t *SegmentTask) Commit(ctx context.Context) error {
 	if err != nil {
 		return &sperrors.Error{Kind: sperrors.Internal, Op: "Commit", Err: err}
 	}
-	opts := append(t.options(), writer.WithContentType("application/json"))
+	opts := append(t.options(), func(o *writer.Options) { o.ContentType = "application/json" })
 	res, err := t.Uploader.Upload(ctx, t.Bucket, t.ManifestKey(), bytes.NewReader(body), opts...)
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", t.Name(), err)

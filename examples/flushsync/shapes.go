@@ -17,7 +17,7 @@ type ChunkManager struct {
 	Uploader *writer.Uploader // shared by everything writing to the store
 	Bucket   string
 	// Options are added to the Uploader's for every write.
-	Options []writer.Option
+	Options []func(*writer.Options)
 }
 
 // Write uploads content to path and returns nil only when it landed verified.
@@ -34,7 +34,7 @@ func (c *ChunkManager) Write(ctx context.Context, path string, content []byte) e
 type ObjectStorage struct {
 	Uploader *writer.Uploader // shared by everything writing to the store
 	// Options are added to the Uploader's for every write.
-	Options []writer.Option
+	Options []func(*writer.Options)
 }
 
 // PutObject uploads size bytes from reader. A negative size means unknown (minio-go's
@@ -44,7 +44,7 @@ func (o *ObjectStorage) PutObject(ctx context.Context, bucket, key string, reade
 	opts := o.Options
 	if size >= 0 {
 		// A reader that reports a different size itself is refused by Upload (Permanent).
-		opts = append(append([]writer.Option(nil), o.Options...), writer.WithSize(size))
+		opts = append(append([]func(*writer.Options){}, o.Options...), func(o *writer.Options) { o.Size = size })
 	}
 	if _, err := o.Uploader.Upload(ctx, bucket, key, reader, opts...); err != nil {
 		return fmt.Errorf("object storage: put %s/%s (size %d): %w", bucket, key, size, err)

@@ -22,8 +22,7 @@ func TestTaskTraceHoldsItsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := newUploader(t, memstore.New(memstore.WithBuckets("b")), writer.WithInstrumentation(inst),
-		writer.WithProfile("minio"), writer.WithPartSize(5<<20))
+	up := newUploader(t, memstore.New(memstore.WithBuckets("b")), func(o *writer.Options) { o.Instrumentation = inst; o.Profile = "minio"; o.PartSize = 5 << 20 })
 	mgr := NewManager(context.Background(), Config{Tracer: tp.Tracer("flushsync")})
 	task := &SegmentTask{Uploader: up, Bucket: "b", Chan: "ch0", Segment: 1, Files: segmentFiles(0, 1)}
 	if err := mgr.Submit(task); err != nil {

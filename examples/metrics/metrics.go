@@ -1,4 +1,4 @@
-// Package metrics is a Prometheus collector fed by safeput's writer events (writer.WithObserver).
+// Package metrics is a Prometheus collector fed by safeput's writer events (writer.Options.Observer).
 //
 // It lives in the examples module so that Prometheus stays out of the library's go.mod: the
 // library only emits writer.Event values, and any metrics system can be fed from them.
@@ -85,7 +85,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Option returns the writer option that feeds this collector.
-func (c *Collector) Option() writer.Option { return writer.WithObserver(c.Observe) }
+func (c *Collector) Option() func(*writer.Options) {
+	return func(o *writer.Options) { o.Observer = c.Observe }
+}
 
 // Observe records one event. It never panics on odd input (the writer recovers observer
 // panics anyway, but a metrics bug should not even cost an event).

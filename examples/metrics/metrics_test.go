@@ -30,7 +30,7 @@ func TestCountsWhatHappened(t *testing.T) {
 			faulty.Rule{Op: faulty.OpUploadPart, KeyPrefix: "denied/", Part: 2, Fault: faulty.Forbidden()},
 		))
 		policy := retry.New(func(o *retry.Options) { o.ThrottleInterval = 10 * time.Millisecond }, func(o *retry.Options) { o.InitialInterval = 5 * time.Millisecond })
-		up, err := writer.NewUploader(st, col.Option(), writer.WithRetry(policy), writer.WithProfile(env.Profile()), writer.WithPartSize(5<<20))
+		up, err := writer.NewUploader(st, col.Option(), func(o *writer.Options) { o.Retry = policy; o.Profile = env.Profile(); o.PartSize = 5 << 20 })
 		if err != nil {
 			t.Fatal(err)
 		}

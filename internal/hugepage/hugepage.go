@@ -18,7 +18,7 @@ import (
 // past its first 2 MiB is to be backed by huge pages. A stream that ends in a buffer's first
 // 2 MiB so touches only the 4 KiB pages it fills, as without the hint. It does nothing when
 // GODEBUG=disablethp=1 asks the runtime to keep the heap off huge pages, and on systems without
-// transparent huge pages. The caller decides whether to ask (writer.WithHugePages).
+// transparent huge pages. The caller decides whether to ask (writer.Options.HugePages).
 func Advise(buf []byte) {
 	if strings.Contains(os.Getenv("GODEBUG"), "disablethp=1") {
 		return

@@ -45,7 +45,7 @@ func Assess(want Expected, head *store.HeadObjectOutput, etagIsMD5 bool) Evidenc
 	}
 	ev.Method = verify.MethodLengthOnly
 	if want.Checksum.IsZero() {
-		ev.Missing = append(ev.Missing, "no checksum was computed (WithChecksum(ChecksumNone))")
+		ev.Missing = append(ev.Missing, "no checksum was computed (Options.NoChecksum)")
 	} else if got := head.Checksums.Get(want.Checksum.Algorithm); got != "" && !compositeValue(got) {
 		ev.ChecksumReported = true
 		if got != want.Checksum.Value {

@@ -47,7 +47,7 @@ func Open(path string) (*Dir, error) {
 }
 
 // At returns the journal in path without touching the file system: the writer creates the
-// directory before its first record and Recover checks that it exists (writer.WithJournal).
+// directory before its first record and Recover checks that it exists (writer.Options.JournalDir).
 func At(path string) *Dir { return &Dir{path: path, held: map[string]*held{}} }
 
 // Create returns the journal in path, creating the directory (mode 0700) when missing.

@@ -22,7 +22,7 @@ func ExampleNew() {
 	if err != nil {
 		return // a malformed endpoint
 	}
-	up, err := writer.NewUploader(st, writer.WithProfile("aws"))
+	up, err := writer.NewUploader(st, func(o *writer.Options) { o.Profile = "aws" })
 	if err != nil {
 		return
 	}

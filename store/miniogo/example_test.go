@@ -21,7 +21,7 @@ func ExampleNew() {
 	if err != nil {
 		return // a malformed endpoint
 	}
-	up, err := writer.NewUploader(st, writer.WithProfile("minio"))
+	up, err := writer.NewUploader(st, func(o *writer.Options) { o.Profile = "minio" })
 	if err != nil {
 		return
 	}

@@ -89,12 +89,14 @@ func run() error {
 		u.Scheme = safeblob.Scheme
 		// URLOpener with the measure's options: what blob.OpenBucket("safes3://...") opens, plus
 		// the profile and an observer that learns what was verified.
-		o := &safeblob.URLOpener{Safeput: []safeblob.Option{safeblob.WithUploaderOptions(writer.WithProfile(*profile),
-			writer.WithObserver(func(e writer.Event) {
+		o := &safeblob.URLOpener{Safeput: []safeblob.Option{safeblob.WithUploaderOptions(func(o *writer.Options) {
+			o.Profile = *profile
+			o.Observer = func(e writer.Event) {
 				if e.Type == writer.EventDone {
 					method = string(e.Method)
 				}
-			}))}}
+			}
+		})}}
 		bkt, err = o.OpenBucketURL(ctx, u)
 	default:
 		return fmt.Errorf("unknown -impl %q", *impl)

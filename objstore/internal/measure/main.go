@@ -98,11 +98,14 @@ func run() error {
 		bkt = b
 	case "safeput":
 		b, err := safeobjstore.NewBucketWithConfig(log.NewNopLogger(), cfg, "measure", nil,
-			safeobjstore.WithUploaderOptions(writer.WithProfile(*profile), writer.WithObserver(func(e writer.Event) {
-				if e.Type == writer.EventDone {
-					method = string(e.Method)
+			safeobjstore.WithUploaderOptions(func(o *writer.Options) {
+				o.Profile = *profile
+				o.Observer = func(e writer.Event) {
+					if e.Type == writer.EventDone {
+						method = string(e.Method)
+					}
 				}
-			})))
+			}))
 		if err != nil {
 			return err
 		}

@@ -1,5 +1,5 @@
 // Package journaltest lets tests outside the library's module read and seed the upload journal
-// that writer.WithJournal keeps (one JSON record per upload, claimed with an flock): a crash test
+// that writer.Options.JournalDir keeps (one JSON record per upload, claimed with an flock): a crash test
 // checks what a killed process left, a recovery test plants the record a crash would have left.
 //
 // Test support, outside safeput's compatibility promise (see package storetest).
