@@ -27,13 +27,13 @@ func (w *Writer) commit() error {
 		w.wg.Wait()
 		return w.fail(w.errorf(sperrors.Permanent, "Close", nil, "source ended at %d bytes, shorter than the declared size %d", w.size, w.cfg.sizeHint))
 	}
-	if w.section == nil && w.currentUploadID() == "" && w.size <= w.plan.Threshold {
+	if atClose(w.section != nil, w.currentUploadID() != "", w.size, w.plan.Threshold) == closeSinglePut {
 		return w.putSingle()
 	}
 	// The held data is the tail: send it as the final part.
 	if w.section == nil {
-		switch {
-		case w.buf != nil && w.fill > 0:
+		switch closingTail(w.buf != nil, w.fill, w.pending != nil) {
+		case tailPendingThenFill, tailFillFinal:
 			if w.pending != nil {
 				full := w.pending
 				w.pending = nil // dispatch owns it now, even on error
@@ -46,7 +46,7 @@ func (w *Writer) commit() error {
 			if err := w.dispatch(partBody{buf: tail, crc: w.fillCRC}, true); err != nil {
 				return err
 			}
-		case w.pending != nil:
+		case tailPendingFinal:
 			if w.buf != nil {
 				w.release(w.buf)
 				w.buf = nil
@@ -56,9 +56,10 @@ func (w *Writer) commit() error {
 			if err := w.dispatch(partBody{buf: full, crc: w.pendingCRC}, true); err != nil {
 				return err
 			}
-		case w.buf != nil:
+		case tailDropEmpty:
 			w.release(w.buf)
 			w.buf = nil
+		case tailNone:
 		}
 	}
 	w.wg.Wait()
@@ -81,7 +82,7 @@ func (w *Writer) putSingle() error {
 	// The answer proves the bytes without their MD5 only on an endpoint known to check checksums;
 	// elsewhere the MD5 is needed right after it, so it is taken while the bytes are on the wire.
 	var early *earlyMD5
-	if w.caps.md5Late && !rec.hasMD5 && w.facts.checking() != yes {
+	if w.decider().md5Early(rec.hasMD5, w.facts.checking()) {
 		early = startMD5(data)
 		defer early.wait() // before the deferred release gives the buffer back
 	}

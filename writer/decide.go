@@ -15,7 +15,9 @@ import (
 // result, a commit's error, a HEAD's outcome, a judgement of the evidence, an abort's result)
 // and says what the write does next; none sends a request, takes a lock or logs, so each is
 // tested by table (decide_test.go). commit.go, landed.go, evidence.go and cleanup.go ask the
-// store and execute the step returned.
+// store and execute the step returned. The decisions before the commit (single PUT or
+// multipart, part sizes and the final part, the tail at Close, when a part's MD5 is taken, the
+// checksum probe) are in decide_parts.go, in the same style.
 
 // decider is what the decisions depend on besides the store's answers: the write's options and
 // what happened to it so far. Writer.decider takes it afresh before each decision.
@@ -30,6 +32,13 @@ type decider struct {
 	// completeLost: a Complete's answer was lost and its retry found the upload gone, so a HEAD
 	// that fails cannot say the object is not there.
 	completeLost bool
+
+	// What the write hashes and asks before its commit (checksumCaps, WithSavings: decide_parts.go).
+	md5Upfront   bool // caps.md5: every MD5 is wanted, taken as the bytes arrive or at the receipt
+	md5Late      bool // caps.md5Late: MD5s wait for the receipt, whose echo may spare them
+	checksumSent bool // caps.alg: a checksum header goes with each part
+	echoTrust    bool // SaveEchoTrust: a trusted echo may spare an MD5
+	probeSaving  bool // SaveProbe: the probe may be sent
 }
 
 // decider returns the decisions' view of w now.
@@ -40,6 +49,8 @@ func (w *Writer) decider() decider {
 	return decider{
 		createOnly: w.cfg.createOnly, allowWeak: w.cfg.allowWeak, readBack: w.cfg.readBack,
 		replayable: w.section != nil, resent: w.resent, completeLost: completeLost,
+		md5Upfront: w.caps.md5, md5Late: w.caps.md5Late, checksumSent: w.caps.alg != store.ChecksumNone,
+		echoTrust: w.cfg.saves(SaveEchoTrust), probeSaving: w.cfg.saves(SaveProbe),
 	}
 }
 

@@ -279,3 +279,228 @@ func TestDecideJournalRecord(t *testing.T) {
 		t.Error("a lost Complete's record is dropped with its upload: Recover could not tell whether it landed")
 	}
 }
+
+// The decisions before the commit (decide_parts.go).
+
+func TestDecideSendsSections(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		readerAt  bool
+		size      int64
+		threshold int64
+		want      bool
+	}{
+		{"a file over the threshold: parts from its sections (TestUploadSources)", true, 20 << 20, 5 << 20, true},
+		{"a small ReaderAt: one buffer, one PutObject (TestDefaultsVerifyAgainstStoreChecksum)", true, 100, 5 << 20, false},
+		{"exactly the threshold: one buffer", true, 5 << 20, 5 << 20, false},
+		{"a stream of any size: buffers (TestUploadSources)", false, 20 << 20, 5 << 20, false},
+	} {
+		if got := sendsSections(c.readerAt, c.size, c.threshold); got != c.want {
+			t.Errorf("%s: sendsSections = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideAtClose(t *testing.T) {
+	const threshold = 5 << 20
+	for _, c := range []struct {
+		name          string
+		fromSource    bool
+		uploadStarted bool
+		size          int64
+		want          closingShape
+	}{
+		{"empty (TestWriterSizes)", false, false, 0, closeSinglePut},
+		{"one byte under a part (TestWriterSizes)", false, false, threshold - 1, closeSinglePut},
+		{"exactly the threshold: held back, never a part (TestWriterSizes)", false, false, threshold, closeSinglePut},
+		{"a byte over: the held part and the tail (TestWriterSizes)", false, true, threshold + 1, closeMultipart},
+		{"over the threshold before any part went", false, false, threshold + 1, closeMultipart},
+		{"parts from a ReaderAt's sections (TestUploadSources)", true, true, 4*threshold + 12345, closeMultipart},
+		{"a resumed upload of a source whose parts the store had", true, true, threshold + 1, closeMultipart},
+	} {
+		if got := atClose(c.fromSource, c.uploadStarted, c.size, threshold); got != c.want {
+			t.Errorf("%s: atClose = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideClosingTail(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		hasBuf     bool
+		fill       int
+		hasPending bool
+		want       tailStep
+	}{
+		{"parts plus a byte: the byte is the final part (TestWriterSizes)", true, 1, false, tailFillFinal},
+		{"a full part held back, the stream ended on its boundary: it is final", false, 0, true, tailPendingFinal},
+		{"a full part held, an empty buffer taken after it: released, the full part final", true, 0, true, tailPendingFinal},
+		{"a full part held and a partly filled one: both go, the second final", true, 7, true, tailPendingThenFill},
+		{"only an empty buffer: nothing sent", true, 0, false, tailDropEmpty},
+		{"nothing held", false, 0, false, tailNone},
+	} {
+		if got := closingTail(c.hasBuf, c.fill, c.hasPending); got != c.want {
+			t.Errorf("%s: closingTail = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecidePartSizes(t *testing.T) {
+	const part = 5 << 20
+	for _, c := range []struct {
+		name     string
+		sizeHint int64
+		written  int64
+		want     int64
+	}{
+		{"no declared size: a whole part (TestStreamMemoryBound)", -1, 3 * part, part},
+		{"a declared small object: its own size (TestBadInput)", 100, 0, 100},
+		{"a declared object's last part: what remains", 2*part + 10, 2 * part, 10},
+		{"a declared object with room for whole parts", 3 * part, part, part},
+		{"a declared empty object: never an empty buffer", 0, 0, 1},
+		{"past the declared size: one byte, then account refuses it", 100, 100, 1},
+	} {
+		if got := partBufferSize(part, c.sizeHint, c.written); got != c.want {
+			t.Errorf("%s: partBufferSize = %d, want %d", c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		sizeHint int64
+		written  int64
+		want     bool
+	}{
+		{"nothing declared", -1, 1 << 40, false},
+		{"declared, bytes still to come", 100, 99, false},
+		{"declared, all in: a byte more is too long (TestBadInput)", 100, 100, true},
+		{"declared empty", 0, 0, true},
+	} {
+		if got := declaredAllIn(c.sizeHint, c.written); got != c.want {
+			t.Errorf("%s: declaredAllIn = %v, want %v", c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		name      string
+		off       int64
+		total     int64
+		wantSize  int64
+		wantFinal bool
+	}{
+		{"first of several (TestUploadSources)", 0, 4*part + 12345, part, false},
+		{"the short last part (TestUploadSources)", 4 * part, 4*part + 12345, 12345, true},
+		{"a whole last part", 2 * part, 3 * part, part, true},
+		{"a part one byte short of the end", part, 2*part + 1, part, false},
+	} {
+		size, final := sectionSpan(c.off, c.total, part)
+		if size != c.wantSize || final != c.wantFinal {
+			t.Errorf("%s: sectionSpan = %d, final %v; want %d, %v", c.name, size, final, c.wantSize, c.wantFinal)
+		}
+	}
+}
+
+func TestDecideAfterReceiptMD5(t *testing.T) {
+	sent := store.Checksum{Algorithm: store.ChecksumCRC32C, Value: "AAAAAA=="}
+	for _, c := range []struct {
+		name   string
+		d      decider
+		hasMD5 bool
+		sent   store.Checksum
+		want   md5Step
+	}{
+		{"taken as the bytes arrived (TestSavingsOffIsTheReferencePath)", decider{md5Upfront: true}, true, sent, md5Held},
+		{"the HEAD known to report the checksum: no MD5 (TestDefaultsVerifyWithoutMD5OnEchoingStores)", decider{}, false, sent, md5Held},
+		{"deferred, a checksum sent: the echo may spare it (TestMD5OnlyWhenNeeded)", decider{md5Late: true}, false, sent, md5AskEcho},
+		{"deferred, taken beside the request already", decider{md5Late: true}, true, sent, md5Held},
+		{"deferred, no checksum sent: nothing can echo", decider{md5Late: true}, false, store.Checksum{}, md5Take},
+		{"a single PUT's offered header refused after its MD5 was skipped (TestSavingsOffIsTheReferencePath, refusing checksum headers)", decider{md5Upfront: true}, false, store.Checksum{}, md5Take},
+	} {
+		if got := c.d.afterReceipt(c.hasMD5, c.sent); got != c.want {
+			t.Errorf("%s: afterReceipt = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideAfterEcho(t *testing.T) {
+	sent := store.Checksum{Algorithm: store.ChecksumCRC32C, Value: "AAAAAA=="}
+	trusting := decider{md5Late: true, echoTrust: true}
+	for _, c := range []struct {
+		name     string
+		d        decider
+		echoed   string
+		checking tri
+		want     echoStep
+	}{
+		{"echoed by a store known to check: no MD5 (TestMD5OnlyWhenNeeded)", trusting, sent.Value, yes, echoTrusted},
+		{"echoed by a store that checks nothing: the MD5 catches damage (TestChecksumProbe)", trusting, sent.Value, no, echoUntrusted},
+		{"echoed, the probe's answer not known: hashed (TestChecksumProbe)", trusting, sent.Value, unknown, echoUntrusted},
+		{"echoed by a checking store, echo trust not among the savings", decider{md5Late: true}, sent.Value, yes, echoUntrusted},
+		{"no echo: receipts of this endpoint spare nothing (TestMD5OnlyWhenNeeded, ignores checksum headers)", trusting, "", yes, echoMissing},
+		{"an echo of another value", trusting, "BBBBBB==", yes, echoUntrusted},
+	} {
+		if got := c.d.afterEcho(sent, c.echoed, c.checking); got != c.want {
+			t.Errorf("%s: afterEcho = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideMD5EarlyAndSpared(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		d        decider
+		hasMD5   bool
+		checking tri
+		want     bool
+	}{
+		{"a fresh endpoint's single PUT: hashed beside its request (TestMD5OnlyWhenNeeded)", decider{md5Late: true}, false, unknown, true},
+		{"an endpoint known to check: the answer may prove it (TestMD5OnlyWhenNeeded)", decider{md5Late: true}, false, yes, false},
+		{"an endpoint known not to check", decider{md5Late: true}, false, no, true},
+		{"MD5 taken as the bytes arrived", decider{md5Upfront: true}, true, unknown, false},
+	} {
+		if got := c.d.md5Early(c.hasMD5, c.checking); got != c.want {
+			t.Errorf("%s: md5Early = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !(decider{md5Late: true}).md5Spared(false) {
+		t.Error("a deferred MD5 spared by an echo is not noted (TestMD5OnlyWhenNeeded, HEAD does not report)")
+	}
+	if (decider{md5Late: true}).md5Spared(true) || (decider{}).md5Spared(false) {
+		t.Error("a part with its MD5, or a write that defers none, noted as spared")
+	}
+}
+
+func TestDecideProbe(t *testing.T) {
+	asks := decider{md5Late: true, probeSaving: true, checksumSent: true}
+	for _, c := range []struct {
+		name     string
+		d        decider
+		checking tri
+		want     bool
+	}{
+		{"a fresh endpoint, MD5s deferred (TestChecksumProbe)", asks, unknown, true},
+		{"the endpoint's answer known already (TestChecksumProbe)", asks, yes, false},
+		{"known not to check", asks, no, false},
+		{"the probe not among the savings", decider{md5Late: true, checksumSent: true}, unknown, false},
+		{"every MD5 taken as the bytes arrive: no probe (TestSavingsOffIsTheReferencePath)", decider{probeSaving: true, checksumSent: true}, unknown, false},
+		{"no checksum sent: nothing to get wrong", decider{md5Late: true, probeSaving: true}, unknown, false},
+	} {
+		if got := c.d.probes(c.checking); got != c.want {
+			t.Errorf("%s: probes = %v, want %v", c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want tri
+	}{
+		{"taken: checks nothing (TestChecksumProbe)", nil, no},
+		{"BadDigest: checks (TestChecksumProbe)", &store.ResponseError{StatusCode: 400, Code: "BadDigest"}, yes},
+		{"MinIO's mismatch code", &sperrors.Error{Kind: sperrors.Integrity, Code: "XAmzContentChecksumMismatch"}, yes},
+		{"throttled: not known", errThrottled, unknown},
+		{"access refused: not known", &sperrors.Error{Kind: sperrors.Permanent, StatusCode: 403, Code: "AccessDenied"}, unknown},
+		{"no answer", errHeadReset, unknown},
+	} {
+		if got := probeAnswer(c.err); got != c.want {
+			t.Errorf("%s: probeAnswer = %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -28,7 +28,7 @@ func (w *Writer) write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		if w.buf == nil {
-			if w.cfg.sizeHint >= 0 && w.size >= w.cfg.sizeHint {
+			if declaredAllIn(w.cfg.sizeHint, w.size) {
 				// The declared size is all in: say so, rather than let the part the plan has no
 				// room for fail as a layout error.
 				return written, w.account(int64(len(p)))
@@ -188,11 +188,7 @@ func (w *Writer) nextBuffer() error {
 	case <-w.ctx.Done():
 		return w.fail(w.canceled("Write", w.ctx.Err()))
 	}
-	size := w.plan.PartSize
-	if w.cfg.sizeHint >= 0 {
-		// A known small object needs only its own size, not a whole part.
-		size = max(1, min(size, w.cfg.sizeHint-w.size))
-	}
+	size := partBufferSize(w.plan.PartSize, w.cfg.sizeHint, w.size)
 	var t0 time.Time
 	if w.cfg.span != nil {
 		t0 = time.Now()

@@ -153,7 +153,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		done.etag, done.md5, done.hasMD5 = out.ETag, rec.md5, rec.hasMD5
 		return nil
 	})
-	if err == nil && !done.hasMD5 && w.caps.md5Late {
+	if err == nil && w.decider().md5Spared(done.hasMD5) {
 		w.md5Skipped.Store(true)
 	}
 	if err != nil {
@@ -181,17 +181,20 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 // receipt without the echo makes the endpoint's receipts useless for this: later parts and writes
 // (and, through the endpoint cache, later processes) take their MD5s without asking again.
 func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Checksum, echoed store.Checksums) error {
-	if rec.hasMD5 || (!w.caps.md5Late && !w.caps.md5) {
+	d := w.decider()
+	switch d.afterReceipt(rec.hasMD5, sent) {
+	case md5Held:
 		return nil
-	}
-	if w.caps.md5Late && !sent.IsZero() {
+	case md5AskEcho:
 		w.awaitProbe() // whether the store checks is the probe's answer
-		switch got := echoed.Get(sent.Algorithm); {
-		case got == sent.Value && w.facts.checking() == yes && w.cfg.saves(SaveEchoTrust):
+		switch d.afterEcho(sent, echoed.Get(sent.Algorithm), w.facts.checking()) {
+		case echoTrusted:
 			return nil
-		case got == "":
+		case echoMissing:
 			w.facts.update(func(f *endpointFacts) { f.checksParts = no })
+		case echoUntrusted:
 		}
+	case md5Take:
 	}
 	return w.partMD5(n, part, rec)
 }

@@ -44,7 +44,7 @@ const probePart = 1
 // replace the probe's part 1, so it must be stored after it), and every receipt is judged
 // knowing the answer (awaitProbe).
 func (w *Writer) startProbe(uploadID string) {
-	if !w.caps.md5Late || !w.cfg.saves(SaveProbe) || w.caps.alg == store.ChecksumNone || w.facts.checking() != unknown {
+	if !w.decider().probes(w.facts.checking()) {
 		return
 	}
 	done := make(chan struct{})
@@ -94,11 +94,7 @@ func (w *Writer) probe(uploadID string) error {
 				Checksum: store.Checksum{Algorithm: w.caps.alg, Value: wrong}, SSECustomerKey: w.customerKey(),
 			})
 			answer = err
-			switch {
-			case err == nil:
-				verdict = no
-			case hasCode(err, "BadDigest") || hasCode(err, "XAmzContentChecksumMismatch"):
-				verdict = yes
+			if verdict = probeAnswer(err); verdict == yes {
 				return nil // the answer asked for: not a failure of the write
 			}
 			return err

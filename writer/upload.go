@@ -224,7 +224,7 @@ func (u *Uploader) uploadOnce(ctx context.Context, bucket, key string, r io.Read
 }
 
 func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool) (*Result, error) {
-	if useReaderAt && w.cfg.sizeHint > w.plan.Threshold {
+	if sendsSections(useReaderAt, w.cfg.sizeHint, w.plan.Threshold) {
 		w.section, w.sectionBase = ra, base
 		w.sectionInFile = bufpool.FileBacked(ra)
 		// A journaled upload of this source that a dead process left: continue it, or find
@@ -272,11 +272,11 @@ func (w *Writer) sendSections() error {
 		if err := w.firstErr(); err != nil {
 			return err
 		}
-		n := min(part, total-off)
+		n, final := sectionSpan(off, total, part)
 		if w.skipResumedPart() {
 			continue // resumed from the journal: the store has these bytes
 		}
-		if err := w.dispatchSection(off, n, off+n == total); err != nil {
+		if err := w.dispatchSection(off, n, final); err != nil {
 			return err
 		}
 	}

@@ -35,7 +35,8 @@ import (
 //	  └ CompleteMultipartUpload (If-None-Match when create-only)             [commit.go]
 //	HEAD (or read-back): length, checksum, encryption against what was sent  [landed.go, evidence.go, encryption.go]
 //	any failure ─ abort, confirmed; a lost create swept; a wrong object gone [cleanup.go]
-//	each answer's next step (commit, re-send, accept, delete, abort) decided [decide.go: no I/O]
+//	each choice decided: before the commit (PUT or parts, MD5, probe) and    [decide_parts.go, decide.go: no I/O]
+//	  on each answer after it (commit, re-send, accept, delete, abort)
 //	the journal records each step for Recover after a crash                  [journal.go, recover.go]
 //
 // The code reads in the order of a write:
@@ -51,7 +52,9 @@ import (
 //   - landed.go: what landed: HEAD or read-back evidence, lost answers, create-only
 //   - evidence.go: which checksum to send and which evidence can prove the object;
 //     encryption.go: the encryption asked for, proven by the HEAD
-//   - decide.go: the decisions on the store's answers, apart from the I/O (decide_test.go)
+//   - decide_parts.go: the decisions before the commit (single PUT or multipart, part sizes and
+//     the final part, the tail at Close, when a part's MD5 is taken, the probe); decide.go: the
+//     decisions on the store's answers after; both apart from the I/O (decide_test.go)
 //   - cleanup.go: abort (confirmed), sweep of lost creates, delete of a wrong object
 //   - failures.go: the retry wrapper, error constructors, events; result.go: Result and Event
 //   - optional.go: the store's optional operations (ListParts, ListMultipartUploads, conditional

@@ -1,0 +1,176 @@
+package writer
+
+import "github.com/safeput/safeput/store"
+
+// The decisions of one write before its commit, apart from the I/O that carries them out: how the
+// object goes (one PutObject or a multipart upload, buffers or sections of a ReaderAt source),
+// how big each part is and which one is final, what the held bytes become at Close, whether a
+// part's MD5 is taken now, later or not at all, and whether the checksum probe is sent. As in
+// decide.go, none sends a request, takes a lock or logs, so each is tested by table
+// (decide_test.go); intake.go, parts.go, commit.go, upload.go and probe.go execute the step
+// returned.
+
+// sendsSections decides whether Upload sends its parts straight from an io.ReaderAt source of
+// known size (readerAt) rather than reading it into part buffers: only when the object is larger
+// than the single-PUT threshold, since a small one goes as one PutObject from one buffer anyway.
+func sendsSections(readerAt bool, size, threshold int64) bool {
+	return readerAt && size > threshold
+}
+
+// closingShape is how the object goes to the store once Close has it all.
+type closingShape uint8
+
+const (
+	closeSinglePut closingShape = iota // one PutObject of the one buffer that holds the object
+	closeMultipart                     // the held bytes go as the final part(s), then ListParts and Complete
+)
+
+// atClose decides how the object goes at Close: as one PutObject when no multipart upload was
+// started, the parts do not come from a ReaderAt source (fromSource: its parts went already) and
+// the size is within the threshold (at most one buffer: newWriter caps it at the part size);
+// else as a multipart upload, which a part already sent has begun.
+func atClose(fromSource, uploadStarted bool, size, threshold int64) closingShape {
+	if !fromSource && !uploadStarted && size <= threshold {
+		return closeSinglePut
+	}
+	return closeMultipart
+}
+
+// tailStep is what a multipart write's held buffers become at Close.
+type tailStep uint8
+
+const (
+	tailNone            tailStep = iota // nothing held: every part went already
+	tailDropEmpty                       // only a fresh buffer with nothing in it: released, nothing sent
+	tailPendingFinal                    // the held full part is the last: it goes as the final part (an empty buffer after it released)
+	tailFillFinal                       // the partly filled buffer goes as the final part
+	tailPendingThenFill                 // the held full part goes, then the partly filled buffer as the final part
+)
+
+// closingTail decides what the held bytes of a buffered multipart write become at Close, from
+// what is held: a buffer being filled (hasBuf, with fill bytes in it) and a full part held back
+// (hasPending) until more data showed it is not the last. Only the last part sent is final, and
+// an empty buffer is never sent: a part of zero bytes would change the object's layout.
+func closingTail(hasBuf bool, fill int, hasPending bool) tailStep {
+	switch {
+	case hasBuf && fill > 0 && hasPending:
+		return tailPendingThenFill
+	case hasBuf && fill > 0:
+		return tailFillFinal
+	case hasPending:
+		return tailPendingFinal
+	case hasBuf:
+		return tailDropEmpty
+	default:
+		return tailNone
+	}
+}
+
+// declaredAllIn reports whether a write of declared size sizeHint (-1: none declared) has all its
+// bytes in (written): a byte more is then the source being longer than declared, said so rather
+// than left to fail as a part the plan has no room for.
+func declaredAllIn(sizeHint, written int64) bool {
+	return sizeHint >= 0 && written >= sizeHint
+}
+
+// partBufferSize decides the size of the next part buffer a stream takes: a whole part, or, for
+// a write of declared size sizeHint with written bytes in, only what remains of the object (a
+// known small object needs only its own size; at least one byte, so a buffer is never empty).
+func partBufferSize(partSize, sizeHint, written int64) int64 {
+	if sizeHint < 0 {
+		return partSize
+	}
+	return max(1, min(partSize, sizeHint-written))
+}
+
+// sectionSpan decides the part of a ReaderAt source of total bytes that starts at off: its size
+// (a whole part, or what is left) and whether it is the final part.
+func sectionSpan(off, total, partSize int64) (size int64, final bool) {
+	size = min(partSize, total-off)
+	return size, off+size == total
+}
+
+// md5Step is what a part's or single PUT's MD5 needs once its receipt is in.
+type md5Step uint8
+
+const (
+	md5Held    md5Step = iota // taken already, or this write takes none
+	md5Take                   // take it now, from the bytes still held
+	md5AskEcho                // the receipt's echo may spare it: wait for the probe's answer, then afterEcho decides
+)
+
+// afterReceipt decides on a receipt's MD5: hasMD5, whether it was taken already (as the bytes
+// arrived, or beside the request); sent, the checksum the request carried. A write that defers
+// its MD5s (md5Late) lets an echo of a checksum it sent decide; one that wants every MD5
+// (md5Upfront: a single PUT whose offered checksum header was refused after its MD5 was skipped)
+// takes it now.
+func (d decider) afterReceipt(hasMD5 bool, sent store.Checksum) md5Step {
+	switch {
+	case hasMD5 || (!d.md5Late && !d.md5Upfront):
+		return md5Held
+	case d.md5Late && !sent.IsZero():
+		return md5AskEcho
+	default:
+		return md5Take
+	}
+}
+
+// echoStep is what a receipt's echo of the checksum sent decides about the MD5 of its bytes.
+type echoStep uint8
+
+const (
+	echoTrusted   echoStep = iota // the store took the bytes as sent: no MD5
+	echoUntrusted                 // take the MD5: the echo alone proves nothing
+	echoMissing                   // take the MD5; the endpoint's receipts do not echo, so they can spare none (checksParts = no)
+)
+
+// afterEcho decides on the value echoed for the checksum sent (sent.Algorithm; "" when the
+// receipt carries none) from an endpoint whose checking of part checksums is checking (the
+// probe's answer). The MD5 is skipped only when the echo matches, the endpoint is known to check
+// (a store that checks nothing may parrot the header) and echo trust is a saving this write
+// uses; a receipt without the echo makes the endpoint's receipts useless for this.
+func (d decider) afterEcho(sent store.Checksum, echoed string, checking tri) echoStep {
+	switch {
+	case echoed == sent.Value && checking == yes && d.echoTrust:
+		return echoTrusted
+	case echoed == "":
+		return echoMissing
+	default:
+		return echoUntrusted
+	}
+}
+
+// md5Early decides whether a single PUT's MD5 is taken beside its request (startMD5) rather than
+// after its answer: when the write defers its MD5 (md5Late), has not taken it (hasMD5), and the
+// answer cannot prove the bytes without it, since the endpoint is not known to check checksums.
+func (d decider) md5Early(hasMD5 bool, checking tri) bool {
+	return d.md5Late && !hasMD5 && checking != yes
+}
+
+// md5Spared reports that a part acknowledged without its MD5 (hasMD5) went without it because
+// its receipt's echo was trusted: if the HEAD then reports no checksum, only a read-back can
+// prove the object (verifying.md5Skipped).
+func (d decider) md5Spared(hasMD5 bool) bool {
+	return !hasMD5 && d.md5Late
+}
+
+// probes decides whether this write sends the checksum probe (probe.go) beside its first parts:
+// only when it defers its MD5s and may (SaveProbe), sends a checksum the probe can get wrong,
+// and the endpoint's checking is not known yet (checking).
+func (d decider) probes(checking tri) bool {
+	return d.md5Late && d.probeSaving && d.checksumSent && checking == unknown
+}
+
+// probeAnswer is what the probe's answer err shows about the endpoint: taken, it checks nothing
+// (no); refused as a digest mismatch, it checks (yes: the answer asked for, not a failure);
+// anything else (a throttle, a 5xx, a lost answer, a refusal of the credentials) says nothing.
+func probeAnswer(err error) tri {
+	switch {
+	case err == nil:
+		return no
+	case hasCode(err, "BadDigest") || hasCode(err, "XAmzContentChecksumMismatch"):
+		return yes
+	default:
+		return unknown
+	}
+}
