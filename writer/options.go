@@ -183,6 +183,20 @@ func defaultOptions() Options {
 	}
 }
 
+// clone returns o with its own copies of what a function could change in place (the metadata
+// and KMS context maps, the customer key, the rules), so a write's functions cannot reach into
+// its Uploader's options.
+func (o Options) clone() Options {
+	o.Metadata = maps.Clone(o.Metadata)
+	o.Encryption.KMSContext = maps.Clone(o.Encryption.KMSContext)
+	o.Encryption.CustomerKey = store.CustomerKey(bytes.Clone(o.Encryption.CustomerKey))
+	if o.Rules != nil {
+		r := *o.Rules
+		o.Rules = &r
+	}
+	return o
+}
+
 // apply runs the caller's functions on o (nil ones are skipped).
 func (o *Options) apply(fns []func(*Options)) {
 	for _, fn := range fns {

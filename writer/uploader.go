@@ -55,6 +55,7 @@ type Uploader struct {
 func NewUploader(st store.Store, optFns ...func(*Options)) (*Uploader, error) {
 	opts := defaultOptions()
 	opts.apply(optFns)
+	opts = opts.clone() // the caller's maps and key stay the caller's
 	cfg := opts.config(nil)
 	bad := func(format string, args ...any) error {
 		return sperrors.New(sperrors.Permanent, "NewUploader", format, args...)
@@ -92,7 +93,7 @@ func shorthand(st store.Store) *Uploader {
 
 // config returns what a write runs with: u's options with the write's own functions applied.
 func (u *Uploader) config(optFns []func(*Options)) config {
-	opts := u.opts
+	opts := u.opts.clone()
 	opts.apply(optFns)
 	cfg := opts.config(&u.cfg)
 	if cfg.policy == nil { // Retry set to nil for one write: the Uploader's policy

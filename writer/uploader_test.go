@@ -14,6 +14,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/retry"
+	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/store/storetest/memstore"
@@ -226,6 +227,35 @@ func TestUploaderSharesItsBudget(t *testing.T) {
 	}
 	if _, err := u.New(context.Background(), unitBucket, "big", func(o *writer.Options) { o.Concurrency = 3 }); sperrors.KindOf(err) != sperrors.Permanent {
 		t.Fatalf("a write needing 15 MiB of a 10 MiB budget: err %v, want Permanent", err)
+	}
+}
+
+// TestWriteOptionsStayTheWrites: a write's functions edit a copy of its Uploader's options, so
+// one that changes a map in place (metadata) changes neither the Uploader's next write nor the
+// caller's map; the Uploader's settings reach every write that does not override them.
+func TestWriteOptionsStayTheWrites(t *testing.T) {
+	mem := newMem(memstore.Rules{})
+	callers := map[string]string{"team": "a"}
+	u := newUploader(t, mem, func(o *writer.Options) { o.Metadata = callers; o.ContentType = "text/plain" })
+	ctx := context.Background()
+	if _, err := u.Upload(ctx, unitBucket, "first", strings.NewReader("1"), func(o *writer.Options) {
+		o.Metadata["extra"] = "x"
+		o.ContentType = "application/json"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	callers["team"] = "changed after NewUploader"
+	if _, err := u.Upload(ctx, unitBucket, "second", strings.NewReader("2")); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string][2]string{"first": {"application/json", "x"}, "second": {"text/plain", ""}} {
+		head, err := mem.HeadObject(ctx, &store.HeadObjectInput{Bucket: unitBucket, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if head.ContentType != want[0] || head.Metadata["extra"] != want[1] || head.Metadata["team"] != "a" {
+			t.Errorf("%s: Content-Type %q, metadata %v; want %q, extra %q, team \"a\"", key, head.ContentType, head.Metadata, want[0], want[1])
+		}
 	}
 }
 
