@@ -19,7 +19,7 @@
 // safeblob exposes s3blob's types for every As but the writer's:
 //   - Bucket: *s3.Client, *writer.Uploader
 //   - Error: *github.com/safeput/safeput/errors.Error for writes; s3blob's for the rest
-//   - WriterOptions.BeforeWrite: *[]writer.Option, the options of this write (append to them)
+//   - WriterOptions.BeforeWrite: *[]func(*writer.Options), the options of this write (append to them)
 //   - the rest (ListObject, ListOptions.BeforeList, Reader, ReaderOptions.BeforeRead, Attributes,
 //     CopyOptions.BeforeCopy, DeleteOptions.BeforeDelete, SignedURLOptions.BeforeSign): s3blob's
 package safeblob

@@ -180,7 +180,7 @@ func (*asTest) BeforeRead(as func(any) bool) error {
 func (a *asTest) BeforeWrite(as func(any) bool) error {
 	var opts *[]func(*writer.Options)
 	if !as(&opts) {
-		return stderrors.New("BeforeWrite: no *[]writer.Option")
+		return stderrors.New("BeforeWrite: no *[]func(*writer.Options)")
 	}
 	*opts = append(*opts, func(o *writer.Options) { o.Observer = func(writer.Event) { a.events.Add(1) } })
 	return nil
@@ -294,7 +294,7 @@ func TestCanceledWrite(t *testing.T) {
 			BeforeWrite: func(as func(any) bool) error {
 				var opts *[]func(*writer.Options)
 				if !as(&opts) {
-					return stderrors.New("no *[]writer.Option")
+					return stderrors.New("no *[]func(*writer.Options)")
 				}
 				*opts = append(*opts, func(o *writer.Options) {
 					o.Observer = func(e writer.Event) {
@@ -438,7 +438,7 @@ func TestWriterOptions(t *testing.T) {
 		hdrs.BeforeWrite = func(as func(any) bool) error {
 			var opts *[]func(*writer.Options)
 			if !as(&opts) {
-				return stderrors.New("no *[]writer.Option")
+				return stderrors.New("no *[]func(*writer.Options)")
 			}
 			*opts = append(*opts, func(o *writer.Options) { o.ReadBack = true })
 			return nil
