@@ -107,18 +107,6 @@ func (c ChecksumSupport) Allows(a store.ChecksumAlgorithm, t store.ChecksumType)
 	return false
 }
 
-// Algorithms lists the accepted algorithms, in a fixed order; empty when the store accepts none
-// (the writer then relies on Content-MD5 if ContentMD5 is set, else on length and a local hash).
-func (c ChecksumSupport) Algorithms() []store.ChecksumAlgorithm {
-	var out []store.ChecksumAlgorithm
-	for _, a := range checksumAlgorithms {
-		if c.Types(a) != 0 {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // String is "none" or e.g. "CRC32:full+composite CRC64NVME:full", for tables and messages.
 func (c ChecksumSupport) String() string {
 	var parts []string

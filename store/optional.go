@@ -18,6 +18,19 @@ type InsecureTLS interface {
 	InsecureSkipVerify() bool
 }
 
+// Warmer is a Store that can open connections ahead of requests. As a write begins, the writer
+// asks for the n connections its first requests will take to bucket (1 for a single PUT or a
+// stream of unknown size; up to the parts in flight for a multipart write of known size), so
+// over a wide-area link each connection's handshake overlaps the reading and checksumming of the
+// first bytes instead of following them. Warm must not block, and must open nothing it cannot
+// use: the adapters open connections only on the transport they built themselves (not over a
+// proxy, not on a client the caller passed in), close an unused one after a few seconds, and
+// dial nothing when enough connections are already open. A store without it is written to the
+// same way.
+type Warmer interface {
+	Warm(bucket string, n int)
+}
+
 // Wrapper is a Store that wraps another: Unwrap returns the store it sends to, so Find reaches
 // the capabilities of the store underneath. A wrapper that implements a capability itself is
 // found first.

@@ -112,7 +112,7 @@ type Options struct {
 	// missing, and a warning is logged. Without it such a write fails with an Integrity error
 	// coded Unverifiable, and the object it committed is deleted.
 	AllowWeakVerification bool
-	// Savings are the cost-saving strategies writes may use (default AllSavings; 0: none, the
+	// Savings are the cost-saving strategies writes may use (default: all of them; 0: none, the
 	// reference path). HugePages and EndpointCache are savings too, off unless asked for.
 	Savings Saving
 	// HugePages asks the kernel to back the part buffers a write allocates afresh with
@@ -178,7 +178,7 @@ type Options struct {
 func defaultOptions() Options {
 	return Options{
 		Profile: multipart.DefaultProfile, PartSize: DefaultPartSize, Concurrency: DefaultConcurrency,
-		Size: multipart.UnknownSize, ReadBackLimit: defaultReadBackLimit, Savings: AllSavings,
+		Size: multipart.UnknownSize, ReadBackLimit: defaultReadBackLimit, Savings: allSavings,
 		AbortTimeout: defaultAbortTimeout,
 	}
 }

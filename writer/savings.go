@@ -22,8 +22,8 @@ const (
 	// it (internal/prefault) instead of faulting one 4 KiB page at a time.
 	SavePrefault
 
-	// AllSavings is the default.
-	AllSavings = SaveLateMD5 | SaveProbe | SaveEchoTrust | SavePrefault
+	// allSavings is the default.
+	allSavings = SaveLateMD5 | SaveProbe | SaveEchoTrust | SavePrefault
 )
 
 func (c *config) saves(s Saving) bool { return c.savings&s != 0 }

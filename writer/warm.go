@@ -2,18 +2,13 @@ package writer
 
 import "github.com/safeput/safeput/store"
 
-// warmer is what the adapters' stores offer when they built their own transport: connections
-// opened ahead of a write's requests (internal/warmdial). It is not part of the store contract;
-// a store without it is written to the same way.
-type warmer interface{ Warm(bucket string, n int) }
-
 // warmConnections asks the store, as a write begins, for the connections its first requests
 // will take: over a wide-area link each new connection's handshake is a round trip, which then
 // overlaps the reading and checksumming of the first bytes and, for a multipart write, the
 // CreateMultipartUpload the parts wait for, instead of following them. A client whose
 // connections are already open dials nothing.
 func (w *Writer) warmConnections() {
-	wm, ok := store.Find[warmer](w.st)
+	wm, ok := store.Find[store.Warmer](w.st)
 	if !ok {
 		return
 	}

@@ -80,7 +80,13 @@ type s3Store struct {
 	warm          *warmdial.Dialer // the built client's dialer; nil with the caller's client
 }
 
-var _ store.Store = (*s3Store)(nil)
+// The optional capabilities the writer looks for (store/optional.go).
+var (
+	_ store.Store       = (*s3Store)(nil)
+	_ store.Endpointer  = (*s3Store)(nil)
+	_ store.InsecureTLS = (*s3Store)(nil)
+	_ store.Warmer      = (*s3Store)(nil)
+)
 
 // New builds a store from cfg.
 func New(cfg Config) (store.Store, error) {

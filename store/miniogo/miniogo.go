@@ -80,7 +80,7 @@ type Config struct {
 
 // coreStore is the store.Store New and NewFromCore return, over a minio-go Core client; it is
 // safe for concurrent use. It stays unexported so that its methods are the store.Store contract
-// and the store package's optional interfaces (Endpointer, InsecureTLS), nothing more to keep.
+// and the store package's optional interfaces (Endpointer, InsecureTLS, Warmer), nothing more to keep.
 type coreStore struct {
 	core   *minio.Core
 	warm   *warmdial.Dialer // the built transport's dialer; nil with the caller's transport or Core
@@ -91,7 +91,13 @@ type coreStore struct {
 	insecure  bool // Config.InsecureSkipVerify
 }
 
-var _ store.Store = (*coreStore)(nil)
+// The optional capabilities the writer looks for (store/optional.go).
+var (
+	_ store.Store       = (*coreStore)(nil)
+	_ store.Endpointer  = (*coreStore)(nil)
+	_ store.InsecureTLS = (*coreStore)(nil)
+	_ store.Warmer      = (*coreStore)(nil)
+)
 
 // Connection pool sizing: a flush node may run 64 uploads at once, each with several parts in
 // flight, all to one host.
