@@ -174,3 +174,12 @@ func probeAnswer(err error) tri {
 		return unknown
 	}
 }
+
+// createsAtStart decides whether a stream creates its multipart upload as it begins rather than
+// when its first part is full: only when its declared size (sizeHint, -1 for none) is over the
+// single-PUT threshold, so it is multipart whatever comes. A stream of unknown size may yet fit
+// one PutObject, and must not pay for an upload it may not use. (A ReaderAt source sends its
+// create first anyway.)
+func createsAtStart(sizeHint, threshold int64) bool {
+	return sizeHint >= 0 && sizeHint > threshold
+}

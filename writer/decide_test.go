@@ -504,3 +504,21 @@ func TestDecideProbe(t *testing.T) {
 		}
 	}
 }
+
+func TestDecideCreatesAtStart(t *testing.T) {
+	const threshold = 5 << 20
+	for _, c := range []struct {
+		name     string
+		sizeHint int64
+		want     bool
+	}{
+		{"no declared size: may yet be one PutObject (TestCreatesAtStart)", -1, false},
+		{"declared, within the threshold: one PutObject (TestCreatesAtStart)", threshold, false},
+		{"declared over the threshold: multipart whatever comes (TestCreatesAtStart)", threshold + 1, true},
+		{"declared empty", 0, false},
+	} {
+		if got := createsAtStart(c.sizeHint, threshold); got != c.want {
+			t.Errorf("%s: createsAtStart = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -33,10 +33,39 @@ type session struct {
 	// outcome is proven (journalForget leaves it).
 	completeLost bool
 	jr           journalRun // the upload's journal record (journal.go)
+	// early is closed when the create started as the write began (createEarly) has its answer;
+	// nil when none was started. Set before any other goroutine of the write runs.
+	early chan struct{}
 }
 
-// ensureUpload creates the multipart upload before the first part, once.
+// createEarly starts the multipart upload in the background as the write begins, for a write
+// that is multipart whatever comes (createsAtStart): over a wide-area link its round trip then
+// overlaps the filling of the first part instead of following it. The first part waits for it
+// (ensureUpload); Close and Abort wait for it too (w.wg) and abort what it created.
+func (w *Writer) createEarly() {
+	done := make(chan struct{})
+	w.early = done
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer close(done)
+		defer w.recoverTo("CreateMultipartUpload", 0)
+		_ = w.createUpload() // a failure is the write's, sticky (w.fail)
+	}()
+}
+
+// ensureUpload creates the multipart upload before the first part, once: it waits for the early
+// create when one was started (bounded as every request is, and ended by the write's context),
+// so two creates never race.
 func (w *Writer) ensureUpload() error {
+	if w.early != nil {
+		<-w.early
+	}
+	return w.createUpload()
+}
+
+// createUpload sends CreateMultipartUpload unless the write has its upload already.
+func (w *Writer) createUpload() error {
 	if w.currentUploadID() != "" {
 		return nil
 	}

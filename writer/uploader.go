@@ -118,7 +118,9 @@ func (u *Uploader) warnInsecure(l *zap.Logger) {
 }
 
 // New returns a Writer for bucket/key, configured by u's options and then opts. Nothing is sent
-// until a part fills or Close. ctx governs the whole write: when it ends, in-flight requests stop
+// until a part fills or Close, except for a declared Size over the single-PUT threshold: that
+// write is multipart whatever comes, so its CreateMultipartUpload goes at once, beside the
+// filling of its first part. ctx governs the whole write: when it ends, in-flight requests stop
 // and Close returns Canceled.
 func (u *Uploader) New(ctx context.Context, bucket, key string, optFns ...func(*Options)) (*Writer, error) {
 	if u == nil {
@@ -127,6 +129,9 @@ func (u *Uploader) New(ctx context.Context, bucket, key string, optFns ...func(*
 	w, err := u.newWriter(ctx, bucket, key, u.config(optFns))
 	if err == nil {
 		w.warmConnections()
+		if createsAtStart(w.cfg.sizeHint, w.plan.Threshold) {
+			w.createEarly()
+		}
 	}
 	return w, err
 }

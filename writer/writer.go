@@ -193,8 +193,9 @@ type checksumCaps struct {
 	probing   bool // alg is offered though the profile does not list it
 }
 
-// New returns a Writer for bucket/key. Nothing is sent until a part fills or Close.
-// ctx governs the whole write: when it ends, in-flight requests stop and Close returns Canceled.
+// New returns a Writer for bucket/key. Nothing is sent until a part fills or Close, except the
+// CreateMultipartUpload of a write whose declared Size is over the single-PUT threshold (see
+// Uploader.New). ctx governs the whole write: when it ends, in-flight requests stop and Close returns Canceled.
 //
 // New is a shorthand for a write from a fresh Uploader of st made for this call alone: it has a
 // retry policy (and budget) of its own unless Options.Retry names one, and learns the store afresh.
