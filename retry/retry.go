@@ -196,34 +196,24 @@ func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, att
 		if e.Kind == errors.Throttled && p.limiter != nil {
 			p.limiter.throttled()
 		}
-		if !resendable(e) || attempt >= c.attemptsFor(e.Kind) {
+		delay, delayOK := p.delay(e, transient, throttle)
+		step := c.afterFailure(failure{err: e, attempt: attempt, integritySpent: integrity,
+			elapsed: c.now().Sub(start), delay: delay, delayOK: delayOK})
+		if step.giveUp {
+			if step.why != "" {
+				return stats, note(e, step.why)
+			}
 			return stats, e
 		}
-		if e.Kind == errors.Integrity {
-			if integrity >= c.integrityRetries {
-				return stats, note(e, fmt.Sprintf("integrity retry cap (%d) reached", c.integrityRetries))
-			}
+		if step.integrity {
 			integrity++
-		}
-		delay, ok := p.delay(e, transient, throttle)
-		if !ok {
-			return stats, note(e, "backoff stopped")
-		}
-		if c.maxElapsed > 0 && c.now().Sub(start)+delay > c.maxElapsed {
-			return stats, note(e, fmt.Sprintf("max elapsed time %v reached", c.maxElapsed))
-		}
-		if e.Kind == errors.Throttled && c.throttleMaxElapsed > 0 && c.now().Sub(start)+delay > c.throttleMaxElapsed {
-			return stats, note(e, fmt.Sprintf("throttled for the whole allowance of %v", c.throttleMaxElapsed))
 		}
 		if ctx.Err() != nil {
 			// The caller gave up while the attempt failed: spend no budget on a retry that
 			// will not happen.
 			return stats, p.canceled(ctx, op, stats, last, nil)
 		}
-		cost := retryCost
-		if errors.IsTimeout(e) {
-			cost = timeoutCost
-		}
+		cost := step.cost
 		if p.budget != nil && !p.budget.take(cost) {
 			p.log.Warn("retry budget exhausted", append(p.fields(op, attempt, e), zap.Error(e))...)
 			return stats, note(e, "retry budget exhausted")

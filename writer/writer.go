@@ -54,7 +54,8 @@ import (
 //     encryption.go: the encryption asked for, proven by the HEAD
 //   - decide_parts.go: the decisions before the commit (single PUT or multipart, part sizes and
 //     the final part, the tail at Close, when a part's MD5 is taken, the probe); decide.go: the
-//     decisions on the store's answers after; both apart from the I/O (decide_test.go)
+//     decisions on the store's answers after; both apart from the I/O (decide_test.go). Whether
+//     one failed request is sent again is the retry package's decision (retry/decide.go)
 //   - cleanup.go: abort (confirmed), sweep of lost creates, delete of a wrong object
 //   - failures.go: the retry wrapper, error constructors, events; result.go: Result and Event
 //   - optional.go: the store's optional operations (ListParts, ListMultipartUploads, conditional
