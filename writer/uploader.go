@@ -121,7 +121,8 @@ func (u *Uploader) warnInsecure(l *zap.Logger) {
 // until a part fills or Close, except for a declared Size over the single-PUT threshold: that
 // write is multipart whatever comes, so its CreateMultipartUpload goes at once, beside the
 // filling of its first part. ctx governs the whole write: when it ends, in-flight requests stop
-// and Close returns Canceled.
+// and Close returns Canceled. End every Writer with Close or Abort: one left without either once
+// its upload began leaves that upload incomplete (Recover finds it when the write is journaled).
 func (u *Uploader) New(ctx context.Context, bucket, key string, optFns ...func(*Options)) (*Writer, error) {
 	if u == nil {
 		return nil, errNilUploader("New")
