@@ -206,7 +206,8 @@ func (o *Options) apply(fns []func(*Options)) {
 	}
 }
 
-// config resolves o into what a write runs with. The journal of a write whose directory is its
+// config resolves o into what a write runs with; it shares o's maps and key, so o is a clone
+// the caller's functions can no longer reach (NewUploader, Uploader.config). The journal of a write whose directory is its
 // Uploader's (base, nil for the Uploader itself) is the Uploader's own, so its writes and
 // Recover agree on the records each holds.
 func (o *Options) config(base *config) config {
@@ -217,7 +218,7 @@ func (o *Options) config(base *config) config {
 		},
 		objectConfig: objectConfig{
 			createOnly: o.CreateOnly, contentType: o.ContentType, headers: o.Headers,
-			metadata: maps.Clone(o.Metadata), sse: o.Encryption,
+			metadata: o.Metadata, sse: o.Encryption,
 		},
 		verifyConfig: verifyConfig{
 			readBack: o.ReadBack, allowWeak: o.AllowWeakVerification,
@@ -244,8 +245,6 @@ func (o *Options) config(base *config) config {
 	case o.Checksum != "":
 		c.checksum, c.checksumSet = o.Checksum, true
 	}
-	c.sse.CustomerKey = store.CustomerKey(bytes.Clone(o.Encryption.CustomerKey))
-	c.sse.KMSContext = maps.Clone(o.Encryption.KMSContext)
 	if c.logger == nil {
 		c.logger = zap.NewNop()
 	}

@@ -38,11 +38,14 @@ type session struct {
 	early chan struct{}
 }
 
-// createEarly starts the multipart upload in the background as the write begins, for a write
-// that is multipart whatever comes (createsAtStart): over a wide-area link its round trip then
+// createEarly starts the multipart upload in the background as the write begins, when the write
+// is multipart whatever comes (createsAtStart): over a wide-area link its round trip then
 // overlaps the filling of the first part instead of following it. The first part waits for it
 // (ensureUpload); Close and Abort wait for it too (w.wg) and abort what it created.
 func (w *Writer) createEarly() {
+	if !createsAtStart(w.cfg.sizeHint, w.plan.Threshold) {
+		return
+	}
 	done := make(chan struct{})
 	w.early = done
 	w.wg.Add(1)

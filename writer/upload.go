@@ -245,9 +245,7 @@ func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt
 			// untouched so a whole-upload retry can read it again.
 			r = io.NewSectionReader(ra, base, w.cfg.sizeHint)
 		}
-		if createsAtStart(w.cfg.sizeHint, w.plan.Threshold) {
-			w.createEarly()
-		}
+		w.createEarly()
 		if _, err := w.ReadFrom(r); err != nil {
 			return nil, w.closeFailed(err)
 		}

@@ -130,9 +130,7 @@ func (u *Uploader) New(ctx context.Context, bucket, key string, optFns ...func(*
 	w, err := u.newWriter(ctx, bucket, key, u.config(optFns))
 	if err == nil {
 		w.warmConnections()
-		if createsAtStart(w.cfg.sizeHint, w.plan.Threshold) {
-			w.createEarly()
-		}
+		w.createEarly()
 	}
 	return w, err
 }
