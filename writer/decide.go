@@ -29,6 +29,7 @@ type decider struct {
 	// be sent again; a streamed part's buffer is gone once it is acknowledged.
 	replayable bool
 	resent     bool // the parts were re-sent once already after a failed layout check
+	unlisted   bool // the Complete answered went without the ListParts check (SaveListParts)
 	// completeLost: a Complete's answer was lost and its retry found the upload gone, so a HEAD
 	// that fails cannot say the object is not there.
 	completeLost bool
@@ -39,6 +40,7 @@ type decider struct {
 	checksumSent bool // caps.alg: a checksum header goes with each part
 	echoTrust    bool // SaveEchoTrust: a trusted echo may spare an MD5
 	probeSaving  bool // SaveProbe: the probe may be sent
+	listSaving   bool // SaveListParts: proven receipts may stand for the listing
 }
 
 // decider returns the decisions' view of w now.
@@ -48,9 +50,10 @@ func (w *Writer) decider() decider {
 	w.mu.Unlock()
 	return decider{
 		createOnly: w.cfg.createOnly, allowWeak: w.cfg.allowWeak, readBack: w.cfg.readBack,
-		replayable: w.section != nil, resent: w.resent, completeLost: completeLost,
+		replayable: w.section != nil, resent: w.resent, unlisted: w.unlisted, completeLost: completeLost,
 		md5Upfront: w.caps.md5, md5Late: w.caps.md5Late, checksumSent: w.caps.alg != store.ChecksumNone,
 		echoTrust: w.cfg.saves(SaveEchoTrust), probeSaving: w.cfg.saves(SaveProbe),
+		listSaving: w.cfg.saves(SaveListParts) && !w.mustList,
 	}
 }
 
@@ -87,6 +90,7 @@ const (
 	commitAnswerLost                         // the upload vanished under a retry: the HEAD says whether ours landed
 	commitKeyTaken                           // create-only and the key is taken: the HEAD says whether it is ours
 	commitOwnDamagedLeft                     // the retry met this write's own damaged object, which could not be deleted
+	commitListFirst                          // a part was refused by a Complete sent without ListParts: list, check, complete again
 	commitFailed                             // fail with the commit's error
 )
 
@@ -103,6 +107,10 @@ func (d decider) afterCommit(err error, ownDamagedLeft bool) commitStep {
 		return commitWithoutCondition
 	case stderrors.As(err, &lost):
 		return commitAnswerLost
+	case d.unlisted && hasCode(err, "InvalidPart"):
+		// The store holds a part other than its receipt said: the layout check finds which, and
+		// re-sends it or fails Integrity, as it would have before this Complete.
+		return commitListFirst
 	case ownDamagedLeft && isPrecondition(err):
 		return commitOwnDamagedLeft
 	case d.createOnly && isPrecondition(err):

@@ -183,3 +183,20 @@ func probeAnswer(err error) tri {
 func createsAtStart(sizeHint, threshold int64) bool {
 	return sizeHint >= 0 && sizeHint > threshold
 }
+
+// listsBeforeComplete decides whether the parts are listed (ListParts) and checked against what
+// was sent before Complete. The listing is left out (SaveListParts) only when it would add
+// nothing: a checksum went with every part, the endpoint is known to check it (checking), and
+// every part's receipt in this write echoed it (a resumed part has no receipt here). A store
+// that checks took each such part as sent, or refused it.
+func (d decider) listsBeforeComplete(parts []partDone, checking tri) bool {
+	if !d.listSaving || !d.checksumSent || checking != yes || len(parts) == 0 {
+		return true
+	}
+	for _, p := range parts {
+		if !p.echoed {
+			return true
+		}
+	}
+	return false
+}

@@ -522,3 +522,35 @@ func TestDecideCreatesAtStart(t *testing.T) {
 		}
 	}
 }
+
+func TestDecideListsBeforeComplete(t *testing.T) {
+	proven := []partDone{{number: 1, echoed: true}, {number: 2, echoed: true}}
+	oneBare := []partDone{{number: 1, echoed: true}, {number: 2}} // a resumed part, or no echo
+	saving := decider{listSaving: true, checksumSent: true}
+	for _, c := range []struct {
+		name     string
+		d        decider
+		parts    []partDone
+		checking tri
+		want     bool
+	}{
+		{"every receipt echoed, store checks: left out (TestListPartsLeftOutWhenReceiptsProve)", saving, proven, yes, false},
+		{"a part without a proving receipt (TestListPartsLeftOutWhenReceiptsProve)", saving, oneBare, yes, true},
+		{"store checks nothing: an echo may be parroted (TestListPartsLeftOutWhenReceiptsProve)", saving, proven, no, true},
+		{"store not known to check", saving, proven, unknown, true},
+		{"no checksum sent", decider{listSaving: true}, proven, yes, true},
+		{"saving off, or a Complete refused a part (TestListPartsLeftOutWhenReceiptsProve)", decider{checksumSent: true}, proven, yes, true},
+		{"no parts", saving, nil, yes, true},
+	} {
+		if got := c.d.listsBeforeComplete(c.parts, c.checking); got != c.want {
+			t.Errorf("%s: listsBeforeComplete = %v, want %v", c.name, got, c.want)
+		}
+	}
+	refused := &sperrors.Error{Op: "CompleteMultipartUpload", Code: "InvalidPart"}
+	if got := (decider{unlisted: true}).afterCommit(refused, false); got != commitListFirst {
+		t.Errorf("a part refused by an unlisted Complete: %v, want commitListFirst", got)
+	}
+	if got := (decider{}).afterCommit(refused, false); got != commitFailed {
+		t.Errorf("a part refused after the listing: %v, want commitFailed", got)
+	}
+}

@@ -20,6 +20,9 @@ type partDone struct {
 	sum    string
 	md5    [16]byte
 	hasMD5 bool
+	// echoed: its receipt echoed the checksum sent, so on a store known to check it the receipt
+	// is the store's checked record of the part (listsBeforeComplete).
+	echoed bool
 }
 
 // partBody is one part's bytes: a pooled buffer the writer filled, or a section of the caller's
@@ -151,6 +154,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 			return w.integrity("UploadPart", n, err)
 		}
 		done.etag, done.md5, done.hasMD5 = out.ETag, rec.md5, rec.hasMD5
+		done.echoed = in.Checksum.Value != "" && out.Checksums.Get(in.Checksum.Algorithm) == in.Checksum.Value
 		return nil
 	})
 	if err == nil && w.decider().md5Spared(done.hasMD5) {

@@ -21,9 +21,16 @@ const (
 	// SavePrefault: a fresh part buffer's pages are mapped a step ahead of the bytes read into
 	// it (internal/prefault) instead of faulting one 4 KiB page at a time.
 	SavePrefault
+	// SaveListParts: the ListParts before Complete is left out when every part of the upload was
+	// sent by this write and its receipt echoed the checksum sent, from a store known to check
+	// it. Each receipt is then the store's checked record of its part, which the listing would
+	// only repeat, at one round trip; Complete names every part's ETag and checksum, and the HEAD
+	// after commit proves the object. A resumed part, a receipt without the echo or a store not
+	// known to check still gets the listing.
+	SaveListParts
 
 	// allSavings is the default.
-	allSavings = SaveLateMD5 | SaveProbe | SaveEchoTrust | SavePrefault
+	allSavings = SaveLateMD5 | SaveProbe | SaveEchoTrust | SavePrefault | SaveListParts
 )
 
 func (c *config) saves(s Saving) bool { return c.savings&s != 0 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	sperrors "github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/store/storetest/s3test"
@@ -73,7 +74,7 @@ func TestSavingsOffIsTheReferencePath(t *testing.T) {
 	// never an upload left.
 	t.Run("a part damaged on the way", func(t *testing.T) {
 		for _, off := range []bool{true, false} {
-			savings := writer.SaveLateMD5 | writer.SaveProbe | writer.SaveEchoTrust | writer.SavePrefault // the default
+			savings := writer.SaveLateMD5 | writer.SaveProbe | writer.SaveEchoTrust | writer.SavePrefault | writer.SaveListParts // the default
 			if off {
 				savings = 0
 			}
@@ -88,15 +89,15 @@ func TestSavingsOffIsTheReferencePath(t *testing.T) {
 			switch {
 			case err == nil:
 				if got, ok := mem.Object(unitBucket, "k"); !ok || !bytes.Equal(got, large) || !res.VerifiedStrong {
-					t.Fatalf("savings %04b: landed, but not the bytes written, or not proven (%s)", savings, res.Verified)
+					t.Fatalf("savings %05b: landed, but not the bytes written, or not proven (%s)", savings, res.Verified)
 				}
 			case !errors.Is(err, sperrors.Integrity):
-				t.Fatalf("savings %04b: %v, want Integrity", savings, err)
+				t.Fatalf("savings %05b: %v, want Integrity", savings, err)
 			default:
 				mustBeAbsent(t, mem, "k")
 			}
 			if ups := mem.Uploads(unitBucket); len(ups) != 0 {
-				t.Fatalf("savings %04b: incomplete uploads left: %+v", savings, ups)
+				t.Fatalf("savings %05b: incomplete uploads left: %+v", savings, ups)
 			}
 		}
 	})
@@ -125,4 +126,77 @@ func TestSavingsOffOnServers(t *testing.T) {
 			}
 		}
 	})
+}
+
+// SaveListParts: a multipart write leaves out the ListParts before Complete only when every
+// part's receipt echoed the checksum sent and the store showed (the probe) that it checks it. A
+// store that then holds a part other than its receipt said is caught before commit all the same:
+// its Complete refuses the part (InvalidPart), the write lists the parts, and re-sends the wrong
+// one from a replayable source or fails Integrity, leaving nothing.
+func TestListPartsLeftOutWhenReceiptsProve(t *testing.T) {
+	data := randomBytes(t, largeSize)
+	for _, c := range []struct {
+		name     string
+		rules    memstore.Rules
+		wrap     func(store.Store) store.Store
+		opts     func(*writer.Options)
+		listings int
+	}{
+		{"checks and echoes", minioLike, nil, nil, 0},
+		{"saving off", minioLike, nil, func(o *writer.Options) { o.Savings &^= writer.SaveListParts }, 1},
+		{"checks nothing (MD5 ETags)", cephLike, nil, nil, 1},
+		{"parrots the header, checks nothing", cephLike, func(s store.Store) store.Store { return parrot{s} }, nil, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := newMem(c.rules)
+			var st store.Store = mem
+			if c.wrap != nil {
+				st = c.wrap(mem)
+			}
+			var opts []func(*writer.Options)
+			if c.opts != nil {
+				opts = append(opts, c.opts)
+			}
+			res, _, err := writeCounting(t, newUploader(t, st), "k", data, opts...)
+			if err != nil {
+				t.Fatalf("write failed: %v", err)
+			}
+			if got, ok := mem.Object(unitBucket, "k"); !ok || !bytes.Equal(got, data) || !res.VerifiedStrong {
+				t.Fatalf("landed %v, verified %s (strong %v): want the bytes written, proven", ok, res.Verified, res.VerifiedStrong)
+			}
+			if n := mem.Requests("ListParts"); n != c.listings {
+				t.Fatalf("ListParts sent %d times, want %d", n, c.listings)
+			}
+		})
+	}
+	// The store takes part 2 with its checksum echoed, then keeps it with a byte flipped.
+	for _, src := range []source{replayable, stream} {
+		t.Run("kept other than its receipt/"+src.String(), func(t *testing.T) {
+			mem := newMem(minioLike)
+			fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte()))
+			res, err := writer.Upload(context.Background(), fs, unitBucket, "k", src.reader(data),
+				func(o *writer.Options) { o.PartSize = 5 * mib; o.Retry = fastPolicy() })
+			// After Complete refused the part: the layout check, then the check again after the
+			// re-send, or the abort's confirmation.
+			if n := mem.Requests("ListParts"); n != 2 {
+				t.Fatalf("ListParts sent %d times, want 2", n)
+			}
+			if src == stream {
+				if !errors.Is(err, sperrors.Integrity) {
+					t.Fatalf("got %v, want Integrity", err)
+				}
+				mustBeAbsent(t, mem, "k")
+				return
+			}
+			if err != nil {
+				t.Fatalf("write failed: %v; injected %v", err, fs.Injected())
+			}
+			if got, ok := mem.Object(unitBucket, "k"); !ok || !bytes.Equal(got, data) || !res.VerifiedStrong {
+				t.Fatalf("landed %v, verified %s: want the bytes written, proven", ok, res.Verified)
+			}
+			if ups := mem.Uploads(unitBucket); len(ups) != 0 {
+				t.Fatalf("incomplete uploads left: %+v", ups)
+			}
+		})
+	}
 }

@@ -135,6 +135,9 @@ type intake struct {
 // (commit.go, landed.go, evidence.go).
 type verifying struct {
 	resent bool // parts were re-sent once after a failed layout check
+	// unlisted: the Complete now being sent was not preceded by ListParts (SaveListParts);
+	// mustList: a Complete so sent was refused for a part, so this write lists before committing.
+	unlisted, mustList bool
 	// lateETag gives the single PUT's body MD5 (hex) on demand while its buffer is held: the
 	// HEAD's evidence may need it (evidence.go). nil for a multipart write.
 	lateETag func() string
