@@ -566,7 +566,28 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 		}
 		b.WriteString("\n")
 	}
+	if unlisted := unlistedMultipart(recs); unlisted > 0 && !slices.Contains(legend, "ListParts") {
+		fmt.Fprintf(&b, "No ListParts: in %d of safeput's multipart writes here, %s.\n\n", unlisted, whyNoListParts)
+	}
 	return b.String()
+}
+
+// whyNoListParts says why a safeput multipart write may go without the listing before Complete.
+const whyNoListParts = "every part's receipt echoed the checksum sent, from a server the probe showed checks it " +
+	"(`writer.SaveListParts`, on by default): each receipt is then the server's checked record of its part, which the listing " +
+	"would only repeat, at one round trip. A write lists its parts before Complete, one round trip, wherever a receipt does not " +
+	"prove its part (a server that checks no part checksum, such as Ceph RGW, or parts resumed from the journal), and after a " +
+	"Complete that refuses a part"
+
+// unlistedMultipart counts safeput's multipart writes that sent no ListParts.
+func unlistedMultipart(recs []WANRecord) int {
+	n := 0
+	for _, r := range recs {
+		if strings.HasPrefix(r.Impl, "safeput") && r.Ops["CompleteMultipartUpload"] > 0 && r.Ops["ListParts"] == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func abs(f float64) float64 {
