@@ -3,6 +3,7 @@ package writer
 import (
 	stderrors "errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -552,5 +553,63 @@ func TestDecideListsBeforeComplete(t *testing.T) {
 	}
 	if got := (decider{}).afterCommit(refused, false); got != commitFailed {
 		t.Errorf("a part refused after the listing: %v, want commitFailed", got)
+	}
+}
+
+func TestDecideWidens(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		conc int
+		rtt  time.Duration
+		want bool
+	}{
+		{"a far store (TestWideningOver200msLink)", 4, 80 * time.Millisecond, true},
+		{"a near store", 4, 2 * time.Millisecond, false},
+		{"no create sent (a resumed upload)", 4, 0, false},
+		{"one at a time", 1, 80 * time.Millisecond, false},
+	} {
+		if got := widens(c.conc, c.rtt); got != c.want {
+			t.Errorf("%s: widens = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The widening over epochs of acknowledged parts: each epoch's parts are acknowledged at once
+// at its end, after the epoch's duration; the rate is what the link gives that many parts.
+func TestDecideWidening(t *testing.T) {
+	const part = 16 << 20
+	for _, c := range []struct {
+		name string
+		// rate gives the link's bytes/s with n parts in flight.
+		rate   func(n int) float64
+		limits []int // the limit after each epoch
+	}{
+		{"window-bound: the rate grows with the parts in flight, up to 4× (16)",
+			func(n int) float64 { return float64(n) * (20 << 20) }, []int{6, 9, 13, 16}},
+		{"link-bound from the start: one widening, then it stops",
+			func(int) float64 { return 119 << 20 }, []int{6, 6, 6}},
+		{"full at 9: widens past it once, then stops",
+			func(n int) float64 { return float64(min(n, 9)) * (13 << 20) }, []int{6, 9, 13, 13}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			now := time.Unix(0, 0)
+			p := newWidening(4, now)
+			var got []int
+			for range c.limits {
+				n := p.limit
+				now = now.Add(time.Duration(float64(n*part) / c.rate(n) * float64(time.Second)))
+				added := 0
+				for range n {
+					added += p.partDone(now, part)
+				}
+				if p.limit != n+added {
+					t.Fatalf("limit %d after adding %d to %d", p.limit, added, n)
+				}
+				got = append(got, p.limit)
+			}
+			if !slices.Equal(got, c.limits) {
+				t.Errorf("limits %v, want %v", got, c.limits)
+			}
+		})
 	}
 }

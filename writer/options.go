@@ -38,7 +38,9 @@ type Options struct {
 	// stay under the part-count limit, but a size under the rules' minimum is an error.
 	PartSize int64
 	// Concurrency is how many part buffers (and so parts in flight) one write may hold
-	// (default DefaultConcurrency).
+	// (default DefaultConcurrency). An Upload from an io.ReaderAt holds no part buffer: to a far
+	// store (its create took 20 ms or more), with Concurrency above 1, it puts more parts in
+	// flight while the measured rate grows with them, up to 4 × Concurrency.
 	Concurrency int
 	// Threshold is the largest object sent as one PutObject (0, the default: the part size;
 	// capped at the part size and at the rules' single-PUT limit).

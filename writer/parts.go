@@ -172,6 +172,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 	w.mu.Lock()
 	w.parts[n] = done
 	w.mu.Unlock()
+	w.paced(n, size)
 	total := w.bytesDone.Add(size)
 	w.emit(Event{Type: EventPartDone, UploadID: uploadID, PartNumber: n, Size: size, BytesDone: total})
 }

@@ -269,6 +269,11 @@ func (w *Writer) closeFailed(err error) error {
 // sendSections dispatches every part of a ReaderAt source of known size.
 func (w *Writer) sendSections() error {
 	total, part := w.cfg.sizeHint, w.plan.PartSize
+	// The create first, so its round trip tells whether the parts in flight may widen (pacing.go).
+	if err := w.ensureUpload(); err != nil {
+		return err
+	}
+	w.startPacing()
 	for off := int64(0); off < total; off += part {
 		if err := w.firstErr(); err != nil {
 			return err

@@ -123,6 +123,7 @@ type intake struct {
 	size       int64
 	nextPart   int32
 	slots      chan struct{} // one token per part buffer this writer may hold
+	pace       *pacing       // set when a ReaderAt source's parts in flight may widen (pacing.go)
 	section    io.ReaderAt   // set by Upload for a ReaderAt source: parts come from it, no buffers
 	// sectionBase is the source's offset where the object starts.
 	sectionBase int64

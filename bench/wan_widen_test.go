@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"context"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/safeput/safeput/bench/internal/link"
+	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/store/awss3"
+	"github.com/safeput/safeput/store/miniogo"
+	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/writer"
+)
+
+// Over a far link whose connections are bound by their window (200 ms, 1 MiB in flight per
+// connection, 1 Gbit/s shared), an Upload from a file puts more parts in flight than
+// Options.Concurrency as the measured rate grows with them (writer/pacing.go), and the object
+// lands verified. Needs a test server (scripts/with-s3.sh); skipped without one.
+func TestWideningOver200msLink(t *testing.T) {
+	srv := s3test.Require(t)
+	if testing.Short() {
+		t.Skip("several seconds of emulated round trips")
+	}
+	t.Parallel()
+	u, err := url.Parse(srv.Endpoint)
+	if err != nil || u.Scheme != "http" {
+		t.Skipf("the relay carries plain HTTP; endpoint %q", srv.Endpoint)
+	}
+	const (
+		conc = 2
+		part = 5 << 20
+		size = 12 * part // epochs of 2, 3 and 4 parts, and 3 more
+	)
+	relay, err := link.Start(link.Config{Upstream: u.Host, RTT: 200 * time.Millisecond, Window: 1 << 20, Rate: 125_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	via := srv
+	via.Endpoint = "http://" + relay.Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	raw := srv.RawClient()
+	bucket := "safeput-wan-widen"
+	if err := ensureBucket(ctx, raw, bucket); err != nil {
+		t.Fatal(err)
+	}
+	data, err := Generate(t.TempDir(), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores := map[string]func() (store.Store, error){
+		"aws": func() (store.Store, error) {
+			return awss3.New(awss3.Config{Endpoint: via.Endpoint, Region: via.Region, AccessKey: via.AccessKey, SecretKey: via.SecretKey, PathStyle: true})
+		},
+		"minio": func() (store.Store, error) {
+			return miniogo.New(miniogo.Config{Endpoint: via.Endpoint, Region: via.Region, AccessKey: via.AccessKey, SecretKey: via.SecretKey, PathStyle: true})
+		},
+	}
+	for _, name := range []string{"aws", "minio"} {
+		t.Run(name, func(t *testing.T) {
+			st, err := stores[name]()
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, closer, err := Open(data.Path, data.Size, SourceReaderAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closer.Close()
+			var mu sync.Mutex
+			inFlight, peak := 0, 0
+			res, err := writer.Upload(ctx, st, bucket, "widen/"+name, src.Reader, func(o *writer.Options) {
+				o.PartSize, o.Concurrency = part, conc
+				o.Observer = func(e writer.Event) {
+					mu.Lock()
+					defer mu.Unlock()
+					switch e.Type {
+					case writer.EventPartStarted:
+						inFlight++
+						peak = max(peak, inFlight)
+					case writer.EventPartDone:
+						inFlight--
+					}
+				}
+			})
+			if err != nil {
+				t.Fatalf("write over the far link failed: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("%s: %d parts, at most %d in flight (Concurrency %d), %v", name, res.Parts, peak, conc, res.Elapsed)
+			if peak <= conc {
+				t.Errorf("at most %d parts in flight, want more than Concurrency %d: the rate grew with each widening", peak, conc)
+			}
+			if peak > 4*conc {
+				t.Errorf("%d parts in flight, over 4 × Concurrency", peak)
+			}
+			if res.Size != size || !res.VerifiedStrong {
+				t.Errorf("result %+v: want %d bytes, strongly verified", res, size)
+			}
+			if err := CheckObject(ctx, raw, bucket, "widen/"+name, data); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
