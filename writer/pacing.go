@@ -20,9 +20,10 @@ import (
 // WAN_SIZES=512MiB WAN_RUNS=1 WAN_IMPLS="safeput-defaults/aws,minio-go" bash scripts/bench.sh`
 // (TestWideningOver200msLink shows the widening at a smaller scale).
 //
-// Widening needs a far store (the create took farStore or more: a cold connection's handshake and
-// the request, two round trips) and Concurrency above 1 (one means one at a time). A stream's
-// parts are buffers, bounded by memory: it keeps Concurrency.
+// Widening needs a far store (the answered create took farStore or more: on a cold connection,
+// the handshake and the request, two round trips; a retried create's backoff does not count)
+// and Concurrency above 1 (one means one at a time). A stream's parts are buffers, bounded by
+// memory: it keeps Concurrency.
 
 const (
 	farStore    = 20 * time.Millisecond
@@ -97,7 +98,7 @@ type pacing struct {
 func (w *Writer) startPacing() {
 	conc := w.cfg.concurrency
 	w.mu.Lock()
-	rtt := w.createEnd.Sub(w.createStart)
+	rtt := w.createTook
 	w.mu.Unlock()
 	if w.pace != nil || !widens(conc, rtt) {
 		return

@@ -20,6 +20,8 @@ type session struct {
 	// createEnd, so the store may hold an upload we never heard of (see sweepLostCreates).
 	createAmbiguous        bool
 	createStart, createEnd time.Time
+	// createTook is the round trip of the create attempt that was answered (pacing.go).
+	createTook time.Duration
 	// createCut: the last ambiguous attempt that we cut ourselves (stall window, attempt timeout,
 	// cancel) ended then, after waiting createCutWaited. The store may still be carrying it out.
 	createCut       time.Time
@@ -121,6 +123,10 @@ func (w *Writer) createUpload() error {
 			return err
 		}
 		id = out.UploadID
+		took := time.Since(sent)
+		w.mu.Lock()
+		w.createTook = took
+		w.mu.Unlock()
 		return nil
 	})
 	w.mu.Lock()
