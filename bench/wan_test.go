@@ -189,3 +189,22 @@ func TestWANMarkdownExtraTurns(t *testing.T) {
 		t.Errorf("the section does not say why the write sent no ListParts:\n%s", md)
 	}
 }
+
+// A WAN run replaces its own part of the WAN block and keeps the other's: the far-link part
+// (WAN_FAR=1) survives a run at the WAN section's round trip, and the reverse.
+func TestJoinWANKeepsTheOtherPart(t *testing.T) {
+	block := JoinWAN("", "## Over a wide-area link (emulated)\n\nnear rows v1\n", false)
+	block = JoinWAN(block, "## Over a far link (emulated)\n\nfar rows v1\n", true)
+	block = JoinWAN(block, "## Over a wide-area link (emulated)\n\nnear rows v2\n", false)
+	if !strings.Contains(block, "near rows v2") || strings.Contains(block, "near rows v1") || !strings.Contains(block, FarBegin+"\n## Over a far link (emulated)\n\nfar rows v1\n"+FarEnd) {
+		t.Fatalf("after a near run, block:\n%s", block)
+	}
+	block = JoinWAN(block, "## Over a far link (emulated)\n\nfar rows v2\n", true)
+	if !strings.Contains(block, "near rows v2") || strings.Contains(block, "far rows v1") || strings.Count(block, FarBegin) != 1 || !strings.Contains(block, "far rows v2") {
+		t.Fatalf("after a far run, block:\n%s", block)
+	}
+	doc := SpliceWAN("# Benchmarks\n", block)
+	if _, sec := CutWAN(doc); sec != block {
+		t.Fatalf("the WAN block does not survive a cut:\n%q\nwant\n%q", sec, block)
+	}
+}

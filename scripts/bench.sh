@@ -32,6 +32,8 @@
 #   WAN_RUNS=3           WAN_SERVER=minio  WAN_IMPLS=""  (all: safeput-defaults/aws,
 #                        safeput-defaults/minio, safeput-cli, transfermanager, manager, minio-go)
 #                        (extra flags pass through: -wan-trace prints every request line)
+#   WAN_FAR=1            with WAN_ONLY=1: write the WAN section's far-link part instead (give it
+#                        its round trip: WAN_FAR=1 WAN_RTT=200ms WAN_SIZES="64MiB 512MiB")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -58,6 +60,7 @@ WAN_WINDOW=${WAN_WINDOW:-4MiB}
 WAN_RUNS=${WAN_RUNS:-3}
 WAN_SERVER=${WAN_SERVER:-minio}
 WAN_IMPLS=${WAN_IMPLS:-}
+WAN_FAR=${WAN_FAR:-}
 if [[ "$WAN_ONLY" == "1" ]]; then
 	[[ "$TLS" == "1" || "$MEMORY_ONLY" == "1" ]] && { echo "WAN_ONLY=1 goes with neither TLS=1 nor MEMORY_ONLY=1" >&2; exit 2; }
 	# Only the server behind the link, and the sizes that matter for the room needed.
@@ -175,7 +178,13 @@ if [[ -n "$CLI_MEM_SIZES" ]]; then
 fi
 
 if [[ "$WAN_ONLY" == "1" ]]; then
-	cmdline="WAN_ONLY=1 WAN_SERVER=$WAN_SERVER WAN_SIZES=\"$WAN_SIZES\" WAN_RTT=$WAN_RTT WAN_RATE=$WAN_RATE WAN_WINDOW=$WAN_WINDOW WAN_RUNS=$WAN_RUNS PEER_SIGNING=$PEER_SIGNING"
+	wanfar=()
+	cmdline="WAN_ONLY=1"
+	if [[ "$WAN_FAR" == "1" ]]; then
+		wanfar=(-wan-far)
+		cmdline="$cmdline WAN_FAR=1"
+	fi
+	cmdline="$cmdline WAN_SERVER=$WAN_SERVER WAN_SIZES=\"$WAN_SIZES\" WAN_RTT=$WAN_RTT WAN_RATE=$WAN_RATE WAN_WINDOW=$WAN_WINDOW WAN_RUNS=$WAN_RUNS PEER_SIGNING=$PEER_SIGNING"
 	[[ -n "$WAN_IMPLS" ]] && cmdline="$cmdline WAN_IMPLS=\"$WAN_IMPLS\""
 	cmdline="$cmdline bash scripts/bench.sh"
 	[[ $# -gt 0 ]] && cmdline="$cmdline $*"
@@ -184,7 +193,7 @@ if [[ "$WAN_ONLY" == "1" ]]; then
 	"$bin" -wan-only -wan-server "$WAN_SERVER" -wan-sizes "$WAN_SIZES" -wan-rtt "$WAN_RTT" -wan-rate "$WAN_RATE" \
 		-wan-window "$WAN_WINDOW" -wan-runs "$WAN_RUNS" -wan-impls "$WAN_IMPLS" -peer-signing "$PEER_SIGNING" \
 		-cli-binary "$work/safeput" -dir "$work" "${outflag[@]}" -server-versions "$wan_version" -revision "$rev" \
-		-command "$cmdline" "$@"
+		-command "$cmdline" "${wanfar[@]}" "$@"
 	exit 0 # the rest is the other sections'
 fi
 

@@ -23,7 +23,7 @@ type wanOptions struct {
 	sizes, rate, window, server, impls string
 	rtt                                time.Duration
 	runs                               int
-	only, trace                        bool
+	only, trace, far                   bool
 }
 
 func (w *wanOptions) register() {
@@ -34,6 +34,7 @@ func (w *wanOptions) register() {
 	flag.StringVar(&w.window, "wan-window", "4MiB", "WAN section: bytes in flight per connection and direction")
 	flag.IntVar(&w.runs, "wan-runs", 3, "WAN section: writes per implementation and size")
 	flag.StringVar(&w.server, "wan-server", "minio", "WAN section: the server behind the link, one of SAFEPUT_S3_SERVERS")
+	flag.BoolVar(&w.far, "wan-far", false, "WAN section: write the far-link part (a longer round trip, set with -wan-rtt) and leave the rest")
 	flag.BoolVar(&w.trace, "wan-trace", false, "WAN section: print every request line the relay carries (stderr), to see which requests each write makes")
 	flag.StringVar(&w.impls, "wan-impls", "", "WAN section: implementations (default all): "+wanNames())
 }
@@ -115,8 +116,15 @@ func runWAN(ctx context.Context, o options, w wanOptions, cm cliMemOptions) erro
 	if env.Command == "" {
 		env.Command = strings.Join(os.Args, " ")
 	}
+	if w.far {
+		env.Title = "Over a far link (emulated)"
+	}
 	section := bench.WANMarkdown(env, recs)
-	return writeSection(o.out, section, bench.SpliceWAN, "the WAN section")
+	splice := func(doc, section string) string {
+		_, block := bench.CutWAN(doc)
+		return bench.SpliceWAN(doc, bench.JoinWAN(block, section, w.far))
+	}
+	return writeSection(o.out, section, splice, "the WAN section")
 }
 
 // wanServer is the named server of SAFEPUT_S3_SERVERS, or the one of SAFEPUT_S3_ENDPOINT when
