@@ -15,15 +15,17 @@ import (
 // it takes the epoch's rate and widens by half while the rate grows at least half as fast as the
 // parts in flight did, up to maxWidening × Options.Concurrency; once a widening buys too little
 // (the link is full), it stops. Over a 200 ms link with a 4 MiB window per connection and
-// 1 Gbit/s shared, 512 MiB from a file took 9.15 s with 4 parts in flight (minio-go, 4 at a time:
-// 8.91 s) and takes 6.19 s widening (13 connections): `WAN_ONLY=1 WAN_RTT=200ms
-// WAN_SIZES=512MiB WAN_RUNS=1 WAN_IMPLS="safeput-defaults/aws,minio-go" bash scripts/bench.sh`
-// (TestWideningOver200msLink shows the widening at a smaller scale).
+// 1 Gbit/s shared, 512 MiB from a file took 9.15 s with 4 parts in flight (at 81851fc) and
+// 6.19 s widening to 13 connections; minio-go, 4 at a time, 8.91 s (BENCHMARKS.md, "Over a far
+// link": `WAN_ONLY=1 WAN_FAR=1 WAN_RTT=200ms WAN_SIZES="64MiB 512MiB" bash scripts/bench.sh`).
+// TestWideningOver200msLink shows the widening at a smaller scale.
 //
 // Widening needs a far store (the answered create took farStore or more: on a cold connection,
 // the handshake and the request, two round trips; a retried create's backoff does not count)
 // and Concurrency above 1 (one means one at a time). A stream's parts are buffers, bounded by
-// memory: it keeps Concurrency.
+// memory: it keeps Concurrency. The part size stays the plan's: each part's answer leaves its
+// connection idle for a round trip, so over a far link smaller parts cost each connection more
+// than the earlier widening they would allow wins back.
 
 const (
 	farStore    = 20 * time.Millisecond
