@@ -22,10 +22,12 @@ import (
 //
 // Widening needs a far store (the answered create took farStore or more: on a cold connection,
 // the handshake and the request, two round trips; a retried create's backoff does not count)
-// and Concurrency above 1 (one means one at a time). A stream's parts are buffers, bounded by
-// memory: it keeps Concurrency. The part size stays the plan's: each part's answer leaves its
-// connection idle for a round trip, so over a far link smaller parts cost each connection more
-// than the earlier widening they would allow wins back.
+// and Concurrency above 1 (one means one at a time). The create's time includes the server's,
+// so a slow server near by (Ceph RGW over TLS, at times) passes the gate too: its write widens
+// once, without a rate to compare, and further only where the rate grows. A stream's parts are
+// buffers, bounded by memory: it keeps Concurrency. The part size stays the plan's: each part's
+// answer leaves its connection idle for a round trip, so over a far link smaller parts cost each
+// connection more than the earlier widening they would allow wins back.
 
 const (
 	farStore    = 20 * time.Millisecond
