@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/safeput/safeput/bench/internal/link"
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/retry"
@@ -24,47 +26,17 @@ import (
 // policy's defaults (attempts, timeouts) otherwise apply. Needs a test server
 // (scripts/with-s3.sh); skipped without one.
 func TestWriteOver200msLinkDoesNotStall(t *testing.T) {
-	srv := s3test.Require(t)
-	if testing.Short() {
-		t.Skip("several seconds of emulated round trips")
-	}
-	u, err := url.Parse(srv.Endpoint)
-	if err != nil || u.Scheme != "http" {
-		t.Skipf("the relay carries plain HTTP; endpoint %q", srv.Endpoint)
-	}
 	const (
 		rtt   = 200 * time.Millisecond
 		stall = 10 * rtt
-		size  = 24 << 20 // five 5 MiB parts: Create, parts in flight, ListParts, Complete, HEAD
+		size  = 24 << 20 // five 5 MiB parts: Create, parts in flight, Complete, HEAD
 	)
-	// 1 MiB per connection per round trip and 100 Mbit/s shared: parts take several round trips
-	// each, so every attempt waits on the link many times.
-	relay, err := link.Start(link.Config{Upstream: u.Host, RTT: rtt, Window: 1 << 20, Rate: 12_500_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relay.Close()
-	via := srv
-	via.Endpoint = "http://" + relay.Addr()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	raw := srv.RawClient()
-	bucket := "safeput-wan-stall"
-	if err := ensureBucket(ctx, raw, bucket); err != nil {
-		t.Fatal(err)
-	}
-	data, err := Generate(t.TempDir(), size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stores := map[string]func() (store.Store, error){
-		"aws": func() (store.Store, error) {
-			return awss3.New(awss3.Config{Endpoint: via.Endpoint, Region: via.Region, AccessKey: via.AccessKey, SecretKey: via.SecretKey, PathStyle: true})
-		},
-		"minio": func() (store.Store, error) {
-			return miniogo.New(miniogo.Config{Endpoint: via.Endpoint, Region: via.Region, AccessKey: via.AccessKey, SecretKey: via.SecretKey, PathStyle: true})
-		},
-	}
+	// 1 MiB per connection per round trip and 100 Mbit/s shared: parts take several round trips
+	// each, so every attempt waits on the link many times.
+	far := overRelay(ctx, t, link.Config{RTT: rtt, Window: 1 << 20, Rate: 12_500_000}, "safeput-wan-stall", size)
+	relay, raw, bucket, data, stores := far.relay, far.raw, far.bucket, far.data, far.stores
 	for _, name := range []string{"aws", "minio"} {
 		t.Run(name, func(t *testing.T) {
 			st, err := stores[name]()
@@ -131,4 +103,53 @@ func TestWriteOver200msLinkDoesNotStall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// farLink is a test server behind the relay: the relay (its counts), the raw client to check objects with (direct), a
+// bucket, a source file of the size asked for, and each adapter's store through the relay.
+type farLink struct {
+	relay  *link.Relay
+	raw    *s3.Client
+	bucket string
+	data   DataFile
+	stores map[string]func() (store.Store, error)
+}
+
+// overRelay starts a relay with cfg in front of the test server (closed with the test) and
+// readies a bucket and a source file. It skips without a server, under -short, and on a TLS
+// endpoint (the relay carries plain HTTP).
+func overRelay(ctx context.Context, t *testing.T, cfg link.Config, bucket string, size int64) farLink {
+	t.Helper()
+	srv := s3test.Require(t)
+	if testing.Short() {
+		t.Skip("several seconds of emulated round trips")
+	}
+	u, err := url.Parse(srv.Endpoint)
+	if err != nil || u.Scheme != "http" {
+		t.Skipf("the relay carries plain HTTP; endpoint %q", srv.Endpoint)
+	}
+	cfg.Upstream = u.Host
+	relay, err := link.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { relay.Close() })
+	via := srv
+	via.Endpoint = "http://" + relay.Addr()
+	raw := srv.RawClient()
+	if err := ensureBucket(ctx, raw, bucket); err != nil {
+		t.Fatal(err)
+	}
+	data, err := Generate(t.TempDir(), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return farLink{relay: relay, raw: raw, bucket: bucket, data: data, stores: map[string]func() (store.Store, error){
+		"aws": func() (store.Store, error) {
+			return awss3.New(awss3.Config{Endpoint: via.Endpoint, Region: via.Region, AccessKey: via.AccessKey, SecretKey: via.SecretKey, PathStyle: true})
+		},
+		"minio": func() (store.Store, error) {
+			return miniogo.New(miniogo.Config{Endpoint: via.Endpoint, Region: via.Region, AccessKey: via.AccessKey, SecretKey: via.SecretKey, PathStyle: true})
+		},
+	}}
 }

@@ -2,16 +2,11 @@ package bench
 
 import (
 	"context"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/safeput/safeput/bench/internal/link"
-	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/awss3"
-	"github.com/safeput/safeput/store/miniogo"
-	"github.com/safeput/safeput/store/storetest/s3test"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -20,46 +15,16 @@ import (
 // Options.Concurrency as the measured rate grows with them (writer/pacing.go), and the object
 // lands verified. Needs a test server (scripts/with-s3.sh); skipped without one.
 func TestWideningOver200msLink(t *testing.T) {
-	srv := s3test.Require(t)
-	if testing.Short() {
-		t.Skip("several seconds of emulated round trips")
-	}
-	t.Parallel()
-	u, err := url.Parse(srv.Endpoint)
-	if err != nil || u.Scheme != "http" {
-		t.Skipf("the relay carries plain HTTP; endpoint %q", srv.Endpoint)
-	}
 	const (
 		conc = 2
 		part = 5 << 20
 		size = 12 * part // epochs of 2, 3 and 4 parts, and 3 more
 	)
-	relay, err := link.Start(link.Config{Upstream: u.Host, RTT: 200 * time.Millisecond, Window: 1 << 20, Rate: 125_000_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relay.Close()
-	via := srv
-	via.Endpoint = "http://" + relay.Addr()
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	raw := srv.RawClient()
-	bucket := "safeput-wan-widen"
-	if err := ensureBucket(ctx, raw, bucket); err != nil {
-		t.Fatal(err)
-	}
-	data, err := Generate(t.TempDir(), size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stores := map[string]func() (store.Store, error){
-		"aws": func() (store.Store, error) {
-			return awss3.New(awss3.Config{Endpoint: via.Endpoint, Region: via.Region, AccessKey: via.AccessKey, SecretKey: via.SecretKey, PathStyle: true})
-		},
-		"minio": func() (store.Store, error) {
-			return miniogo.New(miniogo.Config{Endpoint: via.Endpoint, Region: via.Region, AccessKey: via.AccessKey, SecretKey: via.SecretKey, PathStyle: true})
-		},
-	}
+	far := overRelay(ctx, t, link.Config{RTT: 200 * time.Millisecond, Window: 1 << 20, Rate: 125_000_000}, "safeput-wan-widen", size)
+	raw, bucket, data, stores := far.raw, far.bucket, far.data, far.stores
 	for _, name := range []string{"aws", "minio"} {
 		t.Run(name, func(t *testing.T) {
 			st, err := stores[name]()
