@@ -571,24 +571,34 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 		}
 		b.WriteString("\n")
 	}
-	if unlisted := unlistedMultipart(recs); unlisted > 0 && !slices.Contains(legend, "ListParts") {
+	if unlisted := multipartWithout(recs, "ListParts"); unlisted > 0 && !slices.Contains(legend, "ListParts") {
 		fmt.Fprintf(&b, "No ListParts: in %d of safeput's multipart writes here, %s.\n\n", unlisted, whyNoListParts)
+	}
+	if unheaded := multipartWithout(recs, "HEAD"); unheaded > 0 {
+		fmt.Fprintf(&b, "No HEAD after Complete: in %d of safeput's multipart writes here, %s.\n\n", unheaded, whyNoHead)
 	}
 	return b.String()
 }
 
 // whyNoListParts says why a safeput multipart write may go without the listing before Complete.
 const whyNoListParts = "every part's receipt echoed the checksum sent, from a server the probe showed checks it " +
-	"(`writer.SaveListParts`, on by default): each receipt is then the server's checked record of its part, which the listing " +
+	"(`writer.SaveRereads`, on by default): each receipt is then the server's checked record of its part, which the listing " +
 	"would only repeat, at one round trip. A write lists its parts before Complete, one round trip, wherever a receipt does not " +
 	"prove its part (a server that checks no part checksum, such as Ceph RGW, or parts resumed from the journal), and after a " +
 	"Complete that refuses a part"
 
-// unlistedMultipart counts safeput's multipart writes that sent no ListParts.
-func unlistedMultipart(recs []WANRecord) int {
+// whyNoHead says why a safeput multipart write may go without the HEAD after Complete.
+const whyNoHead = "the listing was left out as above and Complete's answer carried the object's full-object checksum, " +
+	"equal to the write's (`writer.SaveRereads` again): the server's own sum of what it committed, which it checks against the " +
+	"one sent before committing (`TestCompleteChecksTheObjectChecksum`), so the HEAD would only repeat it. A write sends the " +
+	"HEAD, one round trip, wherever it lists its parts, the answer carries no such checksum (Ceph RGW), encryption was asked " +
+	"for, or Options.ReadBack is set"
+
+// multipartWithout counts safeput's multipart writes that sent no request of kind op.
+func multipartWithout(recs []WANRecord, op string) int {
 	n := 0
 	for _, r := range recs {
-		if strings.HasPrefix(r.Impl, "safeput") && r.Ops["CompleteMultipartUpload"] > 0 && r.Ops["ListParts"] == 0 {
+		if strings.HasPrefix(r.Impl, "safeput") && r.Ops["CompleteMultipartUpload"] > 0 && r.Ops[op] == 0 {
 			n++
 		}
 	}

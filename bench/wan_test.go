@@ -180,13 +180,18 @@ func TestWANMarkdownExtraTurns(t *testing.T) {
 	if strings.Contains(md, "- manager:") || strings.Contains(md, "- minio-go:") {
 		t.Errorf("a peer's row got an extra-turns line:\n%s", md)
 	}
-	if strings.Contains(md, "No ListParts") {
-		t.Errorf("the section explains a ListParts left out where the write sent one:\n%s", md)
+	if strings.Contains(md, "No ListParts") || strings.Contains(md, "No HEAD") {
+		t.Errorf("the section explains a request left out where the write sent it:\n%s", md)
 	}
-	// Without the listing (writer.SaveListParts), the section says why it is not there.
+	// Without the listing (writer.SaveRereads), the section says why it is not there.
 	delete(recs[0].Ops, "ListParts")
 	if md := WANMarkdown(env, recs); !strings.Contains(md, "No ListParts: in 1 of safeput's multipart writes here, every part's receipt echoed") {
 		t.Errorf("the section does not say why the write sent no ListParts:\n%s", md)
+	}
+	// Nor the HEAD after Complete: the section says why that is not there either.
+	delete(recs[0].Ops, "HEAD")
+	if md := WANMarkdown(env, recs); !strings.Contains(md, "No HEAD after Complete: in 1 of safeput's multipart writes here, the listing was left out") {
+		t.Errorf("the section does not say why the write sent no HEAD:\n%s", md)
 	}
 }
 

@@ -180,7 +180,7 @@ func TestCleanMultipartWrite(t *testing.T) {
 		// Every kind of request a multipart write may send, the listing included.
 		up, err := writer.NewUploader(env.Store, func(o *writer.Options) {
 			o.Profile, o.PartSize, o.Instrumentation = env.Profile(), part, h.inst
-			o.Savings &^= writer.SaveListParts
+			o.Savings &^= writer.SaveRereads
 		})
 		if err != nil {
 			t.Fatal(err)

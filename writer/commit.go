@@ -354,6 +354,9 @@ func (w *Writer) complete() error {
 	if out.ETag == "" {
 		w.note("the store's CompleteMultipartUpload answer carried no ETag; the HEAD decided")
 	}
+	if w.decider().completeProves(out.Checksums, out.ETag, want.Checksum) {
+		return w.provenByComplete(want, res)
+	}
 	return w.verifyLanded(want, res)
 }
 

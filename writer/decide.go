@@ -29,7 +29,7 @@ type decider struct {
 	// be sent again; a streamed part's buffer is gone once it is acknowledged.
 	replayable bool
 	resent     bool // the parts were re-sent once already after a failed layout check
-	unlisted   bool // the Complete answered went without the ListParts check (SaveListParts)
+	unlisted   bool // the Complete answered went without the ListParts check (SaveRereads)
 	// completeLost: a Complete's answer was lost and its retry found the upload gone, so a HEAD
 	// that fails cannot say the object is not there.
 	completeLost bool
@@ -40,7 +40,8 @@ type decider struct {
 	checksumSent bool // caps.alg: a checksum header goes with each part
 	echoTrust    bool // SaveEchoTrust: a trusted echo may spare an MD5
 	probeSaving  bool // SaveProbe: the probe may be sent
-	listSaving   bool // SaveListParts: proven receipts may stand for the listing
+	rereadSaving bool // SaveRereads: proven receipts may stand for the listing, Complete's answer for the HEAD
+	encrypted    bool // server-side encryption was asked for: only the HEAD reports what the store applied
 }
 
 // decider returns the decisions' view of w now.
@@ -53,7 +54,7 @@ func (w *Writer) decider() decider {
 		replayable: w.section != nil, resent: w.resent, unlisted: w.unlisted, completeLost: completeLost,
 		md5Upfront: w.caps.md5, md5Late: w.caps.md5Late, checksumSent: w.caps.alg != store.ChecksumNone,
 		echoTrust: w.cfg.saves(SaveEchoTrust), probeSaving: w.cfg.saves(SaveProbe),
-		listSaving: w.cfg.saves(SaveListParts) && !w.mustList,
+		rereadSaving: w.cfg.saves(SaveRereads) && !w.mustList, encrypted: w.cfg.sse.Type != "",
 	}
 }
 

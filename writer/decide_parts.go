@@ -185,12 +185,12 @@ func createsAtStart(sizeHint, threshold int64) bool {
 }
 
 // listsBeforeComplete decides whether the parts are listed (ListParts) and checked against what
-// was sent before Complete. The listing is left out (SaveListParts) only when it would add
+// was sent before Complete. The listing is left out (SaveRereads) only when it would add
 // nothing: a checksum went with every part, the endpoint is known to check it (checking), and
 // every part's receipt in this write echoed it (a resumed part has no receipt here). A store
 // that checks took each such part as sent, or refused it.
 func (d decider) listsBeforeComplete(parts []partDone, checking tri) bool {
-	if !d.listSaving || !d.checksumSent || checking != yes || len(parts) == 0 {
+	if !d.rereadSaving || !d.checksumSent || checking != yes || len(parts) == 0 {
 		return true
 	}
 	for _, p := range parts {
@@ -199,4 +199,18 @@ func (d decider) listsBeforeComplete(parts []partDone, checking tri) bool {
 		}
 	}
 	return false
+}
+
+// completeProves decides whether Complete's answer stands for the HEAD after commit
+// (SaveRereads). Only after a Complete that went without the listing because every receipt
+// proved its part (unlisted), and only when the answer carries the full-object checksum of the
+// algorithm computed here (want), equal to it, and an ETag for the Result: the store's own sum of what it committed, which
+// a store that checks refuses to commit against a different one sent. What else a HEAD shows
+// keeps it: the encryption the store applied, when some was asked for, and Options.ReadBack,
+// which reads the object whatever proved it.
+func (d decider) completeProves(answer store.Checksums, etag string, want store.Checksum) bool {
+	if etag == "" || !d.unlisted || !d.rereadSaving || d.encrypted || d.readBack || want.Value == "" {
+		return false
+	}
+	return answer.Get(want.Algorithm) == want.Value
 }

@@ -527,7 +527,7 @@ func TestDecideCreatesAtStart(t *testing.T) {
 func TestDecideListsBeforeComplete(t *testing.T) {
 	proven := []partDone{{number: 1, echoed: true}, {number: 2, echoed: true}}
 	oneBare := []partDone{{number: 1, echoed: true}, {number: 2}} // a resumed part, or no echo
-	saving := decider{listSaving: true, checksumSent: true}
+	saving := decider{rereadSaving: true, checksumSent: true}
 	for _, c := range []struct {
 		name     string
 		d        decider
@@ -539,7 +539,7 @@ func TestDecideListsBeforeComplete(t *testing.T) {
 		{"a part without a proving receipt (TestListPartsLeftOutWhenReceiptsProve)", saving, oneBare, yes, true},
 		{"store checks nothing: an echo may be parroted (TestListPartsLeftOutWhenReceiptsProve)", saving, proven, no, true},
 		{"store not known to check", saving, proven, unknown, true},
-		{"no checksum sent", decider{listSaving: true}, proven, yes, true},
+		{"no checksum sent", decider{rereadSaving: true}, proven, yes, true},
 		{"saving off, or a Complete refused a part (TestListPartsLeftOutWhenReceiptsProve)", decider{checksumSent: true}, proven, yes, true},
 		{"no parts", saving, nil, yes, true},
 	} {
@@ -553,6 +553,36 @@ func TestDecideListsBeforeComplete(t *testing.T) {
 	}
 	if got := (decider{}).afterCommit(refused, false); got != commitFailed {
 		t.Errorf("a part refused after the listing: %v, want commitFailed", got)
+	}
+}
+
+func TestDecideCompleteProves(t *testing.T) {
+	want := store.Checksum{Algorithm: store.ChecksumCRC32C, Value: "roYm9w=="}
+	var answer, other store.Checksums
+	answer.Set(store.ChecksumCRC32C, want.Value)
+	other.Set(store.ChecksumCRC32C, "AAAAAA==")
+	proven := decider{unlisted: true, rereadSaving: true}
+	for _, c := range []struct {
+		name   string
+		d      decider
+		answer store.Checksums
+		etag   string
+		want   store.Checksum
+		proves bool
+	}{
+		{"receipts proved every part, answer carries our sum (TestListPartsLeftOutWhenReceiptsProve)", proven, answer, "e-2", want, true},
+		{"answer carries none (TestListPartsLeftOutWhenReceiptsProve)", proven, store.Checksums{}, "e-2", want, false},
+		{"answer carries another (TestListPartsLeftOutWhenReceiptsProve)", proven, other, "e-2", want, false},
+		{"answer without an ETag", proven, answer, "", want, false},
+		{"the parts were listed: some receipt proved nothing", decider{rereadSaving: true}, answer, "e-2", want, false},
+		{"saving off", decider{unlisted: true}, answer, "e-2", want, false},
+		{"encryption asked: the HEAD reports what was applied", decider{unlisted: true, rereadSaving: true, encrypted: true}, answer, "e-2", want, false},
+		{"read-back asked (TestListPartsLeftOutWhenReceiptsProve)", decider{unlisted: true, rereadSaving: true, readBack: true}, answer, "e-2", want, false},
+		{"no checksum computed", proven, answer, "e-2", store.Checksum{}, false},
+	} {
+		if got := c.d.completeProves(c.answer, c.etag, c.want); got != c.proves {
+			t.Errorf("%s: completeProves = %v, want %v", c.name, got, c.proves)
+		}
 	}
 }
 

@@ -65,7 +65,7 @@ func TestPartListedTwiceLands(t *testing.T) {
 						o.Concurrency = 1
 						o.Retry = fastPolicy()
 						o.Logger = zap.New(core)
-						o.Savings &^= writer.SaveListParts // the listing is what this is about
+						o.Savings &^= writer.SaveRereads // the listing is what this is about
 					})
 				if u := mem.Uploads("b"); len(u) != 0 {
 					t.Fatalf("incomplete uploads left: %v", u)
@@ -142,7 +142,7 @@ func TestPartListedTwiceNoneMatches(t *testing.T) {
 					o.PartSize = 1 << 20
 					o.Concurrency = 2
 					o.Retry = fastPolicy()
-					o.Savings &^= writer.SaveListParts // the listing is what this is about
+					o.Savings &^= writer.SaveRereads // the listing is what this is about
 				})
 			if u := mem.Uploads("b"); len(u) != 0 {
 				t.Fatalf("incomplete uploads left: %v", u)

@@ -49,9 +49,9 @@ func TestLacksListPartsStillVerified(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st := memstore.New(memstore.WithBuckets(unitBucket), memstore.WithRules(c.rules))
-			// Without SaveListParts: on a store that checks, proven receipts would leave the
+			// Without SaveRereads: on a store that checks, proven receipts would leave the
 			// listing out, and this is about a store that cannot give it.
-			up, err := writer.NewUploader(st, func(o *writer.Options) { o.Savings &^= writer.SaveListParts })
+			up, err := writer.NewUploader(st, func(o *writer.Options) { o.Savings &^= writer.SaveRereads })
 			if err != nil {
 				t.Fatal(err)
 			}

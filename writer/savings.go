@@ -21,16 +21,19 @@ const (
 	// SavePrefault: a fresh part buffer's pages are mapped a step ahead of the bytes read into
 	// it (internal/prefault) instead of faulting one 4 KiB page at a time.
 	SavePrefault
-	// SaveListParts: the ListParts before Complete is left out when every part of the upload was
-	// sent by this write and its receipt echoed the checksum sent, from a store known to check
-	// it. Each receipt is then the store's checked record of its part, which the listing would
-	// only repeat, at one round trip; Complete names every part's ETag and checksum, and the HEAD
-	// after commit proves the object. A resumed part, a receipt without the echo or a store not
-	// known to check still gets the listing.
-	SaveListParts
+	// SaveRereads: the store is not asked again what its checked receipts already said. Where
+	// every part of the upload was sent by this write and its receipt echoed the checksum sent,
+	// from a store known to check it, the ListParts before Complete is left out: each receipt is
+	// the store's checked record of its part, which the listing would only repeat. If Complete's
+	// answer then carries the full-object checksum, equal to the one computed here, the HEAD after
+	// it is left out too: that answer is the store's own sum of the object it committed, which it
+	// checked against the one sent before committing (MinIO and the gateway refuse a wrong one).
+	// A resumed part, a receipt without the echo, a store not known to check, an answer without
+	// the checksum, Options.ReadBack or server-side encryption to confirm still get both requests.
+	SaveRereads
 
 	// allSavings is the default.
-	allSavings = SaveLateMD5 | SaveProbe | SaveEchoTrust | SavePrefault | SaveListParts
+	allSavings = SaveLateMD5 | SaveProbe | SaveEchoTrust | SavePrefault | SaveRereads
 )
 
 func (c *config) saves(s Saving) bool { return c.savings&s != 0 }

@@ -74,7 +74,7 @@ func TestSavingsOffIsTheReferencePath(t *testing.T) {
 	// never an upload left.
 	t.Run("a part damaged on the way", func(t *testing.T) {
 		for _, off := range []bool{true, false} {
-			savings := writer.SaveLateMD5 | writer.SaveProbe | writer.SaveEchoTrust | writer.SavePrefault | writer.SaveListParts // the default
+			savings := writer.SaveLateMD5 | writer.SaveProbe | writer.SaveEchoTrust | writer.SavePrefault | writer.SaveRereads // the default
 			if off {
 				savings = 0
 			}
@@ -128,11 +128,13 @@ func TestSavingsOffOnServers(t *testing.T) {
 	})
 }
 
-// SaveListParts: a multipart write leaves out the ListParts before Complete only when every
-// part's receipt echoed the checksum sent and the store showed (the probe) that it checks it. A
-// store that then holds a part other than its receipt said is caught before commit all the same:
-// its Complete refuses the part (InvalidPart), the write lists the parts, and re-sends the wrong
-// one from a replayable source or fails Integrity, leaving nothing.
+// SaveRereads: a multipart write leaves out the ListParts before Complete only when every
+// part's receipt echoed the checksum sent and the store showed (the probe) that it checks it,
+// and the HEAD after Complete only when, on top of that, Complete's answer carried the object's
+// checksum, equal to the write's. A store that then holds a part other than its receipt said is
+// caught before commit all the same: its Complete refuses the part (InvalidPart), the write lists
+// the parts, and re-sends the wrong one from a replayable source or fails Integrity, leaving
+// nothing.
 func TestListPartsLeftOutWhenReceiptsProve(t *testing.T) {
 	data := randomBytes(t, largeSize)
 	for _, c := range []struct {
@@ -141,11 +143,15 @@ func TestListPartsLeftOutWhenReceiptsProve(t *testing.T) {
 		wrap     func(store.Store) store.Store
 		opts     func(*writer.Options)
 		listings int
+		heads    int
 	}{
-		{"checks and echoes", minioLike, nil, nil, 0},
-		{"saving off", minioLike, nil, func(o *writer.Options) { o.Savings &^= writer.SaveListParts }, 1},
-		{"checks nothing (MD5 ETags)", cephLike, nil, nil, 1},
-		{"parrots the header, checks nothing", cephLike, func(s store.Store) store.Store { return parrot{s} }, nil, 1},
+		{"checks and echoes", minioLike, nil, nil, 0, 0},
+		{"saving off", minioLike, nil, func(o *writer.Options) { o.Savings &^= writer.SaveRereads }, 1, 1},
+		{"checks nothing (MD5 ETags)", cephLike, nil, nil, 1, 1},
+		{"parrots the header, checks nothing", cephLike, func(s store.Store) store.Store { return parrot{s} }, nil, 1, 1},
+		{"answers Complete without the checksum", minioLike, func(s store.Store) store.Store { return completeSays{s, ""} }, nil, 0, 1},
+		{"answers Complete with another checksum", minioLike, func(s store.Store) store.Store { return completeSays{s, "AAAAAA=="} }, nil, 0, 1},
+		{"read-back asked", minioLike, nil, func(o *writer.Options) { o.ReadBack = true }, 0, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mem := newMem(c.rules)
@@ -166,6 +172,9 @@ func TestListPartsLeftOutWhenReceiptsProve(t *testing.T) {
 			}
 			if n := mem.Requests("ListParts"); n != c.listings {
 				t.Fatalf("ListParts sent %d times, want %d", n, c.listings)
+			}
+			if n := mem.Requests("HeadObject"); n != c.heads {
+				t.Fatalf("HEAD sent %d times, want %d", n, c.heads)
 			}
 		})
 	}
@@ -199,4 +208,24 @@ func TestListPartsLeftOutWhenReceiptsProve(t *testing.T) {
 			}
 		})
 	}
+}
+
+// completeSays answers every Complete with the full-object checksum sum ("" for none) in place
+// of the store's own, as a store that reports none, or a wrong one, would.
+type completeSays struct {
+	store.Store
+	sum string
+}
+
+func (s completeSays) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
+	out, err := s.Store.CompleteMultipartUpload(ctx, in)
+	if out != nil {
+		o := *out
+		o.Checksums = store.Checksums{}
+		if s.sum != "" {
+			o.Checksums.Set(in.FullObjectChecksum.Algorithm, s.sum)
+		}
+		return &o, err
+	}
+	return out, err
 }

@@ -120,10 +120,11 @@ func TestWireAccessDeniedAtEveryStep(t *testing.T) {
 				res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
 					func(o *writer.Options) {
 						o.PartSize, o.Retry, o.Concurrency = part, wirePolicy(), 4
-						if c.op == faultproxy.ListParts {
+						if c.op == faultproxy.ListParts || c.op == faultproxy.HeadObject {
 							// A store that checks part checksums proves each part by its receipt,
-							// and the write sends no listing unless asked to.
-							o.Savings &^= writer.SaveListParts
+							// and the object by Complete's answer: the write sends no listing and
+							// no HEAD unless asked to.
+							o.Savings &^= writer.SaveRereads
 						}
 					})
 				if proxy.Stats().Injected[faultproxy.Status] == injected {

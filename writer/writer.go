@@ -136,7 +136,7 @@ type intake struct {
 // (commit.go, landed.go, evidence.go).
 type verifying struct {
 	resent bool // parts were re-sent once after a failed layout check
-	// unlisted: the Complete now being sent was not preceded by ListParts (SaveListParts);
+	// unlisted: the Complete now being sent was not preceded by ListParts (SaveRereads);
 	// mustList: a Complete so sent was refused for a part, so this write lists before committing.
 	unlisted, mustList bool
 	// lateETag gives the single PUT's body MD5 (hex) on demand while its buffer is held: the

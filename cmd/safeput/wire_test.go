@@ -181,7 +181,7 @@ func TestLacksOptionalOperations(t *testing.T) {
 		for _, backend := range []string{"aws", "minio"} {
 			for _, size := range []int{3 << 20, 23 << 20} {
 				proxy.SetRules(lacking...)
-				listings := proxy.Stats().Requests[faultproxy.ListParts]
+				listings, heads := proxy.Stats().Requests[faultproxy.ListParts], proxy.Stats().Requests[faultproxy.HeadObject]
 				data := s3test.RandomBytes(size)
 				key := fmt.Sprintf("lacks/%s/%d", backend, size)
 				r := cli(t, via, nil, "--backend", backend, "--json", "put", "--no-progress", writeFile(t, data), "s3://"+bucket+"/"+key)
@@ -194,10 +194,15 @@ func TestLacksOptionalOperations(t *testing.T) {
 					t.Fatalf("put --json: %v\n%s", err, r.stdout)
 				}
 				notes := strings.Join(res.Notes, "\n")
-				// A server that checks part checksums proves each part by its receipt, and the
-				// write asks for no listing (writer.SaveListParts); one that was refused is named.
+				// A server that checks part checksums proves each part by its receipt and the
+				// object by Complete's answer, and the write asks for no listing and no HEAD
+				// (writer.SaveRereads); each one that was sent and refused is named.
 				refused := proxy.Stats().Requests[faultproxy.ListParts] > listings
-				if !res.VerifiedStrong || !strings.Contains(notes, "reading the stored checksum after commit did not run") ||
+				headed := proxy.Stats().Requests[faultproxy.HeadObject] > heads
+				if size < 5<<20 && !headed {
+					t.Errorf("%s: a single PUT sent no HEAD", key)
+				}
+				if !res.VerifiedStrong || (headed && !strings.Contains(notes, "reading the stored checksum after commit did not run")) ||
 					(refused && !strings.Contains(notes, "pre-Complete ListParts check did not run: the store does not support ListParts (HTTP 405 MethodNotAllowed)")) {
 					t.Errorf("%s: strong %v, notes %q: want strong, with the skipped checks named", key, res.VerifiedStrong, res.Notes)
 				}
