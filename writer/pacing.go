@@ -25,9 +25,12 @@ import (
 // and Concurrency above 1 (one means one at a time). The create's time includes the server's,
 // so a slow server near by (Ceph RGW over TLS, at times) passes the gate too: its write widens
 // once, without a rate to compare, and further only where the rate grows. A stream's parts are
-// buffers, bounded by memory: it keeps Concurrency. The part size stays the plan's: each part's
-// answer leaves its connection idle for a round trip, so over a far link smaller parts cost each
-// connection more than the earlier widening they would allow wins back.
+// buffers, bounded by memory: it keeps Concurrency. The part size stays the plan's. A connection
+// moves its window per round trip, so a part of P bytes takes about P/window round trips and then
+// waits one for its answer: the share of its time lost to answers, window/(P+window), is the same
+// over any round trip (a fifth for 16 MiB parts and a 4 MiB window). What a longer round trip
+// changes is how many connections fill the link, and that is what widens; and some stores want
+// every part but the last one size, so it cannot change once parts have gone.
 
 const (
 	farStore    = 20 * time.Millisecond
