@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	stderrors "errors"
 	"io"
 	"time"
 
@@ -234,6 +235,65 @@ func (w *Writer) partMD5(n int32, part partBody, rec *partDone) error {
 	return nil
 }
 
+// sums names what a pass over a part's bytes takes: the CRC of algorithm local (none for ""),
+// and the MD5. A pass ahead of the create is given them (the create may still change the caps),
+// and stops early, with errAheadStopped, once the write has failed.
+type sums struct {
+	local store.ChecksumAlgorithm
+	md5   bool
+	ahead bool
+}
+
+var errAheadStopped = stderrors.New("the write failed before its part was sent")
+
+// sumSection reads section once and returns its part's record with the sums s asks for.
+func (w *Writer) sumSection(n int32, section *io.SectionReader, s sums) (partDone, error) {
+	size := section.Size()
+	rec := partDone{number: n, size: size}
+	crc := integrity.ChecksumOf(s.local, nil)
+	var md5h md5Hasher
+	if s.md5 {
+		md5h = newMD5()
+	}
+	chunkBuf := sectionChunks.Get()
+	defer sectionChunks.Put(chunkBuf)
+	chunk := *chunkBuf
+	var read int64
+	for read < size {
+		if s.ahead && (w.firstErr() != nil || w.ctx.Err() != nil) {
+			return rec, errAheadStopped
+		}
+		m, err := section.Read(chunk)
+		if m > 0 {
+			if s.local != store.ChecksumNone {
+				crc = integrity.Update(s.local, crc, chunk[:m])
+			}
+			if md5h != nil {
+				_, _ = md5h.Write(chunk[:m])
+			}
+			read += int64(m)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return rec, w.sourceError("UploadPart", n, err)
+		}
+	}
+	if read != size {
+		return rec, w.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", read, n, size, w.cfg.sizeHint)
+	}
+	if s.local != store.ChecksumNone {
+		rec.crc, rec.sum = crc, integrity.EncodeCRCValue(s.local, crc)
+	}
+	if md5h != nil {
+		copy(rec.md5[:], md5h.Sum(nil))
+		rec.hasMD5 = true
+		w.md5Bytes.Add(read)
+	}
+	return rec, nil
+}
+
 // prepareBody returns a fresh reader over the part and its checksums. fillCRC takes a buffer's
 // CRC from when it was filled instead of another pass over the bytes (which, by now, have left
 // the CPU's caches).
@@ -252,43 +312,18 @@ func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeke
 	// a file's section goes by sendfile where the connection allows (bufpool.WriteN). Each
 	// attempt gets its own reader: an earlier attempt's request may still be reading its own.
 	section := io.NewSectionReader(part.section.Outer())
-	crc := integrity.ChecksumOf(w.caps.local, nil)
-	var md5h md5Hasher
-	if w.caps.md5 {
-		md5h = newMD5()
+	ahead, ok := partDone{}, false
+	if fillCRC {
+		ahead, ok = w.takeAhead(section) // hashed while the create was on the wire (ahead.go)
 	}
-	chunkBuf := sectionChunks.Get()
-	defer sectionChunks.Put(chunkBuf)
-	chunk := *chunkBuf
-	var read int64
-	for read < size {
-		m, err := section.Read(chunk)
-		if m > 0 {
-			if w.caps.local != store.ChecksumNone {
-				crc = integrity.Update(w.caps.local, crc, chunk[:m])
-			}
-			if md5h != nil {
-				_, _ = md5h.Write(chunk[:m])
-			}
-			read += int64(m)
+	if ok {
+		ahead.number = n
+		rec = ahead
+	} else {
+		var err error
+		if rec, err = w.sumSection(n, section, sums{local: w.caps.local, md5: w.caps.md5}); err != nil {
+			return nil, rec, err
 		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, rec, w.sourceError("UploadPart", n, err)
-		}
-	}
-	if read != size {
-		return nil, rec, w.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", read, n, size, w.cfg.sizeHint)
-	}
-	if w.caps.local != store.ChecksumNone {
-		rec.crc, rec.sum = crc, integrity.EncodeCRCValue(w.caps.local, crc)
-	}
-	if md5h != nil {
-		copy(rec.md5[:], md5h.Sum(nil))
-		rec.hasMD5 = true
-		w.md5Bytes.Add(read)
 	}
 	if _, err := section.Seek(0, io.SeekStart); err != nil {
 		return nil, rec, err

@@ -269,7 +269,9 @@ func (w *Writer) closeFailed(err error) error {
 // sendSections dispatches every part of a ReaderAt source of known size.
 func (w *Writer) sendSections() error {
 	total, part := w.cfg.sizeHint, w.plan.PartSize
-	// The create first, so its round trip tells whether the parts in flight may widen (pacing.go).
+	// The create first, so its round trip tells whether the parts in flight may widen (pacing.go);
+	// the first parts are hashed meanwhile (ahead.go).
+	w.hashAhead(total, part)
 	if err := w.ensureUpload(); err != nil {
 		return err
 	}

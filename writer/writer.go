@@ -98,6 +98,8 @@ type Writer struct {
 	policy *retry.Policy
 
 	wg sync.WaitGroup
+	// ahead holds the first parts' sums, hashed while the create was on the wire (ahead.go).
+	ahead *sumsAhead
 	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from
 	// another goroutine.
 	op sync.Mutex
