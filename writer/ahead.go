@@ -1,7 +1,9 @@
 package writer
 
 import (
+	"context"
 	"io"
+	"net/http/httptrace"
 	"sync"
 )
 
@@ -11,14 +13,18 @@ import (
 // for it: over a 40 ms link, 64 MiB from a file in 4 parts of 16 MiB went out 10 ms after the
 // create's answer (the relay's trace, `WAN_ONLY=1 WAN_SIZES="64MiB" WAN_RUNS=1
 // WAN_IMPLS="safeput-defaults/aws,minio-go" bash scripts/bench.sh -wan-trace`, at 1eddca9), and
-// minio-go's 2 ms. So the parts that go first are hashed while the create is on the wire: the
-// same work, done earlier. Only a part's first attempt takes its sum from here; a retry hashes
+// minio-go's 2 ms. So the parts that go first are hashed while the create is on the wire, from
+// the moment its request is written (begun before, the hashing delayed the create's own send by
+// up to 10 ms on 2 cores): the same work, done earlier. Only a part's first attempt takes its sum from here; a retry hashes
 // its bytes again.
 
 // sumsAhead holds the sums of the first parts, by the part's offset in the object.
 type sumsAhead struct {
 	mu   sync.Mutex
 	sums map[int64]*aheadSum
+	// start begins the passes, once: when the create's request is written (the hashing then
+	// competes with nothing on its way out), or when it returned, whichever comes first.
+	start func()
 }
 
 type aheadSum struct {
@@ -27,8 +33,9 @@ type aheadSum struct {
 	ok   bool
 }
 
-// hashAhead starts hashing the first parts of the source (as many as go at once) in the Writer's
-// goroutines, so Close waits for them as for the parts. It hashes nothing when the write has its
+// hashAhead prepares the hashing of the first parts of the source (as many as go at once) for
+// createUpload to start. They are counted in the Writer's goroutines now, so Close waits for them
+// as for the parts whatever happens to the create. It hashes nothing when the write has its
 // upload already or has nothing to hash.
 func (w *Writer) hashAhead(total, partSize int64) {
 	if w.currentUploadID() != "" || (w.caps.local == "" && !w.caps.md5) || partSize <= 0 {
@@ -36,21 +43,46 @@ func (w *Writer) hashAhead(total, partSize int64) {
 	}
 	a := &sumsAhead{sums: map[int64]*aheadSum{}}
 	want := sums{local: w.caps.local, md5: w.caps.md5, ahead: true}
+	var passes []func()
 	for i := 0; i < w.cfg.concurrency && int64(i)*partSize < total; i++ {
 		off := int64(i) * partSize
 		n, _ := sectionSpan(off, total, partSize)
 		s := &aheadSum{done: make(chan struct{})}
 		a.sums[off] = s
-		w.wg.Add(1)
-		go func() {
+		passes = append(passes, func() {
 			defer w.wg.Done()
 			defer close(s.done)
 			defer w.recoverTo("UploadPart", int32(i+1))
 			rec, err := w.sumSection(int32(i+1), w.sectionPart(off, n).section, want)
 			s.rec, s.ok = rec, err == nil
-		}()
+		})
 	}
+	w.wg.Add(len(passes))
+	a.start = sync.OnceFunc(func() {
+		for _, pass := range passes {
+			go pass()
+		}
+	})
 	w.ahead = a
+}
+
+// createSent returns ctx with a hook that starts the passes ahead once the create's request is
+// written, on a transport of net/http (both adapters); a store that writes no HTTP request
+// starts them when its create returns.
+func (w *Writer) createSent(ctx context.Context) context.Context {
+	a := w.ahead
+	if a == nil {
+		return ctx
+	}
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { a.start() }})
+}
+
+// createReturned starts the passes ahead if the create's request did not: they then serve the
+// parts as usual, or stop at once after a failed create.
+func (w *Writer) createReturned() {
+	if w.ahead != nil {
+		w.ahead.start()
+	}
 }
 
 // takeAhead returns the sum hashed ahead for the section at off, waiting for its pass, when

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http/httptrace"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,31 +34,39 @@ func (c *countingReaderAt) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// slowCreate holds every CreateMultipartUpload until the source has been read as far as want
-// bytes, or for 10 s (the hashing is slow under -race), and records whether it got that far; fail makes the create fail then.
+// slowCreate holds every CreateMultipartUpload's answer until the source has been read as far
+// as want bytes, or for 10 s (hashing is slow under -race), and records whether it got that far.
+// Over memstore it first reports the request written, as a net/http transport does (overHTTP:
+// the adapter's transport does); fail makes the create fail without reaching the store.
 type slowCreate struct {
 	store.Store
-	src     *countingReaderAt
-	want    int64
-	reached atomic.Bool
-	fail    bool
+	src      *countingReaderAt
+	want     int64
+	overHTTP bool
+	fail     bool
+	reached  atomic.Bool
 }
 
 func (s *slowCreate) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
+	if tr := httptrace.ContextClientTrace(ctx); !s.overHTTP && tr != nil && tr.WroteRequest != nil {
+		tr.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	var out *store.CreateMultipartUploadOutput
+	err := error(&store.ResponseError{StatusCode: 403, Code: "AccessDenied", Message: "refused"})
+	if !s.fail {
+		out, err = s.Store.CreateMultipartUpload(ctx, in)
+	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		if s.src.read.Load() >= s.want {
 			s.reached.Store(true)
 			break
 		}
 	}
-	if s.fail {
-		return nil, &store.ResponseError{StatusCode: 403, Code: "AccessDenied", Message: "refused"}
-	}
-	return s.Store.CreateMultipartUpload(ctx, in)
+	return out, err
 }
 
 // TestFirstPartsHashedWhileCreating: the parts of an io.ReaderAt source that go first are hashed
-// while the CreateMultipartUpload is on the wire, so they leave as soon as it answers; the object
+// while the CreateMultipartUpload is on the wire (from when its request is written), so they leave as soon as it answers; the object
 // lands verified. A create that fails after that pass fails the write with its own error, and
 // nothing reads the source once Upload has returned.
 func TestFirstPartsHashedWhileCreating(t *testing.T) {

@@ -71,6 +71,7 @@ func (w *Writer) ensureUpload() error {
 
 // createUpload sends CreateMultipartUpload unless the write has its upload already.
 func (w *Writer) createUpload() error {
+	defer w.createReturned() // whatever the create's fate, the passes ahead must end (ahead.go)
 	if w.currentUploadID() != "" {
 		return nil
 	}
@@ -98,6 +99,7 @@ func (w *Writer) createUpload() error {
 	var id string
 	w.createStart = time.Now()
 	err = w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
+		ctx = w.createSent(ctx) // the first parts are hashed while it is on the wire (ahead.go)
 		sent := time.Now()
 		out, err := w.st.CreateMultipartUpload(ctx, in)
 		if err != nil && w.caps.probing && headerRefused(err) {
@@ -132,6 +134,7 @@ func (w *Writer) createUpload() error {
 	w.mu.Lock()
 	w.createEnd = time.Now()
 	w.mu.Unlock()
+	w.createReturned()
 	if err != nil {
 		return w.fail(err)
 	}
