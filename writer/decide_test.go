@@ -620,6 +620,8 @@ func TestDecideWidening(t *testing.T) {
 			func(int) float64 { return 119 << 20 }, []int{6, 6, 6}},
 		{"full at 9: widens past it once, then stops",
 			func(n int) float64 { return float64(min(n, 9)) * (13 << 20) }, []int{6, 9, 13, 13}},
+		{"new connections' handshakes and idle answers: a fifth more for half more parts, it goes on",
+			func(n int) float64 { return min(119<<20, 64*(1+float64(n-4)/10)*(1<<20)) }, []int{6, 9, 13, 16, 16}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			now := time.Unix(0, 0)
