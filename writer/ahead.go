@@ -5,23 +5,26 @@ import (
 	"io"
 	"net/http/httptrace"
 	"sync"
+
+	"github.com/safeput/safeput/store"
 )
 
 // A part's checksum goes in a header before its body, so a part of an io.ReaderAt source is read
 // once to hash it before it is sent (prepareBody). Done when the part is dispatched, that pass
-// would start only once the CreateMultipartUpload had answered, and hold the first parts back
-// for it: over a 40 ms link, 64 MiB from a file in 4 parts of 16 MiB went out 10 ms after the
-// create's answer (the relay's trace, `WAN_ONLY=1 WAN_SIZES="64MiB" WAN_RUNS=1
-// WAN_IMPLS="safeput-defaults/aws,minio-go" bash scripts/bench.sh -wan-trace`, at 1eddca9), and
-// minio-go's 2 ms. So the parts that go first are hashed while the create is on the wire, from
-// the moment its request is written (begun before, the hashing delayed the create's own send by
-// up to 10 ms on 2 cores): the same work, done earlier. Only a part's first attempt takes its sum from here; a retry hashes
-// its bytes again.
+// starts only once the CreateMultipartUpload has answered, and holds the first parts back for it:
+// over a 40 ms link, the 4 parts of 16 MiB of a 64 MiB file went out 10 ms after the create's
+// answer, minio-go's 2 ms after (the relay's trace at 1eddca9: `WAN_ONLY=1 WAN_SIZES="64MiB"
+// WAN_RUNS=1 WAN_IMPLS="safeput-defaults/aws,minio-go" bash scripts/bench.sh -wan-trace`). So the
+// parts that go first are hashed while the create is on the wire: the same work, done earlier.
+// The passes start once the create's request is written; begun before it, they delayed its own
+// send by up to 10 ms on 2 cores. Only a part's first attempt takes its sum from here; a retry
+// hashes its bytes again.
 
 // sumsAhead holds the sums of the first parts, by the part's offset in the object.
 type sumsAhead struct {
-	mu   sync.Mutex
-	sums map[int64]*aheadSum
+	mu       sync.Mutex
+	sums     map[int64]*aheadSum
+	partSize int64
 	// start begins the passes, once: when the create's request is written (the hashing then
 	// competes with nothing on its way out), or when it returned, whichever comes first.
 	start func()
@@ -38,24 +41,16 @@ type aheadSum struct {
 // as for the parts whatever happens to the create. It hashes nothing when the write has its
 // upload already or has nothing to hash.
 func (w *Writer) hashAhead(total, partSize int64) {
-	if w.currentUploadID() != "" || (w.caps.local == "" && !w.caps.md5) || partSize <= 0 {
+	if w.currentUploadID() != "" || (w.caps.local == store.ChecksumNone && !w.caps.md5) || partSize <= 0 {
 		return
 	}
-	a := &sumsAhead{sums: map[int64]*aheadSum{}}
+	a := &sumsAhead{sums: map[int64]*aheadSum{}, partSize: partSize}
 	want := sums{local: w.caps.local, md5: w.caps.md5, ahead: true}
 	var passes []func()
 	for i := 0; i < w.cfg.concurrency && int64(i)*partSize < total; i++ {
 		off := int64(i) * partSize
 		n, _ := sectionSpan(off, total, partSize)
-		s := &aheadSum{done: make(chan struct{})}
-		a.sums[off] = s
-		passes = append(passes, func() {
-			defer w.wg.Done()
-			defer close(s.done)
-			defer w.recoverTo("UploadPart", int32(i+1))
-			rec, err := w.sumSection(int32(i+1), w.sectionPart(off, n).section, want)
-			s.rec, s.ok = rec, err == nil
-		})
+		passes = append(passes, w.passAhead(a, off, n, want))
 	}
 	w.wg.Add(len(passes))
 	a.start = sync.OnceFunc(func() {
@@ -64,6 +59,23 @@ func (w *Writer) hashAhead(total, partSize int64) {
 		}
 	})
 	w.ahead = a
+}
+
+// passAhead registers the section [off, off+n) in a and returns its pass, for the caller to
+// count in the Writer's goroutines and start.
+func (w *Writer) passAhead(a *sumsAhead, off, n int64, want sums) func() {
+	s := &aheadSum{done: make(chan struct{})}
+	a.mu.Lock()
+	a.sums[off] = s
+	a.mu.Unlock()
+	part := int32(off/a.partSize) + 1
+	return func() {
+		defer w.wg.Done()
+		defer close(s.done)
+		defer w.recoverTo("UploadPart", part)
+		rec, err := w.sumSection(part, w.sectionPart(off, n).section, want)
+		s.rec, s.ok = rec, err == nil
+	}
 }
 
 // createSent returns ctx with a hook that starts the passes ahead once the create's request is
