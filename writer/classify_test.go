@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	sperrors "github.com/safeput/safeput/errors"
@@ -35,10 +36,29 @@ func TestRealServerClassification(t *testing.T) {
 		}
 		// A small body: with a large one the server may answer 403 and close while the client is
 		// still sending, which the client sees as a reset (Transient) before the retry gets the 403.
-		_, err = writer.Upload(ctx, wrong, env.Bucket, "wrong-secret", bytes.NewReader(data[:1000]), testOpts(env)...)
+		// Even 1000 bytes lose that race now and then (Ceph RGW): one retry is allowed when what
+		// it retried was such a reset, never the 403 itself.
+		var retried []writer.Event
+		var mu sync.Mutex
+		observe := func(o *writer.Options) {
+			o.Observer = func(e writer.Event) {
+				if e.Type == writer.EventRetry {
+					mu.Lock()
+					retried = append(retried, e)
+					mu.Unlock()
+				}
+			}
+		}
+		_, err = writer.Upload(ctx, wrong, env.Bucket, "wrong-secret", bytes.NewReader(data[:1000]), testOpts(env, observe)...)
 		var se *sperrors.Error
-		if !errors.As(err, &se) || se.Kind != sperrors.Permanent || se.Attempts != 1 || se.StatusCode != 403 {
-			t.Fatalf("wrong secret: want Permanent, 1 attempt, 403; got %v", err)
+		if !errors.As(err, &se) {
+			t.Fatalf("wrong secret: got %v, want a *errors.Error", err)
+		}
+		mu.Lock()
+		resetFirst := len(retried) == 1 && retried[0].Kind == sperrors.Transient && se.Attempts == 2
+		mu.Unlock()
+		if se.Kind != sperrors.Permanent || (se.Attempts != 1 && !resetFirst) || se.StatusCode != 403 {
+			t.Fatalf("wrong secret: want Permanent, 1 attempt (2 after a reset), 403; got %v, retries %+v", err, retried)
 		}
 
 		_, err = writer.Upload(ctx, env.Store, "no-such-bucket-"+env.Adapter, "k", bytes.NewReader(data[:1000]), testOpts(env)...)
