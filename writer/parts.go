@@ -135,8 +135,13 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		if w.caps.sendMD5 && rec.hasMD5 {
 			in.ContentMD5 = md5Header(rec.md5)
 		}
+		sentEarly := false
 		if n == probePart {
-			w.awaitProbe() // the write's part 1 replaces the probe's: stored after it
+			// The write's part 1 replaces the probe's: stored after it (probe.go). A section of
+			// the source can be sent again, so it goes now and again if the probe raced it.
+			if sentEarly = part.section != nil && !w.probeAnswered(); !sentEarly {
+				w.awaitProbe()
+			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -145,6 +150,25 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		out, err := w.st.UploadPart(ctx, in)
 		if err != nil {
 			return err
+		}
+		if w.probeRaced(sentEarly) {
+			again, rec2, err := w.prepareBody(n, part, false)
+			if err != nil {
+				return err
+			}
+			if rec2.crc != rec.crc {
+				return w.errorf(sperrors.Internal, "UploadPart", nil, "part %d bytes changed between sends (checksum %s then %s)", n, rec.sum, rec2.sum)
+			}
+			w.log.Debug("part 1 sent again: the probe's part may have been stored after it",
+				zap.String("upload_id", uploadID), zap.Int32("part", n), zap.Int64("size", size))
+			in.Body = again
+			w.bytesSent.Add(size)
+			w.mu.Lock()
+			w.stats.Attempts++ // a request of its own, inside this attempt
+			w.mu.Unlock()
+			if out, err = w.st.UploadPart(ctx, in); err != nil {
+				return err
+			}
 		}
 		if err := w.lateMD5(n, part, &rec, in.Checksum, out.Checksums); err != nil {
 			return err

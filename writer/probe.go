@@ -40,9 +40,12 @@ const probePart = 1
 
 // startProbe sends the probe in the background when this write defers its MD5s and the endpoint
 // is not yet known to check. It goes beside the first parts instead of before them, so it adds
-// no round trip to the write's path: only the write's own part 1 waits for its answer (it must
-// replace the probe's part 1, so it must be stored after it), and every receipt is judged
-// knowing the answer (awaitProbe).
+// no round trip to the write's path, and every receipt is judged knowing the answer
+// (awaitProbe). The write's own part 1 must replace the probe's, so be stored after it: a part 1
+// from a buffer waits for the probe's answer; one from an io.ReaderAt source goes beside it,
+// and is sent again once the answer is in unless the probe was refused as a mismatch, which
+// stores nothing (probeRaced). On a store that checks, that saves part 1 a round trip; on one
+// that checks nothing, the first write costs one part sent twice instead.
 func (w *Writer) startProbe(uploadID string) {
 	if !w.decider().probes(w.facts.checking()) {
 		return
@@ -58,6 +61,36 @@ func (w *Writer) startProbe(uploadID string) {
 		defer w.recoverTo("UploadPart", probePart)
 		_ = w.probe(uploadID)
 	}()
+}
+
+// probeRaced reports, after waiting for the probe's answer, whether a part 1 sent before that
+// answer (sentEarly) may have been stored before the probe's part, and so must be sent again:
+// unless the probe was refused as a mismatch. A probe that failed otherwise (a lost answer, a
+// throttle) may have stored its part, so the answer counts as no.
+func (w *Writer) probeRaced(sentEarly bool) bool {
+	if !sentEarly {
+		return false
+	}
+	w.awaitProbe()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.probeRefused
+}
+
+// probeAnswered reports whether no probe is pending: none was sent, or its answer is in.
+func (w *Writer) probeAnswered() bool {
+	w.mu.Lock()
+	done := w.probed
+	w.mu.Unlock()
+	if done == nil {
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // awaitProbe waits for the probe's answer, if one was sent, or for the write's end.
@@ -104,6 +137,9 @@ func (w *Writer) probe(uploadID string) error {
 	w.stats.Add(stats)
 	w.mu.Unlock()
 	w.bytesSent.Add(int64(len(probeBody)))
+	w.mu.Lock()
+	w.probeRefused = verdict == yes
+	w.mu.Unlock()
 	w.facts.update(func(f *endpointFacts) {
 		// A receipt without the echo, seen meanwhile by another write, still decides.
 		if f.checksParts == unknown {

@@ -30,6 +30,9 @@ type session struct {
 	// probed is closed when the checksum probe of this upload has its answer; nil when none was
 	// sent. Set before the first part goes (probe.go).
 	probed chan struct{}
+	// probeRefused: the probe's part was refused as a checksum mismatch, so the store holds
+	// nothing of it (set before probed is closed).
+	probeRefused bool
 	// completeLost: a CompleteMultipartUpload's answer was lost and its retry found the upload
 	// gone, so the object may have landed; the journal record keeps what was intended until the
 	// outcome is proven (journalForget leaves it).
