@@ -27,7 +27,8 @@ func (w *warmRecorder) Warm(bucket string, n int) {
 
 // TestWarmsThroughWrappers: as a write begins, the writer asks the store (found behind a user's
 // wrapper through Unwrap) for the connections its first requests take: one for a single PUT or a
-// stream of unknown size, the parts in flight for a multipart write of known size.
+// stream of unknown size, the parts in flight for a multipart write of known size, and one more
+// for the checksum probe that goes beside them.
 func TestWarmsThroughWrappers(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -39,9 +40,14 @@ func TestWarmsThroughWrappers(t *testing.T) {
 			_, err := writer.Upload(ctx, st, unitBucket, "k", bytes.NewReader(randomBytes(t, 1000)))
 			return err
 		}, unitBucket + "×1"},
-		{"multipart of known size", func(st store.Store) error {
+		{"multipart of known size, probing: one more for the probe", func(st store.Store) error {
 			_, err := writer.Upload(ctx, st, unitBucket, "k", bytes.NewReader(randomBytes(t, 3*5*mib)),
 				func(o *writer.Options) { o.PartSize = 5 * mib; o.Concurrency = 2 })
+			return err
+		}, unitBucket + "×3"},
+		{"multipart of known size, no probe", func(st store.Store) error {
+			_, err := writer.Upload(ctx, st, unitBucket, "k", bytes.NewReader(randomBytes(t, 3*5*mib)),
+				func(o *writer.Options) { o.PartSize = 5 * mib; o.Concurrency = 2; o.Savings &^= writer.SaveProbe })
 			return err
 		}, unitBucket + "×2"},
 		{"stream of unknown size", func(st store.Store) error {
