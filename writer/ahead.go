@@ -22,9 +22,8 @@ import (
 
 // sumsAhead holds the sums of the first parts, by the part's offset in the object.
 type sumsAhead struct {
-	mu       sync.Mutex
-	sums     map[int64]*aheadSum
-	partSize int64
+	mu   sync.Mutex
+	sums map[int64]*aheadSum
 	// start begins the passes, once: when the create's request is written (the hashing then
 	// competes with nothing on its way out), or when it returned, whichever comes first.
 	start func()
@@ -44,13 +43,13 @@ func (w *Writer) hashAhead(total, partSize int64) {
 	if w.currentUploadID() != "" || (w.caps.local == store.ChecksumNone && !w.caps.md5) || partSize <= 0 {
 		return
 	}
-	a := &sumsAhead{sums: map[int64]*aheadSum{}, partSize: partSize}
+	a := &sumsAhead{sums: map[int64]*aheadSum{}}
 	want := sums{local: w.caps.local, md5: w.caps.md5, ahead: true}
 	var passes []func()
 	for i := 0; i < w.cfg.concurrency && int64(i)*partSize < total; i++ {
 		off := int64(i) * partSize
 		n, _ := sectionSpan(off, total, partSize)
-		passes = append(passes, w.passAhead(a, off, n, want))
+		passes = append(passes, w.passAhead(a, int32(i+1), off, n, want))
 	}
 	w.wg.Add(len(passes))
 	a.start = sync.OnceFunc(func() {
@@ -61,14 +60,13 @@ func (w *Writer) hashAhead(total, partSize int64) {
 	w.ahead = a
 }
 
-// passAhead registers the section [off, off+n) in a and returns its pass, for the caller to
+// passAhead registers part's section [off, off+n) in a and returns its pass, for the caller to
 // count in the Writer's goroutines and start.
-func (w *Writer) passAhead(a *sumsAhead, off, n int64, want sums) func() {
+func (w *Writer) passAhead(a *sumsAhead, part int32, off, n int64, want sums) func() {
 	s := &aheadSum{done: make(chan struct{})}
 	a.mu.Lock()
 	a.sums[off] = s
 	a.mu.Unlock()
-	part := int32(off/a.partSize) + 1
 	return func() {
 		defer w.wg.Done()
 		defer close(s.done)
