@@ -180,6 +180,9 @@ func RunWAN(ctx context.Context, cfg WANConfig) ([]WANRecord, error) {
 	lc.Upstream = u.Host
 	turns := &turnLog{trace: cfg.Trace}
 	lc.OnTurn = turns.add
+	if cfg.Trace != nil {
+		lc.OnDeliver = turns.carried
+	}
 	relay, err := link.Start(lc)
 	if err != nil {
 		return nil, err
@@ -235,6 +238,7 @@ func wanOnce(ctx context.Context, cfg WANConfig, relay *link.Relay, turns *turnL
 	note, err := up(ctx, key, src)
 	secs := time.Since(start).Seconds()
 	d := relay.Stats().Sub(before)
+	turns.printCarried()
 	lines := turns.lines()
 	reqs, ops := Requests(lines), OpCounts(lines)
 	if err != nil {
@@ -253,11 +257,44 @@ func wanOnce(ctx context.Context, cfg WANConfig, relay *link.Relay, turns *turnL
 	return WANRecord{Impl: name, Size: data.Size, Run: run, Seconds: secs, RoundTrips: d.RoundTrips, Connections: d.Connections, Requests: reqs, Ops: ops, Note: note}, nil
 }
 
-// turnLog keeps the request lines of the write under way.
+// turnLog keeps the request lines of the write under way and, when tracing, the bytes the link
+// carried toward the server in each tenth of a second.
 type turnLog struct {
-	trace io.Writer
-	mu    sync.Mutex
-	turns []string
+	trace  io.Writer
+	mu     sync.Mutex
+	turns  []string
+	tenths []int64
+}
+
+// carriedStep is the tenth of a second the trace sums the carried bytes over.
+const carriedStep = 100 * time.Millisecond
+
+func (l *turnLog) carried(at time.Duration, n int) {
+	i := int(at / carriedStep)
+	if i < 0 || i >= 6000 { // bounded: ten minutes of a write
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.tenths) <= i {
+		l.tenths = append(l.tenths, 0)
+	}
+	l.tenths[i] += int64(n)
+}
+
+// printCarried writes the write's carried bytes per tenth of a second to the trace: a link kept
+// full shows the same figure in every tenth but the first and last.
+func (l *turnLog) printCarried() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.trace == nil || len(l.tenths) == 0 {
+		return
+	}
+	var b strings.Builder
+	for _, n := range l.tenths {
+		fmt.Fprintf(&b, " %.1f", float64(n)/1e6)
+	}
+	_, _ = fmt.Fprintf(l.trace, "link: MB carried toward the server per %v:%s\n", carriedStep, b.String())
 }
 
 func (l *turnLog) add(t link.Turn) {
@@ -275,6 +312,7 @@ func (l *turnLog) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.turns = l.turns[:0]
+	l.tenths = l.tenths[:0]
 }
 
 func (l *turnLog) lines() []string {

@@ -35,7 +35,7 @@ func (w *wanOptions) register() {
 	flag.IntVar(&w.runs, "wan-runs", 3, "WAN section: writes per implementation and size")
 	flag.StringVar(&w.server, "wan-server", "minio", "WAN section: the server behind the link, one of SAFEPUT_S3_SERVERS")
 	flag.BoolVar(&w.far, "wan-far", false, "WAN section: write the far-link part (a longer round trip, set with -wan-rtt) and leave the rest")
-	flag.BoolVar(&w.trace, "wan-trace", false, "WAN section: print every request line the relay carries (stderr), to see which requests each write makes")
+	flag.BoolVar(&w.trace, "wan-trace", false, "WAN section: print every request line the relay carries and the MB it carried toward the server per 100 ms (stderr): which requests each write makes, and whether it kept the link full")
 	flag.StringVar(&w.impls, "wan-impls", "", "WAN section: implementations (default all): "+wanNames())
 }
 

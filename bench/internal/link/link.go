@@ -48,6 +48,10 @@ type Config struct {
 	// after the server's), to see which requests a write makes. Calls come from the relay's
 	// goroutines, one at a time; it must not block.
 	OnTurn func(Turn)
+	// OnDeliver, when set, is called with each chunk of client bytes as it is delivered to the
+	// server: when (on Turn.At's clock) and how many, to see whether the link was kept busy.
+	// Calls come from every connection's goroutine at once; it must be safe for that and not block.
+	OnDeliver func(at time.Duration, n int)
 }
 
 // Turn is the start of a client's turn on one connection.
@@ -353,6 +357,9 @@ func (r *Relay) deliver(c *conn, dst net.Conn, q <-chan chunk, win *window, half
 		}
 		// Counted before the write, so a reader that has the bytes sees them counted.
 		if up {
+			if r.cfg.OnDeliver != nil {
+				r.cfg.OnDeliver(time.Since(*r.epoch.Load()), ch.n)
+			}
 			r.bytesUp.Add(int64(ch.n))
 		} else {
 			r.bytesDown.Add(int64(ch.n))

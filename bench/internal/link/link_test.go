@@ -339,3 +339,38 @@ func TestOnTurnNamesRequests(t *testing.T) {
 		t.Errorf("String of a body turn: %q", s)
 	}
 }
+
+// OnDeliver sees every client byte once, when it reaches the server: paced at the link's rate,
+// so the bytes of a transfer spread over the time the rate makes it take.
+func TestOnDeliverSeesClientBytesAsDelivered(t *testing.T) {
+	const (
+		rate = 8 << 20
+		size = 2 << 20
+	)
+	var mu sync.Mutex
+	var total int
+	var last time.Duration
+	r := start(t, Config{Upstream: server(t, sink), Rate: rate, OnDeliver: func(at time.Duration, n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		total += n
+		last = max(last, at)
+	}})
+	c := dial(t, r)
+	if _, err := c.Write(make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	var b [1]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	burst := max(rate/1000, chunkMax)
+	if min := time.Duration(float64(size-burst) / rate * float64(time.Second)); total != size || last < min {
+		t.Errorf("delivered %d bytes, the last at %v; want %d, the last at %v or later", total, last, size, min)
+	}
+}
