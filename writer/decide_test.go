@@ -632,7 +632,7 @@ func TestDecideWidening(t *testing.T) {
 				now = now.Add(time.Duration(float64(n*part) / c.rate(n) * float64(time.Second)))
 				added := 0
 				for range n {
-					added += p.partDone(now, part)
+					added += p.partDone(now, time.Time{}, part)
 				}
 				if p.limit != n+added {
 					t.Fatalf("limit %d after adding %d to %d", p.limit, added, n)
@@ -643,5 +643,39 @@ func TestDecideWidening(t *testing.T) {
 				t.Errorf("limits %v, want %v", got, c.limits)
 			}
 		})
+	}
+}
+
+// TestDecideWideningCountsHandedShare: a part that went in a slot handed off before its holder's
+// answer (handoff.go), and so mostly before its epoch began, lends the epoch only the share of
+// its bytes its time in the epoch makes. Counted whole, its head start made the epoch's rate
+// look like the link's, and the next widening, measured against it, bought too little.
+func TestDecideWideningCountsHandedShare(t *testing.T) {
+	const part = 16 << 20
+	at := func(s float64) time.Time { return time.Unix(0, 0).Add(time.Duration(s * float64(time.Second))) }
+	p := newWidening(4, at(0))
+	for range 4 { // epoch 1: 64 MiB/s
+		p.partDone(at(1), time.Time{}, part)
+	}
+	if p.limit != 6 {
+		t.Fatalf("limit %d after the first epoch, want 6", p.limit)
+	}
+	// Epoch 2: two parts handed off at 0.6 s, half their time in the epoch, and four others:
+	// 2×8 + 4×16 = 80 MiB in 1 s, against 96 if the handed parts counted whole.
+	p.partDone(at(1.4), at(0.6), part)
+	p.partDone(at(1.4), at(0.6), part)
+	for range 4 {
+		p.partDone(at(2), time.Time{}, part)
+	}
+	if p.limit != 9 || p.lastRate != 80<<20 {
+		t.Fatalf("limit %d at %.1f MiB/s after the second epoch, want 9 at 80", p.limit, p.lastRate/(1<<20))
+	}
+	// Epoch 3: 9 parts in 1.4 s, 102.9 MiB/s: a quarter of the half more parts' growth over 80,
+	// not over 96 (which needs 108).
+	for range 9 {
+		p.partDone(at(3.4), time.Time{}, part)
+	}
+	if p.limit != 13 {
+		t.Fatalf("limit %d after the third epoch, want 13", p.limit)
 	}
 }

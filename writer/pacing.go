@@ -63,10 +63,19 @@ func newWidening(concurrency int, now time.Time) *widening {
 }
 
 // partDone records size bytes acknowledged at now and returns how many more parts may go in
-// flight from now on (0 but at an epoch's end).
-func (p *widening) partDone(now time.Time, size int64) int {
+// flight from now on (0 but at an epoch's end). handed is when the part went, if it went in a
+// slot handed off before its holder's answer (handoff.go), else zero: such a part may have been
+// sent mostly before this epoch began, and counted whole it would lend the epoch a rate the
+// parts in flight did not make (over the 200 ms link, the widening then stopped at 9 parts
+// where it went on to 13 without hand-offs). So the epoch counts the share of its bytes that
+// its time in the epoch makes, assuming it moved evenly. Other parts count whole, as the epochs
+// the threshold above was set from counted them.
+func (p *widening) partDone(now, handed time.Time, size int64) int {
 	if p.stopped {
 		return 0
+	}
+	if !handed.IsZero() && handed.Before(p.start) && now.After(p.start) {
+		size = int64(float64(size) * now.Sub(p.start).Seconds() / now.Sub(handed).Seconds())
 	}
 	p.bytes += size
 	p.parts++
@@ -103,6 +112,7 @@ type pacing struct {
 	mu       sync.Mutex
 	decide   *widening
 	reserved int
+	hand     handoffs // parts that hand their slot on before their answer (handoff.go)
 }
 
 // startPacing lets this write's parts in flight widen (sendSections, before the first part).
@@ -125,14 +135,18 @@ func (w *Writer) startPacing() {
 }
 
 // paced records an acknowledged part of size bytes, and widens when the decision says so.
-func (w *Writer) paced(part int32, size int64) {
+func (w *Writer) paced(part int32, size int64, hand *handoff) {
 	if w.pace == nil {
 		return
+	}
+	var handed time.Time
+	if hand != nil {
+		handed = hand.handed
 	}
 	p := w.pace
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	add := min(p.decide.partDone(time.Now(), size), p.reserved)
+	add := min(p.decide.partDone(time.Now(), handed, size), p.reserved)
 	for range add {
 		<-w.slots // a reserved token: there are always at least p.reserved in the channel
 		p.reserved--

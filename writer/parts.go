@@ -36,6 +36,7 @@ type partBody struct {
 	fence   *bodyFence        // guards the bytes against requests that outlive the part (dispatch sets it)
 	part    int32             // its part number, once dispatched (for the log)
 	early   *earlyMD5         // buf's MD5, being taken beside its request; nil when none is
+	hand    *handoff          // whether a section gave its slot away before its answer (handoff.go)
 }
 
 func (b partBody) size() int64 {
@@ -54,7 +55,7 @@ func (w *Writer) releaseBody(b partBody) {
 			w.log.Warn("a request that has returned still reads the source", zap.Int32("part", b.part), zap.Int64("size", b.section.Size()),
 				zap.String("upload_id", w.currentUploadID()), zap.Duration("waited", lateReadWait))
 		}
-		<-w.slots
+		w.slotBack(b.hand)
 		return
 	}
 	w.releaseLent(b.fence, b.part, b.buf)
@@ -95,12 +96,14 @@ func (w *Writer) dispatchSection(off, size int64, final bool) error {
 	case <-w.ctx.Done():
 		return w.fail(w.canceled("UploadPart", w.ctx.Err()))
 	}
-	return w.dispatch(w.sectionPart(off, size), final)
+	body := w.sectionPart(off, size)
+	w.takeHanded(body.hand)
+	return w.dispatch(body, final)
 }
 
 // sectionPart is [off, off+size) of the object in the ReaderAt source.
 func (w *Writer) sectionPart(off, size int64) partBody {
-	return partBody{section: io.NewSectionReader(w.section, w.sectionBase+off, size)}
+	return partBody{section: io.NewSectionReader(w.section, w.sectionBase+off, size), hand: new(handoff)}
 }
 
 // uploadPart sends one part with retries. The body of every attempt is a fresh reader over the
@@ -147,7 +150,9 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 			}
 		}
 		w.bytesSent.Add(size)
-		out, err := w.st.UploadPart(ctx, in)
+		sendCtx, sent := w.bodySent(ctx, n, part)
+		out, err := w.st.UploadPart(sendCtx, in)
+		sent()
 		if err != nil {
 			return err
 		}
@@ -166,7 +171,9 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 			w.mu.Lock()
 			w.stats.Attempts++ // a request of its own, inside this attempt
 			w.mu.Unlock()
-			if out, err = w.st.UploadPart(ctx, in); err != nil {
+			sendCtx, sent := w.bodySent(ctx, n, part)
+			out, err = w.st.UploadPart(sendCtx, in)
+			if sent(); err != nil {
 				return err
 			}
 		}
@@ -197,7 +204,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 	w.mu.Lock()
 	w.parts[n] = done
 	w.mu.Unlock()
-	w.paced(n, size)
+	w.paced(n, size, part.hand)
 	total := w.bytesDone.Add(size)
 	w.emit(Event{Type: EventPartDone, UploadID: uploadID, PartNumber: n, Size: size, BytesDone: total})
 }

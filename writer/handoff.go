@@ -1,0 +1,126 @@
+package writer
+
+import (
+	"context"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Parts that go together end together: the first parts of a write start at once, share the link
+// evenly, and are written out within a few milliseconds of each other. Then every connection
+// waits a round trip for its answer and the link carries nothing. So on a far store (pacing.go),
+// when a part has been written out (its request's httptrace WroteRequest) and fewer than
+// handOffBelow parts are left being sent, it gives its slot to the next part, whose bytes keep
+// the link busy through the round trip. At most as many parts wait for answers this way as are
+// allowed in flight, so a store slow to answer never has more than twice that many parts at once.
+// Buffers are memory, not link: only an io.ReaderAt source's parts hand off.
+//
+// Over the 40 ms link of BENCHMARKS.md, 512 MiB, 3 runs each (`WAN_ONLY=1 WAN_RUNS=3
+// WAN_SIZES=512MiB WAN_IMPLS=safeput-defaults/aws,minio-go bash scripts/bench.sh -wan-trace`):
+// before (2e0eb8b), the relay carried 7.3–8.8 MB toward the server in the tenth of a second
+// from 0.6 s, where the first parts end, against 12.5 in the others, and the write took
+// 4.519–4.530 s against minio-go's 4.470–4.487 s; with the hand-off, 12.2–12.5 MB there, and
+// 4.486–4.494 s against 4.479–4.498 s.
+
+// handOffBelow: a part hands off when fewer parts than this are left being sent. One connection
+// moves at most its window per round trip, which fills no link that a far store needs several
+// connections for: with a threshold of 1, the one part left alone over the link above carried
+// 0.3–1.2 MB per 10 ms against the link's 1.25, and the write was still 10–15 ms behind.
+const handOffBelow = 2
+
+// handoff is one part's record of whether it gave its slot away before its answer, and of when
+// it went if it went in a slot so given (for the widening's epochs, pacing.go).
+type handoff struct {
+	given  atomic.Bool
+	handed time.Time // set before the part is dispatched, read after: no lock needed
+}
+
+// handoffs counts, for one write, the parts still being sent and those waiting for an answer
+// after giving their slot away.
+type handoffs struct {
+	sending atomic.Int32
+	mu      sync.Mutex
+	waiting int // parts that gave their slot away and are not yet done
+	freed   int // slots given away and not yet taken by a part
+}
+
+// bodySent returns ctx with a hook that notes when this request for part n has been written
+// out, and a function to call once the request has returned.
+func (w *Writer) bodySent(ctx context.Context, n int32, part partBody) (context.Context, func()) {
+	if w.pace == nil || part.hand == nil {
+		return ctx, func() {}
+	}
+	h := &w.pace.hand
+	h.sending.Add(1)
+	var once sync.Once
+	ended := func(written bool) {
+		once.Do(func() {
+			if h.sending.Add(-1) < handOffBelow && written {
+				w.handOff(n, part.hand)
+			}
+		})
+	}
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) { ended(info.Err == nil) }})
+	return ctx, func() { ended(false) }
+}
+
+// handOff gives part's slot to the next part, once per part, while fewer parts wait for their
+// answers this way than are allowed in flight.
+func (w *Writer) handOff(n int32, part *handoff) {
+	p := w.pace
+	p.mu.Lock()
+	limit := p.decide.limit
+	p.mu.Unlock()
+	h := &p.hand
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.waiting >= limit || part.given.Load() {
+		return
+	}
+	select {
+	case <-w.slots: // this part's own token: there is always one while it is in flight
+	default:
+		return
+	}
+	part.given.Store(true)
+	h.waiting++
+	h.freed++
+	w.log.Debug("part written out with every other part waiting for its answer: the next part goes now",
+		zap.Int32("part", n), zap.String("upload_id", w.currentUploadID()), zap.Int("waiting", h.waiting))
+}
+
+// takeHanded marks a part that has just taken its slot as going in a handed-off one, while any is
+// not yet taken. Slots are alike, so the part is the next to go after the hand-off.
+func (w *Writer) takeHanded(part *handoff) {
+	if w.pace == nil || part == nil {
+		return
+	}
+	h := &w.pace.hand
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.freed > 0 {
+		h.freed--
+		part.handed = time.Now()
+	}
+}
+
+// slotBack gives back the slot a section part holds, unless it gave it away already (handOff).
+func (w *Writer) slotBack(part *handoff) {
+	if part != nil && w.pace != nil {
+		h := &w.pace.hand
+		h.mu.Lock()
+		given := part.given.Load()
+		if given {
+			h.waiting--
+		}
+		h.mu.Unlock()
+		if given {
+			return
+		}
+	}
+	<-w.slots
+}
