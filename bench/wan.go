@@ -383,7 +383,7 @@ func OpCounts(lines []string) map[string]int {
 // whyOp says what a request that safeput makes and the fastest peer does not is for, and
 // whether it adds evidence about the object written.
 var whyOp = map[string]string{
-	"HEAD":                    "the verifying HEAD: the object's length and checksum as the server stores them, read after Complete or PutObject answered; the write's evidence",
+	"HEAD":                    "the verifying HEAD: the object's length and checksum as the server stores them, read after Complete or PutObject answered; the write's evidence. A single PUT goes without it once its Uploader knows the server checks checksums (an earlier multipart write's probe, or the CLI's cached answer) and the answer echoes the checksum sent (`writer.SaveRereads`); each write here starts with a fresh Uploader, and the CLI's small writes come before its first probe, so they send it",
 	"ListParts":               "the parts as the server holds them (sizes, checksums) checked against what was sent, before Complete",
 	opRepeatedPart:            "a part number sent twice: the endpoint probe (one tiny part with a wrong checksum, which the server must refuse, to learn whether it checks part checksums) or a retry; evidence about the endpoint, not the object",
 	"100-continue":            "the body held back until the server's 100 Continue: Expect: 100-continue, the AWS SDK's default for bodies of 2 MiB and more; no evidence",

@@ -192,6 +192,9 @@ func (w *Writer) putSingle() error {
 	if out.ETag == "" {
 		w.note("the store's PutObject answer carried no ETag; the HEAD decided")
 	}
+	if w.decider().putProves(out.Checksums, out.ETag, in.Checksum, want.Checksum, w.facts.checking()) {
+		return w.provenByAnswer("PutObject", want, res)
+	}
 	return w.verifyLanded(want, res)
 }
 
@@ -355,7 +358,7 @@ func (w *Writer) complete() error {
 		w.note("the store's CompleteMultipartUpload answer carried no ETag; the HEAD decided")
 	}
 	if w.decider().completeProves(out.Checksums, out.ETag, want.Checksum) {
-		return w.provenByComplete(want, res)
+		return w.provenByAnswer("CompleteMultipartUpload", want, res)
 	}
 	return w.verifyLanded(want, res)
 }

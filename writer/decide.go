@@ -40,7 +40,7 @@ type decider struct {
 	checksumSent bool // caps.alg: a checksum header goes with each part
 	echoTrust    bool // SaveEchoTrust: a trusted echo may spare an MD5
 	probeSaving  bool // SaveProbe: the probe may be sent
-	rereadSaving bool // SaveRereads: proven receipts may stand for the listing, Complete's answer for the HEAD
+	rereadSaving bool // SaveRereads: proven receipts may stand for the listing, the commit's answer for the HEAD
 	encrypted    bool // server-side encryption was asked for: only the HEAD reports what the store applied
 }
 

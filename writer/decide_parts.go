@@ -214,3 +214,18 @@ func (d decider) completeProves(answer store.Checksums, etag string, want store.
 	}
 	return answer.Get(want.Algorithm) == want.Value
 }
+
+// putProves decides whether a single PUT's answer stands for the HEAD after it (SaveRereads):
+// when the endpoint is known to check checksums (checking: the probe of an earlier multipart
+// write through this Uploader, or the CLI's cached answer) and the answer echoes the checksum
+// sent, which is the object's (want), with an ETag for the Result. Such a store refuses a body
+// that does not match the checksum sent (BadDigest, XAmzContentChecksumMismatch) and stores
+// nothing, so its acceptance is its checked record of the object, which the HEAD would only
+// repeat. A fresh Uploader knows nothing of the endpoint: its small writes keep the HEAD, since
+// asking would cost a round trip. What else a HEAD shows keeps it, as after Complete.
+func (d decider) putProves(answer store.Checksums, etag string, sent, want store.Checksum, checking tri) bool {
+	if etag == "" || checking != yes || !d.rereadSaving || d.encrypted || d.readBack || want.Value == "" || sent != want {
+		return false
+	}
+	return answer.Get(sent.Algorithm) == sent.Value
+}

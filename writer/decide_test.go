@@ -586,6 +586,38 @@ func TestDecideCompleteProves(t *testing.T) {
 	}
 }
 
+func TestDecidePutProves(t *testing.T) {
+	want := store.Checksum{Algorithm: store.ChecksumCRC32C, Value: "roYm9w=="}
+	var echo, other store.Checksums
+	echo.Set(store.ChecksumCRC32C, want.Value)
+	other.Set(store.ChecksumCRC32C, "AAAAAA==")
+	saving := decider{rereadSaving: true}
+	for _, c := range []struct {
+		name     string
+		d        decider
+		answer   store.Checksums
+		etag     string
+		sent     store.Checksum
+		checking tri
+		proves   bool
+	}{
+		{"a store known to check echoes our sum (TestSinglePutProvenByItsAnswer)", saving, echo, "e", want, yes, true},
+		{"a fresh Uploader: not known to check (TestSinglePutProvenByItsAnswer)", saving, echo, "e", want, unknown, false},
+		{"known to check nothing", saving, echo, "e", want, no, false},
+		{"no echo", saving, store.Checksums{}, "e", want, yes, false},
+		{"another sum echoed", saving, other, "e", want, yes, false},
+		{"the offered checksum was refused and dropped: nothing sent", saving, echo, "e", store.Checksum{}, yes, false},
+		{"answer without an ETag", saving, echo, "", want, yes, false},
+		{"saving off (TestSinglePutProvenByItsAnswer)", decider{}, echo, "e", want, yes, false},
+		{"encryption asked", decider{rereadSaving: true, encrypted: true}, echo, "e", want, yes, false},
+		{"read-back asked", decider{rereadSaving: true, readBack: true}, echo, "e", want, yes, false},
+	} {
+		if got := c.d.putProves(c.answer, c.etag, c.sent, want, c.checking); got != c.proves {
+			t.Errorf("%s: putProves = %v, want %v", c.name, got, c.proves)
+		}
+	}
+}
+
 func TestDecideWidens(t *testing.T) {
 	for _, c := range []struct {
 		name string

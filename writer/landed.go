@@ -137,12 +137,12 @@ func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 	return w.accept(j, res, true)
 }
 
-// provenByComplete ends a write whose Complete answer carried the store's full-object checksum,
-// equal to this write's, after every part's receipt proved its part (completeProves): the verdict
-// a HEAD reporting that checksum would give, without its round trip.
-func (w *Writer) provenByComplete(want integrity.Expected, res *Result) error {
+// provenByAnswer ends a write whose commit's answer (op: Complete or the single PUT) carried the
+// object's checksum, equal to this write's, from a store that checked it (completeProves,
+// putProves): the verdict a HEAD reporting that checksum would give, without its round trip.
+func (w *Writer) provenByAnswer(op string, want integrity.Expected, res *Result) error {
 	method := integrity.MethodFor(want.Checksum.Algorithm)
-	w.log.Debug("HEAD left out: Complete's answer carried the object's checksum, equal to the one sent",
+	w.log.Debug("HEAD left out: the commit's answer carried the object's checksum, equal to the one sent", zap.String("op", op),
 		zap.String("upload_id", res.UploadID), zap.Int64("size", want.Size), zap.String("method", string(method)))
 	w.emit(Event{Type: EventVerify, Size: want.Size, Method: method})
 	return w.accept(judgement{method: method}, res, true)

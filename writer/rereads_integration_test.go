@@ -133,6 +133,42 @@ func TestRereadsLeftOutOnRealServers(t *testing.T) {
 			if !env.Srv.IgnoresChecksums() && res.Verified != verify.MethodCRC32C {
 				t.Fatalf("saving %v: verified %q, want the store's crc32c", saving, res.Verified)
 			}
+			// A single PUT through the same Uploader, which now knows whether the store checks.
+			small := s3test.RandomBytes(1000)
+			headsBefore := st.heads.Load()
+			res, err = u.Upload(context.Background(), env.Bucket, key+"-small", bytes.NewReader(small))
+			if err != nil {
+				t.Fatalf("saving %v, single PUT: %v", saving, err)
+			}
+			if got := s3test.ReadAll(t, env.Srv, env.Bucket, key+"-small"); !bytes.Equal(got, small) || res.Multipart || !res.VerifiedStrong {
+				t.Fatalf("saving %v, single PUT: read back %d bytes, multipart %v, strong %v", saving, len(got), res.Multipart, res.VerifiedStrong)
+			}
+			if h := st.heads.Load() - headsBefore; h != want {
+				t.Fatalf("saving %v, single PUT: %d HEADs, want %d", saving, h, want)
+			}
+		}
+	})
+}
+
+// TestPutChecksLikeParts is why a single PUT's answer may stand for its HEAD once the probe of a
+// multipart write showed the store checks part checksums (putProves): the servers that refuse a
+// part whose checksum is wrong refuse such a PutObject too, and keep nothing at the key.
+func TestPutChecksLikeParts(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		ctx := context.Background()
+		const alg = store.ChecksumCRC32C
+		body := s3test.RandomBytes(1000)
+		wrong, _ := integrity.Sum(alg, []byte("another object"))
+		_, err := env.Store.PutObject(ctx, &store.PutObjectInput{Bucket: env.Bucket, Key: "put-wrong", Body: bytes.NewReader(body),
+			ContentLength: int64(len(body)), Checksum: store.Checksum{Algorithm: alg, Value: wrong}})
+		if env.Srv.IgnoresChecksums() {
+			return // its writes never learn that it checks: they keep the HEAD
+		}
+		if err == nil || sperrors.KindOf(err) != sperrors.Integrity {
+			t.Fatalf("PutObject with a wrong checksum: %v (kind %v), want a refusal classified Integrity", err, sperrors.KindOf(err))
+		}
+		if s3test.Exists(t, env.Srv, env.Bucket, "put-wrong") {
+			t.Fatal("PutObject refused, yet an object is at the key")
 		}
 	})
 }

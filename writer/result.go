@@ -18,8 +18,8 @@ type Result struct {
 	// Checksum is the full-object checksum sent and compared (zero when none was used).
 	Checksum store.Checksum
 	// Encryption is the server-side encryption the store reported for the object after commit
-	// (zero when it reported none, or when no encryption was asked for and Complete's answer stood
-	// for the HEAD: SaveRereads). For SSE-C it carries the key's MD5, never the key.
+	// (zero when it reported none, or when no encryption was asked for and the commit's answer
+	// stood for the HEAD: SaveRereads). For SSE-C it carries the key's MD5, never the key.
 	Encryption store.Encryption
 	// Multipart is true when the object was assembled from Parts parts of PartSize bytes.
 	Multipart bool

@@ -28,6 +28,9 @@ const (
 	// answer then carries the full-object checksum, equal to the one computed here, the HEAD after
 	// it is left out too: that answer is the store's own sum of the object it committed, which it
 	// checked against the one sent before committing (MinIO and the gateway refuse a wrong one).
+	// A single PUT's HEAD is left out the same way, when its answer echoes the checksum sent and
+	// the store is already known to check (an earlier multipart write's probe through this
+	// Uploader, or the CLI's cache): a fresh Uploader's small writes keep it.
 	// A resumed part, a receipt without the echo, a store not known to check, an answer without
 	// the checksum, Options.ReadBack or server-side encryption to confirm still get both requests.
 	SaveRereads

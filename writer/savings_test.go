@@ -13,6 +13,7 @@ import (
 	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/store/storetest/s3test"
 	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -228,4 +229,59 @@ func (s completeSays) CompleteMultipartUpload(ctx context.Context, in *store.Com
 		return &o, err
 	}
 	return out, err
+}
+
+// TestSinglePutProvenByItsAnswer: a single PUT sends no HEAD when its answer echoes the checksum
+// sent and the Uploader already knows the store checks checksums (an earlier multipart write's
+// probe): the store refuses a body that does not match it, so its acceptance proves the object.
+// A fresh Uploader, a store that checks nothing, and the saving switched off keep the HEAD.
+func TestSinglePutProvenByItsAnswer(t *testing.T) {
+	large, small := randomBytes(t, largeSize), randomBytes(t, 1000)
+	for _, c := range []struct {
+		name    string
+		rules   memstore.Rules
+		wrap    func(store.Store) store.Store
+		learned bool // a multipart write through the same Uploader first
+		opts    func(*writer.Options)
+		heads   int
+	}{
+		{"known to check: no HEAD", minioLike, nil, true, nil, 0},
+		{"fresh Uploader: not known", minioLike, nil, false, nil, 1},
+		{"saving off", minioLike, nil, true, func(o *writer.Options) { o.Savings &^= writer.SaveRereads }, 1},
+		{"checks nothing", cephLike, nil, true, nil, 1},
+		{"parrots the header, checks nothing", cephLike, func(s store.Store) store.Store { return parrot{s} }, true, nil, 1},
+		{"read-back asked", minioLike, nil, true, func(o *writer.Options) { o.ReadBack = true }, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := newMem(c.rules)
+			var st store.Store = mem
+			if c.wrap != nil {
+				st = c.wrap(mem)
+			}
+			u := newUploader(t, st)
+			var opts []func(*writer.Options)
+			if c.opts != nil {
+				opts = append(opts, c.opts)
+			}
+			if c.learned {
+				if _, _, err := writeCounting(t, u, "large", large, opts...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := mem.Requests("HeadObject")
+			res, _, err := writeCounting(t, u, "small", small, opts...)
+			if err != nil {
+				t.Fatalf("write failed: %v", err)
+			}
+			if got, ok := mem.Object(unitBucket, "small"); !ok || !bytes.Equal(got, small) || !res.VerifiedStrong || res.Multipart {
+				t.Fatalf("landed %v, verified %s (strong %v), multipart %v: want the bytes written by one PUT, proven", ok, res.Verified, res.VerifiedStrong, res.Multipart)
+			}
+			if n := mem.Requests("HeadObject") - before; n != c.heads {
+				t.Fatalf("HEAD sent %d times, want %d", n, c.heads)
+			}
+			if c.heads == 0 && res.Verified != verify.MethodCRC32C {
+				t.Fatalf("verified %q, want the store's crc32c", res.Verified)
+			}
+		})
+	}
 }
