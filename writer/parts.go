@@ -101,9 +101,14 @@ func (w *Writer) dispatchSection(off, size int64, final bool) error {
 	return w.dispatch(body, final)
 }
 
-// sectionPart is [off, off+size) of the object in the ReaderAt source.
+// sectionPart is [off, off+size) of the object in the ReaderAt source. Its parts may hand their
+// slots on only where the parts in flight are paced (a far store: handoff.go).
 func (w *Writer) sectionPart(off, size int64) partBody {
-	return partBody{section: io.NewSectionReader(w.section, w.sectionBase+off, size), hand: new(handoff)}
+	var hand *handoff
+	if w.pace != nil {
+		hand = new(handoff)
+	}
+	return partBody{section: io.NewSectionReader(w.section, w.sectionBase+off, size), hand: hand}
 }
 
 // uploadPart sends one part with retries. The body of every attempt is a fresh reader over the

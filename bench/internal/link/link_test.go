@@ -67,6 +67,21 @@ func sink(c net.Conn) {
 	}
 }
 
+// sendToSink sends n bytes to a sink through c and waits for its answer that all arrived.
+func sendToSink(t *testing.T, c *net.TCPConn, n int) {
+	t.Helper()
+	if _, err := c.Write(make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	var b [1]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func start(t *testing.T, cfg Config) *Relay {
 	t.Helper()
 	r, err := Start(cfg)
@@ -160,16 +175,7 @@ func TestWindowBoundsInFlight(t *testing.T) {
 	r := start(t, Config{Upstream: server(t, sink), RTT: rtt, Window: window})
 	c := dial(t, r)
 	begin := time.Now()
-	if _, err := c.Write(make([]byte, size)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.CloseWrite(); err != nil {
-		t.Fatal(err)
-	}
-	var b [1]byte
-	if _, err := io.ReadFull(c, b[:]); err != nil {
-		t.Fatal(err)
-	}
+	sendToSink(t, c, size)
 	d := time.Since(begin)
 	// size/window windows, each acknowledged a round trip after it left; the last one need
 	// only arrive.
@@ -357,16 +363,7 @@ func TestOnDeliverSeesClientBytesAsDelivered(t *testing.T) {
 		last = max(last, at)
 	}})
 	c := dial(t, r)
-	if _, err := c.Write(make([]byte, size)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.CloseWrite(); err != nil {
-		t.Fatal(err)
-	}
-	var b [1]byte
-	if _, err := io.ReadFull(c, b[:]); err != nil {
-		t.Fatal(err)
-	}
+	sendToSink(t, c, size)
 	mu.Lock()
 	defer mu.Unlock()
 	burst := max(rate/1000, chunkMax)
