@@ -1,12 +1,15 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/safeput/safeput/bench/internal/link"
 	"github.com/safeput/safeput/bytesize"
+	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
 	"github.com/safeput/safeput/store/storetest/s3test"
@@ -42,6 +46,7 @@ func WANImpls() []WANImpl {
 		{Name: "safeput-defaults/aws", Role: RoleSafeput, New: newWANSafeputAWS},
 		{Name: "safeput-defaults/minio", Role: RoleSafeput, New: newWANSafeputMinio},
 		{Name: "safeput-cli", Role: RoleSafeput, New: newWANSafeputCLI},
+		{Name: "safeput-cached/aws", Role: RoleSafeput, New: newWANSafeputCached},
 		{Name: "transfermanager", Role: RolePeer, New: newWANTransferManager},
 		{Name: "manager", Role: RolePeer, New: newWANManager},
 		{Name: "minio-go", Role: RolePeer, New: newWANMinioGo},
@@ -70,6 +75,53 @@ func newWANSafeputMinio(srv s3test.Server, bucket string, _ Params) (Uploader, e
 		return nil, err
 	}
 	return safeputUploaderWith(st, bucket, nil)
+}
+
+// newWANSafeputCached is safeput-defaults/aws with Options.EndpointCache, a directory an earlier
+// write to the server filled (one untimed multipart write through another Uploader, once per
+// benchmark run), as a service that restarts with its cache, or the CLI's second run, has: the
+// Uploader starts knowing whether the server checks part checksums, so it sends no probe, and a
+// single PUT whose answer echoes the checksum needs no HEAD (writer.SaveRereads). Its client and
+// connections are as fresh as every other row's.
+func newWANSafeputCached(srv s3test.Server, bucket string, p Params) (Uploader, error) {
+	if p.CLICacheDir == "" {
+		return nil, errors.New("safeput-cached needs the run's cache directory (Params.CLICacheDir)")
+	}
+	dir := filepath.Join(p.CLICacheDir, "safeput-cached")
+	cache := func(o *writer.Options) { o.EndpointCache = dir }
+	newStore := func() (store.Store, error) {
+		return awss3.New(awss3.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true})
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := fillEndpointCache(newStore, bucket, cache); err != nil {
+			return nil, fmt.Errorf("safeput-cached: filling its endpoint cache: %w", err)
+		}
+	}
+	st, err := newStore()
+	if err != nil {
+		return nil, err
+	}
+	return safeputUploaderWith(st, bucket, []func(*writer.Options){cache})
+}
+
+// fillEndpointCache makes one multipart write (its probe learns the endpoint) through an Uploader
+// of its own with the cache, and deletes the object.
+func fillEndpointCache(newStore func() (store.Store, error), bucket string, cache func(*writer.Options)) error {
+	st, err := newStore()
+	if err != nil {
+		return err
+	}
+	u, err := writer.NewUploader(st, cache)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	const key = "wan/safeput-cached-warm-up"
+	body := make([]byte, writer.DefaultPartSize+1) // two parts: a multipart write, which probes
+	if _, err := u.Upload(ctx, bucket, key, bytes.NewReader(body)); err != nil {
+		return err
+	}
+	return st.DeleteObject(ctx, &store.DeleteObjectInput{Bucket: bucket, Key: key})
 }
 
 // newWANSafeputCLI is the CLI with no --part-size or --concurrency: its own defaults.
@@ -221,11 +273,11 @@ func RunWAN(ctx context.Context, cfg WANConfig) ([]WANRecord, error) {
 
 func wanOnce(ctx context.Context, cfg WANConfig, relay *link.Relay, turns *turnLog, via s3test.Server, raw *s3.Client, name string, data DataFile, run int) (WANRecord, error) {
 	im, _ := wanImpl(name)
-	relay.CloseConns() // the previous writer's idle connections: this write starts cold
 	up, err := im.New(via, cfg.Bucket, cfg.Params)
 	if err != nil {
 		return WANRecord{}, err
 	}
+	relay.CloseConns() // the previous writer's idle connections, and any New made: this write starts cold
 	src, closer, err := Open(data.Path, data.Size, SourceReaderAt)
 	if err != nil {
 		return WANRecord{}, err
@@ -556,7 +608,8 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 		env.Link.RTT.String(), FormatRate(env.Link.Rate), bytesize.Format(env.Link.Window), env.ServerName)
 	b.WriteString("- **Cold**: every write gets a fresh client (its own connection pool) and the relay closes every connection before it, so each write pays its connections' handshakes (the relay holds a new connection's first bytes for one round trip, as a SYN costs).\n")
 	b.WriteString("- **Defaults**: every uploader at its own part size, concurrency and checksum defaults, nothing set; the source is a file (an `*io.SectionReader`; the CLI is given its path); " +
-		"safeput's library rows use one `writer.Uploader` per write, its CLI (the whole process, start-up included) a cache directory fresh for the run, so its first multipart write probes the endpoint and later ones reuse the answer.")
+		"safeput's library rows use one `writer.Uploader` per write, its CLI (the whole process, start-up included) a cache directory fresh for the run, so its first multipart write probes the endpoint and later ones reuse the answer. " +
+		"safeput-cached/aws is safeput-defaults/aws with `Options.EndpointCache` filled by one earlier, untimed write to the server, as a service restarting with its cache has: it sends no probe, and a single PUT whose answer echoes its checksum no HEAD.")
 	if env.Signing == SigningUnsigned {
 		b.WriteString(" Peers send UNSIGNED-PAYLOAD, as over TLS (see Method).")
 	}

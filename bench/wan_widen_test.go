@@ -61,8 +61,8 @@ func TestWideningOver200msLink(t *testing.T) {
 			if peak <= conc {
 				t.Errorf("at most %d parts in flight, want more than Concurrency %d: the rate grew with each widening", peak, conc)
 			}
-			if peak > 4*conc {
-				t.Errorf("%d parts in flight, over 4 × Concurrency", peak)
+			if peak > 4*conc+2 {
+				t.Errorf("%d parts in flight, over 4 × Concurrency and the two a hand-off may add (writer/handoff.go)", peak)
 			}
 			if res.Size != size || !res.VerifiedStrong {
 				t.Errorf("result %+v: want %d bytes, strongly verified", res, size)

@@ -30,8 +30,10 @@
 #                        one server, with the round trips the relay counted beside each time
 #   WAN_SIZES="1MiB 8MiB 64MiB 512MiB"  WAN_RTT=40ms  WAN_RATE=1Gbit  WAN_WINDOW=4MiB
 #   WAN_RUNS=3           WAN_SERVER=minio  WAN_IMPLS=""  (all: safeput-defaults/aws,
-#                        safeput-defaults/minio, safeput-cli, transfermanager, manager, minio-go)
-#                        (extra flags pass through: -wan-trace prints every request line)
+#                        safeput-defaults/minio, safeput-cli, safeput-cached/aws, transfermanager,
+#                        manager, minio-go)
+#                        (extra flags pass through: -wan-trace prints every request line and
+#                        the MB carried per 100 ms)
 #   WAN_FAR=1            with WAN_ONLY=1: write the WAN section's far-link part instead (give it
 #                        its round trip: WAN_FAR=1 WAN_RTT=200ms WAN_SIZES="64MiB 512MiB")
 set -euo pipefail

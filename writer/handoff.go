@@ -15,9 +15,9 @@ import (
 // waits a round trip for its answer and the link carries nothing. So on a far store (pacing.go),
 // when a part has been written out (its request's httptrace WroteRequest) and fewer than
 // handOffBelow parts are left being sent, it gives its slot to the next part, whose bytes keep
-// the link busy through the round trip. At most as many parts wait for answers this way as are
-// allowed in flight, so a store slow to answer never has more than twice that many parts at once.
-// Buffers are memory, not link: only an io.ReaderAt source's parts hand off.
+// the link busy through the round trip. At most handOffBelow parts wait for answers this way at
+// once, so a write has at most that many parts in flight beyond those allowed, however slowly
+// the store answers. Buffers are memory, not link: only an io.ReaderAt source's parts hand off.
 //
 // Over the 40 ms link of BENCHMARKS.md, 512 MiB, 3 runs each (`WAN_ONLY=1 WAN_RUNS=3
 // WAN_SIZES=512MiB WAN_IMPLS=safeput-defaults/aws,minio-go bash scripts/bench.sh -wan-trace`):
@@ -26,10 +26,12 @@ import (
 // 4.519–4.530 s against minio-go's 4.470–4.487 s; with the hand-off, 12.2–12.5 MB there, and
 // 4.486–4.494 s against 4.479–4.498 s.
 
-// handOffBelow: a part hands off when fewer parts than this are left being sent. One connection
-// moves at most its window per round trip, which fills no link that a far store needs several
-// connections for: with a threshold of 1, the one part left alone over the link above carried
-// 0.3–1.2 MB per 10 ms against the link's 1.25, and the write was still 10–15 ms behind.
+// handOffBelow: a part hands off when fewer parts than this are left being sent, and while fewer
+// than this wait after handing off. One connection moves at most its window per round trip, which
+// fills no link that a far store needs several connections for: with a threshold of 1, the one
+// part left alone over the link above carried 0.3–1.2 MB per 10 ms against the link's 1.25, and
+// the write was still 10–15 ms behind. Two keep it busy, and the widening (pacing.go) adds
+// connections where more are needed.
 const handOffBelow = 2
 
 // handoff is one part's record of whether it gave its slot away before its answer, and of when
@@ -68,17 +70,13 @@ func (w *Writer) bodySent(ctx context.Context, n int32, part partBody) (context.
 	return ctx, func() { ended(false) }
 }
 
-// handOff gives part's slot to the next part, once per part, while fewer parts wait for their
-// answers this way than are allowed in flight.
+// handOff gives part's slot to the next part, once per part, while fewer than handOffBelow
+// parts wait for their answers this way.
 func (w *Writer) handOff(n int32, part *handoff) {
-	p := w.pace
-	p.mu.Lock()
-	limit := p.decide.limit
-	p.mu.Unlock()
-	h := &p.hand
+	h := &w.pace.hand
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.waiting >= limit || part.given.Load() {
+	if h.waiting >= handOffBelow || part.given.Load() {
 		return
 	}
 	select {

@@ -42,7 +42,7 @@ type Options struct {
 	// store (its create took 20 ms or more), with Concurrency above 1, it puts more parts in
 	// flight while the measured rate grows with them, up to 4 × Concurrency, and a part that
 	// has been written out while fewer than two others are still being sent lets the next part go
-	// before its answer comes, at most as many of them at once as are allowed in flight.
+	// before its answer comes, at most two of them at once.
 	Concurrency int
 	// Threshold is the largest object sent as one PutObject (0, the default: the part size;
 	// capped at the part size and at the rules' single-PUT limit).
