@@ -23,15 +23,15 @@ import (
 // WAN_SIZES=512MiB WAN_IMPLS=safeput-defaults/aws,minio-go bash scripts/bench.sh -wan-trace`):
 // before (2e0eb8b), the relay carried 7.3–8.8 MB toward the server in the tenth of a second
 // from 0.6 s, where the first parts end, against 12.5 in the others, and the write took
-// 4.519–4.530 s against minio-go's 4.470–4.487 s; with the hand-off, 12.2–12.5 MB there, and
-// 4.486–4.494 s against 4.479–4.498 s.
+// 4.519–4.530 s against minio-go's 4.470–4.487 s; with the hand-off (d8d4525), 12.2–12.5 MB
+// there, and 4.486–4.494 s against 4.479–4.498 s.
 
 // handOffBelow: a part hands off when fewer parts than this are left being sent, and while fewer
 // than this wait after handing off. One connection moves at most its window per round trip, which
-// fills no link that a far store needs several connections for: with a threshold of 1, the one
-// part left alone over the link above carried 0.3–1.2 MB per 10 ms against the link's 1.25, and
-// the write was still 10–15 ms behind. Two keep it busy, and the widening (pacing.go) adds
-// connections where more are needed.
+// fills no link that a far store needs several connections for: over the link above, 4 MiB per
+// 40 ms is 105 MB/s against the link's 125, and with a threshold of 1 (measured, not kept) the
+// write took 4.487–4.497 s against minio-go's 4.469–4.472 s in the same runs. Two keep it busy,
+// and the widening (pacing.go) adds connections where more are needed.
 const handOffBelow = 2
 
 // handoff is one part's record of whether it gave its slot away before its answer, and of when
