@@ -91,12 +91,16 @@ func (w *Writer) handOff(n int32, part *handoff) {
 		zap.Int32("part", n), zap.String("upload_id", w.currentUploadID()), zap.Int("waiting", h.waiting))
 }
 
-// takeHanded marks a part that has just taken its slot as going in a handed-off one, while any is
-// not yet taken. Slots are alike, so the part is the next to go after the hand-off.
-func (w *Writer) takeHanded(part *handoff) {
-	if w.pace == nil || part == nil {
-		return
+// newHandoff is the hand-off record of a part that has just taken its slot (dispatchSection), nil
+// where parts are not paced: only such a part may hand its slot on, since only it gives one back
+// (slotBack); a part re-sent after the layout check holds none. It is marked as going in a
+// handed-off slot while any is not yet taken: slots are alike, so it is the next to go after the
+// hand-off. Called by the goroutine that set w.pace (sendSections), after it did.
+func (w *Writer) newHandoff() *handoff {
+	if w.pace == nil {
+		return nil
 	}
+	part := new(handoff)
 	h := &w.pace.hand
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -104,6 +108,7 @@ func (w *Writer) takeHanded(part *handoff) {
 		h.freed--
 		part.handed = time.Now()
 	}
+	return part
 }
 
 // slotBack gives back the slot a section part holds, unless it gave it away already (handOff).

@@ -113,3 +113,32 @@ func TestNextPartGoesWhileAnswersAreAwaited(t *testing.T) {
 		})
 	}
 }
+
+// slowCreateWritten is a far store whose create reports its request written (so the first parts
+// are hashed ahead, ahead.go) and answers after a far store's round trip without waiting for
+// them: the passes ahead run on while the write starts pacing its parts.
+type slowCreateWritten struct{ store.Store }
+
+func (s slowCreateWritten) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
+	if tr := httptrace.ContextClientTrace(ctx); tr != nil && tr.WroteRequest != nil {
+		tr.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	time.Sleep(30 * time.Millisecond)
+	return s.Store.CreateMultipartUpload(ctx, in)
+}
+
+// TestPacedWriteWithPartsHashedAhead: on a far store, the passes that hash the first parts while
+// the create is on the wire overlap the start of pacing; under -race this failed when a section's
+// hand-off record was decided from the pacing state they raced with. The object lands as written.
+func TestPacedWriteWithPartsHashedAhead(t *testing.T) {
+	data := randomBytes(t, 6*5*mib+7)
+	mem := newMem(minioLike)
+	res, err := writer.Upload(context.Background(), slowCreateWritten{mem}, unitBucket, "k", bytes.NewReader(data),
+		func(o *writer.Options) { o.PartSize, o.Concurrency, o.Retry = 5*mib, 4, fastPolicy() })
+	if err != nil {
+		t.Fatalf("write failed: %v", err)
+	}
+	if got, ok := mem.Object(unitBucket, "k"); !ok || !bytes.Equal(got, data) || !res.VerifiedStrong {
+		t.Fatalf("landed %v, verified %s: want the bytes written, proven", ok, res.Verified)
+	}
+}

@@ -97,18 +97,13 @@ func (w *Writer) dispatchSection(off, size int64, final bool) error {
 		return w.fail(w.canceled("UploadPart", w.ctx.Err()))
 	}
 	body := w.sectionPart(off, size)
-	w.takeHanded(body.hand)
+	body.hand = w.newHandoff()
 	return w.dispatch(body, final)
 }
 
-// sectionPart is [off, off+size) of the object in the ReaderAt source. Its parts may hand their
-// slots on only where the parts in flight are paced (a far store: handoff.go).
+// sectionPart is [off, off+size) of the object in the ReaderAt source.
 func (w *Writer) sectionPart(off, size int64) partBody {
-	var hand *handoff
-	if w.pace != nil {
-		hand = new(handoff)
-	}
-	return partBody{section: io.NewSectionReader(w.section, w.sectionBase+off, size), hand: hand}
+	return partBody{section: io.NewSectionReader(w.section, w.sectionBase+off, size)}
 }
 
 // uploadPart sends one part with retries. The body of every attempt is a fresh reader over the
