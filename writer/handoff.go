@@ -62,7 +62,7 @@ func (w *Writer) bodySent(ctx context.Context, n int32, part partBody) (context.
 	ended := func(written bool) {
 		once.Do(func() {
 			if h.sending.Add(-1) < handOffBelow && written {
-				w.handOff(n, part.hand)
+				w.handOff(n, part.size(), part.hand)
 			}
 		})
 	}
@@ -72,7 +72,7 @@ func (w *Writer) bodySent(ctx context.Context, n int32, part partBody) (context.
 
 // handOff gives part's slot to the next part, once per part, while fewer than handOffBelow
 // parts wait for their answers this way.
-func (w *Writer) handOff(n int32, part *handoff) {
+func (w *Writer) handOff(n int32, size int64, part *handoff) {
 	h := &w.pace.hand
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -87,8 +87,8 @@ func (w *Writer) handOff(n int32, part *handoff) {
 	part.given.Store(true)
 	h.waiting++
 	h.freed++
-	w.log.Debug("part written out with every other part waiting for its answer: the next part goes now",
-		zap.Int32("part", n), zap.String("upload_id", w.currentUploadID()), zap.Int("waiting", h.waiting))
+	w.log.Debug("part written out with fewer than two others still being sent: the next part goes before its answer",
+		zap.Int32("part", n), zap.Int64("size", size), zap.String("upload_id", w.currentUploadID()), zap.Int("waiting", h.waiting))
 }
 
 // newHandoff is the hand-off record of a part that has just taken its slot (dispatchSection), nil
