@@ -37,7 +37,7 @@ const handOffBelow = 2
 // handoff is one part's record of whether it gave its slot away before its answer, and of when
 // it went if it went in a slot so given (for the widening's epochs, pacing.go).
 type handoff struct {
-	given  atomic.Bool
+	given  bool      // guarded by handoffs.mu
 	handed time.Time // set before the part is dispatched, read after: no lock needed
 }
 
@@ -76,7 +76,7 @@ func (w *Writer) handOff(n int32, size int64, part *handoff) {
 	h := &w.pace.hand
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.waiting >= handOffBelow || part.given.Load() {
+	if h.waiting >= handOffBelow || part.given {
 		return
 	}
 	select {
@@ -84,7 +84,7 @@ func (w *Writer) handOff(n int32, size int64, part *handoff) {
 	default:
 		return
 	}
-	part.given.Store(true)
+	part.given = true
 	h.waiting++
 	h.freed++
 	w.log.Debug("part written out with fewer than two others still being sent: the next part goes before its answer",
@@ -113,17 +113,18 @@ func (w *Writer) newHandoff() *handoff {
 
 // slotBack gives back the slot a section part holds, unless it gave it away already (handOff).
 func (w *Writer) slotBack(part *handoff) {
-	if part != nil && w.pace != nil {
-		h := &w.pace.hand
-		h.mu.Lock()
-		given := part.given.Load()
-		if given {
-			h.waiting--
-		}
-		h.mu.Unlock()
-		if given {
-			return
-		}
+	if part != nil && w.pace.hand.settle(part) {
+		return
 	}
 	<-w.slots
+}
+
+// settle ends part's hand-off record and reports whether it gave its slot away.
+func (h *handoffs) settle(part *handoff) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if part.given {
+		h.waiting--
+	}
+	return part.given
 }
