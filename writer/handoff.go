@@ -19,19 +19,17 @@ import (
 // once, so a write has at most that many parts in flight beyond those allowed, however slowly
 // the store answers. Buffers are memory, not link: only an io.ReaderAt source's parts hand off.
 //
-// Over the 40 ms link of BENCHMARKS.md, 512 MiB, 3 runs each (`WAN_ONLY=1 WAN_RUNS=3
-// WAN_SIZES=512MiB WAN_IMPLS=safeput-defaults/aws,minio-go bash scripts/bench.sh -wan-trace`):
-// before (2e0eb8b), the relay carried 7.3–8.8 MB toward the server in the tenth of a second
-// from 0.6 s, where the first parts end, against 12.5 in the others, and the write took
-// 4.519–4.530 s against minio-go's 4.470–4.487 s; with the hand-off (d8d4525), 12.2–12.5 MB
-// there, and 4.486–4.494 s against 4.479–4.498 s.
+// The dip where the first parts end shows in the relay's trace, the MB it carried toward the
+// server per 100 ms, and the write's time against minio-go's in BENCHMARKS.md ("Over a
+// wide-area link", 512 MiB): `WAN_ONLY=1 WAN_RUNS=3 WAN_SIZES=512MiB
+// WAN_IMPLS=safeput-defaults/aws,minio-go bash scripts/bench.sh -wan-trace`.
 
 // handOffBelow: a part hands off when fewer parts than this are left being sent, and while fewer
 // than this wait after handing off. One connection moves at most its window per round trip, which
-// fills no link that a far store needs several connections for: over the link above, 4 MiB per
-// 40 ms is 105 MB/s against the link's 125, and with a threshold of 1 (measured, not kept) the
-// write took 4.487–4.497 s against minio-go's 4.469–4.472 s in the same runs. Two keep it busy,
-// and the widening (pacing.go) adds connections where more are needed.
+// fills no link that a far store needs several connections for (over the link above, a 4 MiB
+// window per 40 ms round trip is less than the link carries), so one part left sending leaves the
+// link short through the round trip; two keep it busy, and the widening (pacing.go) adds
+// connections where more are needed. The command above compares thresholds, with this one changed.
 const handOffBelow = 2
 
 // handoff is one part's record of whether it gave its slot away before its answer, and of when

@@ -16,13 +16,12 @@ import (
 // the parts in flight did, up to maxWidening × Options.Concurrency; once a widening buys too
 // little (the link is full), it stops. A quarter, not a half: the epoch that measures a widening
 // also pays its new connections' handshakes, and each part's answer idles its connection for a
-// round trip, so a link far from full showed +25% for half more parts. At half, a write whose
-// first parts all started together stopped at 6 connections over the 200 ms link below (6.73 s
-// for 512 MiB, at d1e34c9); at a quarter it goes on to 13 (5.99 s). Over a 200 ms link with a
-// 4 MiB window per connection and 1 Gbit/s shared, 512 MiB from a file took 9.15 s with 4 parts
-// in flight (at 81851fc); minio-go, 4 at a time, 8.91 s (BENCHMARKS.md, "Over a far link":
-// `WAN_ONLY=1 WAN_FAR=1 WAN_RTT=200ms WAN_SIZES="64MiB 512MiB" bash scripts/bench.sh`).
-// TestWideningOver200msLink shows the widening at a smaller scale.
+// round trip, so on a link far from full half more parts raise the measured rate by well under
+// half, and a half threshold stops the widening while the link still has room. BENCHMARKS.md's
+// "Over a far link" (a 200 ms link, a 4 MiB window per connection, 1 Gbit/s shared; `WAN_ONLY=1
+// WAN_FAR=1 WAN_RTT=200ms WAN_SIZES="64MiB 512MiB" bash scripts/bench.sh`) shows the connections
+// a write from a file widens to and its time against the peers, which keep their parts in flight
+// fixed. TestWideningOver200msLink shows the widening at a smaller scale.
 //
 // Widening needs a far store (the answered create took farStore or more: on a cold connection,
 // the handshake and the request, two round trips; a retried create's backoff does not count)
@@ -66,10 +65,10 @@ func newWidening(concurrency int, now time.Time) *widening {
 // flight from now on (0 but at an epoch's end). handed is when the part went, if it went in a
 // slot handed off before its holder's answer (handoff.go), else zero: such a part may have been
 // sent mostly before this epoch began, and counted whole it would lend the epoch a rate the
-// parts in flight did not make (over the 200 ms link, the widening then stopped at 9 parts
-// where it went on to 13 without hand-offs). So the epoch counts the share of its bytes that
-// its time in the epoch makes, assuming it moved evenly. Other parts count whole, as the epochs
-// the threshold above was set from counted them.
+// parts in flight did not make, against which the next epoch's would seem too small: the
+// widening would stop early. So the epoch counts the share of its bytes that its time in the
+// epoch makes, assuming it moved evenly. Other parts count whole, as the epochs the threshold
+// above was set from counted them.
 func (p *widening) partDone(now, handed time.Time, size int64) int {
 	if p.stopped {
 		return 0

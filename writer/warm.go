@@ -17,10 +17,10 @@ func (w *Writer) warmConnections() {
 		n = min(w.cfg.concurrency, w.plan.Parts) // the create's connection carries a part after it
 		if w.decider().probes(w.facts.checking()) {
 			// The probe goes beside the first parts (probe.go): without a connection of its own
-			// it takes one of theirs, and the part left over pays a handshake. Over a 200 ms
-			// link that made a 64 MiB write's last part, and the write, 200 ms late (the
-			// relay's trace: `WAN_ONLY=1 WAN_FAR=1 WAN_RTT=200ms WAN_SIZES=64MiB WAN_RUNS=1
-			// WAN_IMPLS=safeput-defaults/aws bash scripts/bench.sh -wan-trace`, at 41c50f4).
+			// it takes one of theirs, and the part left over pays a handshake, which makes it,
+			// and the write, a round trip late (the relay's trace shows it: `WAN_ONLY=1
+			// WAN_FAR=1 WAN_RTT=200ms WAN_SIZES=64MiB WAN_RUNS=1 WAN_IMPLS=safeput-defaults/aws
+			// bash scripts/bench.sh -wan-trace`).
 			n++
 		}
 	}
