@@ -114,10 +114,10 @@ var profiles = []Rules{
 	// Abort answers 204 for any upload id (gone or never existing), so only a listing confirms an
 	// abort; ListMultipartUploads lists by prefix only for an exact key (a directory-like prefix
 	// lists nothing; no prefix lists the bucket, unpaged) and leaves NextKeyMarker out of a
-	// truncated page. CRC32C is preferred: MinIO spends about 0.55 CPU-s/GiB more checking a
-	// CRC64NVME than a CRC32C or CRC32 (2.83-2.99 vs 2.27-2.53 server CPU-s per GiB, 1 GiB through
-	// `safeput put --provider minio --checksum X`, 3 runs each, data on tmpfs), and the client's
-	// CRC32C pass costs about what its CRC64NVME does.
+	// truncated page. CRC32C is preferred: MinIO spends more CPU checking a CRC64NVME than a
+	// CRC32C or CRC32, and the client's CRC32C pass costs about what its CRC64NVME does (compare
+	// the server's CPU time over `safeput put --provider minio --checksum X` for each X, data on
+	// tmpfs, as BENCHMARKS.md's "server CPU s/GiB" column reads it).
 	{Name: "minio", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
 		MaxObjectSize: 50 * bytesize.TiB, MaxSinglePut: 5 * bytesize.TiB,
 		Checksums:  ChecksumSupport{CRC32: FullObject | Composite, CRC32C: FullObject | Composite, CRC64NVME: FullObject | Composite, SHA1: Composite, SHA256: Composite},
@@ -168,10 +168,9 @@ var profiles = []Rules{
 	// algorithm x type pairs as AWS does (s3err/s3err.go). If-None-Match: * on PUT and Complete:
 	// https://github.com/versity/versitygw/pull/1727. Measured on v1.8.0 (safeput probe, README.md's
 	// compatibility table): MD5 and MD5-of-MD5s-N ETags; HEAD reports the stored checksums (it
-	// computes a CRC64NVME for every object). CRC32C is preferred: the gateway spends about 0.5
-	// CPU-s/GiB more when sent a CRC64NVME (3.61-3.70 vs 3.06-3.22 server CPU-s per GiB for
-	// CRC32C or CRC32, 1 GiB through `safeput put --provider versitygw --checksum X`, 3 runs each,
-	// data on tmpfs).
+	// computes a CRC64NVME for every object). CRC32C is preferred: the gateway spends more CPU
+	// when sent a CRC64NVME than a CRC32C or CRC32 (compared as for minio above, through
+	// `safeput put --provider versitygw --checksum X`).
 	{Name: "versitygw", MinPartSize: 5 * bytesize.MiB, MaxPartSize: 5 * bytesize.GiB, MaxParts: 10000,
 		MaxObjectSize: 10000 * 5 * bytesize.GiB, MaxSinglePut: 5 * bytesize.GiB,
 		Checksums: awsChecksums, ContentMD5: true, ConditionalPut: true, ConditionalComplete: true,
@@ -191,11 +190,9 @@ var profiles = []Rules{
 // contiguous numbers, 5 TB objects, no checksum header relied on, no conditional writes.
 //
 // Its writes offer a FULL_OBJECT CRC32C (a refusal is retried without it). CRC32C because the
-// test servers spent less CPU checking it than a CRC64NVME (MinIO about 0.45-0.6 and the gateway
-// 0.64-0.73 server CPU-s/GiB less, 1 GiB through the benchmark's safeput-defaults rows against
-// its per-profile rows, BENCHMARKS.md at 08de1bb), and AWS takes it as FULL_OBJECT. R2 takes
-// CRC32C only as COMPOSITE: a write at defaults sends an R2 endpoint a CRC64NVME instead (its
-// HostSuffix; ForEndpoint).
+// test servers spend less CPU checking it than a CRC64NVME (the minio and versitygw profiles
+// above), and AWS takes it as FULL_OBJECT. R2 takes CRC32C only as COMPOSITE: a write at
+// defaults sends an R2 endpoint a CRC64NVME instead (its HostSuffix; ForEndpoint).
 var strict = withPreference(intersect(DefaultProfile, profiles...), store.ChecksumCRC32C)
 
 func withPreference(r Rules, a store.ChecksumAlgorithm) Rules {
