@@ -119,8 +119,8 @@ func (c Conn) Resolve() (Resolved, error) {
 // fromFlagsAndEnv fills r from the flags and the environment alone when they give everything
 // the shared files could (keys, region, endpoint, and a CA bundle or no need of one), as the
 // SDK's precedence would keep it: nothing is left for the files to give, so the SDK's
-// configuration is not loaded (which touched code and data worth 0.3-0.8 MiB of the CLI's peak
-// RSS on a stream; creds.go). AWS_PROFILE does not outrank keys in the environment; --profile
+// configuration is not loaded (which touches code and data that count in the CLI's peak RSS on
+// a stream; creds.go). AWS_PROFILE does not outrank keys in the environment; --profile
 // does. (Unlike the SDK, an AWS_PROFILE naming no profile is not an error then.)
 func (c Conn) fromFlagsAndEnv(r *Resolved) bool {
 	if r.AccessKey == "" {

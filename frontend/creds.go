@@ -24,14 +24,13 @@ import (
 // credential_process), container credentials, and the EC2 instance metadata service (IMDSv2).
 // Hand-written resolution drifted from those conventions and refused IMDS outright.
 //
-// The cost, measured on a 1 GiB stdin stream to MinIO at 16 MiB x 4 (GNU time's %M, 2 runs,
-// static builds, 2026-12-06): the package links the SDK's STS, SSO, SSO-OIDC and sign-in clients,
-// whose package initialisation allocates about 0.56 MB more at start (GODEBUG=inittrace=1) and
-// whose pages count as touched; the CLI's peak RSS grew by 1.3 MiB (aws backend) and 1.6 MiB
-// (minio), the binary by 2.2 MiB, with the configuration not loaded when the flags and the
-// environment give everything (conn.go). The CLI was already 0.5-1.4 MiB over its 80 MiB
-// promise on that stream before; what this buys is every credential source AWS documents,
-// EC2 instance roles included, kept in step with AWS by AWS.
+// The cost: the package links the SDK's STS, SSO, SSO-OIDC and sign-in clients, whose package
+// initialisation allocates at start (GODEBUG=inittrace=1 lists it) and whose pages count as
+// touched, so the binary and the CLI's peak RSS grow, even with the configuration not loaded when
+// the flags and the environment give everything (conn.go). The CLI's peak RSS on a stream against
+// its promise is BENCHMARKS.md's "Memory of the CLI on a stream" (`MEMORY_ONLY=1 bash
+// scripts/bench.sh`). What this buys is every credential source AWS documents, EC2 instance roles
+// included, kept in step with AWS by AWS.
 
 // credentialTimeout bounds one resolution of credentials (a credential_process, an STS, SSO,
 // container or instance metadata call): nothing waits forever, not even for credentials. (A

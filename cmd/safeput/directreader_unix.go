@@ -59,7 +59,8 @@ func newDirectReader(ctx context.Context, src *os.File) (r *directReader, releas
 	}
 	if fi.Mode()&os.ModeNamedPipe != 0 {
 		// A pipe holds 64 KiB by default: a fast producer then wakes this reader (and the reader
-		// the producer) every 64 KiB, which cost the CLI 0.5–0.9 s of system CPU per GiB. A larger
+		// the producer) every 64 KiB, and the wake-ups add system CPU to every GiB streamed (the
+		// safeput-cli rows' note in BENCHMARKS.md gives the CLI's sys time on a stream). A larger
 		// pipe, where the system allows it (fs.pipe-max-size, 1 MiB by default), moves the same
 		// bytes in a sixteenth of the wake-ups. The pages are the kernel's, not this process's.
 		_, _ = unix.FcntlInt(uintptr(dup), unix.F_SETPIPE_SZ, pipeSize)

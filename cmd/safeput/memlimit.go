@@ -10,10 +10,12 @@ import (
 // gcHeadroom is the Go memory (heap, stacks, runtime structures) the GC may let grow beyond the
 // part buffers before it collects: most of it is the runtime and the SDK clients, the rest room
 // for per-request garbage. The GC count falls off a cliff just above what the process itself
-// needs: a 1 GiB stdin stream to MinIO at 16 MiB x 4 (GODEBUG=gctrace=1, /usr/bin/time, 2 runs
-// each, 2026-12-03) ran 165-197 GCs at 10 MiB (user CPU 0.63-0.66 s, a fifth of the process's
-// CPU in the GC), 17-29 at 11 MiB, 8-9 at 12 MiB (user 0.29-0.34 s) for 0.7 MiB more peak RSS,
-// and 6-7 at 14 MiB. (The rest of RSS is the binary's own pages, mapped from its file.)
+// needs: a few MiB less and a stream collects many times as often, spending much of its CPU in
+// the GC; more buys few collections fewer for more peak RSS. To see it, stream a GiB through
+// `safeput put -` with GODEBUG=gctrace=1 and GOMEMLIMIT set to the part budget plus each
+// headroom tried (an explicit GOMEMLIMIT wins, limitGC); the CLI's peak RSS at this headroom is
+// BENCHMARKS.md's "Memory of the CLI on a stream" (`MEMORY_ONLY=1 bash scripts/bench.sh`).
+// (The rest of RSS is the binary's own pages, mapped from its file.)
 const gcHeadroom = 12 << 20
 
 // limitGC sets the GC's soft memory limit to the upload's part-buffer budget (concurrency × the

@@ -31,9 +31,9 @@ func TestPutThroughWireFaults(t *testing.T) {
 		smallFile, largeFile := writeFile(t, small), writeFile(t, large)
 		// The hung-server cases test the stall bound, so they get a short window. The others test
 		// what a put does about throttling and altered bytes and keep the CLI's default window:
-		// under the full suite's load a Ceph RGW took no body byte of a part for three 2 s
-		// windows running (twice in 2026-12-03's runs, at 1 s and at 2 s), and those puts ended
-		// Stalled where the fault under test was a flipped byte.
+		// under the full suite's load a Ceph RGW has taken no body byte of a part for three 2 s
+		// windows running, and such puts ended Stalled where the fault under test was a flipped
+		// byte.
 		const window = 2 * time.Second
 		cases := []struct {
 			name  string

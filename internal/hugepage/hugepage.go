@@ -1,8 +1,9 @@
 // Package hugepage asks the kernel to back fresh part buffers with transparent huge pages, for a
 // program that owns its process and uploads once per run (the CLI). Each new 4 KiB page costs a
-// fault on first touch; on a virtual machine a fault can cost over 10 µs (11 µs measured on the
-// benchmark machine), so a fresh process's 4 × 16 MiB of part buffers cost about 0.18 s of CPU
-// before a byte is sent, more than the CRC of a GiB. With the hint a 2 MiB page faults once.
+// fault on first touch, and a fault is dear on a virtual machine, so a fresh process's part
+// buffers (4 × 16 MiB at the defaults) cost more CPU before a byte is sent than checksumming the
+// bytes they will hold. With the hint a 2 MiB page faults once. What those faults cost on a
+// machine: `go test -run '^$' -bench FreshBuffers ./internal/prefault/`.
 //
 // It stays off in the library: a long-running host reuses its buffers through one Uploader, so it
 // pays those faults once, and huge-page advice on heap memory the Go runtime later reuses for
