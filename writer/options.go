@@ -38,11 +38,12 @@ type Options struct {
 	// stay under the part-count limit, but a size under the rules' minimum is an error.
 	PartSize int64
 	// Concurrency is how many part buffers (and so parts in flight) one write may hold
-	// (default DefaultConcurrency). An Upload from an io.ReaderAt holds no part buffer: to a far
-	// store (its create took 20 ms or more), with Concurrency above 1, it puts more parts in
-	// flight while the measured rate grows with them, up to 4 × Concurrency, and a part that
-	// has been written out while fewer than two others are still being sent lets the next part go
-	// before its answer comes, at most two of them at once.
+	// (default DefaultConcurrency); 1 sends one part at a time. An Upload from an io.ReaderAt
+	// holds no part buffer, so with Concurrency above 1 and a far store (one whose
+	// CreateMultipartUpload is slow to answer), it may put more parts in flight, as long as the
+	// rate it measures grows with them, up to a fixed multiple of Concurrency; and a part whose
+	// bytes have all been sent may let the next part start before its answer comes. Nearer
+	// stores, and streams, keep Concurrency.
 	Concurrency int
 	// Threshold is the largest object sent as one PutObject (0, the default: the part size;
 	// capped at the part size and at the rules' single-PUT limit).

@@ -4,7 +4,7 @@ package writer
 // page faults) where the store has shown it is safe, and none is needed for correctness. With
 // none of them, a write does every check the slow, obvious way: every part's MD5 taken as its
 // bytes arrive, no probe, no receipt trusted for its echo, buffers faulted in page by page. The
-// test suite runs the core paths both ways and compares what they report (savings_test.go).
+// test suite runs the core paths both ways and compares what they report.
 type Saving uint8
 
 const (
@@ -13,13 +13,14 @@ const (
 	// bytes arrive. SaveProbe and SaveEchoTrust act only with it.
 	SaveLateMD5 Saving = 1 << iota
 	// SaveProbe: the first write to an endpoint not yet known to check part checksums asks, with
-	// a tiny part whose checksum is wrong on purpose (probe.go).
+	// a tiny part whose checksum is wrong on purpose (one more UploadPart, beside the first
+	// parts).
 	SaveProbe
 	// SaveEchoTrust: a receipt that echoes the checksum sent, from a store known to check it,
 	// spares its part's MD5.
 	SaveEchoTrust
 	// SavePrefault: a fresh part buffer's pages are mapped a step ahead of the bytes read into
-	// it (internal/prefault) instead of faulting one 4 KiB page at a time.
+	// it instead of faulting one 4 KiB page at a time.
 	SavePrefault
 	// SaveRereads: the store is not asked again what its checked receipts already said. Where
 	// every part of the upload was sent by this write and its receipt echoed the checksum sent,
