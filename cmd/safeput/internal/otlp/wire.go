@@ -1,7 +1,8 @@
 // Package otlp exports the CLI's spans and metrics over OTLP/HTTP in binary protobuf. It encodes
 // the OTLP messages by hand with protowire: the official exporters link gRPC, grpc-gateway and the
-// protobuf registry, which cost every run of the CLI ~6 MiB of RSS and 18 MB of binary for an
-// export most runs never enable.
+// protobuf registry, which add more than 10 MB to the binary and 4 MiB to the resident memory at
+// start of every run of the CLI, for an export most runs never enable. The figures, and that they
+// still hold, come from cd bench && go test -run TestOTLPEncoderAgainstExporters -v .
 //
 // Field numbers are those of opentelemetry-proto (common/v1, resource/v1, trace/v1, metrics/v1,
 // collector/*/v1); the tests decode what this package encodes with the official Go packages.
