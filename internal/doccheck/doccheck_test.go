@@ -1,6 +1,7 @@
-// Package doccheck holds the tests that keep the repository's Markdown honest: no measured figure
-// is typed by hand (a figure comes from a generator, inside its generated block, with the
-// command and date beside it), and every document the code cites exists.
+// Package doccheck holds the tests that keep the repository's Markdown and Go comments honest: no
+// measured figure is typed by hand (a figure comes from a generator, inside its generated block,
+// with the command and date beside it), no Go comment names a commit, and every document the
+// code cites exists.
 //
 // A hand-typed figure is a number with a unit of measurement (s, ms, µs, minutes, MiB/s, GiB/s,
 // MB/s, %, a × or x ratio), a size with decimals or a range of sizes (what an allocation or RSS
