@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	stderrors "errors"
+	"io/fs"
+	"os"
 
 	"go.uber.org/zap"
 
@@ -16,7 +18,8 @@ import (
 
 // journalDirReady makes sure the journal's directory exists before a write records in it, and,
 // for Recover (create false), that it does: recovering from a mistyped path must fail, not report
-// an empty journal.
+// an empty journal. Either way the directory must keep the journal's rules (owned by this
+// process's user, not group- or world-writable: see journal.Dir); one it creates is mode 0700.
 func journalDirReady(dir string, create bool) error {
 	if dir == "" {
 		return nil
@@ -27,6 +30,20 @@ func journalDirReady(dir string, create bool) error {
 	} else {
 		_, err = journal.Open(dir)
 	}
+	return err
+}
+
+// journalDirUsable is NewUploader's look at Options.JournalDir: a directory that exists must keep
+// the journal's rules now, not at the first multipart write; a missing one is left for the first
+// write that needs it to create.
+func journalDirUsable(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if _, err := os.Stat(dir); stderrors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	_, err := journal.Open(dir)
 	return err
 }
 

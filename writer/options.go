@@ -164,6 +164,13 @@ type Options struct {
 	// went to (the CLI uses the endpoint URL); Recover acts only on records of the endpoint it is
 	// given. docs/usage.md describes the record and what each step costs.
 	//
+	// The directory decides which uploads are aborted, so only its owner may write to it: on
+	// unix systems it must be owned by the process's effective user and not be group- or
+	// world-writable (NewUploader, a write and Recover refuse it otherwise, naming the rule).
+	// Its files are opened without following symbolic links; only regular files up to the size
+	// of a 10,000-part record are read, and anything else in it (a link, FIFO, device, oversized
+	// or unparsable file) is reported by Recover and skipped.
+	//
 	// The record is written (and fsynced) when the upload is created, after every part the
 	// store acknowledged and safeput verified, and just before Complete; it is removed when the
 	// write lands verified or the upload is confirmed aborted. A journal that cannot record

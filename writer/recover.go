@@ -145,6 +145,9 @@ func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts Recover
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if d, ok := j.(*journal.Dir); ok && opts.DryRun {
+		j = d.ReadOnly() // a dry run creates no lock file
+	}
 	recs, problems, err := j.List()
 	if err != nil {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "cannot list the journal", Err: err}

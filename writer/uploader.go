@@ -51,7 +51,8 @@ type Uploader struct {
 //     and is traced.
 //
 // It fails (Permanent) on a nil store or a setting that no write could use (an unknown profile,
-// a non-positive part size or concurrency, an unsupported checksum).
+// a non-positive part size or concurrency, an unsupported checksum, a JournalDir that exists and
+// breaks the journal's rules: see Options.JournalDir).
 func NewUploader(st store.Store, optFns ...func(*Options)) (*Uploader, error) {
 	opts := defaultOptions()
 	opts.apply(optFns)
@@ -65,6 +66,9 @@ func NewUploader(st store.Store, optFns ...func(*Options)) (*Uploader, error) {
 	}
 	if msg := cfg.invalid(); msg != "" {
 		return nil, bad("%s", msg)
+	}
+	if err := journalDirUsable(cfg.journalDir); err != nil {
+		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "NewUploader", Message: "the journal directory cannot be used", Err: err}
 	}
 	return newUploader(st, opts, cfg), nil
 }

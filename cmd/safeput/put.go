@@ -199,7 +199,7 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	// One write per run: the Uploader holds the run's policy, logger, journal and observer.
 	up, err := writer.NewUploader(st, opts...)
 	if err != nil {
-		return usageErr("%v", err) // uploadOptions checked them: not expected
+		return usageErr("%v", err) // uploadOptions checked the rest; a --journal directory that breaks the journal's rules fails here
 	}
 	res, err := up.Upload(ctx, u.Bucket, u.Key, r)
 	if bar != nil {

@@ -29,7 +29,8 @@ type recoverOpts struct {
 const recoverExitHelp = `Exit codes of recover:
   0  every record of this endpoint was settled (--run) or listed (dry run), or the journal is
      empty; records left alone (in use, other endpoint or bucket) and skipped files are reported
-  2  usage: no --journal, or the directory is missing or unreadable; nothing was touched
+  2  usage: no --journal, or the directory is missing, unreadable, group- or world-writable or
+     owned by another user; nothing was touched
   3  a store request failed transiently after retries; those records are kept: run it again
   4  a store request failed permanently (credentials, permissions); those records are kept
   5  the key holds the object a crashed run's Complete assembled, damaged on the way (object

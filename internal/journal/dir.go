@@ -1,11 +1,13 @@
 package journal
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,9 +21,17 @@ import (
 // Dir is a Journal in one local directory: <name>.json holds a record, <name>.lock is its claim
 // (an flock), where name is derived from the record's ID. Several processes may share the
 // directory.
+//
+// The directory is trusted only as far as these rules make it safe (a record decides which
+// uploads are aborted, and the process acts on it with its own rights): on unix systems it must
+// be owned by the process's effective user and not be group- or world-writable; its files are
+// opened without following symbolic links and without blocking (a FIFO), and only regular files
+// of at most maxRecordSize bytes are read. Anything else in it is reported as a Problem and
+// skipped, and an error never quotes a file's content.
 type Dir struct {
-	path   string
-	fsyncs atomic.Int64
+	path     string
+	readOnly bool // a dry run's view: creates, changes and removes nothing
+	fsyncs   atomic.Int64
 
 	mu   sync.Mutex
 	held map[string]*held // claimed by this Dir, by record name
@@ -34,23 +44,34 @@ type held struct {
 }
 
 // Open returns the journal in path, which must be an existing directory (recovery must not
-// invent an empty journal out of a mistyped path).
+// invent an empty journal out of a mistyped path) that only its owner, the process's user, can
+// write to (see Dir).
 func Open(path string) (*Dir, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("journal %s: %w", path, err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("journal %s: not a directory", path)
+	if err := checkDir(path); err != nil {
+		return nil, err
 	}
 	return &Dir{path: path, held: map[string]*held{}}, nil
+}
+
+// checkDir enforces Dir's rules on the directory itself. A symbolic link to a directory is
+// followed: the rules apply to the directory it names.
+func checkDir(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", path, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("journal %s: not a directory", path)
+	}
+	return dirSafe(path, fi)
 }
 
 // At returns the journal in path without touching the file system: the writer creates the
 // directory before its first record and Recover checks that it exists (writer.Options.JournalDir).
 func At(path string) *Dir { return &Dir{path: path, held: map[string]*held{}} }
 
-// Create returns the journal in path, creating the directory (mode 0700) when missing.
+// Create returns the journal in path, creating the directory (mode 0700) when missing; an
+// existing directory must keep Open's rules.
 func Create(path string) (*Dir, error) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, fmt.Errorf("journal %s: %w", path, err)
@@ -60,6 +81,14 @@ func Create(path string) (*Dir, error) {
 
 // Path is the journal's directory.
 func (d *Dir) Path() string { return d.path }
+
+// ReadOnly returns a view of d's directory for a dry run, which must create nothing: its Claim
+// takes the flock of an existing lock file (so a record a live writer holds is still in use)
+// but never creates one (a record without a lock file is held by nobody: a holder keeps its lock
+// file until it lets go), and Begin, AddPart, Intend and Remove fail.
+func (d *Dir) ReadOnly() *Dir { return &Dir{path: d.path, readOnly: true, held: map[string]*held{}} }
+
+var errReadOnly = errors.New("journal: a read-only view (dry run) changes nothing")
 
 // Fsyncs counts the fsync calls this Dir made (files and directory), for measuring its cost.
 func (d *Dir) Fsyncs() int64 { return d.fsyncs.Load() }
@@ -80,6 +109,19 @@ const (
 	tmpPrefix = ".tmp-"
 )
 
+// maxRecordSize bounds a record file: a larger one is refused unread, so a planted file cannot
+// exhaust memory. The largest legitimate record has maxParts parts; one part as written (indented
+// JSON) takes about 240 bytes with its widest fields (number 10000, a 19-digit size, a SHA-256
+// checksum, an MD5, a quoted S3 ETag), so partBudget leaves room for ETags several hundred bytes
+// long, and headerBudget holds the rest (a 1 KiB key even with every byte escaped, endpoint
+// identity, upload id, times, intended object). TestRecordSizeCap writes such a record.
+const (
+	maxParts      = 10000 // store.MaxPartNumber: no store takes more parts
+	partBudget    = 1 << 10
+	headerBudget  = 64 << 10
+	maxRecordSize = headerBudget + maxParts*partBudget // a little under 10 MiB
+)
+
 func (id ID) validate() error {
 	switch {
 	case id.Endpoint == "":
@@ -94,19 +136,23 @@ func (id ID) validate() error {
 	return nil
 }
 
+// validate's errors never quote the record's values: read reports them for any file.
 func (r *Record) validate() error {
 	if r.Version != formatVersion {
-		return fmt.Errorf("format version %d, this safeput reads version %d", r.Version, formatVersion)
+		return fmt.Errorf("another format version than %d, the one this safeput reads", formatVersion)
 	}
 	if err := r.ID.validate(); err != nil {
 		return err
 	}
 	if r.PartSize <= 0 {
-		return fmt.Errorf("part size %d", r.PartSize)
+		return errors.New("part size not positive")
 	}
-	for _, p := range r.Parts {
+	if len(r.Parts) > maxParts {
+		return fmt.Errorf("more than %d parts", maxParts)
+	}
+	for i, p := range r.Parts {
 		if p.Number < 1 || p.Size < 0 || p.ETag == "" {
-			return fmt.Errorf("part %d: size %d, etag %q", p.Number, p.Size, p.ETag)
+			return fmt.Errorf("part at position %d: a number below 1, a negative size or no ETag", i+1)
 		}
 	}
 	return nil
@@ -114,6 +160,12 @@ func (r *Record) validate() error {
 
 // Begin records a new upload and claims it.
 func (d *Dir) Begin(r Record) error {
+	if d.readOnly {
+		return errReadOnly
+	}
+	if err := checkDir(d.path); err != nil {
+		return err
+	}
 	r.Version = formatVersion
 	if r.Created.IsZero() {
 		r.Created = time.Now().UTC()
@@ -161,6 +213,9 @@ func (d *Dir) Intend(id ID, o Object) error {
 }
 
 func (d *Dir) update(id ID, change func(*Record)) error {
+	if d.readOnly {
+		return errReadOnly
+	}
 	n := name(id)
 	d.mu.Lock()
 	h := d.held[n]
@@ -193,6 +248,9 @@ func (d *Dir) unhold(id ID) (string, *held) {
 
 // Remove deletes a claimed record and its claim.
 func (d *Dir) Remove(id ID) error {
+	if d.readOnly {
+		return errReadOnly
+	}
 	n, h := d.unhold(id)
 	if h == nil {
 		return fmt.Errorf("journal: remove %s/%s upload %s: %w", id.Bucket, id.Key, id.UploadID, ErrNotClaimed)
@@ -224,6 +282,9 @@ func (d *Dir) Release(id ID) error {
 
 // Claim takes the claim on an existing record and returns it.
 func (d *Dir) Claim(id ID) (Record, error) {
+	if err := checkDir(d.path); err != nil {
+		return Record{}, err
+	}
 	n := name(id)
 	lock, err := d.claimLock(n)
 	if err != nil {
@@ -236,7 +297,7 @@ func (d *Dir) Claim(id ID) (Record, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return Record{}, fmt.Errorf("journal: %s/%s upload %s: %w", id.Bucket, id.Key, id.UploadID, ErrNotFound)
 		}
-		return Record{}, err
+		return Record{}, fmt.Errorf("journal: %s: %w", filepath.Join(d.path, n+recordExt), err)
 	}
 	if rec.ID != id {
 		d.dropLock(n, lock, false)
@@ -249,8 +310,12 @@ func (d *Dir) Claim(id ID) (Record, error) {
 }
 
 // List returns every valid record (oldest first) and a Problem for every other file, except the
-// journal's own lock files and temp files of a write a crash interrupted.
+// journal's own lock files and temp files of a write a crash interrupted. A symbolic link, FIFO,
+// socket, device or directory is a Problem whatever its name, and never opened.
 func (d *Dir) List() ([]Record, []Problem, error) {
+	if err := checkDir(d.path); err != nil {
+		return nil, nil, err
+	}
 	entries, err := os.ReadDir(d.path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal %s: %w", d.path, err)
@@ -261,10 +326,10 @@ func (d *Dir) List() ([]Record, []Problem, error) {
 		base := e.Name()
 		full := filepath.Join(d.path, base)
 		switch {
-		case strings.HasPrefix(base, tmpPrefix) || (strings.HasSuffix(base, lockExt) && e.Type().IsRegular()):
+		case !e.Type().IsRegular():
+			problems = append(problems, Problem{Path: full, Err: fmt.Errorf("%w; skipped", notRegular(e.Type()))})
 			continue
-		case e.IsDir():
-			problems = append(problems, Problem{Path: full, Err: errors.New("a directory, not a journal record: skipped")})
+		case strings.HasPrefix(base, tmpPrefix) || strings.HasSuffix(base, lockExt):
 			continue
 		case !strings.HasSuffix(base, recordExt):
 			problems = append(problems, Problem{Path: full, Err: errors.New("not a journal record (no .json suffix): skipped")})
@@ -284,13 +349,13 @@ func (d *Dir) List() ([]Record, []Problem, error) {
 // read parses and validates one record file; the file's name must be the one its ID gives, so
 // a record copied from elsewhere or edited by hand is never acted on under a wrong name.
 func (d *Dir) read(base string) (Record, error) {
-	data, err := os.ReadFile(filepath.Join(d.path, base))
+	data, err := readRegular(filepath.Join(d.path, base), maxRecordSize)
 	if err != nil {
 		return Record{}, err
 	}
 	var rec Record
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return Record{}, fmt.Errorf("not a readable journal record (truncated or not JSON): %w", err)
+		return Record{}, unparsable(err)
 	}
 	if err := rec.validate(); err != nil {
 		return Record{}, fmt.Errorf("not a valid journal record: %w", err)
@@ -301,13 +366,111 @@ func (d *Dir) read(base string) (Record, error) {
 	return rec, nil
 }
 
+// unparsable says why a file is not JSON of a record without its bytes: encoding/json's messages
+// quote the offending character or value, and the file may be anything.
+func unparsable(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Errorf("not a readable journal record (truncated or not JSON): invalid JSON at byte %d", syntax.Offset)
+	case errors.As(err, &typ):
+		return fmt.Errorf("not a journal record: a value of the wrong type at byte %d", typ.Offset)
+	}
+	return errors.New("not a journal record: a value it holds is not of its field's kind (a time, say)")
+}
+
+// readRegular reads path, which must be a regular file of at most limit bytes. It follows no
+// symbolic link and never blocks on a FIFO, and checks the file it opened (fstat), not the path,
+// so nothing swapped in after a look is read.
+func readRegular(path string, limit int64) ([]byte, error) {
+	if err := preOpenCheck(path); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow|openNonBlock, 0)
+	if err != nil {
+		return nil, openFailed(path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(fi.Mode())
+	}
+	if fi.Size() > limit {
+		return nil, tooLarge(limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit { // grew since the fstat
+		return nil, tooLarge(limit)
+	}
+	return data, nil
+}
+
+func tooLarge(limit int64) error {
+	return fmt.Errorf("larger than the largest journal record (%d bytes, for %d parts): not read", limit, maxParts)
+}
+
+// notRegular says what a file of mode m is and that the journal will not use it.
+func notRegular(m fs.FileMode) error {
+	what := "not a regular file"
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return errors.New("a symbolic link: the journal never follows one")
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	}
+	return fmt.Errorf("%s, not a regular file: the journal uses regular files only", what)
+}
+
+// openFailed explains a failed open: O_NOFOLLOW fails on a symbolic link (ELOOP, or EMLINK on
+// some BSDs), and a socket cannot be opened at all; a look at the path says which it was.
+func openFailed(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+		return notRegular(fi.Mode())
+	}
+	return err
+}
+
+// createTemp creates a new file for write: O_EXCL and O_NOFOLLOW, so a name planted in the
+// directory is never written through.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for range 100 {
+		var r [8]byte
+		_, _ = rand.Read(r[:])
+		f, err := os.OpenFile(filepath.Join(dir, prefix+hex.EncodeToString(r[:])), os.O_RDWR|os.O_CREATE|os.O_EXCL|openNoFollow, 0o600)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, errors.New("no unused temp file name")
+}
+
 // write replaces a record atomically: a crash leaves the old or the new version.
 func (d *Dir) write(n string, rec *Record) error {
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	tmp, err := os.CreateTemp(d.path, tmpPrefix+n+"-*")
+	if len(data) > maxRecordSize {
+		return fmt.Errorf("journal: write %s: the record would be %d bytes, more than a journal record may hold (%d): it could not be read back",
+			n+recordExt, len(data), maxRecordSize)
+	}
+	tmp, err := createTemp(d.path, tmpPrefix+n+"-")
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -349,13 +512,30 @@ func (d *Dir) syncDir() error {
 
 // claimLock takes the flock on n's lock file. The file can be deleted by a holder that removes
 // its record between our open and our lock, so the lock counts only if the path still names the
-// file we locked.
+// file we locked. The lock file is never reached through a symbolic link (O_CREAT with
+// O_NOFOLLOW creates nothing at a link's target) and must be a regular file. A read-only view
+// creates none: without one, it returns a nil file (nobody holds the record).
 func (d *Dir) claimLock(n string) (*os.File, error) {
 	p := filepath.Join(d.path, n+lockExt)
+	flags := os.O_RDWR | os.O_CREATE | openNoFollow | openNonBlock
+	if d.readOnly {
+		flags = os.O_RDONLY | openNoFollow | openNonBlock
+	}
 	for range 5 {
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+		if err := preOpenCheck(p); err != nil {
+			return nil, fmt.Errorf("journal: lock file %s: %w", p, err)
+		}
+		f, err := os.OpenFile(p, flags, 0o600)
+		if d.readOnly && errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
 		if err != nil {
-			return nil, fmt.Errorf("journal: %w", err)
+			return nil, fmt.Errorf("journal: lock file %s: %w", p, openFailed(p, err))
+		}
+		fi, ferr := f.Stat()
+		if ferr == nil && !fi.Mode().IsRegular() {
+			_ = f.Close()
+			return nil, fmt.Errorf("journal: lock file %s: %w", p, notRegular(fi.Mode()))
 		}
 		if err := lockFile(f); err != nil {
 			_ = f.Close()
@@ -364,8 +544,7 @@ func (d *Dir) claimLock(n string) (*os.File, error) {
 			}
 			return nil, fmt.Errorf("journal: lock %s: %w", p, err)
 		}
-		fi, ferr := f.Stat()
-		pi, perr := os.Stat(p)
+		pi, perr := os.Lstat(p)
 		if ferr == nil && perr == nil && os.SameFile(fi, pi) {
 			return f, nil
 		}
@@ -375,8 +554,12 @@ func (d *Dir) claimLock(n string) (*os.File, error) {
 }
 
 // dropLock releases a claim; with unlink it also deletes the lock file (while still holding it).
+// A read-only view deletes nothing, and may hold no file.
 func (d *Dir) dropLock(n string, f *os.File, unlink bool) {
-	if unlink {
+	if f == nil {
+		return
+	}
+	if unlink && !d.readOnly {
 		_ = os.Remove(filepath.Join(d.path, n+lockExt))
 	}
 	_ = f.Close() // closing the descriptor releases the flock
