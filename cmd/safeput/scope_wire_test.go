@@ -58,6 +58,10 @@ func TestSweepAndProbeStayInPrefix(t *testing.T) {
 				if err := json.Unmarshal([]byte(r.stdout), &prep); err != nil {
 					t.Fatalf("probe --json: %v\n%s", err, r.stdout)
 				}
+				if len(prep.Rows) == 0 || prep.Created.Uploads == 0 || len(prep.Leftovers) != 0 {
+					t.Errorf("probe ran %d rows, created %d uploads, left %v; want a full run that leaves nothing", len(prep.Rows), prep.Created.Uploads, prep.Leftovers)
+				}
+				t.Logf("probe: %d rows, created %+v, removed %+v, clean-up %+v", len(prep.Rows), prep.Created, prep.Removed, prep.Cleanup)
 				for _, u := range prep.Cleanup {
 					if !strings.HasPrefix(u.Key, prep.ScratchPrefix) || u.State == "left-alone" {
 						t.Errorf("probe's clean-up reports %+v: outside its scratch prefix %s, or not its own", u, prep.ScratchPrefix)
