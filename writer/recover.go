@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -28,6 +29,11 @@ type RecoverOptions struct {
 	// Bucket, when set, restricts recovery to that bucket; records of others are reported as
 	// RecoverOtherBucket and left alone.
 	Bucket string
+	// Prefix, when set, restricts recovery to the records whose key starts with it (it needs
+	// Bucket); records of other keys are reported as "outside-prefix" and left alone. A
+	// journal is a directory of files, and a record naming another endpoint, bucket or key is
+	// never acted on: it may have been put there by someone else.
+	Prefix string
 	// DryRun reads (HEAD, ListParts, a read-back of an object the HEAD cannot prove) and reports
 	// what it would do, changing nothing.
 	DryRun bool
@@ -52,6 +58,10 @@ type RecoverOptions struct {
 	SSECustomerKeys [][]byte
 }
 
+// recoverOutsidePrefix is the outcome of a record whose key is outside RecoverOptions.Prefix. It
+// is not exported: the stable API's size is capped, and RecoverOutcome("outside-prefix") names it.
+const recoverOutsidePrefix RecoverOutcome = "outside-prefix"
+
 // defaultRecoverSettle is RecoverOptions.Settle's default.
 const defaultRecoverSettle = 2 * time.Second
 
@@ -72,7 +82,9 @@ const (
 	RecoverGone RecoverOutcome = "gone"
 	// RecoverInUse: a live writer holds the record; left alone.
 	RecoverInUse RecoverOutcome = "in-use"
-	// RecoverOtherEndpoint, RecoverOtherBucket: not this run's to touch; left alone.
+	// RecoverOtherEndpoint, RecoverOtherBucket: not this run's to touch (another endpoint, a
+	// bucket other than RecoverOptions.Bucket); left alone, and Note says why. A key outside
+	// RecoverOptions.Prefix is left alone the same way, as "outside-prefix".
 	RecoverOtherEndpoint RecoverOutcome = "other-endpoint"
 	RecoverOtherBucket   RecoverOutcome = "other-bucket"
 	// RecoverFailed: a store request failed (Err says which), or the key holds the object the
@@ -94,7 +106,8 @@ type RecoveredUpload struct {
 	Err     error
 	// Note says what Recover could not prove: a gone record whose key holds an object of the
 	// intended size that the HEAD could not tell from this write's commit and that was not read
-	// back (larger than ReadBackLimit).
+	// back (larger than ReadBackLimit). For a record left alone as out of scope
+	// (RecoverOtherEndpoint, RecoverOtherBucket, "outside-prefix") it says why.
 	Note string
 }
 
@@ -113,8 +126,9 @@ type RecoverReport struct {
 // otherwise the upload is aborted (confirmed with ListParts, and again after opts.Settle) and the
 // record dropped. It touches only the uploads the valid records name: never another key, prefix
 // or upload, never an object.
-// A record a live writer holds, or one for another endpoint or bucket, is left alone and
-// reported; a file that is not a valid record is reported in Problems and skipped.
+// A record a live writer holds, or one for another endpoint, bucket (opts.Bucket) or key
+// (opts.Prefix), is left alone and reported; a file that is not a valid record is reported in
+// Problems and skipped.
 //
 // The error is non-nil only when the journal cannot be listed; per-record failures are in the
 // report (RecoverFailed) with their classified error.
@@ -138,6 +152,9 @@ func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts Recover
 	}
 	if opts.Endpoint == "" {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "no endpoint identity: records are matched to the store by it"}
+	}
+	if opts.Prefix != "" && opts.Bucket == "" {
+		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "RecoverOptions.Prefix needs RecoverOptions.Bucket: a prefix names keys of one bucket"}
 	}
 	if opts.Policy == nil {
 		opts.Policy = up.cfg.policy
@@ -172,19 +189,17 @@ func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts Recover
 		if r.Object != nil {
 			u.Size = r.Object.Size
 		}
-		switch {
-		case r.Endpoint != opts.Endpoint:
-			u.Outcome = RecoverOtherEndpoint
-		case opts.Bucket != "" && r.Bucket != opts.Bucket:
-			u.Outcome = RecoverOtherBucket
-		default:
-			var ids []string
-			u.Outcome, ids, u.Err = recoverOne(ctx, up, j, r.ID, recs, opts, &u.Note)
-			if len(ids) > 0 {
-				aborted = append(aborted, abortedRecord{rec: r, index: len(rep.Uploads), uploadIDs: ids})
-				rep.Uploads = append(rep.Uploads, u)
-				continue // logged and counted after the second look
-			}
+		if out, why := outOfScope(r.ID, opts); out != "" {
+			u.Outcome, u.Note = out, why
+			rep.add(opts.Logger, r, u)
+			continue
+		}
+		var ids []string
+		u.Outcome, ids, u.Err = recoverOne(ctx, up, j, r.ID, recs, opts, &u.Note)
+		if len(ids) > 0 {
+			aborted = append(aborted, abortedRecord{rec: r, index: len(rep.Uploads), uploadIDs: ids})
+			rep.Uploads = append(rep.Uploads, u)
+			continue // logged and counted after the second look
 		}
 		rep.add(opts.Logger, r, u)
 	}
@@ -192,6 +207,21 @@ func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts Recover
 		lookAgain(ctx, up, j, aborted, rep, opts)
 	}
 	return rep, nil
+}
+
+// outOfScope says why a record is not this run's to act on (another endpoint, bucket or key),
+// or "" when it is. Only a record that names this endpoint, and the bucket and a key under the
+// prefix when they are given, is claimed, looked at or aborted.
+func outOfScope(id journal.ID, opts RecoverOptions) (RecoverOutcome, string) {
+	switch {
+	case id.Endpoint != opts.Endpoint:
+		return RecoverOtherEndpoint, fmt.Sprintf("recorded for endpoint %q, not this store's %q: left alone", id.Endpoint, opts.Endpoint)
+	case opts.Bucket != "" && id.Bucket != opts.Bucket:
+		return RecoverOtherBucket, fmt.Sprintf("recorded for bucket %q, not %q: left alone", id.Bucket, opts.Bucket)
+	case !strings.HasPrefix(id.Key, opts.Prefix):
+		return recoverOutsidePrefix, fmt.Sprintf("key %q is not under prefix %q: left alone", id.Key, opts.Prefix)
+	}
+	return "", ""
 }
 
 // abortedRecord is a claimed record whose upload(s) Recover aborted; the record is dropped only

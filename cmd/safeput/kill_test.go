@@ -177,7 +177,7 @@ func killAndSettle(t *testing.T, s s3test.Server, bucket, key, dir string, commo
 	trail := fmt.Sprintf("killed after %s; journal at the kill: %+v", after, all) // for failure messages
 
 	if resume {
-		r := cli(t, s, nil, append(common, "--json", "recover", "--journal", dir)...)
+		r := cli(t, s, nil, append(common, "--json", "recover", "--journal", dir, "s3://"+bucket)...)
 		expectCode(t, r, 0, key+": recover (dry run)")
 		checkKey(t, s, bucket, key, data, "after a dry run")
 		r = cli(t, s, nil, append(common, "--json", "--log-level", "info", "put", "--journal", dir, file, dst)...)
@@ -203,7 +203,7 @@ func killAndSettle(t *testing.T, s s3test.Server, bucket, key, dir string, commo
 			st.notJournaled[res.Parts-parts]++
 		}
 		// What is left is at most the placeholder of a create the kill interrupted.
-		r = cli(t, s, nil, append(common, "--json", "recover", "--run", "--journal", dir)...)
+		r = cli(t, s, nil, append(common, "--json", "recover", "--run", "--journal", dir, "s3://"+bucket)...)
 		expectCode(t, r, 0, key+": recover --run after the re-run")
 		var rep recoverJSON
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
@@ -217,7 +217,7 @@ func killAndSettle(t *testing.T, s s3test.Server, bucket, key, dir string, commo
 		}
 		trail += "; recover after the re-run: " + r.stdout
 	} else {
-		r := cli(t, s, nil, append(common, "--json", "recover", "--run", "--journal", dir)...)
+		r := cli(t, s, nil, append(common, "--json", "recover", "--run", "--journal", dir, "s3://"+bucket)...)
 		expectCode(t, r, 0, key+": recover --run")
 		var rep recoverJSON
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {

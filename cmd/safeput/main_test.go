@@ -334,7 +334,9 @@ func testBadInputIsUsageError(t *testing.T, s s3test.Server) {
 		{"negative stall timeout", nil, nil, []string{"--stall-timeout", "-1s", "put", file, dst}},
 		{"absurd stall timeout", nil, nil, []string{"--stall-timeout", "48h", "put", file, dst}},
 		{"malformed stall timeout", nil, nil, []string{"--stall-timeout", "soon", "put", file, dst}},
-		{"malformed read-back limit", nil, nil, []string{"recover", "--journal", t.TempDir(), "--read-back-limit", "lots"}},
+		{"malformed read-back limit", nil, nil, []string{"recover", "--journal", t.TempDir(), "--read-back-limit", "lots", "s3://" + bucket}},
+		{"recover without a scope", nil, nil, []string{"recover", "--journal", t.TempDir()}},
+		{"recover with two buckets", nil, nil, []string{"recover", "--journal", t.TempDir(), "--bucket", "other-" + bucket, "s3://" + bucket}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -33,7 +33,10 @@ multipart, HEAD checksums, Content-MD5 and checksum rejection, If-None-Match on 
 MD5 ETags, and server-side encryption (SSE-S3, SSE-KMS, SSE-C: honoured, refused or ignored,
 as the HEAD after a 200 shows). It prints one table of rule, result and evidence (the status and code seen), the
 recommended --provider (a known profile, or a rules string), and what it created and removed.
-Every object and upload it makes is removed; anything it could not remove is listed.
+Every object and upload it makes is removed; anything it could not remove is listed. Its clean-up
+aborts only the uploads it created itself (by upload id) and lists each; an upload it finds under
+its scratch prefix that it did not create is reported and left alone, and nothing outside that
+prefix is ever touched.
 It sends about 60 MiB in total.
 
 ` + exitCodesHelp,
@@ -66,6 +69,19 @@ type probeReport struct {
 	Created        counts     `json:"created"`
 	Removed        counts     `json:"removed"`
 	Leftovers      []string   `json:"leftovers"`
+	// Cleanup lists each upload the clean-up aborted (or found gone, or failed to abort), and
+	// each upload listed under the scratch prefix that this run did not create (left alone).
+	Cleanup []probeUpload `json:"cleanup_uploads"`
+}
+
+// probeUpload is one upload probe's clean-up dealt with.
+type probeUpload struct {
+	Key      string `json:"key"`
+	UploadID string `json:"upload_id"`
+	// State: aborted, gone (already gone), failed, or left-alone (listed under the scratch
+	// prefix but not created by this run: not aborted).
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
 }
 
 type counts struct {
@@ -81,10 +97,13 @@ type prober struct {
 	bucket  string
 	prefix  string
 	seq     int
-	data    []byte          // random source bytes; parts are slices of it
-	objects map[string]bool // keys written (deleted at the end)
-	uploads map[string]string
-	rep     probeReport
+	data    []byte            // random source bytes; parts are slices of it
+	objects map[string]bool   // keys written (deleted at the end)
+	uploads map[string]string // upload id → key of the uploads still open (aborted at the end)
+	// made is every upload id this run created, with its key: the only uploads its clean-up
+	// aborts, whatever a listing of the scratch prefix returns.
+	made map[string]string
+	rep  probeReport
 	// completes counts Complete 200 answers; completeNoETag those without an ETag.
 	completes, completeNoETag int
 	kmsKeyID                  string // --sse-kms-key-id
@@ -112,9 +131,9 @@ func (a *app) runProbe(ctx context.Context, target, kmsKeyID string) error {
 	_, _ = rand.Read(rnd[:])
 	prefix += "safeput-probe-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(rnd[:]) + "/"
 	p := &prober{ctx: ctx, st: st, bucket: u.Bucket, prefix: prefix, data: make([]byte, 6*mib+kib),
-		objects: map[string]bool{}, uploads: map[string]string{}, kmsKeyID: kmsKeyID}
+		objects: map[string]bool{}, uploads: map[string]string{}, made: map[string]string{}, kmsKeyID: kmsKeyID}
 	_, _ = rand.Read(p.data)
-	p.rep = probeReport{Bucket: u.Bucket, ScratchPrefix: prefix, Leftovers: []string{}}
+	p.rep = probeReport{Bucket: u.Bucket, ScratchPrefix: prefix, Leftovers: []string{}, Cleanup: []probeUpload{}}
 
 	runErr := p.run()
 	p.cleanup()
@@ -132,9 +151,16 @@ func (a *app) runProbe(ctx context.Context, target, kmsKeyID string) error {
 		printProbe(a.stdout, p.rep)
 	}
 	if len(p.rep.Leftovers) > 0 {
-		return withCode(exitPermanent, fmt.Errorf("probe could not remove %d of its objects/uploads (listed above)", len(p.rep.Leftovers)))
+		return withCode(exitPermanent, fmt.Errorf("probe left %d objects/uploads in its scratch prefix (listed above)", len(p.rep.Leftovers)))
 	}
 	return nil
+}
+
+// created notes an upload this run created: open until completed or aborted, and its own to abort.
+func (p *prober) created(id, key string) {
+	p.uploads[id] = key
+	p.made[id] = key
+	p.rep.Created.Uploads++
 }
 
 func (p *prober) key(label string) string {
@@ -238,8 +264,7 @@ func (p *prober) mpu(label string, parts []partSpec, o mpuOpts) mpuOutcome {
 		out.op, out.err = "Create", err
 		return out
 	}
-	p.uploads[cr.UploadID] = key
-	p.rep.Created.Uploads++
+	p.created(cr.UploadID, key)
 	var done []store.CompletedPart
 	var all []byte
 	for _, ps := range parts {
@@ -564,8 +589,7 @@ func (p *prober) optionalOps() error {
 		unknown(evidence("Create", err))
 		return nil
 	}
-	p.uploads[cr.UploadID] = key
-	p.rep.Created.Uploads++
+	p.created(cr.UploadID, key)
 	body := p.data[:64*kib]
 	up, err := p.st.UploadPart(ctx, &store.UploadPartInput{Bucket: p.bucket, Key: key, UploadID: cr.UploadID,
 		PartNumber: 1, Body: bytes.NewReader(body), ContentLength: int64(len(body))})
@@ -736,18 +760,23 @@ func (p *prober) recommend(obs multipart.Rules) {
 }
 
 // cleanup removes everything the probe made, on a context of its own so Ctrl-C still cleans
-// up, then lists the scratch prefix to prove nothing is left.
+// up, then lists the scratch prefix to prove nothing is left. It aborts only the uploads this
+// run created, by id: the scratch prefix is fresh, but a listing is no proof of whose an upload
+// is (a store may even ignore the prefix), so anything else listed there is reported, not
+// aborted.
 func (p *prober) cleanup() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), 2*time.Minute)
 	defer cancel()
-	for id, key := range p.uploads {
-		err := p.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: p.bucket, Key: key, UploadID: id})
-		if err == nil || isNoSuchUpload(err) {
+	ids := make([]string, 0, len(p.uploads))
+	for id := range p.uploads {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if p.abortOwn(ctx, p.uploads[id], id) {
 			p.rep.Removed.Uploads++
 			delete(p.uploads, id)
-			continue
 		}
-		p.rep.Leftovers = append(p.rep.Leftovers, fmt.Sprintf("upload %s (key %s): %s", id, key, oneLine(err)))
 	}
 	keys := make([]string, 0, len(p.objects))
 	for k := range p.objects {
@@ -757,21 +786,47 @@ func (p *prober) cleanup() {
 	for _, k := range keys {
 		created := p.objects[k]
 		if err := p.st.DeleteObject(ctx, &store.DeleteObjectInput{Bucket: p.bucket, Key: k}); err != nil {
-			p.rep.Leftovers = append(p.rep.Leftovers, fmt.Sprintf("object %s: %s", k, oneLine(err)))
+			p.rep.Leftovers = append(p.rep.Leftovers, fmt.Sprintf("object %s: %s", printable(k), oneLine(err)))
 			continue
 		}
 		if created {
 			p.rep.Removed.Objects++
 		}
 	}
-	// Anything still listed under the scratch prefix was made by this run and missed above.
-	if under, _, err := uploadsUnder(ctx, p.st, p.bucket, p.prefix); err == nil {
-		for _, up := range under {
-			if err := p.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: p.bucket, Key: up.Key, UploadID: up.UploadID}); err != nil && !isNoSuchUpload(err) {
-				p.rep.Leftovers = append(p.rep.Leftovers, fmt.Sprintf("upload %s (key %s): %s", up.UploadID, up.Key, oneLine(err)))
-			}
-		}
+	under, _, err := uploadsUnder(ctx, p.st, p.bucket, p.prefix)
+	if err != nil {
+		return
 	}
+	for _, up := range under {
+		if !inPrefix(up.Key, p.prefix) {
+			continue // never outside the scratch prefix (uploadsUnder already checks each key)
+		}
+		if key, own := p.made[up.UploadID]; own && key == up.Key {
+			// One of ours, listed again (a store may re-create an upload a late part reached).
+			p.abortOwn(ctx, up.Key, up.UploadID)
+			continue
+		}
+		p.rep.Cleanup = append(p.rep.Cleanup, probeUpload{Key: up.Key, UploadID: up.UploadID, State: "left-alone"})
+		p.rep.Leftovers = append(p.rep.Leftovers, fmt.Sprintf("upload %s (key %s): listed under the scratch prefix but not created by this run (its id is not one the store gave it), so not aborted; "+
+			"safeput sweep --run s3://%s/%s aborts it", printable(up.UploadID), printable(up.Key), p.bucket, printable(p.prefix)))
+	}
+}
+
+// abortOwn aborts an upload this run created and records it in the report; true when it is
+// gone.
+func (p *prober) abortOwn(ctx context.Context, key, id string) bool {
+	pu := probeUpload{Key: key, UploadID: id, State: "aborted"}
+	err := p.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: p.bucket, Key: key, UploadID: id})
+	switch {
+	case err == nil:
+	case isNoSuchUpload(err):
+		pu.State = "gone"
+	default:
+		pu.State, pu.Error = "failed", oneLine(err)
+		p.rep.Leftovers = append(p.rep.Leftovers, fmt.Sprintf("upload %s (key %s): %s", printable(id), printable(key), oneLine(err)))
+	}
+	p.rep.Cleanup = append(p.rep.Cleanup, pu)
+	return pu.State != "failed"
 }
 
 func printProbe(w io.Writer, r probeReport) {
@@ -800,10 +855,20 @@ func printProbe(w io.Writer, r probeReport) {
 	}
 	_, _ = fmt.Fprintf(w, "created %d objects and %d uploads; removed %d objects and aborted %d uploads\n",
 		r.Created.Objects, r.Created.Uploads, r.Removed.Objects, r.Removed.Uploads)
+	if len(r.Cleanup) > 0 {
+		_, _ = fmt.Fprintf(w, "uploads at clean-up (only the ones this run created are aborted):\n")
+		_, _ = fmt.Fprintf(w, "  %-10s  %-60s %s\n", "STATE", "KEY", "UPLOAD ID")
+		for _, u := range r.Cleanup {
+			_, _ = fmt.Fprintf(w, "  %-10s  %-60s %s\n", u.State, printable(u.Key), printable(u.UploadID))
+			if u.Error != "" {
+				_, _ = fmt.Fprintf(w, "              error: %s\n", u.Error)
+			}
+		}
+	}
 	if len(r.Leftovers) == 0 {
 		_, _ = fmt.Fprintln(w, "nothing left behind")
 	} else {
-		_, _ = fmt.Fprintln(w, "could NOT remove:")
+		_, _ = fmt.Fprintln(w, "left behind (could not remove, or not this run's to abort):")
 		for _, l := range r.Leftovers {
 			_, _ = fmt.Fprintf(w, "  %s\n", l)
 		}

@@ -19,25 +19,33 @@ import (
 )
 
 // What recover says about a journal with nothing to do, and about bad input: a clear message,
-// the right exit code, and nothing touched.
+// the right exit code, and nothing touched. Records it must not act on (another endpoint,
+// another bucket, a key outside its prefix: someone else's upload, well-formed) are reported
+// with why and left, with their uploads, even with --run.
 func TestRecoverMessages(t *testing.T) {
 	s := s3test.Require(t)
+	bucket := s3test.NewBucket(t, s)
+	scope := "s3://" + bucket + "/mine/"
 	dir := t.TempDir()
-	r := cli(t, s, nil, "recover", "--journal", filepath.Join(dir, "missing"))
+	r := cli(t, s, nil, "recover", "--journal", filepath.Join(dir, "missing"), scope)
 	expectCode(t, r, 2, "recover of a missing directory")
 	if !strings.Contains(r.stderr, "missing") {
 		t.Errorf("stderr does not name the directory: %q", r.stderr)
 	}
-	r = cli(t, s, nil, "recover")
+	r = cli(t, s, nil, "recover", scope)
 	expectCode(t, r, 2, "recover without --journal")
+	r = cli(t, s, nil, "recover", "--run", "--journal", dir)
+	expectCode(t, r, 2, "recover without a scope")
+	if !strings.Contains(r.stderr, "s3://bucket/prefix") {
+		t.Errorf("stderr does not say a scope is needed: %q", r.stderr)
+	}
 
-	r = cli(t, s, nil, "recover", "--journal", dir)
+	r = cli(t, s, nil, "recover", "--journal", dir, scope)
 	expectCode(t, r, 0, "recover of an empty journal")
 	if !strings.Contains(r.stdout, "holds no uploads: nothing to recover") {
 		t.Errorf("stdout: %q", r.stdout)
 	}
-	// A foreign file is skipped with a warning naming it; a record of another endpoint is
-	// reported and left in place, even with --run.
+	// A foreign file is skipped with a warning naming it.
 	junk := filepath.Join(dir, "notes.json")
 	if err := os.WriteFile(junk, []byte(`{"version": 1, "bucket": "b"`), 0o600); err != nil {
 		t.Fatal(err)
@@ -46,26 +54,54 @@ func TestRecoverMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := journal.ID{Endpoint: "http://elsewhere:9000", Bucket: "b", Key: "k", UploadID: "u"}
-	if err := j.Begin(journal.Record{ID: other, PartSize: 5 << 20, SourceSize: 11 << 20}); err != nil {
-		t.Fatal(err)
+	endpoint := strings.TrimRight(s.Endpoint, "/")
+	// Another team's upload, open on the server, and well-formed records naming it or others.
+	openUpload(t, s, bucket, "keep/other-team/a.bin", 1000)
+	theirs := s3test.IncompleteUploads(t, s, bucket, "keep/")
+	if len(theirs) != 1 {
+		t.Fatalf("uploads under keep/: %v", theirs)
 	}
-	if err := j.Release(other); err != nil {
-		t.Fatal(err)
+	_, theirID, _ := strings.Cut(theirs[0], "@")
+	for _, id := range []journal.ID{
+		{Endpoint: "http://elsewhere:9000", Bucket: bucket, Key: "mine/k", UploadID: "u"},
+		{Endpoint: endpoint, Bucket: "someone-elses-bucket", Key: "mine/k", UploadID: "u"},
+		{Endpoint: endpoint, Bucket: bucket, Key: "keep/other-team/a.bin", UploadID: theirID},
+	} {
+		if err := j.Begin(journal.Record{ID: id, PartSize: 5 << 20, SourceSize: 11 << 20}); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Release(id); err != nil {
+			t.Fatal(err)
+		}
 	}
-	r = cli(t, s, nil, "recover", "--run", "--journal", dir)
-	expectCode(t, r, 0, "recover with a foreign file and another endpoint's record")
+	r = cli(t, s, nil, "recover", "--run", "--journal", dir, scope)
+	expectCode(t, r, 0, "recover with a foreign file and records out of scope")
 	if !strings.Contains(r.stderr, "warning: skipped "+junk) {
 		t.Errorf("stderr does not name the skipped file: %q", r.stderr)
 	}
-	if !strings.Contains(r.stdout, "other-endpoint") || !strings.Contains(r.stdout, "http://elsewhere:9000") {
-		t.Errorf("stdout does not report the other endpoint's record: %q", r.stdout)
+	for _, want := range []string{"other-endpoint", "http://elsewhere:9000", "other-bucket", "someone-elses-bucket", "outside-prefix", `key "keep/other-team/a.bin" is not under prefix "mine/"`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout does not report %q:\n%s", want, r.stdout)
+		}
 	}
-	if recs, _, _ := j.List(); len(recs) != 1 {
-		t.Fatalf("records after recover --run: %d, want the other endpoint's kept", len(recs))
+	if recs, _, _ := j.List(); len(recs) != 3 {
+		t.Fatalf("records after recover --run: %d, want the three out of scope kept", len(recs))
+	}
+	if ups := s3test.IncompleteUploads(t, s, bucket, ""); len(ups) != 1 || ups[0] != theirs[0] {
+		t.Fatalf("incomplete uploads after recover --run: %v, want the other team's %s kept", ups, theirs[0])
 	}
 	if _, err := os.Stat(junk); err != nil {
 		t.Fatalf("the foreign file was touched: %v", err)
+	}
+	// --bucket alone is the whole bucket's scope: the other team's record is then in scope.
+	r = cli(t, s, nil, "--json", "recover", "--journal", dir, "--bucket", bucket)
+	expectCode(t, r, 0, "recover --bucket (dry run)")
+	var out recoverJSON
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Bucket != bucket || out.Prefix != "" {
+		t.Fatalf("recover --json: %v\n%s", err, r.stdout)
+	}
+	if out.Counts["would-abort"] != 1 || out.Counts["other-endpoint"] != 1 || out.Counts["other-bucket"] != 1 {
+		t.Errorf("dry run with --bucket: counts %v, want the in-bucket record would-abort", out.Counts)
 	}
 }
 
@@ -99,7 +135,7 @@ func testLostCreate(t *testing.T, s s3test.Server) {
 	}
 	r = cli(t, s, nil, "sweep", "s3://"+bucket+"/plain")
 	expectCode(t, r, 0, "sweep (dry run)")
-	r = cli(t, s, nil, "recover", "--journal", dir, "--run")
+	r = cli(t, s, nil, "recover", "--journal", dir, "--run", "s3://"+bucket)
 	expectCode(t, r, 0, "recover")
 	ups := s3test.IncompleteUploads(t, s, bucket, "")
 	if len(ups) != 1 || !strings.HasPrefix(ups[0], "plain@") {
@@ -166,7 +202,7 @@ func testRecoverReadBackLimit(t *testing.T, s s3test.Server) {
 		{[]string{"--read-back-limit", "0"}, "gone", "not read back"},
 	} {
 		t.Run(strings.Join(append([]string{"limit"}, c.limit...), " "), func(t *testing.T) {
-			r := cli(t, s, nil, append([]string{"--json", "recover", "--run", "--journal", crashed(t)}, c.limit...)...)
+			r := cli(t, s, nil, append([]string{"--json", "recover", "--run", "--journal", crashed(t), "s3://" + bucket}, c.limit...)...)
 			expectCode(t, r, 0, "recover")
 			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out.Uploads) != 1 {
 				t.Fatalf("recover --json: %v\n%s", err, r.stdout)

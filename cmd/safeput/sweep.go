@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,10 +26,13 @@ func (a *app) sweepCmd() *cobra.Command {
 		Use:   "sweep s3://bucket/prefix",
 		Short: "List (dry run) or abort incomplete multipart uploads under a prefix",
 		Long: `List the incomplete multipart uploads under s3://bucket/prefix with their parts and bytes
-(dry run, the default), or abort them with --run. When nothing matches it says so, names the
-prefix it used and counts the incomplete uploads elsewhere in the bucket, so a wrong prefix does
-not look like a clean bucket. An empty prefix (the whole bucket) needs --all. Running it again is
-harmless: an upload that is already gone counts as gone, not as a failure.
+(dry run, the default), or abort them with --run. Only keys that start with the prefix are
+touched: each listed key is checked, whatever the store's listing returns. With --older-than, an
+upload whose start time the store does not report is not aborted: it is listed as age-unknown.
+When nothing matches it says so, names the prefix it used and counts the incomplete uploads
+elsewhere in the bucket, so a wrong prefix does not look like a clean bucket. An empty prefix
+(the whole bucket) needs --all. Running it again is harmless: an upload that is already gone
+counts as gone, not as a failure.
 
 ` + exitCodesHelp,
 		Example: `  safeput sweep s3://bucket/ingest/                    # dry run
@@ -52,24 +54,28 @@ type sweptUpload struct {
 	Initiated time.Time `json:"initiated"`
 	Parts     int       `json:"parts"`
 	Bytes     int64     `json:"bytes"`
-	// State: found (dry run), aborted, gone (already gone), failed.
+	// State: found (dry run), aborted, gone (already gone), failed, or age-unknown (with
+	// --older-than: the store reported no start time, so the upload was left alone).
 	State string `json:"state"`
 	Error string `json:"error,omitempty"`
 }
 
 type sweepReport struct {
-	Bucket    string        `json:"bucket"`
-	Prefix    string        `json:"prefix"`
-	OlderThan string        `json:"older_than,omitempty"`
-	DryRun    bool          `json:"dry_run"`
-	Found     int           `json:"found"`
-	Aborted   int           `json:"aborted"`
-	Gone      int           `json:"already_gone"`
-	Failed    int           `json:"failed"`
-	Bytes     int64         `json:"bytes"`
-	Freed     int64         `json:"bytes_freed"`
-	Elsewhere int           `json:"incomplete_elsewhere_in_bucket"`
-	Uploads   []sweptUpload `json:"uploads"`
+	Bucket    string `json:"bucket"`
+	Prefix    string `json:"prefix"`
+	OlderThan string `json:"older_than,omitempty"`
+	DryRun    bool   `json:"dry_run"`
+	Found     int    `json:"found"`
+	Aborted   int    `json:"aborted"`
+	Gone      int    `json:"already_gone"`
+	Failed    int    `json:"failed"`
+	// AgeUnknown counts the uploads --older-than left alone because the store reported no start
+	// time for them; they are listed with state age-unknown and are not counted in Found.
+	AgeUnknown int           `json:"age_unknown"`
+	Bytes      int64         `json:"bytes"`
+	Freed      int64         `json:"bytes_freed"`
+	Elsewhere  int           `json:"incomplete_elsewhere_in_bucket"`
+	Uploads    []sweptUpload `json:"uploads"`
 }
 
 func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
@@ -87,8 +93,13 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 	if err != nil {
 		return err
 	}
+	return a.sweep(ctx, st, u, o)
+}
+
+// sweep lists (and with o.run aborts) the incomplete uploads under u.Key and prints the report.
+func (a *app) sweep(ctx context.Context, st store.Store, u s3URL, o sweepOpts) error {
 	var under, all []store.Upload
-	err = a.do(ctx, "ListMultipartUploads", u, func(ctx context.Context) (err error) {
+	err := a.do(ctx, "ListMultipartUploads", u, func(ctx context.Context) (err error) {
 		under, all, err = uploadsUnder(ctx, st, u.Bucket, u.Key)
 		return err
 	})
@@ -110,7 +121,16 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 	}
 	cutoff := time.Now().Add(-o.olderThan)
 	for _, up := range under {
-		if o.olderThan > 0 && !up.Initiated.IsZero() && up.Initiated.After(cutoff) {
+		if !inPrefix(up.Key, u.Key) {
+			continue // uploadsUnder keeps only keys under the prefix; never act on another
+		}
+		if o.olderThan > 0 && up.Initiated.IsZero() {
+			// No start time: its age cannot be shown to pass --older-than, so it is not old.
+			rep.AgeUnknown++
+			rep.Uploads = append(rep.Uploads, sweptUpload{Key: up.Key, UploadID: up.UploadID, State: "age-unknown"})
+			continue
+		}
+		if o.olderThan > 0 && up.Initiated.After(cutoff) {
 			continue
 		}
 		su := sweptUpload{Key: up.Key, UploadID: up.UploadID, Initiated: up.Initiated, State: "found"}
@@ -160,7 +180,7 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 		}
 		rep.Uploads = append(rep.Uploads, su)
 	}
-	if rep.Found == 0 && u.Key != "" {
+	if rep.Found == 0 && rep.AgeUnknown == 0 && u.Key != "" {
 		// A wrong prefix must not look like a clean bucket: count what is elsewhere.
 		rep.Elsewhere = len(all)
 	}
@@ -180,25 +200,26 @@ func (a *app) runSweep(ctx context.Context, o sweepOpts, target string) error {
 // uploadsUnder lists the incomplete uploads of bucket whose key starts with prefix, and all of
 // the bucket's. MinIO lists by prefix only for an exact key (a directory-like prefix lists
 // nothing) while it lists the whole bucket, so with a prefix both listings are read and merged.
+// Each key of both is checked against prefix: a store may ignore the prefix and answer with the
+// whole bucket, and an upload outside the prefix must never be returned as under it.
 func uploadsUnder(ctx context.Context, st store.Store, bucket, prefix string) (under, all []store.Upload, err error) {
 	whole, err := st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: bucket})
 	if err != nil {
 		return nil, nil, err
 	}
-	if prefix == "" {
-		return whole.Uploads, whole.Uploads, nil
-	}
-	byPrefix, err := st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: bucket, Prefix: prefix})
-	if err != nil {
-		return nil, nil, err
+	var byPrefix []store.Upload
+	if prefix != "" {
+		out, err := st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: bucket, Prefix: prefix})
+		if err != nil {
+			return nil, nil, err
+		}
+		byPrefix = out.Uploads
 	}
 	seen := map[string]bool{}
-	for _, up := range byPrefix.Uploads {
-		seen[up.Key+"\x00"+up.UploadID] = true
-		under = append(under, up)
-	}
-	for _, up := range whole.Uploads {
-		if strings.HasPrefix(up.Key, prefix) && !seen[up.Key+"\x00"+up.UploadID] {
+	for _, up := range append(byPrefix, whole.Uploads...) {
+		id := up.Key + "\x00" + up.UploadID
+		if inPrefix(up.Key, prefix) && !seen[id] {
+			seen[id] = true
 			under = append(under, up)
 		}
 	}
@@ -214,7 +235,7 @@ func isNoSuchUpload(err error) bool {
 }
 
 func printSweep(w io.Writer, r sweepReport) {
-	scope := fmt.Sprintf("s3://%s/%s", r.Bucket, r.Prefix)
+	scope := fmt.Sprintf("s3://%s/%s", r.Bucket, printable(r.Prefix))
 	if r.Prefix == "" {
 		scope = fmt.Sprintf("s3://%s (whole bucket)", r.Bucket)
 	}
@@ -222,7 +243,7 @@ func printSweep(w io.Writer, r sweepReport) {
 	if r.OlderThan != "" {
 		age = " older than " + r.OlderThan
 	}
-	if r.Found == 0 {
+	if r.Found == 0 && r.AgeUnknown == 0 {
 		_, _ = fmt.Fprintf(w, "no incomplete multipart uploads%s under prefix %q in %s\n", age, r.Prefix, scope)
 		if r.Prefix != "" {
 			_, _ = fmt.Fprintf(w, "incomplete uploads elsewhere in bucket %s (any prefix, any age): %d\n", r.Bucket, r.Elsewhere)
@@ -234,19 +255,22 @@ func printSweep(w io.Writer, r sweepReport) {
 		mode = "run"
 	}
 	_, _ = fmt.Fprintf(w, "incomplete multipart uploads%s under %s: %s\n", age, scope, mode)
-	_, _ = fmt.Fprintf(w, "  %-8s %-20s %5s %12s  %-40s %s\n", "STATE", "INITIATED", "PARTS", "BYTES", "KEY", "UPLOAD ID")
+	_, _ = fmt.Fprintf(w, "  %-11s %-20s %5s %12s  %-40s %s\n", "STATE", "INITIATED", "PARTS", "BYTES", "KEY", "UPLOAD ID")
 	for _, up := range r.Uploads {
 		init := "-"
 		if !up.Initiated.IsZero() {
 			init = up.Initiated.UTC().Format(time.DateTime)
 		}
-		_, _ = fmt.Fprintf(w, "  %-8s %-20s %5d %12d  %-40s %s\n", up.State, init, up.Parts, up.Bytes, up.Key, up.UploadID)
+		_, _ = fmt.Fprintf(w, "  %-11s %-20s %5d %12d  %-40s %s\n", up.State, init, up.Parts, up.Bytes, printable(up.Key), printable(up.UploadID))
 		if up.Error != "" {
-			_, _ = fmt.Fprintf(w, "           error: %s\n", up.Error)
+			_, _ = fmt.Fprintf(w, "              error: %s\n", up.Error)
 		}
 	}
 	_, _ = fmt.Fprintf(w, "found %d, aborted %d, already gone %d, failed %d; %s in parts, %s freed\n",
 		r.Found, r.Aborted, r.Gone, r.Failed, bytesize.Format(r.Bytes), bytesize.Format(r.Freed))
+	if r.AgeUnknown > 0 {
+		_, _ = fmt.Fprintf(w, "age unknown %d: the store reported no start time, so --older-than left them alone (sweep without --older-than to include them)\n", r.AgeUnknown)
+	}
 }
 
 // unsupportedWhy says how a store refused an operation it lacks: "HTTP 501 NotImplemented".

@@ -23,6 +23,8 @@
 //     the call returns.
 //   - StripSSE: a gateway that drops the server-side encryption headers (x-amz-server-side-
 //     encryption*) and forwards the rest: the store stores plaintext and answers 200.
+//   - IgnorePrefix: a store that ignores the prefix of ListMultipartUploads and lists every
+//     incomplete upload of the bucket, so a caller that trusts the listing acts outside its prefix.
 //   - StoreTruncated, StoreFlipped: silent corruption. The store keeps bytes other than the ones
 //     sent and still answers 200 with an ETag; only an end-to-end check (read back, checksum
 //     compare) notices.
@@ -112,6 +114,10 @@ const (
 	// StripSSE forwards the request without its x-amz-server-side-encryption* headers (SSE-S3,
 	// SSE-KMS and SSE-C alike), re-signed, the body unchanged, and passes the answer back.
 	StripSSE Kind = "StripSSE"
+	// IgnorePrefix forwards a ListMultipartUploads without its prefix query parameter, re-signed,
+	// and passes the answer (every incomplete upload of the bucket) back. On other operations it
+	// forwards the request unchanged.
+	IgnorePrefix Kind = "IgnorePrefix"
 )
 
 // Fault is what happens to a request a rule fires on.

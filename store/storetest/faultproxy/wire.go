@@ -71,6 +71,8 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.storeAltered(w, r, fault.Kind, fault.Rechecksum)
 	case StripSSE:
 		p.stripSSE(w, r)
+	case IgnorePrefix:
+		p.ignorePrefix(w, r)
 	default:
 		p.writeError(w, r, http.StatusInternalServerError, "FaultProxyUnknownKind", fmt.Sprintf("unknown fault kind %q", fault.Kind))
 	}
@@ -264,6 +266,28 @@ func (p *Proxy) stripSSE(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
 	p.pass(w, r, r.Body, r.ContentLength, h, true)
+}
+
+// ignorePrefix forwards a ListMultipartUploads without its prefix. The query is signed, so the
+// request is signed again; it has no body.
+func (p *Proxy) ignorePrefix(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if Classify(r) != ListMultipartUploads || !q.Has("prefix") {
+		p.forward(w, r)
+		return
+	}
+	q.Del("prefix")
+	out := r.Clone(r.Context())
+	out.URL.RawQuery = q.Encode()
+	h := forwardHeader(r.Header)
+	for k := range h {
+		if lk := strings.ToLower(k); lk == "authorization" || lk == "x-amz-date" {
+			delete(h, k)
+		}
+	}
+	h.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+	_, _ = io.Copy(io.Discard, r.Body)
+	p.pass(w, out, http.NoBody, 0, h, true)
 }
 
 // digest computes the value of integrity header lk (lower case) over body, base64 as S3 wants.

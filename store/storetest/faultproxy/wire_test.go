@@ -494,3 +494,36 @@ func firstArg(args []any) any {
 	}
 	return args[0]
 }
+
+// IgnorePrefix plays a store that lists every incomplete upload whatever prefix is asked: a
+// listing for a prefix no upload has returns the bucket's uploads, answered 200 to a request
+// signed again.
+func TestIgnorePrefix(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, w wire) {
+		c := w.srv.RawClient()
+		for _, key := range []string{"in/a", "other/b"} {
+			if _, err := c.CreateMultipartUpload(callCtx(t), &s3.CreateMultipartUploadInput{Bucket: aws.String(w.bucket), Key: aws.String(key)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in := &store.ListMultipartUploadsInput{Bucket: w.bucket, Prefix: "nothing-here/"}
+		if out, err := w.st.ListMultipartUploads(callCtx(t), in); err != nil || len(out.Uploads) != 0 {
+			t.Fatalf("listing without the fault: %+v, %v; want nothing", out, err)
+		}
+		w.proxy.SetRules(Rule{Op: ListMultipartUploads, Fault: Fault{Kind: IgnorePrefix}})
+		out, err := w.st.ListMultipartUploads(callCtx(t), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, u := range out.Uploads {
+			keys = append(keys, u.Key)
+		}
+		if strings.Join(keys, ",") != "in/a,other/b" {
+			t.Errorf("listed %v, want every upload of the bucket", keys)
+		}
+		if n := w.proxy.Stats().Injected[IgnorePrefix]; n != 1 {
+			t.Errorf("injected %d, want 1", n)
+		}
+	})
+}
