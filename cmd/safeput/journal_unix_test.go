@@ -24,8 +24,8 @@ func TestJournalDirectoryOthersCanWriteIsRefused(t *testing.T) {
 	file := writeFile(t, make([]byte, 1<<20))
 	for _, args := range [][]string{
 		{"put", "--journal", dir, file, "s3://bucket/k"},
-		{"recover", "--journal", dir},
-		{"recover", "--run", "--journal", dir},
+		{"recover", "--journal", dir, "s3://bucket"},
+		{"recover", "--run", "--journal", dir, "s3://bucket/"},
 	} {
 		r := runWith(t, env, nil, args...)
 		expectCode(t, r, 2, strings.Join(args, " "))
