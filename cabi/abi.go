@@ -50,6 +50,9 @@ type entry struct {
 	// abortedClose: an abort cancelled the close running on another thread, so the handle ends
 	// as aborted.
 	abortedClose atomic.Bool
+	// warnings are what the config chose that weakens the transport (frontend/warn.go), for the
+	// close JSON: the library's log line is dropped by the default logger.
+	warnings []string
 }
 
 var (
@@ -111,9 +114,14 @@ func badInput(format string, args ...any) outcome {
 	return outcome{StatusBadInput, marshal(frontend.ErrorJSON(StatusBadInput, err))}
 }
 
-func failed(err error) outcome {
+func failed(err error) outcome { return failedWarning(err, nil) }
+
+// failedWarning is failed with the handle's warnings in the JSON.
+func failedWarning(err error, warnings []string) outcome {
 	code := frontend.KindExit(sperrors.KindOf(err))
-	return outcome{code, marshal(frontend.ErrorJSON(code, err))}
+	je := frontend.ErrorJSON(code, err)
+	je.Warnings = warnings
+	return outcome{code, marshal(je)}
 }
 
 func marshal(v any) string {
@@ -155,6 +163,18 @@ func Open(configJSON string) (h int64, out outcome) {
 	if err != nil {
 		return 0, badInput("%v", err)
 	}
+	var warnings []string
+	if cfg.InsecureSkipVerify {
+		warnings = append(warnings, frontend.InsecureTLSWarning("insecure_skip_verify"))
+	}
+	// Checked here, not left to the writer, so the error names this config's setting.
+	warning, err := frontend.SSECOverHTTP(cn.st, cfg.SSECKeyFile != "", cfg.AllowSSECOverHTTP, "allow_sse_c_over_http")
+	if err != nil {
+		return 0, badInput("%v", err)
+	}
+	if warning != "" {
+		warnings = append(warnings, warning)
+	}
 	if len(ropts) > 0 {
 		opts = append(opts, func(o *writer.Options) { o.Retry = cn.policy.With(ropts...) })
 	}
@@ -165,7 +185,7 @@ func Open(configJSON string) (h int64, out outcome) {
 		// New sends nothing: whatever it rejects is the configuration.
 		return 0, badInput("%v", frontend.OneLine(err))
 	}
-	return register(&entry{w: w, cancel: cancel}), outcome{StatusOK, ""}
+	return register(&entry{w: w, cancel: cancel, warnings: warnings}), outcome{StatusOK, ""}
 }
 
 // Write hands p to the writer, which copies it (p is not kept).
@@ -213,13 +233,15 @@ func Close(h int64) (out outcome) {
 	e.mu.Lock() // waits for a Write in progress on another thread
 	defer e.mu.Unlock()
 	if err := e.w.Close(); err != nil {
-		return failed(err)
+		return failedWarning(err, e.warnings)
 	}
 	res := e.w.Result()
 	if res == nil {
 		return outcome{StatusInternal, marshal(frontend.ErrorJSON(StatusInternal, errors.New("close succeeded without a result")))}
 	}
-	return outcome{StatusOK, marshal(frontend.ResultJSON(res))}
+	j := frontend.ResultJSON(res)
+	j.Warnings = e.warnings
+	return outcome{StatusOK, marshal(j)}
 }
 
 // Abort discards the write. Called while a Close is running on another thread, it cancels that

@@ -172,6 +172,8 @@ func TestConfigErrorsBeforeCredentials(t *testing.T) {
 	for _, c := range []struct{ json, want string }{
 		{`{"key":"k"}`, "bucket and key are required"},
 		{`{"bucket":"b","key":"k","concurrency":0}`, "concurrency"},
+		{`{"bucket":"b","key":"k","concurrency":100000}`, "concurrency 100000: must be from 1 to 1024"},
+		{`{"bucket":"b","key":"k","concurrency":9223372036854775807}`, "concurrency 9223372036854775807: must be from 1 to 1024"},
 		{`{"bucket":"b","key":"k","backend":"gcs"}`, "backend"},
 		{`{"bucket":"b","key":"k","endpoint":"ftp://x"}`, "endpoint"},
 		{`{"bucket":"b","key":"k","part_size":"1KiB","provider":"aws"}`, "part"},

@@ -61,6 +61,9 @@ type Config struct {
 	SSEKMSEncryptionContext string `json:"sse_kms_encryption_context"`
 	BucketKeyEnabled        bool   `json:"bucket_key_enabled"`
 	SSECKeyFile             string `json:"sse_c_key_file"`
+	// AllowSSECOverHTTP sends the SSE-C key to a plain http:// endpoint anyway (else refused as
+	// bad input at open); the close JSON then carries a warning.
+	AllowSSECOverHTTP bool `json:"allow_sse_c_over_http"`
 	// StallTimeout cuts and retries a request that moves no byte for this long ("20s" default,
 	// "0s" off); every handle shares the library's default retry budget.
 	StallTimeout string `json:"stall_timeout"`
@@ -281,8 +284,8 @@ func (c Config) writerOptions() ([]func(*writer.Options), []func(*retry.Options)
 	}
 	concurrency := writer.DefaultConcurrency
 	if c.Concurrency != nil {
-		if *c.Concurrency < 1 {
-			return nil, nil, fmt.Errorf("concurrency %d: must be at least 1", *c.Concurrency)
+		if *c.Concurrency < 1 || *c.Concurrency > frontend.MaxConcurrency {
+			return nil, nil, fmt.Errorf("concurrency %d: must be from 1 to %d parts in flight", *c.Concurrency, frontend.MaxConcurrency)
 		}
 		concurrency = *c.Concurrency
 	}
@@ -344,6 +347,9 @@ func (c Config) writerOptions() ([]func(*writer.Options), []func(*retry.Options)
 	}
 	if enc.Type != "" {
 		opts = append(opts, func(o *writer.Options) { o.Encryption = enc })
+	}
+	if c.AllowSSECOverHTTP {
+		opts = append(opts, func(o *writer.Options) { o.AllowSSECOverHTTP = true })
 	}
 	if c.StallTimeout != "" {
 		d, err := time.ParseDuration(c.StallTimeout)

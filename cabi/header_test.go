@@ -48,7 +48,7 @@ func headerExamples(t *testing.T) []map[string]any {
 // examples leave to the header's prose.
 var conditional = []string{
 	"version_id", "left_behind", "maybe_left_behind", "notes", "allow_length_only", "unproven",
-	"code", "http_status", "upload_id", "abort_failed", "object_left", "note",
+	"code", "http_status", "upload_id", "abort_failed", "object_left", "note", "warnings",
 }
 
 // The header's JSON examples are what the calls return: every field a real call returns is in

@@ -81,14 +81,15 @@ extern "C" {
  *                              else AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
  *                              else the shared config files for "profile" (else AWS_PROFILE)
  *   "profile"                  shared config/credentials profile (no instance metadata lookup)
- *   "insecure_skip_verify"     skip TLS certificate checks (test endpoints only)
+ *   "insecure_skip_verify"     skip TLS certificate checks (test endpoints only; the close
+ *                              JSON's "warnings" says so)
  *   "ca_bundle"                PEM file of a private CA, trusted besides the system roots;
  *                              else AWS_CA_BUNDLE, else the profile's ca_bundle
  *                              (those two for an https endpoint only)
  *   "provider"                 provider profile ("strict" default, "aws", "minio", "r2", ...)
  *                              or a rules string "min=5MiB,max=5GiB,parts=10000"
  *   "part_size"                bytes, or a string "16MiB" (default 16 MiB)
- *   "concurrency"              parts in flight and part buffers held (default 4)
+ *   "concurrency"              parts in flight and part buffers held (default 4; 1 to 1024)
  *   "checksum"                 "crc64nvme", "crc32c", "crc32", "none" (default: the
  *                              provider's choice: "crc32c" for the default strict, minio
  *                              and versitygw, else "crc64nvme"; "crc64nvme" at strict on
@@ -106,7 +107,10 @@ extern "C" {
  *   "bucket_key_enabled"       with "aws:kms": ask for an S3 Bucket Key
  *   "sse_c_key_file"           SSE-C: a file holding the 32-byte key (raw or base64); the key
  *                              is never logged or returned; the result's "sse_customer_key_md5"
- *                              is its MD5
+ *                              is its MD5. The key travels in a request header: to a plain
+ *                              http:// endpoint it is SAFEPUT_BAD_INPUT at open, unless
+ *   "allow_sse_c_over_http"    true: send it there anyway, in the clear (the close JSON's
+ *                              "warnings" says so)
  *   "stall_timeout"            cut and retry a request that moves no byte for this long
  *                              ("20s" default, "0s" off, at most "1h")
  *   "abort_timeout"            bound of each clean-up step after a failure or an abort: the
@@ -196,7 +200,10 @@ int safeput_write(int64_t handle, const void *buf, size_t len, char **json_out);
  * answers); "left_behind":[upload ids] when a lost CreateMultipartUpload answer left an upload
  * safeput could not abort, or, when it could not even look for one, "maybe_left_behind":true
  * and a note: a sweep of the key finds it; "encryption" ("AES256", "aws:kms", "SSE-C"),
- * "kms_key_id" and "sse_customer_key_md5": the server-side encryption the store's HEAD reported.
+ * "kms_key_id" and "sse_customer_key_md5": the server-side encryption the store's HEAD reported;
+ * "warnings":[strings], in this JSON and in close's failure JSON, when the config weakened the
+ * transport ("insecure_skip_verify", "allow_sse_c_over_http" to an http:// endpoint), whatever
+ * "log_level" says.
  * Otherwise the failure JSON; any multipart upload has been aborted (abort_failed and upload_id
  * say when even that failed). It blocks for as long as the write's own bounds allow (retry
  * policy, stall_timeout per request, abort_timeout for the clean-up after a failure);

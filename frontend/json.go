@@ -45,6 +45,9 @@ type JSONResult struct {
 	MaybeLeftBehind bool  `json:"maybe_left_behind,omitempty"`
 	UploadAttempts  int   `json:"upload_attempts"`
 	ElapsedMS       int64 `json:"elapsed_ms"`
+	// Warnings: choices of the caller's that weaken the transport (certificate verification
+	// off, SSE-C over plain HTTP); set by the front end (warn.go), not by the Result.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ResultJSON converts a Result.
@@ -77,6 +80,8 @@ type JSONError struct {
 	// ObjectLeft: an object of this write, not proven to be the source, is at the key.
 	ObjectLeft bool   `json:"object_left,omitempty"`
 	Error      string `json:"error"`
+	// Warnings: as JSONResult's.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ErrorJSON describes err, which the front end has mapped to exit code; the classified fields

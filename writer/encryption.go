@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	stderrors "errors"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -30,6 +31,34 @@ func factsKey(bucket string, e store.Encryption) string {
 // ETags are MD5s does not hold for such writes, and an ETag that differs proves nothing.
 func etagsMayNotBeMD5(e store.Encryption) bool {
 	return e.Type == store.SSEKMS || e.Type == store.SSEC
+}
+
+// customerKeyAsked reports whether the write sends an SSE-C key.
+func (cfg config) customerKeyAsked() bool { return cfg.sse.Type == store.SSEC }
+
+// plainHTTP reports an endpoint spoken to without TLS.
+func plainHTTP(endpoint string) bool {
+	return len(endpoint) >= len("http://") && strings.EqualFold(endpoint[:len("http://")], "http://")
+}
+
+// sseCOverHTTP says why u's store must not be sent an SSE-C key ("" when it may): its endpoint
+// (store.Endpointer) is plain http://, so the key would cross the network in a header anyone on
+// the path can read, and the caller did not allow it (Options.AllowSSECOverHTTP). When allowed,
+// it logs a warning, once per Uploader, through log. A store that names no endpoint is not
+// checked: its caller knows how it is reached.
+func (u *Uploader) sseCOverHTTP(sendsKey, allowed bool, log *zap.Logger) string {
+	if !sendsKey || !plainHTTP(u.endpoint) {
+		return ""
+	}
+	if !allowed {
+		return "SSE-C over plain HTTP refused: every request would carry the customer key in the clear to " + u.endpoint +
+			"; use an https:// endpoint, or set AllowSSECOverHTTP to send it anyway"
+	}
+	if log != nil && u.sseCWarned.CompareAndSwap(false, true) {
+		log.Warn("SSE-C over plain HTTP (AllowSSECOverHTTP): every request carries the customer key in the clear; anyone on the path can read it and decrypt the object",
+			zap.String("endpoint", u.endpoint))
+	}
+	return ""
 }
 
 // customerKey is the SSE-C key every request touching this write's data carries (nil for none).

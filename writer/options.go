@@ -22,9 +22,10 @@ import (
 //		o.Logger = logger
 //	})
 //
-// A setting that no write could use (an unknown profile, a non-positive part size or
-// concurrency, an unsupported checksum, invalid encryption) fails NewUploader, New or Upload
-// with a Permanent error that names it. Maps, keys and contexts are copied when the write
+// A setting that no write could use (an unknown profile, a non-positive part size, a
+// concurrency outside 1 to 1024, an unsupported checksum, invalid encryption, SSE-C to a plain
+// http:// endpoint without AllowSSECOverHTTP) fails NewUploader, New or Upload with a Permanent
+// error that names it. Maps, keys and contexts are copied when the write
 // starts: the caller may reuse them afterwards.
 type Options struct {
 	// Profile names the provider rules ("aws", "minio", "r2", ... or a rules string such as
@@ -38,7 +39,7 @@ type Options struct {
 	// stay under the part-count limit, but a size under the rules' minimum is an error.
 	PartSize int64
 	// Concurrency is how many part buffers (and so parts in flight) one write may hold
-	// (default DefaultConcurrency); 1 sends one part at a time. An Upload from an io.ReaderAt
+	// (default DefaultConcurrency; 1 to 1024); 1 sends one part at a time. An Upload from an io.ReaderAt
 	// holds no part buffer, so with Concurrency above 1 and a far store (one whose
 	// CreateMultipartUpload is slow to answer), it may put more parts in flight, as long as the
 	// rate it measures grows with them, up to a fixed multiple of Concurrency; and a part whose
@@ -98,8 +99,15 @@ type Options struct {
 	//     sent on every request that needs it (PutObject, CreateMultipartUpload, UploadPart,
 	//     HEAD, GET) and never appears in logs, errors, Results or journal records; the HEAD must
 	//     report the key's MD5. Recover needs the key again (RecoverOptions.SSECustomerKeys).
-	//     Stores need TLS for SSE-C (MinIO refuses it over plain HTTP).
+	//     The key travels in a request header, so SSE-C needs TLS: to a store whose endpoint
+	//     (store.Endpointer) is plain http:// the write fails before anything is sent, with a
+	//     Permanent error, unless AllowSSECOverHTTP is set.
 	Encryption store.Encryption
+	// AllowSSECOverHTTP lets an SSE-C write (and a Recover given SSE-C keys) send the customer
+	// key to a plain http:// endpoint, where anyone on the path can read it: for a test store
+	// on loopback, or a link that is encrypted underneath. The first such write of an Uploader
+	// logs a warning.
+	AllowSSECOverHTTP bool
 
 	// ReadBack re-reads the whole object after commit and compares its checksum: the strongest
 	// and most expensive verification.
@@ -230,7 +238,7 @@ func (o *Options) config(base *config) config {
 		},
 		objectConfig: objectConfig{
 			createOnly: o.CreateOnly, contentType: o.ContentType, headers: o.Headers,
-			metadata: o.Metadata, sse: o.Encryption,
+			metadata: o.Metadata, sse: o.Encryption, allowSSECOverHTTP: o.AllowSSECOverHTTP,
 		},
 		verifyConfig: verifyConfig{
 			readBack: o.ReadBack, allowWeak: o.AllowWeakVerification,
@@ -303,6 +311,8 @@ type objectConfig struct {
 	headers     store.Headers
 	// sse is the server-side encryption asked for (encryption.go).
 	sse store.Encryption
+	// allowSSECOverHTTP: Options.AllowSSECOverHTTP (encryption.go).
+	allowSSECOverHTTP bool
 }
 
 // verifyConfig: the evidence a write needs (evidence.go) and the savings it may take. Accept
@@ -348,6 +358,12 @@ const (
 	// nor its ETag proves it (Upload of a replayable source reads back any size).
 	defaultReadBackLimit = 64 << 20
 )
+
+// maxConcurrency is the most parts in flight one write may have (Options.Concurrency): far more
+// than a link to one store gains from (the adapters keep 128 idle connections per host), and each
+// part in flight holds a goroutine, a connection and, for a stream, a part buffer, so a larger
+// value is a mistake that would only exhaust memory.
+const maxConcurrency = 1024
 
 func defaultConfig() config {
 	o := defaultOptions()

@@ -56,6 +56,10 @@ type RecoverOptions struct {
 	// whose intended object must be checked and whose key is not among them fails
 	// (RecoverFailed) and is kept; one that was never completed is aborted without it.
 	SSECustomerKeys [][]byte
+	// AllowSSECOverHTTP lets Recover send SSECustomerKeys to a plain http:// endpoint, as
+	// Options.AllowSSECOverHTTP does for writes (Uploader.Recover also takes the Uploader's);
+	// without it, Recover given keys for such a store fails before anything is sent.
+	AllowSSECOverHTTP bool
 }
 
 // recoverOutsidePrefix is the outcome of a record whose key is outside RecoverOptions.Prefix. It
@@ -161,6 +165,9 @@ func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts Recover
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
+	}
+	if msg := up.sseCOverHTTP(len(opts.SSECustomerKeys) > 0, opts.AllowSSECOverHTTP || up.cfg.allowSSECOverHTTP, opts.Logger); msg != "" {
+		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: msg}
 	}
 	if d, ok := j.(*journal.Dir); ok && opts.DryRun {
 		j = d.ReadOnly() // a dry run creates no lock file

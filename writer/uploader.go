@@ -37,6 +37,8 @@ type Uploader struct {
 	// insecureWarned: a store with certificate verification off is warned about once, on the
 	// first write, through that write's logger (the C ABI passes its logger per write).
 	insecureWarned atomic.Bool
+	// sseCWarned: SSE-C sent over plain HTTP (Options.AllowSSECOverHTTP) is warned about once.
+	sseCWarned atomic.Bool
 	// endpoint is the store's (store.Endpointer), "" when it names none: the provider rules that
 	// go by endpoint read it (multipart.ForEndpoint).
 	endpoint string
@@ -51,8 +53,9 @@ type Uploader struct {
 //     and is traced.
 //
 // It fails (Permanent) on a nil store or a setting that no write could use (an unknown profile,
-// a non-positive part size or concurrency, an unsupported checksum, a JournalDir that exists and
-// breaks the journal's rules: see Options.JournalDir).
+// a part size or concurrency out of range, an unsupported checksum, SSE-C to a plain http://
+// endpoint without AllowSSECOverHTTP, a JournalDir that exists and breaks the journal's rules:
+// see Options.JournalDir).
 func NewUploader(st store.Store, optFns ...func(*Options)) (*Uploader, error) {
 	opts := defaultOptions()
 	opts.apply(optFns)
@@ -70,7 +73,13 @@ func NewUploader(st store.Store, optFns ...func(*Options)) (*Uploader, error) {
 	if err := journalDirUsable(cfg.journalDir); err != nil {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "NewUploader", Message: "the journal directory cannot be used", Err: err}
 	}
-	return newUploader(st, opts, cfg), nil
+	u := newUploader(st, opts, cfg)
+	// Checked here too, so a program that gives the key to every write learns at once; the
+	// warning waits for the first write that sends it.
+	if msg := u.sseCOverHTTP(cfg.customerKeyAsked(), cfg.allowSSECOverHTTP, nil); msg != "" {
+		return nil, bad("%s", msg)
+	}
+	return u, nil
 }
 
 // newUploader is NewUploader without the checks: the package shorthands leave them to the write,
@@ -176,7 +185,7 @@ func (u *Uploader) Recover(ctx context.Context, opts RecoverOptions) (*RecoverRe
 		return u.recover(ctx, u.cfg.journal, opts)
 	}
 	// Recovery's requests go through the instrumented store; its writers start no write spans.
-	ru := &Uploader{st: wrapStore(in, u.st), cfg: u.cfg}
+	ru := &Uploader{st: wrapStore(in, u.st), cfg: u.cfg, endpoint: u.endpoint}
 	ru.cfg.instrument = nil
 	rep, err := ru.recover(ctx, u.cfg.journal, opts)
 	func() {

@@ -11,6 +11,7 @@ import (
 	stderrors "errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -219,8 +220,8 @@ func (cfg config) invalid() string {
 	if cfg.sizeHint < -1 {
 		return fmt.Sprintf("negative size %d", cfg.sizeHint)
 	}
-	if cfg.concurrency < 1 {
-		return fmt.Sprintf("concurrency must be at least 1, got %d", cfg.concurrency)
+	if cfg.concurrency < 1 || cfg.concurrency > maxConcurrency {
+		return fmt.Sprintf("concurrency must be from 1 to %d, got %d", maxConcurrency, cfg.concurrency)
 	}
 	if cfg.partSize <= 0 {
 		return fmt.Sprintf("part size must be positive, got %d", cfg.partSize)
@@ -263,6 +264,9 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 	if msg := cfg.invalid(); msg != "" {
 		return nil, bad("%s", msg)
 	}
+	if msg := u.sseCOverHTTP(cfg.customerKeyAsked(), cfg.allowSSECOverHTTP, cfg.logger); msg != "" {
+		return nil, bad("%s", msg)
+	}
 	cfg.checksum = cfg.resolvedChecksum()
 	if !cfg.checksumSet && cfg.rules.Name == multipart.DefaultProfile {
 		// strict's CRC32C is not taken whole by every provider (R2: per part only); where the
@@ -281,6 +285,10 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 	})
 	if err != nil {
 		return nil, classifyRule(op, bucket, key, err)
+	}
+	if plan.PartSize > math.MaxInt64/int64(cfg.concurrency) {
+		return nil, bad("concurrency %d × part size %s does not fit in 64 bits: lower the concurrency or the part size",
+			cfg.concurrency, bytesize.Format(plan.PartSize))
 	}
 	if cfg.budget == nil {
 		b, err := NewBudget(int64(cfg.concurrency) * plan.PartSize)

@@ -6,6 +6,7 @@ import (
 	stderrors "errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ type globalOpts struct {
 	insecure     bool
 	caBundle     string
 	hooks        testHooks // --fault and --pause, in the test build only (testhooks_on.go)
+
+	// secretKeyFile and sessionTokenFile hold the secrets out of the process list (secrets.go).
+	secretKeyFile    string
+	sessionTokenFile string
 }
 
 type app struct {
@@ -58,6 +63,8 @@ type app struct {
 	// real binary uploads once per process, so its buffers are all fresh and their first-touch
 	// faults are paid on every run (internal/hugepage says what that costs).
 	hugePages bool
+	// insecureWarned: the warning that certificate verification is off is printed once a run.
+	insecureWarned bool
 }
 
 func newApp(stdin *os.File, stdout, stderr io.Writer) *app {
@@ -68,7 +75,10 @@ const envHelp = `Environment:
   AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL   endpoint when --endpoint is not given (S3 one wins)
   AWS_REGION, AWS_DEFAULT_REGION          region when --region is not given (default us-east-1)
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
-                                          credentials when the flags are not given
+                                          credentials when the flags are not given (secrets
+                                          here or in --secret-key-file, --session-token-file or
+                                          a --profile, not on the command line, where every
+                                          user of the machine can read them)
   OTEL_EXPORTER_OTLP_ENDPOINT (and the other OTEL_* variables)
                                           put exports its spans and metrics over OTLP/HTTP`
 
@@ -89,6 +99,9 @@ Start with "safeput demo": no set-up, no network.
 			if err := a.setupLogger(); err != nil {
 				return err
 			}
+			if err := a.readSecrets(); err != nil {
+				return err
+			}
 			_, err := a.policy() // validates --stall-timeout before any command starts
 			return err
 		},
@@ -102,20 +115,22 @@ Start with "safeput demo": no set-up, no network.
 	f.StringVar(&a.g.endpoint, "endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:9000 (env AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)")
 	f.StringVar(&a.g.region, "region", "", "region to sign requests for (env AWS_REGION; default us-east-1)")
 	f.StringVar(&a.g.accessKey, "access-key", "", "access key id (env AWS_ACCESS_KEY_ID)")
-	f.StringVar(&a.g.secretKey, "secret-key", "", "secret access key (env AWS_SECRET_ACCESS_KEY)")
-	f.StringVar(&a.g.sessionToken, "session-token", "", "session token for temporary credentials (env AWS_SESSION_TOKEN)")
+	f.StringVar(&a.g.secretKey, "secret-key", "", "secret access key (env AWS_SECRET_ACCESS_KEY); on the command line it is visible to every user of the machine: prefer the variable or --secret-key-file")
+	f.StringVar(&a.g.secretKeyFile, "secret-key-file", "", "a file holding the secret access key (surrounding white space ignored)")
+	f.StringVar(&a.g.sessionToken, "session-token", "", "session token for temporary credentials (env AWS_SESSION_TOKEN); visible in the process list: prefer the variable or --session-token-file")
+	f.StringVar(&a.g.sessionTokenFile, "session-token-file", "", "a file holding the session token (surrounding white space ignored)")
 	f.StringVar(&a.g.profile, "profile", "", "shared config/credentials profile, used when no keys are given by flag or environment (env AWS_PROFILE)")
 	f.BoolVar(&a.g.pathStyle, "path-style", false, "address buckets as endpoint/bucket instead of bucket.endpoint")
 	f.StringVar(&a.g.backend, "backend", "aws", "S3 client library: aws (aws-sdk-go-v2) or minio (minio-go)")
 	f.StringVar(&a.g.provider, "provider", "strict", "provider profile ("+strings.Join(multipart.ProfileNames(), ", ")+") or a rules string such as min=5MiB,max=5GiB,parts=10000")
 	f.StringVar(&a.g.partSize, "part-size", "", "preferred part size, e.g. 16MiB (default 16 MiB; raised to fit the part-count limit)")
-	f.IntVar(&a.g.concurrency, "concurrency", writer.DefaultConcurrency, "parts in flight per upload")
+	f.IntVar(&a.g.concurrency, "concurrency", writer.DefaultConcurrency, fmt.Sprintf("parts in flight per upload (1 to %d)", frontend.MaxConcurrency))
 	f.StringVar(&a.g.checksum, "checksum", "", "checksum sent and verified: crc64nvme, crc32c, crc32 or none (default: the --provider profile's choice: crc32c for the default strict, minio and versitygw, crc64nvme for the others and for an R2 endpoint)")
 	f.BoolVar(&a.g.json, "json", false, "print a machine-readable result on stdout")
 	f.StringVar(&a.g.logLevel, "log-level", "error", "log level on stderr: debug, info, warn, error (the outcome line is printed at any level)")
 	f.DurationVar(&a.g.stallTimeout, "stall-timeout", retry.DefaultStallTimeout,
 		"cut and retry a request that moves no byte for this long (0 disables; at most "+maxStallTimeout.String()+")")
-	f.BoolVar(&a.g.insecure, "insecure-skip-verify", false, "do not verify the endpoint's TLS certificate (test endpoints only)")
+	f.BoolVar(&a.g.insecure, "insecure-skip-verify", false, "do not verify the endpoint's TLS certificate (test endpoints only; warned about on stderr)")
 	f.StringVar(&a.g.caBundle, "ca-bundle", "", "PEM file of the CAs that sign the endpoint's certificate, trusted besides the system roots (env AWS_CA_BUNDLE, or ca_bundle in the profile, for an https endpoint)")
 	a.g.hooks.register(f)
 
@@ -196,7 +211,32 @@ func (a *app) newStore() (store.Store, error) {
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
+	if a.g.insecure && !a.insecureWarned {
+		// Whatever the log level: the library's own warning is a log line, hidden at the
+		// default level, and sweep, verify and probe do not go through it.
+		a.insecureWarned = true
+		a.warn(frontend.InsecureTLSWarning("--insecure-skip-verify"))
+	}
 	return st, nil
+}
+
+// checkSSECTransport refuses an SSE-C key (sendsKey) for a plain http:// endpoint unless
+// --allow-sse-c-over-http (allowed), and warns when it is allowed (frontend.SSECOverHTTP).
+func (a *app) checkSSECTransport(st store.Store, sendsKey, allowed bool) error {
+	warning, err := frontend.SSECOverHTTP(st, sendsKey, allowed, "--allow-sse-c-over-http")
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if warning != "" {
+		a.warn(warning)
+	}
+	return nil
+}
+
+// warn prints a warning on stderr whatever the log level: for what the user chose that weakens
+// what safeput promises, which must not depend on asking for logs.
+func (a *app) warn(msg string) {
+	_, _ = fmt.Fprintf(a.stderr, "safeput: warning: %s\n", msg)
 }
 
 // maxStallTimeout: a longer window is no longer a stall detector, and is almost surely a typo.
@@ -273,8 +313,8 @@ func (a *app) uploadOptions(size int64) (uploadConfig, error) {
 		}
 		uc.partSize = n
 	}
-	if a.g.concurrency < 1 {
-		return uc, usageErr("--concurrency %d: must be at least 1", a.g.concurrency)
+	if a.g.concurrency < 1 || a.g.concurrency > frontend.MaxConcurrency {
+		return uc, usageErr("--concurrency %d: must be from 1 to %d parts in flight", a.g.concurrency, frontend.MaxConcurrency)
 	}
 	var checksumOpt []func(*writer.Options) // none chosen: the writer's default for the rules and endpoint
 	if a.g.checksum != "" {
@@ -284,8 +324,14 @@ func (a *app) uploadOptions(size int64) (uploadConfig, error) {
 		}
 		checksumOpt = append(checksumOpt, func(o *writer.Options) { o.Checksum, o.NoChecksum = alg, alg == store.ChecksumNone })
 	}
-	if _, err := rules.Plan(multipart.PlanRequest{Size: size, PartSize: uc.partSize, Concurrency: a.g.concurrency}); err != nil {
+	plan, err := rules.Plan(multipart.PlanRequest{Size: size, PartSize: uc.partSize, Concurrency: a.g.concurrency})
+	if err != nil {
 		return uc, usageErr("%v", err)
+	}
+	if plan.PartSize > math.MaxInt64/int64(a.g.concurrency) {
+		// Only a rules string with a huge maximum part size gets here; the writer refuses it too.
+		return uc, usageErr("--concurrency %d × part size %s does not fit in 64 bits: lower one of them",
+			a.g.concurrency, bytesize.Format(plan.PartSize))
 	}
 	pol, err := a.policy()
 	if err != nil {

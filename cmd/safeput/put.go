@@ -20,6 +20,7 @@ import (
 	"github.com/safeput/safeput/bytesize"
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/frontend"
+	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -33,6 +34,8 @@ type putOpts struct {
 	noCache         bool
 	journal         string
 	sse             frontend.SSE
+	// allowSSECOverHTTP: --allow-sse-c-over-http.
+	allowSSECOverHTTP bool
 }
 
 func (a *app) putCmd() *cobra.Command {
@@ -65,7 +68,8 @@ disk (known size); stdin is streamed (unknown size: use --expected-size for stre
 	f.StringVar(&o.sse.KMSKeyID, "sse-kms-key-id", "", "with --sse aws:kms: the KMS key (default: the store's); the HEAD must name it")
 	f.StringVar(&o.sse.KMSContext, "sse-kms-encryption-context", "", `with --sse aws:kms: the encryption context, a JSON object of strings, e.g. {"app":"backup"}`)
 	f.BoolVar(&o.sse.BucketKey, "bucket-key-enabled", false, "with --sse aws:kms: ask for an S3 Bucket Key")
-	f.StringVar(&o.sse.CustomerKeyFile, "sse-c-key-file", "", "SSE-C: a file holding the 32-byte customer key (raw or base64); the key is sent on every request, never printed or journaled, and recover needs it again")
+	f.StringVar(&o.sse.CustomerKeyFile, "sse-c-key-file", "", "SSE-C: a file holding the 32-byte customer key (raw or base64); the key is sent on every request, never printed or journaled, and recover needs it again; refused (exit 2) to an http:// endpoint")
+	f.BoolVar(&o.allowSSECOverHTTP, "allow-sse-c-over-http", false, "send the SSE-C key to a plain http:// endpoint anyway, in the clear (a test store on loopback); warned about on stderr")
 	return cmd
 }
 
@@ -158,6 +162,12 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	st, endpoint, err := a.journalStore()
 	if err != nil {
 		return err
+	}
+	if err := a.checkSSECTransport(st, enc.Type == store.SSEC, o.allowSSECOverHTTP); err != nil {
+		return err
+	}
+	if o.allowSSECOverHTTP {
+		opts = append(opts, func(o *writer.Options) { o.AllowSSECOverHTTP = true })
 	}
 	if o.journal != "" {
 		// Made here, not at the first record, so a path that cannot hold a journal is a usage

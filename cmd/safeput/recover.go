@@ -24,6 +24,8 @@ type recoverOpts struct {
 	bucket        string
 	readBackLimit string
 	sseCKeyFiles  []string
+	// allowSSECOverHTTP: --allow-sse-c-over-http, as put's.
+	allowSSECOverHTTP bool
 }
 
 const recoverExitHelp = `Exit codes of recover:
@@ -31,6 +33,7 @@ const recoverExitHelp = `Exit codes of recover:
      records left alone (in use, other endpoint, bucket or prefix) and skipped files are reported
   2  usage: no --journal or no scope, or the directory is missing, unreadable, group- or
      world-writable or owned by another user; nothing was touched
+     or SSE-C keys for an http:// endpoint without --allow-sse-c-over-http
   3  a store request failed transiently after retries; those records are kept: run it again
   4  a store request failed permanently (credentials, permissions); those records are kept
   5  the key holds the object a crashed run's Complete assembled, damaged on the way (object
@@ -67,6 +70,7 @@ the same put --journal again: it resumes.
 	f.BoolVar(&o.run, "run", false, "act: drop landed records, abort the other uploads (default: dry run)")
 	f.StringVar(&o.bucket, "bucket", "", "only records of this bucket (the same as the scope s3://BUCKET)")
 	f.StringArrayVar(&o.sseCKeyFiles, "sse-c-key-file", nil, "the SSE-C key (a file, as put's) of journaled SSE-C uploads; repeat for several keys (a record names its key by MD5)")
+	f.BoolVar(&o.allowSSECOverHTTP, "allow-sse-c-over-http", false, "send the --sse-c-key-file keys to a plain http:// endpoint anyway, in the clear; warned about on stderr")
 	f.StringVar(&o.readBackLimit, "read-back-limit", "64MiB", "read back an object whose HEAD cannot prove it up to this size, e.g. 1GiB (0: never; unlimited)")
 	return cmd
 }
@@ -138,13 +142,16 @@ func (a *app) runRecover(ctx context.Context, o recoverOpts, args []string) erro
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	ropts := writer.RecoverOptions{Bucket: scope.Bucket, Prefix: scope.Key, DryRun: !o.run, ReadBackLimit: readBackLimit}
+	ropts := writer.RecoverOptions{Bucket: scope.Bucket, Prefix: scope.Key, DryRun: !o.run, ReadBackLimit: readBackLimit, AllowSSECOverHTTP: o.allowSSECOverHTTP}
 	for _, f := range o.sseCKeyFiles {
 		k, err := frontend.ReadCustomerKey(f)
 		if err != nil {
 			return usageErr("--%v", err)
 		}
 		ropts.SSECustomerKeys = append(ropts.SSECustomerKeys, k)
+	}
+	if err := a.checkSSECTransport(st, len(ropts.SSECustomerKeys) > 0, o.allowSSECOverHTTP); err != nil {
+		return err
 	}
 	rep, err := up.Recover(ctx, ropts)
 	if err != nil && rep == nil {

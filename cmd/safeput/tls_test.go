@@ -99,11 +99,17 @@ func testPutTLS(t *testing.T, s s3test.Server) {
 				expectCode(t, r, 2, "AWS_CA_BUNDLE "+bad.what)
 			}
 
-			// Verification off is opt-in and warned about once.
-			r = put(env, []string{"--insecure-skip-verify", "--log-level", "warn"}, small, backend+"/insecure")
+			// Verification off is opt-in and warned about once on stderr at the default log
+			// level, and once more in the library's log when warnings are logged.
+			r = put(env, []string{"--insecure-skip-verify"}, small, backend+"/insecure")
 			expectCode(t, r, 0, "put with --insecure-skip-verify")
-			if n := strings.Count(r.stderr, "TLS certificate verification is off"); n != 1 {
+			if n := strings.Count(r.stderr, "safeput: warning: TLS certificate verification is off"); n != 1 {
 				t.Errorf("%d warnings that verification is off, want 1:\n%s", n, r.stderr)
+			}
+			r = put(env, []string{"--insecure-skip-verify", "--log-level", "warn"}, small, backend+"/insecure")
+			expectCode(t, r, 0, "put with --insecure-skip-verify --log-level warn")
+			if n, logged := strings.Count(r.stderr, "safeput: warning: TLS certificate verification is off"), strings.Count(r.stderr, "verification is off for this store"); n != 1 || logged != 1 {
+				t.Errorf("%d warnings and %d log lines that verification is off, want 1 and 1:\n%s", n, logged, r.stderr)
 			}
 		})
 	}
