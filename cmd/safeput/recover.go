@@ -31,9 +31,9 @@ type recoverOpts struct {
 const recoverExitHelp = `Exit codes of recover:
   0  every record in scope was settled (--run) or listed (dry run), or the journal is empty;
      records left alone (in use, other endpoint, bucket or prefix) and skipped files are reported
-  2  usage: no --journal or no scope, or the directory is missing, unreadable, group- or
-     world-writable or owned by another user; nothing was touched
-     or SSE-C keys for an http:// endpoint without --allow-sse-c-over-http
+  2  usage: no --journal or no scope; the directory is missing, unreadable, group- or
+     world-writable or owned by another user; or SSE-C keys for an http:// endpoint without
+     --allow-sse-c-over-http; nothing was touched
   3  a store request failed transiently after retries; those records are kept: run it again
   4  a store request failed permanently (credentials, permissions); those records are kept
   5  the key holds the object a crashed run's Complete assembled, damaged on the way (object
