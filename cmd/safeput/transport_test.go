@@ -73,7 +73,7 @@ func TestSSECOverHTTPRefused(t *testing.T) {
 			common := []string{"--path-style", "--backend", backend}
 			for name, args := range map[string][]string{
 				"put":     {"put", "--sse-c-key-file", keyFile, src, "s3://bucket/k"},
-				"recover": {"recover", "--journal", journal, "--sse-c-key-file", keyFile},
+				"recover": {"recover", "--journal", journal, "--sse-c-key-file", keyFile, "s3://bkt"},
 			} {
 				r := runWith(t, env, nil, append(common, args...)...)
 				expectCode(t, r, 2, name+" SSE-C over http")
@@ -92,7 +92,7 @@ func TestSSECOverHTTPRefused(t *testing.T) {
 			if _, keys, _ := rs.reset(); keys == 0 {
 				t.Error("put --allow-sse-c-over-http: no request carried the key")
 			}
-			r = runWith(t, env, nil, append(common, "recover", "--allow-sse-c-over-http", "--journal", journal, "--sse-c-key-file", keyFile)...)
+			r = runWith(t, env, nil, append(common, "recover", "--allow-sse-c-over-http", "--journal", journal, "--sse-c-key-file", keyFile, "s3://bkt")...)
 			expectCode(t, r, 0, "recover --allow-sse-c-over-http of an empty journal")
 			if !strings.Contains(r.stderr, "safeput: warning: SSE-C over plain HTTP") {
 				t.Errorf("recover --allow-sse-c-over-http: no warning on stderr:\n%s", r.stderr)
@@ -112,7 +112,7 @@ func TestInsecureSkipVerifyWarnsEveryCommand(t *testing.T) {
 		"verify":  {"verify", src, "s3://bucket/k"},
 		"sweep":   {"sweep", "s3://bucket/prefix/"},
 		"probe":   {"probe", "s3://bucket/scratch/"},
-		"recover": {"recover", "--journal", t.TempDir()},
+		"recover": {"recover", "--journal", t.TempDir(), "s3://bkt"},
 	} {
 		for _, insecure := range []bool{true, false} {
 			flags := []string{"--path-style", "--stall-timeout", "1s"}
