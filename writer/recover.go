@@ -15,6 +15,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/internal/journal"
+	"github.com/safeput/safeput/internal/logredact"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/verify"
@@ -142,9 +143,7 @@ func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts Recover
 	if opts.Policy == nil {
 		opts.Policy = up.cfg.policy
 	}
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
-	}
+	opts.Logger = logredact.Logger(opts.Logger)
 	recs, problems, err := j.List()
 	if err != nil {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: "cannot list the journal", Err: err}
