@@ -119,10 +119,7 @@ func New(cfg Config) (store.Store, error) {
 		secrets.Register(cfg.SecretKey, cfg.SessionToken)
 	}
 	if cfg.Credentials != nil {
-		creds = cfg.Credentials
-		if _, anonymous := creds.(aws.AnonymousCredentials); !anonymous {
-			creds = registering{creds}
-		}
+		creds = registering{cfg.Credentials}
 	}
 	if cfg.InsecureSkipVerify && cfg.HTTPClient != nil {
 		return nil, errors.New("awss3: InsecureSkipVerify applies to the client New builds; configure your HTTPClient's TLS instead")
@@ -173,6 +170,12 @@ func (p registering) Retrieve(ctx context.Context) (aws.Credentials, error) {
 		secrets.Register(c.SecretAccessKey, c.SessionToken)
 	}
 	return c, err
+}
+
+// IsCredentialsProvider lets the SDK see the provider within (aws.IsCredentialsProvider): it
+// signs nothing for aws.AnonymousCredentials, however wrapped.
+func (p registering) IsCredentialsProvider(target aws.CredentialsProvider) bool {
+	return aws.IsCredentialsProvider(p.next, target)
 }
 
 // NewFromClient wraps an already-configured client. Retries and checksum behaviour are forced
