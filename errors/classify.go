@@ -164,15 +164,16 @@ func classifyFresh(err error, op string, ctxAlive bool) *Error {
 	}
 	var ec errorCoder
 	if stderrors.As(err, &ec) {
-		e.Code = clip(strings.TrimSpace(ec.ErrorCode()), maxCodeLen)
+		e.Code = clip(Redact(strings.TrimSpace(ec.ErrorCode())), maxCodeLen)
 	}
 	var em messager
 	if stderrors.As(err, &em) {
-		e.Message = Redact(clip(strings.TrimSpace(em.ErrorMessage()), maxMessageLen))
+		// Redacted before it is cut: a secret cut in two is no longer recognisable.
+		e.Message = clip(Redact(strings.TrimSpace(em.ErrorMessage())), maxMessageLen)
 	}
 	var rq requestIDer
 	if stderrors.As(err, &rq) {
-		e.RequestID = clip(strings.TrimSpace(rq.ServiceRequestID()), maxCodeLen)
+		e.RequestID = clip(Redact(strings.TrimSpace(rq.ServiceRequestID())), maxCodeLen)
 	}
 	if e.Op == "" {
 		var oe operationer

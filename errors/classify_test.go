@@ -355,8 +355,8 @@ func TestErrorString(t *testing.T) {
 			t.Errorf("%q leaked: %s", secret, s)
 		}
 	}
-	if !strings.Contains(s, "Credential=REDACTED") || !strings.Contains(s, "Signature=REDACTED") {
-		t.Errorf("redaction markers missing: %s", s)
+	if !strings.Contains(s, "Authorization: REDACTED (request id R9)") {
+		t.Errorf("redaction marker missing: %s", s)
 	}
 	// The store's message is printed once even though the cause repeats it.
 	if strings.Count(s, "did not match") != 1 {

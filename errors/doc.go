@@ -23,8 +23,11 @@
 // Transient with UploadGone set: re-sending the request cannot work, restarting the upload can,
 // so retry.Policy does not re-send it and a sync manager re-drives the task.
 //
-// Messages never carry credentials: Error() redacts Credential=, Signature=, security tokens and
-// access key ids (Redact).
+// Messages never carry credentials: Error() redacts the Authorization header, session tokens,
+// SSE-C keys, Credential=, Signature=, URL passwords and access key ids in every form a message
+// prints them in, and every secret value the adapters were given or sent (their secret keys and
+// session tokens, renewed ones included, and SSE-C keys raw and base64), wherever it appears
+// (Redact).
 //
 // # S3 error codes
 //

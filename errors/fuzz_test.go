@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/secrets"
 	"github.com/safeput/safeput/store"
 )
 
@@ -109,4 +110,50 @@ func check(t *testing.T, e *errors.Error) {
 	if r := errors.Redact(s); errors.Redact(r) != r {
 		t.Fatalf("Redact is not idempotent on %q", s)
 	}
+}
+
+// fuzzRegistered is registered as a secret value by FuzzRedact; fuzzToken is only ever put
+// after a header name that carries a secret.
+const (
+	fuzzRegistered = "Zq9REGISTEREDvalue/+="
+	fuzzToken      = "Zq9HeaderTokenValue"
+)
+
+// FuzzRedact puts a registered secret and a secret header's value among arbitrary text and
+// checks Redact's promises: neither survives, and redacting again changes nothing.
+func FuzzRedact(f *testing.F) {
+	secrets.Register(fuzzRegistered)
+	names := []string{"Authorization", "x-amz-security-token", "X-AMZ-SERVER-SIDE-ENCRYPTION-CUSTOMER-KEY",
+		"x-amz-copy-source-server-side-encryption-customer-key", "Proxy-Authorization", "Security-Token"}
+	seps := []string{": ", ":", "=", "%3D", ":[", `":"`, `": ["`, " : ", "='"}
+	f.Add("", "", uint8(0), "")
+	f.Add("map[Host:[h] ", "", uint8(1), "] X-Amz-Date:[x]")
+	f.Add("{\"a\":1,", "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/2026, SignedHeaders=host, Signature=", uint8(2), `"}`)
+	f.Add("Authorization: REDACTED in use ", "Bearer ", uint8(3), ", x=1")
+	f.Add("x-amz-server-side-encryption-customer-key-MD5: abc\n", "", uint8(4), "\r\nnext: "+fuzzRegistered)
+	f.Add(strings.Repeat("é", 40), "AWS ", uint8(5), strings.Repeat("\x00", 3))
+	f.Fuzz(func(t *testing.T, prefix, scheme string, form uint8, suffix string) {
+		if strings.Contains(prefix+scheme+suffix, fuzzToken) {
+			t.Skip()
+		}
+		name := names[int(form)%len(names)]
+		sep := seps[int(form/8)%len(seps)]
+		if !strings.HasPrefix(strings.ToLower(name), "authorization") && !strings.HasSuffix(strings.ToLower(name), "-authorization") {
+			scheme = "" // only Authorization has a scheme before its credential
+		}
+		s := prefix + " " + name + sep + scheme + fuzzToken + suffix + " " + fuzzRegistered
+		r := errors.Redact(s)
+		if strings.Contains(r, fuzzRegistered) {
+			t.Fatalf("registered secret leaked: %q -> %q", s, r)
+		}
+		if strings.ContainsAny(scheme, " \t\n\f\r,\"'<>]") {
+			return // a scheme that is not one token ends the header before the value
+		}
+		if strings.Contains(r, fuzzToken) {
+			t.Fatalf("header value leaked: %q -> %q", s, r)
+		}
+		if errors.Redact(r) != r {
+			t.Fatalf("Redact is not idempotent on %q: %q then %q", s, r, errors.Redact(r))
+		}
+	})
 }

@@ -58,7 +58,7 @@ func ResultJSON(r *writer.Result) JSONResult {
 		Parts: r.Parts, PartSize: r.PartSize, UploadID: r.UploadID, BytesSent: r.BytesSent, Requests: r.Requests,
 		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong,
 		AlreadyExisted: r.AlreadyExisted, LeftBehind: r.LeftBehind, MaybeLeftBehind: r.MaybeLeftBehind, UploadAttempts: r.UploadAttempts,
-		ElapsedMS: r.Elapsed.Milliseconds(), AllowLengthOnly: len(r.Unproven) > 0, Unproven: r.Unproven, Notes: r.Notes,
+		ElapsedMS: r.Elapsed.Milliseconds(), AllowLengthOnly: len(r.Unproven) > 0, Unproven: redactAll(r.Unproven), Notes: redactAll(r.Notes),
 		Encryption: string(r.Encryption.Type), KMSKeyID: r.Encryption.KMSKeyID, SSECustomerKeyMD5: r.Encryption.CustomerKeyMD5,
 	}
 	for k, n := range r.Failures {
@@ -124,9 +124,23 @@ func exitKind(code int) sperrors.Kind {
 	}
 }
 
-// OneLine renders err on one line, without the library's "safeput: " prefix.
+// OneLine renders err on one line, without the library's "safeput: " prefix, redacted as
+// errors.Redact does whatever err's type: not every error that reaches the CLI's stderr line or
+// a JSON answer is an *errors.Error, which redacts itself.
 func OneLine(err error) string {
-	s := err.Error()
+	s := sperrors.Redact(err.Error())
 	s = strings.TrimPrefix(s, "safeput: ")
 	return strings.NewReplacer("\r\n", " ", "\n", " ").Replace(s)
+}
+
+// redactAll returns ss redacted as errors.Redact does (nil for nil).
+func redactAll(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = sperrors.Redact(s)
+	}
+	return out
 }

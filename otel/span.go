@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -146,8 +145,7 @@ func (s *writeSpan) End(res *writer.Result, err error) {
 	if s.span.IsRecording() {
 		s.span.SetAttributes(s.endAttrs(res, err, left)...)
 		if err != nil {
-			s.span.RecordError(err)
-			s.span.SetStatus(codes.Error, sperrors.Redact(err.Error()))
+			recordFailure(s.span, err)
 		}
 	}
 	s.span.End()

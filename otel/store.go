@@ -5,7 +5,6 @@ import (
 	stderrors "errors"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -111,8 +110,7 @@ func (s *tracedStore) end(r req, requestID string, err error) {
 		}
 		if failed {
 			r.span.SetAttributes(AttrErrorType.String(kind.String()))
-			r.span.RecordError(err)
-			r.span.SetStatus(codes.Error, sperrors.Redact(err.Error()))
+			recordFailure(r.span, err)
 		}
 	}
 	r.span.End()

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/safeput/safeput/errors"
+	"github.com/safeput/safeput/internal/logredact"
 )
 
 // Op names the request being retried: the fields go into every log line and the returned error.
@@ -125,10 +126,7 @@ func (p *Policy) init() {
 		if p.limiter != nil {
 			p.limiter.init(p.cfg.now)
 		}
-		p.log = p.cfg.logger
-		if p.log == nil {
-			p.log = zap.NewNop()
-		}
+		p.log = logredact.Logger(p.cfg.logger)
 	})
 }
 

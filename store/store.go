@@ -36,6 +36,8 @@ import (
 	"io"
 	"time"
 	"unicode/utf8"
+
+	sperrors "github.com/safeput/safeput/errors"
 )
 
 // Store is the set of S3 operations safeput uses. Implementations must be safe for concurrent use.
@@ -698,6 +700,8 @@ type ResponseError struct {
 // errors package classifies such an answer by that, not by its status alone).
 func (e *ResponseError) ErrorDocumentLost() bool { return e.DocumentLost != nil }
 
+// Error describes the answer, redacted as errors.Redact does: a store may echo the
+// request's headers (its Authorization, session token or SSE-C key) in its message.
 func (e *ResponseError) Error() string {
 	s := fmt.Sprintf("%s: HTTP %d", e.Op, e.StatusCode)
 	if e.Code != "" {
@@ -709,7 +713,7 @@ func (e *ResponseError) Error() string {
 	if e.RequestID != "" {
 		s += " (request id " + e.RequestID + ")"
 	}
-	return s
+	return sperrors.Redact(s)
 }
 
 // Unwrap returns the SDK error.

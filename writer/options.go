@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/safeput/safeput/internal/journal"
+	"github.com/safeput/safeput/internal/logredact"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
@@ -151,7 +152,7 @@ type Options struct {
 	// write, that write uses it instead (nil: the Uploader's).
 	Retry *retry.Policy
 	// Logger receives the log (nil, the default: none). Lines carry bucket, key, size, part,
-	// upload id and attempt where they apply.
+	// upload id and attempt where they apply; their text is redacted as errors.Redact does.
 	Logger *zap.Logger
 	// Observer is called for every Event. It must be quick and safe for concurrent use; a panic
 	// in it is recovered and ignored.
@@ -265,9 +266,9 @@ func (o *Options) config(base *config) config {
 	case o.Checksum != "":
 		c.checksum, c.checksumSet = o.Checksum, true
 	}
-	if c.logger == nil {
-		c.logger = zap.NewNop()
-	}
+	// Every line is redacted where it is written: an adapter's error may echo the request's
+	// credentials (internal/logredact).
+	c.logger = logredact.Logger(c.logger)
 	if c.abortTimeout <= 0 {
 		c.abortTimeout = defaultAbortTimeout
 	}

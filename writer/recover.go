@@ -16,6 +16,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/internal/journal"
+	"github.com/safeput/safeput/internal/logredact"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/verify"
@@ -163,9 +164,7 @@ func (up *Uploader) recover(ctx context.Context, j journal.Journal, opts Recover
 	if opts.Policy == nil {
 		opts.Policy = up.cfg.policy
 	}
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
-	}
+	opts.Logger = logredact.Logger(opts.Logger)
 	if msg := up.sseCOverHTTP(len(opts.SSECustomerKeys) > 0, opts.AllowSSECOverHTTP || up.cfg.allowSSECOverHTTP, opts.Logger); msg != "" {
 		return nil, &sperrors.Error{Kind: sperrors.Permanent, Op: "Recover", Message: msg}
 	}

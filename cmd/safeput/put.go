@@ -186,14 +186,14 @@ func (a *app) runPut(ctx context.Context, o putOpts, src, dst string) error {
 	// the command reports, so a short run's spans and metrics reach the collector.
 	// A variable it cannot honour is printed whatever the log level: the user asked for an export.
 	instrument, flushTelemetry, err := telemetry(ctx, func(msg string, err error) {
-		_, _ = fmt.Fprintf(a.stderr, "safeput: warning: %s: %v\n", msg, err)
+		_, _ = fmt.Fprintf(a.stderr, "safeput: warning: %s: %s\n", msg, oneLine(err))
 	})
 	if err != nil {
 		return usageErr("OpenTelemetry export (OTEL_* variables): %v", err)
 	}
 	defer func() {
 		if ferr := flushTelemetry(); ferr != nil {
-			a.log.Warn("OpenTelemetry export failed", zap.Error(ferr))
+			a.log.Warn("OpenTelemetry export failed", zap.String("error", oneLine(ferr)))
 		}
 	}()
 	if instrument != nil {

@@ -89,11 +89,12 @@ func ParseBody(r io.Reader) (body Body, ok bool) {
 		if err := dec.DecodeElement(&doc, &start); err != nil {
 			return Body{}, false
 		}
+		// Redacted before they are cut: a secret cut in two is no longer recognisable.
 		body = Body{
-			Code:      clip(strings.TrimSpace(doc.Code), maxCodeLen),
-			Message:   errors.Redact(clip(strings.TrimSpace(doc.Message), maxMessageLen)),
-			RequestID: clip(strings.TrimSpace(doc.RequestID), maxCodeLen),
-			HostID:    clip(strings.TrimSpace(doc.HostID), maxMessageLen),
+			Code:      clip(errors.Redact(strings.TrimSpace(doc.Code)), maxCodeLen),
+			Message:   clip(errors.Redact(strings.TrimSpace(doc.Message)), maxMessageLen),
+			RequestID: clip(errors.Redact(strings.TrimSpace(doc.RequestID)), maxCodeLen),
+			HostID:    clip(errors.Redact(strings.TrimSpace(doc.HostID)), maxMessageLen),
 		}
 		return body, body.Code != ""
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/internal/catrust"
 	"github.com/safeput/safeput/internal/partlist"
+	"github.com/safeput/safeput/internal/secrets"
 	"github.com/safeput/safeput/internal/warmdial"
 	"github.com/safeput/safeput/store"
 )
@@ -95,6 +96,9 @@ func New(cfg Config) (store.Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("awss3: endpoint %q: %w", cfg.Endpoint, err)
 		}
+		if pw, ok := u.User.Password(); ok {
+			secrets.Register(pw)
+		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("awss3: endpoint %q: want http(s)://host[:port]", cfg.Endpoint)
 		}
@@ -112,9 +116,10 @@ func New(cfg Config) (store.Store, error) {
 	var creds aws.CredentialsProvider = aws.AnonymousCredentials{}
 	if cfg.AccessKey != "" {
 		creds = credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)
+		secrets.Register(cfg.SecretKey, cfg.SessionToken)
 	}
 	if cfg.Credentials != nil {
-		creds = cfg.Credentials
+		creds = registering{cfg.Credentials}
 	}
 	if cfg.InsecureSkipVerify && cfg.HTTPClient != nil {
 		return nil, errors.New("awss3: InsecureSkipVerify applies to the client New builds; configure your HTTPClient's TLS instead")
@@ -153,6 +158,24 @@ func New(cfg Config) (store.Store, error) {
 		o.BaseEndpoint = aws.String(cfg.Endpoint)
 	}
 	return &s3Store{client: s3.New(o), signedPayload: cfg.SignedPayload, insecure: cfg.InsecureSkipVerify, warm: warm}, nil
+}
+
+// registering registers the keys its provider hands out as secrets errors.Redact blanks, as
+// they arrive: an assumed role's keys are renewed while the store is in use.
+type registering struct{ next aws.CredentialsProvider }
+
+func (p registering) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	c, err := p.next.Retrieve(ctx)
+	if err == nil {
+		secrets.Register(c.SecretAccessKey, c.SessionToken)
+	}
+	return c, err
+}
+
+// IsCredentialsProvider lets the SDK see the provider within (aws.IsCredentialsProvider): it
+// signs nothing for aws.AnonymousCredentials, however wrapped.
+func (p registering) IsCredentialsProvider(target aws.CredentialsProvider) bool {
+	return aws.IsCredentialsProvider(p.next, target)
 }
 
 // NewFromClient wraps an already-configured client. Retries and checksum behaviour are forced
@@ -691,7 +714,9 @@ func setCustomerKey(k store.CustomerKey, alg, key, keyMD5 **string) {
 	if len(k) == 0 {
 		return
 	}
-	*alg, *key, *keyMD5 = aws.String("AES256"), aws.String(k.Base64()), aws.String(k.MD5())
+	b64 := k.Base64()
+	secrets.Register(b64, string(k)) // a store may echo the header back in an error
+	*alg, *key, *keyMD5 = aws.String("AES256"), aws.String(b64), aws.String(k.MD5())
 }
 
 // reportedSSE is the encryption a HEAD reports.

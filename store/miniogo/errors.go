@@ -19,7 +19,9 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/signer"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/s3error"
+	"github.com/safeput/safeput/internal/secrets"
 	"github.com/safeput/safeput/store"
 )
 
@@ -76,9 +78,18 @@ type recordingTransport struct {
 	base   http.RoundTripper
 	creds  *credentials.Credentials
 	region string
+	// renewed is set for the caller's Credentials, whose keys may change while the store is in
+	// use: each request registers the keys it was signed with as secrets errors.Redact blanks.
+	renewed bool
 }
 
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.renewed {
+		// minio-go signed req with the keys the credentials hold now (it asked just before).
+		if keys, err := t.creds.GetWithContext(nil); err == nil {
+			secrets.Register(keys.SecretAccessKey, keys.SessionToken)
+		}
+	}
 	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	if ex != nil && len(ex.extra) > 0 {
 		// A RoundTripper must not modify its request: work on a clone.
@@ -360,7 +371,8 @@ func (s *coreStore) fail(op string, ex *exchange, err error) error {
 			}
 		} else {
 			re.Code = ""
-			re.Message = strings.TrimSpace(string(st.errBody))
+			// Redacted before it is cut: a secret cut in two is no longer recognisable.
+			re.Message = sperrors.Redact(strings.TrimSpace(string(st.errBody)))
 			if len(re.Message) > 512 {
 				re.Message = re.Message[:512] + "..."
 			}

@@ -38,6 +38,7 @@ import (
 	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/internal/catrust"
 	"github.com/safeput/safeput/internal/partlist"
+	"github.com/safeput/safeput/internal/secrets"
 	"github.com/safeput/safeput/internal/warmdial"
 	"github.com/safeput/safeput/store"
 )
@@ -137,6 +138,7 @@ func New(cfg Config) (store.Store, error) {
 	creds := cfg.Credentials
 	if creds == nil {
 		creds = credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)
+		secrets.Register(cfg.SecretKey, cfg.SessionToken)
 	}
 	if cfg.InsecureSkipVerify && cfg.Transport != nil {
 		return nil, errors.New("miniogo: InsecureSkipVerify applies to the built-in transport and cannot be combined with Transport")
@@ -164,7 +166,7 @@ func New(cfg Config) (store.Store, error) {
 	core, err := minio.NewCore(u.Host, &minio.Options{
 		Creds:        creds,
 		Secure:       secure,
-		Transport:    &recordingTransport{base: store.ProgressTransport(base), creds: creds, region: region},
+		Transport:    &recordingTransport{base: store.ProgressTransport(base), creds: creds, region: region, renewed: cfg.Credentials != nil},
 		Region:       region,
 		BucketLookup: lookup,
 		// "Set to 1 to disable retries" (minio-go Options doc): one call is one attempt. minio-go

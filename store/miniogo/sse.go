@@ -6,6 +6,7 @@ import (
 
 	"github.com/minio/minio-go/v7/pkg/encrypt"
 
+	"github.com/safeput/safeput/internal/secrets"
 	"github.com/safeput/safeput/store"
 )
 
@@ -57,8 +58,10 @@ func (s sse) Marshal(h http.Header) {
 			h.Set(bucketKeyHeader, "true")
 		}
 	case store.SSEC:
+		b64 := s.e.CustomerKey.Base64()
+		secrets.Register(b64, string(s.e.CustomerKey)) // a store may echo the header back in an error
 		h.Set(encrypt.SseCustomerAlgorithm, "AES256")
-		h.Set(encrypt.SseCustomerKey, s.e.CustomerKey.Base64())
+		h.Set(encrypt.SseCustomerKey, b64)
 		h.Set(encrypt.SseCustomerKeyMD5, s.e.CustomerKey.MD5())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	sperrors "github.com/safeput/safeput/errors"
 )
 
 // Signal names a signal as the per-signal variables do (OTEL_EXPORTER_OTLP_<Signal>_ENDPOINT).
@@ -115,31 +118,51 @@ func ConfigFromEnv(getenv func(string) string, sig Signal) (cfg Config, ok bool,
 	return cfg, true, nil
 }
 
+// parseEndpoint parses the endpoint v of variable name. Its errors never quote v's password: a
+// url.Error quotes the whole URL, so only its cause is kept.
 func parseEndpoint(name, v string) (*url.URL, error) {
 	u, err := url.Parse(v)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%s is not a URL: %s", name, sperrors.Redact(err.Error()))
 	}
 	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%s=%q: want an http:// or https:// URL", name, v)
+		return nil, fmt.Errorf("%s=%q: want an http:// or https:// URL", name, shownURL(u))
 	}
 	return u, nil
 }
 
-// parseHeaders adds the headers of v (key=value,key=value, values percent-encoded) to h.
+// shownURL is u as messages print it: a password in its user info is replaced by REDACTED.
+func shownURL(u *url.URL) string {
+	if _, ok := u.User.Password(); !ok {
+		return u.String()
+	}
+	c := *u
+	c.User = url.UserPassword(u.User.Username(), "REDACTED")
+	return c.String()
+}
+
+// parseHeaders adds the headers of v (key=value,key=value, values percent-encoded) to h. Its
+// errors name the entry and the header, never a value: the values are credentials (an API key,
+// an Authorization header), and an entry without "=" may be one whole.
 func parseHeaders(name, v string, h map[string]string) error {
 	if strings.TrimSpace(v) == "" {
 		return nil
 	}
+	n := 0
 	for pair := range strings.SplitSeq(v, ",") {
+		n++
 		k, val, found := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
 		if !found || k == "" {
-			return fmt.Errorf("%s: %q is not key=value", name, pair)
+			return fmt.Errorf("%s: entry %d is not key=value", name, n)
 		}
 		dec, err := url.PathUnescape(val)
 		if err != nil {
-			return fmt.Errorf("%s: header %s: %w", name, k, err)
+			return fmt.Errorf("%s: header %q: its value is not percent-encoded", name, k)
 		}
 		h[k] = strings.TrimSpace(dec)
 	}
@@ -204,6 +227,10 @@ type client struct {
 	cfg  Config
 	hc   *http.Client
 	what string // what the collector counts as rejected: "spans", "data points"
+	// shown is the URL as errors print it (shownURL); secrets are the header values and the
+	// URL's password, which errors never carry, whatever a collector echoes of the request.
+	shown   string
+	secrets []string
 }
 
 func newClient(cfg Config, what string) *client {
@@ -220,7 +247,34 @@ func newClient(cfg Config, what string) *client {
 	if cfg.TLS != nil {
 		tr.TLSClientConfig = cfg.TLS
 	}
-	return &client{cfg: cfg, hc: &http.Client{Transport: tr}, what: what}
+	c := &client{cfg: cfg, hc: &http.Client{Transport: tr}, what: what, shown: cfg.URL}
+	if u, err := url.Parse(cfg.URL); err == nil {
+		c.shown = shownURL(u)
+		if pw, ok := u.User.Password(); ok {
+			// The password as given, as a URL escapes it, and inside the Basic credentials
+			// net/http sends for it.
+			basic := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pw))
+			c.secrets = append(c.secrets, pw, url.QueryEscape(pw), basic)
+		}
+	}
+	for _, v := range cfg.Headers {
+		c.secrets = append(c.secrets, v)
+	}
+	return c
+}
+
+// minSecretLen is the shortest header value or password redact blanks: a shorter one would
+// blank ordinary words of a message.
+const minSecretLen = 8
+
+// redact returns s without the client's secrets, and redacted as errors.Redact does.
+func (c *client) redact(s string) string {
+	for _, v := range c.secrets {
+		if len(v) >= minSecretLen {
+			s = strings.ReplaceAll(s, v, "REDACTED")
+		}
+	}
+	return sperrors.Redact(s)
 }
 
 func (c *client) close() { c.hc.CloseIdleConnections() }
@@ -266,7 +320,7 @@ func (c *client) post(ctx context.Context, body []byte) error {
 func (c *client) once(ctx context.Context, body []byte) (time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return -1, err
+		return -1, errors.New(c.redact(err.Error()))
 	}
 	for k, v := range c.cfg.Headers {
 		req.Header.Set(k, v)
@@ -277,7 +331,8 @@ func (c *client) once(ctx context.Context, body []byte) (time.Duration, error) {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return -1, fmt.Errorf("OTLP export: %w", err)
+		// net/http masks the URL's password in its error already; the redaction is for the rest.
+		return -1, fmt.Errorf("OTLP export: %w", redactedError{err, c.redact(err.Error())})
 	}
 	defer resp.Body.Close()
 	// A response is small (a partial success at most); a bound keeps a wrong server from making
@@ -289,7 +344,8 @@ func (c *client) once(ctx context.Context, body []byte) (time.Duration, error) {
 		}
 		return -1, nil
 	}
-	err = fmt.Errorf("OTLP export to %s: %s: %s", c.cfg.URL, resp.Status, snippet(rb))
+	// Redacted before it is cut, and after: a secret cut in two is no longer recognisable.
+	err = errors.New(c.redact(fmt.Sprintf("OTLP export to %s: %s: %s", c.shown, resp.Status, snippet(c.redact(string(rb))))))
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		return retryWait(resp.Header.Get("Retry-After")), err
 	}
@@ -306,9 +362,9 @@ func retryWait(v string) time.Duration {
 	return max(0, min(d, maxRetryWait))
 }
 
-func snippet(b []byte) string {
+func snippet(s string) string {
 	const n = 200
-	s := strings.TrimSpace(string(b))
+	s = strings.TrimSpace(s)
 	if len(s) > n {
 		s = s[:n] + "…"
 	}
@@ -371,5 +427,15 @@ func (c *client) partialSuccess(b []byte) error {
 	if rejected == 0 && msg == "" {
 		return nil
 	}
-	return fmt.Errorf("OTLP export to %s: the collector rejected %d %s: %s", c.cfg.URL, rejected, c.what, msg)
+	return errors.New(c.redact(fmt.Sprintf("OTLP export to %s: the collector rejected %d %s: %s", c.shown, rejected, c.what, msg)))
 }
+
+// redactedError is err with its text redacted; errors.Is and As still reach err (a timeout, a
+// cancelled context).
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e redactedError) Error() string { return e.text }
+func (e redactedError) Unwrap() error { return e.err }

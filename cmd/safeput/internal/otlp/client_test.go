@@ -3,6 +3,7 @@ package otlp
 import (
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
@@ -195,5 +196,69 @@ func TestPostCollectorDown(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("hanging collector held the export %v", d)
+	}
+}
+
+// TestSecretsNotPrinted: an endpoint's password and the header values are credentials: no error
+// quotes them, neither ConfigFromEnv's about a malformed variable nor an export's, even when the
+// collector echoes the request back.
+func TestSecretsNotPrinted(t *testing.T) {
+	const password, apiKey, bearer = "pw-Zq9otlpPASS", "key-Zq9otlpHEADER", "Zq9otlpBEARERtoken"
+	leaks := func(what, s string) {
+		t.Helper()
+		for _, v := range []string{password, apiKey, bearer} {
+			if strings.Contains(s, v) {
+				t.Errorf("%s quotes %q: %s", what, v, s)
+			}
+		}
+	}
+	for _, e := range []map[string]string{
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "ftp://otel:" + password + "@c:4318"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:" + password + "@c:bad"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://otel:" + password + "@c\x7f"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=" + apiKey + ",Authorization Bearer " + bearer},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-api-key=" + apiKey + "%zz"},
+	} {
+		_, _, err := ConfigFromEnv(env(e), Traces)
+		if err == nil {
+			t.Errorf("%v: no error", e)
+			continue
+		}
+		leaks("ConfigFromEnv", err.Error())
+	}
+	_, _, err := ConfigFromEnv(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "ftp://otel:" + password + "@c:4318"}), Traces)
+	if err == nil || !strings.Contains(err.Error(), "otel:REDACTED@c:4318") {
+		t.Errorf("error %v does not show the endpoint with its password redacted", err)
+	}
+
+	// A collector that refuses every export, echoing the request's headers.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		for k, v := range r.Header {
+			b.WriteString(k + " " + strings.Join(v, " ") + "; ")
+		}
+		http.Error(w, "refused: "+b.String(), http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	withUser := strings.Replace(srv.URL, "http://", "http://otel:"+password+"@", 1)
+	cfg, ok, err := ConfigFromEnv(env(map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": withUser,
+		"OTEL_EXPORTER_OTLP_HEADERS":  "x-api-key=" + apiKey + ",x-token=" + bearer,
+	}), Traces)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	c := newClient(cfg, "spans")
+	defer c.close()
+	err = c.post(context.Background(), []byte{})
+	if err == nil {
+		t.Fatal("a refused export is not an error")
+	}
+	leaks("post", err.Error())
+	if basic := base64.StdEncoding.EncodeToString([]byte("otel:" + password)); strings.Contains(err.Error(), basic) {
+		t.Errorf("post quotes the Basic credentials: %v", err)
+	}
+	if !strings.Contains(err.Error(), "otel:REDACTED@") || !strings.Contains(err.Error(), "401") {
+		t.Errorf("error %v does not say where and what", err)
 	}
 }
