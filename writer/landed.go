@@ -131,6 +131,13 @@ func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 	}
 	j := w.judge(want, head, res.Multipart)
 	w.emit(Event{Type: EventVerify, Size: want.Size, Method: j.method, Err: j.mismatch})
+	ownCommit := sameETag(head.ETag, res.ETag) || (res.Multipart && w.assembledFromOurParts(head))
+	if othersAtKey(w.createUnguarded, j.mismatch != nil, ownCommit) {
+		// Another create-only writer's commit may have landed over or after ours: a lost race,
+		// and that object is the winner's, not this write's to delete.
+		e := w.errorf(sperrors.Precondition, "Verify", j.mismatch, "the object at the key is not the one written and was left untouched: most likely another writer's create-only commit, landed over or after this write's (the store is not known to refuse a commit onto a taken key)")
+		return w.fail(e)
+	}
 	if res.ETag == "" {
 		res.ETag = head.ETag
 	}
