@@ -149,6 +149,39 @@ func wantRetryAfter(kind sperrors.Kind, d time.Duration) func(t *testing.T, out 
 	}
 }
 
+// A full store's answers, as the servers write them. MinIO (cmd/api-errors.go, ErrStorageFull)
+// sends it when no drive has room for the object or part (the 507 the free-space check gives);
+// its error document carries Key, BucketName, Resource, RequestId and HostId.
+const minioStorageFullMessage = "Storage backend has reached its minimum free drive threshold. Please delete a few objects to proceed."
+
+var minioStorageFull = answer{status: 507,
+	header: map[string]string{"x-amz-request-id": "1874A2B3C4D5E6F7", "Content-Type": "application/xml"},
+	body: xmlHead + `<Error><Code>XMinioStorageFull</Code><Message>` + minioStorageFullMessage + `</Message><Key>k</Key>` +
+		`<BucketName>bkt</BucketName><Resource>/bkt/k</Resource><RequestId>1874A2B3C4D5E6F7</RequestId>` +
+		`<HostId>dd9025bab4ad464b049177c95eb6ebf374d3b3fd1af9251148b658df7ac2e3e8</HostId></Error>`}
+
+// Versity's gateway (s3err/s3err.go, ErrNoSpaceLeftOnDevice) answers its posix backend's ENOSPC
+// so, when the part's or object's file cannot be allocated.
+const gatewayNoSpaceMessage = "No space left on device."
+
+var gatewayNoSpace = answer{status: 507,
+	header: map[string]string{"x-amz-request-id": "rid-vgw", "Content-Type": "application/xml"},
+	body: xmlHead + `<Error><Code>InsufficientStorage</Code><Message>` + gatewayNoSpaceMessage + `</Message>` +
+		`<Resource>/bkt/k</Resource><RequestId>rid-vgw</RequestId><HostId></HostId></Error>`}
+
+// wantStoreFull checks a full store's error: the store's code, status and message, and the kind
+// the errors table gives a full store.
+func wantStoreFull(code, message string) func(t *testing.T, out any, err error) {
+	return func(t *testing.T, out any, err error) {
+		t.Helper()
+		wantErr(sperrors.Transient, code, false)(t, out, err)
+		c := sperrors.Classify(err)
+		if c.StatusCode != 507 || c.Message != message || !strings.Contains(err.Error(), message) {
+			t.Fatalf("status %d message %q (%v), want 507 and %q", c.StatusCode, c.Message, err, message)
+		}
+	}
+}
+
 func parityRows() []parityRow {
 	ok := func(extra map[string]string) answer {
 		h := map[string]string{"x-amz-request-id": "rid-ok"}
@@ -353,6 +386,17 @@ func parityRows() []parityRow {
 		{name: "Abort/405 MethodNotAllowed", call: abort,
 			answers: []answer{s3err(405, "MethodNotAllowed", nil)},
 			want:    wantUnsupported(sperrors.Permanent, "MethodNotAllowed")},
+
+		// A full store, as each test server answers it: one meaning through both adapters, the
+		// store's own code and message kept.
+		{name: "UploadPart/507 XMinioStorageFull", call: uploadPart, answers: []answer{minioStorageFull},
+			want: wantStoreFull("XMinioStorageFull", minioStorageFullMessage)},
+		{name: "PutObject/507 XMinioStorageFull", call: putObject, answers: []answer{minioStorageFull},
+			want: wantStoreFull("XMinioStorageFull", minioStorageFullMessage)},
+		{name: "UploadPart/507 InsufficientStorage", call: uploadPart, answers: []answer{gatewayNoSpace},
+			want: wantStoreFull("InsufficientStorage", gatewayNoSpaceMessage)},
+		{name: "PutObject/507 InsufficientStorage", call: putObject, answers: []answer{gatewayNoSpace},
+			want: wantStoreFull("InsufficientStorage", gatewayNoSpaceMessage)},
 	}
 	return rows
 }
@@ -396,6 +440,7 @@ func TestAdapterParity(t *testing.T) {
 			}
 			if row.want != nil {
 				row.want(t, a.out, a.err)
+				row.want(t, m.out, m.err)
 			}
 		})
 	}
