@@ -13,8 +13,8 @@ import (
 // cmd/api-errors.go ErrStorageFull, and toAPIError's InternalError with its cause; Versity:
 // s3err.ErrNoSpaceLeftOnDevice), measured on a 160 MiB tmpfs given a 300 MiB object.
 const (
-	minioFullMessage     = "Storage backend has reached its minimum free drive threshold. Please delete a few objects to proceed."
-	minioENOSPCMessage   = "We encountered an internal error, please try again.: cause(no space left on device)"
+	minioFullMessage      = "Storage backend has reached its minimum free drive threshold. Please delete a few objects to proceed."
+	minioENOSPCMessage    = "We encountered an internal error, please try again.: cause(no space left on device)"
 	gatewayNoSpaceMessage = "No space left on device."
 )
 
