@@ -132,7 +132,10 @@ func (w *Writer) putSingle() error {
 		in.Body = newFencedReader(data, fence)
 		w.bytesSent.Add(int64(len(data)))
 		o, err := w.st.PutObject(ctx, in)
-		if err != nil && w.caps.probing && headerRefused(err) {
+		// A "not supported" answer to a request with both headers is taken for If-None-Match's
+		// first (the conditionRefused below): the commit sent again without it tells whether the
+		// offered checksum is refused too.
+		if err != nil && w.caps.probing && headerRefused(err) && !(in.IfNoneMatch && store.Unsupported(err)) {
 			w.dropOfferedChecksum("PutObject", err)
 			in.Checksum = store.Checksum{}
 			in.Body = newFencedReader(data, fence)

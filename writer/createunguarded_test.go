@@ -83,3 +83,30 @@ func TestCreateOnlyUnguardedCommitFollowedByAnother(t *testing.T) {
 		})
 	}
 }
+
+// A store that does not support If-None-Match (501), at the default profile, which offers a
+// checksum: the refusal is the condition's, not the checksum's, and the write lands on the HEAD
+// check; where the store refuses the checksum header too, both are dropped, each with its note.
+func TestCreateOnlyConditionRefusedBesideOfferedChecksum(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		r             memstore.Rules
+		checksumNoted bool
+	}{
+		{"condition refused", memstore.Rules{NoConditionalWrites: true}, false},
+		{"condition and checksum refused", memstore.Rules{NoConditionalWrites: true, RejectChecksumHeaders: true}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := newMem(c.r)
+			data := randomBytes(t, smallSize)
+			res, err := write(t, mem, "k", data, func(o *writer.Options) { o.CreateOnly = true })
+			mustLand(t, mem, "k", data, res, err, res.Verified)
+			if !hasNote(res.Notes, "the conditional create did not run", "If-None-Match: * on PutObject") {
+				t.Errorf("notes %q do not say the conditional create was replaced", res.Notes)
+			}
+			if got := hasNote(res.Notes, "refused the CRC32C checksum header"); got != c.checksumNoted {
+				t.Errorf("notes %q: checksum header refused noted %v, want %v", res.Notes, got, c.checksumNoted)
+			}
+		})
+	}
+}
