@@ -135,7 +135,8 @@ func (w *Writer) putSingle() error {
 		// A "not supported" answer to a request with both headers is taken for If-None-Match's
 		// first (the conditionRefused below): the commit sent again without it tells whether the
 		// offered checksum is refused too.
-		if err != nil && w.caps.probing && headerRefused(err) && !(in.IfNoneMatch && store.Unsupported(err)) {
+		conditionFirst := in.IfNoneMatch && store.Unsupported(err)
+		if err != nil && w.caps.probing && headerRefused(err) && !conditionFirst {
 			w.dropOfferedChecksum("PutObject", err)
 			in.Checksum = store.Checksum{}
 			in.Body = newFencedReader(data, fence)
