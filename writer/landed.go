@@ -27,15 +27,16 @@ func (l *lostResponse) Error() string { return "response lost: " + l.err.Error()
 
 func (l *lostResponse) Unwrap() error { return l.err }
 
-// precheckCreateOnly emulates If-None-Match with a HEAD on stores that do not support it (racy
-// by nature; the profile says so). done is true when the key exists: err is then the outcome.
+// precheckCreateOnly checks the key free with a HEAD before a create-only commit the store is not
+// known to make conditional (createGuard.headFirst): it finds an object already there, not one
+// another writer commits after it. done is true when the key exists: err is then the outcome.
 func (w *Writer) precheckCreateOnly(want integrity.Expected, res *Result) (done bool, err error) {
 	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
 		_, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
 		return err
 	})
 	if herr == nil {
-		cause := &sperrors.Error{Kind: sperrors.Precondition, Op: "HeadObject", StatusCode: 412, Code: "PreconditionFailed", Message: "key exists (checked by HEAD: the store has no conditional writes)"}
+		cause := &sperrors.Error{Kind: sperrors.Precondition, Op: "HeadObject", StatusCode: 412, Code: "PreconditionFailed", Message: "key exists (found by the HEAD before the commit)"}
 		return true, w.landedAlready(cause, want, res)
 	}
 	var re *store.ResponseError
