@@ -121,6 +121,7 @@ func fromTemplate(t *Error, ctxAlive bool) *Error {
 	c.UploadGone = c.UploadGone || inner.UploadGone
 	c.AbortFailed = c.AbortFailed || inner.AbortFailed
 	c.ObjectLeft = c.ObjectLeft || inner.ObjectLeft
+	c.StoreFull = c.StoreFull || inner.StoreFull
 	fillString(&c.Op, inner.Op)
 	fillString(&c.Bucket, inner.Bucket)
 	fillString(&c.Key, inner.Key)
@@ -182,6 +183,7 @@ func classifyFresh(err error, op string, ctxAlive bool) *Error {
 		}
 	}
 	e.Kind, e.UploadGone = kindFor(err, e.Op, e.StatusCode, e.Code, ctxAlive)
+	e.StoreFull = e.Kind == Transient && storeFull(e.StatusCode, e.Code, e.Message)
 	if e.StatusCode == 0 && e.Message == "" && !isContextErr(err) && isTLSFailure(err) {
 		// The one fact that matters leads: whose certificate failed, and why.
 		e.Message = tlsMessage(err)

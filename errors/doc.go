@@ -23,6 +23,15 @@
 // Transient with UploadGone set: re-sending the request cannot work, restarting the upload can,
 // so retry.Policy does not re-send it and a sync manager re-drives the task.
 //
+// A full store is Transient with StoreFull set, its code and message the store's: MinIO answers
+// 507 XMinioStorageFull when no drive has room above its free-space threshold, and 500
+// InternalError whose message ends "cause(no space left on device)" when a drive fills while the
+// bytes are written (which of the two a write ends with depends on where each attempt failed);
+// Versity's gateway answers 507 InsufficientStorage; any 507, or a server error naming ENOSPC,
+// counts too. Waiting helps once space is freed (deletes, expiry, the store's clean-up of aborted
+// uploads): a sync manager runs the task again later (Retryable), and safeput's own retries
+// within a write are bounded as for any Transient failure.
+//
 // Messages never carry credentials: Error() redacts the Authorization header, session tokens,
 // SSE-C keys, Credential=, Signature=, URL passwords and access key ids in every form a message
 // prints them in, and every secret value the adapters were given or sent (their secret keys and
@@ -46,6 +55,8 @@
 //	RequestTimeTooSkewed                    403     transient                          the SDK corrects its clock offset from the answer
 //	Stalled                                 0       transient                          client-side: no progress for the stall window; sent again
 //	NoSuchUpload                            404     transient; Complete: precondition  Complete: check whether it landed; elsewhere UploadGone: restart the upload
+//	XMinioStorageFull                       507     transient                          MinIO: no drive has room above its free-space threshold; StoreFull
+//	InsufficientStorage                     507     transient                          Versity gateway: no space left on device; StoreFull
 //	SlowDown                                503     throttled
 //	SlowDownRead                            503     throttled                          MinIO
 //	SlowDownWrite                           503     throttled                          MinIO
@@ -116,4 +127,5 @@
 //	502     transient
 //	503     transient      a throttle code makes it Throttled
 //	504     transient
+//	507     transient      insufficient storage: StoreFull
 package errors

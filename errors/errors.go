@@ -83,7 +83,12 @@ type Error struct {
 	// UploadGone is set for NoSuchUpload outside Complete: the upload id is dead, so re-sending
 	// this request cannot succeed, but restarting the whole upload can (Kind is Transient).
 	UploadGone bool
-	Err        error
+	// StoreFull is set when the store answered that it has no room for the bytes (Code and
+	// Message stay the store's: see the package doc for the answers meant). Kind is Transient:
+	// waiting helps once space is freed (deletes, expiry, the store's clean-up of aborted
+	// uploads), so a later run may land what this one could not.
+	StoreFull bool
+	Err       error
 }
 
 // Error renders one log line: op, bucket/key, part, kind, code, status, attempts, upload,
@@ -134,6 +139,9 @@ func (e *Error) Error() string {
 	}
 	if e.UploadGone {
 		b.WriteString(" (upload gone: restart it)")
+	}
+	if e.StoreFull {
+		b.WriteString(" (store full: retry once space is freed)")
 	}
 	// Redact before comparing: the message is stored redacted, the cause's text is not.
 	msg := Redact(e.Message)

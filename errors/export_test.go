@@ -7,3 +7,5 @@ import "slices"
 func CodeTable() []codeRule { return slices.Clone(codeTable) }
 
 func StatusTable() []statusRule { return slices.Clone(statusTable) }
+
+func StoreFullCodes() []string { return slices.Clone(storeFullCodes) }

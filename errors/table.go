@@ -28,6 +28,30 @@ const CodeUnverifiable = "Unverifiable"
 // The write's own object is deleted. Status 0: no store sends it.
 const CodeEncryptionNotApplied = "EncryptionNotApplied"
 
+// storeFullCodes are the codes with which stores say they have no room for the bytes: MinIO
+// when no drive has room above its free-space threshold (cmd/api-errors.go, ErrStorageFull),
+// Versity's gateway when its posix backend gets ENOSPC (s3err.ErrNoSpaceLeftOnDevice). Each has
+// a row in codeTable.
+var storeFullCodes = []string{"XMinioStorageFull", "InsufficientStorage"}
+
+// noSpaceCause is how MinIO names ENOSPC in the message of the InternalError it answers when a
+// drive fills while the bytes are being written ("...: cause(no space left on device)").
+const noSpaceCause = "no space left on device"
+
+// storeFull reports whether an answer says the store has no room for the bytes: a code in
+// storeFullCodes, HTTP 507, or a server error whose message names ENOSPC.
+func storeFull(status int, code, message string) bool {
+	for _, c := range storeFullCodes {
+		if strings.EqualFold(code, c) {
+			return true
+		}
+	}
+	if status == 507 {
+		return true
+	}
+	return (status >= 500 || strings.EqualFold(code, "InternalError")) && strings.Contains(strings.ToLower(message), noSpaceCause)
+}
+
 // codeTable is ordered by kind, then code, for the documentation.
 var codeTable = []codeRule{
 	// Transient: the store failed this request; the same request may succeed later.
@@ -41,6 +65,8 @@ var codeTable = []codeRule{
 	{"RequestTimeTooSkewed", 403, Transient, Unknown, false, "the SDK corrects its clock offset from the answer"},
 	{"Stalled", 0, Transient, Unknown, false, "client-side: no progress for the stall window; sent again"},
 	{"NoSuchUpload", 404, Transient, Precondition, true, "Complete: check whether it landed; elsewhere UploadGone: restart the upload"},
+	{"XMinioStorageFull", 507, Transient, Unknown, false, "MinIO: no drive has room above its free-space threshold; StoreFull"},
+	{"InsufficientStorage", 507, Transient, Unknown, false, "Versity gateway: no space left on device; StoreFull"},
 	// Throttled: the store asked us to slow down.
 	{"SlowDown", 503, Throttled, Unknown, false, ""},
 	{"SlowDownRead", 503, Throttled, Unknown, false, "MinIO"},
@@ -117,6 +143,7 @@ var statusTable = []statusRule{
 	{502, Transient, ""},
 	{503, Transient, "a throttle code makes it Throttled"},
 	{504, Transient, ""},
+	{507, Transient, "insufficient storage: StoreFull"},
 }
 
 var (

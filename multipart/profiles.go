@@ -16,8 +16,9 @@ const DefaultProfile = "strict"
 //   - Vendors that write "MB/GB/TB" are ambiguous about units. A minimum is read as binary and a
 //     maximum as decimal, the stricter reading each time, so a layout legal under the profile is
 //     legal under either reading ("5 GB" max part => 5e9, "5 MB" min part => 5 MiB).
-//   - An unverified capability is false: the writer then falls back (HEAD-then-write, Content-MD5,
-//     length and local hash) instead of relying on a header the store may reject.
+//   - An unverified capability is false: the writer then falls back (a HEAD before a create-only
+//     commit besides its If-None-Match, Content-MD5, length and local hash) instead of relying on
+//     a header the store may reject or ignore.
 //   - An unverified size limit takes AWS's value, which S3-compatible stores copy.
 //   - MaxParts is never above 10,000: S3 part numbers stop there, and so does store.MaxPartNumber.
 //
@@ -187,7 +188,8 @@ var profiles = []Rules{
 
 // strict is every profile intersected, so an unknown S3-compatible store is served by what all
 // known ones accept: 5 MiB..5 GB parts, 10,000 parts, equal non-final parts, last part 1 B..P,
-// contiguous numbers, 5 TB objects, no checksum header relied on, no conditional writes.
+// contiguous numbers, 5 TB objects, no checksum header relied on, no conditional write relied on
+// (a create-only write still sends If-None-Match, and checks the key with a HEAD as well).
 //
 // Its writes offer a FULL_OBJECT CRC32C (a refusal is retried without it). CRC32C because the
 // test servers spend less CPU checking it than a CRC64NVME (the minio and versitygw profiles

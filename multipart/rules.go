@@ -147,7 +147,9 @@ type Rules struct {
 	// ContentMD5: the store checks a Content-MD5 header on PutObject and UploadPart.
 	ContentMD5 bool
 	// ConditionalPut / ConditionalComplete: If-None-Match: * is honoured on PutObject /
-	// CompleteMultipartUpload (412 when the key exists). False also means "unverified".
+	// CompleteMultipartUpload (412 when the key exists). False also means "unverified": a
+	// create-only write sends the header either way, and where it is false also checks the key
+	// free with a HEAD before the commit, in case the store ignores the header.
 	ConditionalPut, ConditionalComplete bool
 	// SinglePutETagMD5: a PutObject's ETag is the hex MD5 of the body. MultipartETagMD5: a
 	// multipart object's ETag is hex(md5(concat(part MD5s)))-N. Both assume no SSE-KMS/SSE-C.

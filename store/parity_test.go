@@ -149,6 +149,49 @@ func wantRetryAfter(kind sperrors.Kind, d time.Duration) func(t *testing.T, out 
 	}
 }
 
+// A full store's answers, as the servers write them. MinIO (cmd/api-errors.go, ErrStorageFull)
+// sends it when no drive has room for the object or part (the 507 the free-space check gives);
+// its error document carries Key, BucketName, Resource, RequestId and HostId.
+const minioStorageFullMessage = "Storage backend has reached its minimum free drive threshold. Please delete a few objects to proceed."
+
+var minioStorageFull = answer{status: 507,
+	header: map[string]string{"x-amz-request-id": "1874A2B3C4D5E6F7", "Content-Type": "application/xml"},
+	body: xmlHead + `<Error><Code>XMinioStorageFull</Code><Message>` + minioStorageFullMessage + `</Message><Key>k</Key>` +
+		`<BucketName>bkt</BucketName><Resource>/bkt/k</Resource><RequestId>1874A2B3C4D5E6F7</RequestId>` +
+		`<HostId>dd9025bab4ad464b049177c95eb6ebf374d3b3fd1af9251148b658df7ac2e3e8</HostId></Error>`}
+
+// MinIO answers so when a drive fills while a part's or object's bytes are written (toAPIError
+// adds the cause to its InternalError).
+const minioENOSPCMessage = "We encountered an internal error, please try again.: cause(no space left on device)"
+
+var minioENOSPC = answer{status: 500,
+	header: map[string]string{"x-amz-request-id": "1874A2B3C4D5E6F8", "Content-Type": "application/xml"},
+	body: xmlHead + `<Error><Code>InternalError</Code><Message>` + minioENOSPCMessage + `</Message><Key>k</Key>` +
+		`<BucketName>bkt</BucketName><Resource>/bkt/k</Resource><RequestId>1874A2B3C4D5E6F8</RequestId>` +
+		`<HostId>dd9025bab4ad464b049177c95eb6ebf374d3b3fd1af9251148b658df7ac2e3e8</HostId></Error>`}
+
+// Versity's gateway (s3err/s3err.go, ErrNoSpaceLeftOnDevice) answers its posix backend's ENOSPC
+// so, when the part's or object's file cannot be allocated.
+const gatewayNoSpaceMessage = "No space left on device."
+
+var gatewayNoSpace = answer{status: 507,
+	header: map[string]string{"x-amz-request-id": "rid-vgw", "Content-Type": "application/xml"},
+	body: xmlHead + `<Error><Code>InsufficientStorage</Code><Message>` + gatewayNoSpaceMessage + `</Message>` +
+		`<Resource>/bkt/k</Resource><RequestId>rid-vgw</RequestId><HostId></HostId></Error>`}
+
+// wantStoreFull checks a full store's error: the store's code, status and message, and the kind
+// and StoreFull the errors package gives a full store.
+func wantStoreFull(status int, code, message string) func(t *testing.T, out any, err error) {
+	return func(t *testing.T, out any, err error) {
+		t.Helper()
+		wantErr(sperrors.Transient, code, false)(t, out, err)
+		c := sperrors.Classify(err)
+		if c.StatusCode != status || c.Message != message || !strings.Contains(err.Error(), message) || !c.StoreFull {
+			t.Fatalf("status %d message %q store full %v (%v), want %d, %q and store full", c.StatusCode, c.Message, c.StoreFull, err, status, message)
+		}
+	}
+}
+
 func parityRows() []parityRow {
 	ok := func(extra map[string]string) answer {
 		h := map[string]string{"x-amz-request-id": "rid-ok"}
@@ -353,6 +396,21 @@ func parityRows() []parityRow {
 		{name: "Abort/405 MethodNotAllowed", call: abort,
 			answers: []answer{s3err(405, "MethodNotAllowed", nil)},
 			want:    wantUnsupported(sperrors.Permanent, "MethodNotAllowed")},
+
+		// A full store, as each test server answers it: one meaning through both adapters, the
+		// store's own code and message kept.
+		{name: "UploadPart/507 XMinioStorageFull", call: uploadPart, answers: []answer{minioStorageFull},
+			want: wantStoreFull(507, "XMinioStorageFull", minioStorageFullMessage)},
+		{name: "PutObject/507 XMinioStorageFull", call: putObject, answers: []answer{minioStorageFull},
+			want: wantStoreFull(507, "XMinioStorageFull", minioStorageFullMessage)},
+		{name: "UploadPart/500 InternalError, cause no space left on device", call: uploadPart, answers: []answer{minioENOSPC},
+			want: wantStoreFull(500, "InternalError", minioENOSPCMessage)},
+		{name: "PutObject/500 InternalError, cause no space left on device", call: putObject, answers: []answer{minioENOSPC},
+			want: wantStoreFull(500, "InternalError", minioENOSPCMessage)},
+		{name: "UploadPart/507 InsufficientStorage", call: uploadPart, answers: []answer{gatewayNoSpace},
+			want: wantStoreFull(507, "InsufficientStorage", gatewayNoSpaceMessage)},
+		{name: "PutObject/507 InsufficientStorage", call: putObject, answers: []answer{gatewayNoSpace},
+			want: wantStoreFull(507, "InsufficientStorage", gatewayNoSpaceMessage)},
 	}
 	return rows
 }
@@ -396,6 +454,7 @@ func TestAdapterParity(t *testing.T) {
 			}
 			if row.want != nil {
 				row.want(t, a.out, a.err)
+				row.want(t, m.out, m.err)
 			}
 		})
 	}
@@ -411,11 +470,18 @@ type facts struct {
 	Response     bool
 	RetryAfter   time.Duration
 	Unsupported  bool
+	StoreFull    bool
+	Message      string // the store's, with its code
 }
 
 func errFacts(err error) facts {
 	c := sperrors.Classify(err)
-	f := facts{Kind: c.Kind, Code: c.Code, NonCompliant: errors.Is(err, store.ErrNonCompliant), Unsupported: store.Unsupported(err)}
+	f := facts{Kind: c.Kind, Code: c.Code, NonCompliant: errors.Is(err, store.ErrNonCompliant), Unsupported: store.Unsupported(err),
+		StoreFull: c.StoreFull}
+	if c.Code != "" {
+		// The store's own message; an adapter words its own findings (a non-compliant answer).
+		f.Message = c.Message
+	}
 	var re *store.ResponseError
 	if errors.As(err, &re) {
 		f.Response, f.Status, f.RequestID = true, re.StatusCode, re.RequestID

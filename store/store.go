@@ -44,7 +44,8 @@ import (
 type Store interface {
 	// PutObject uploads Body (exactly ContentLength bytes) in one request. With IfNoneMatch, an
 	// existing key answers a *ResponseError with StatusCode 412 (a store without conditional
-	// writes may answer 501 NotImplemented instead; the writer then checks with a HEAD).
+	// writes may answer 501 NotImplemented instead, and the writer sends it again without, the
+	// key checked with a HEAD; one may also ignore it).
 	PutObject(ctx context.Context, in *PutObjectInput) (*PutObjectOutput, error)
 	// CreateMultipartUpload starts an upload; the output's UploadID is never empty.
 	CreateMultipartUpload(ctx context.Context, in *CreateMultipartUploadInput) (*CreateMultipartUploadOutput, error)

@@ -103,9 +103,10 @@ func (w *Writer) putSingle() error {
 	in := &store.PutObjectInput{
 		Bucket: w.bucket, Key: w.key, ContentLength: int64(len(data)),
 		ContentType: w.cfg.contentType, Metadata: w.cfg.metadata, Headers: w.cfg.headers,
-		IfNoneMatch: w.conditional(w.cfg.rules.ConditionalPut, optCondPut),
-		Encryption:  w.cfg.sse,
+		Encryption: w.cfg.sse,
 	}
+	guard := w.guardCreate(w.cfg.rules.ConditionalPut, optCondPut)
+	in.IfNoneMatch, w.createUnguarded = guard.header, guard.unguarded
 	if w.caps.alg != store.ChecksumNone {
 		in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
 	}
@@ -120,7 +121,7 @@ func (w *Writer) putSingle() error {
 		want.ETag = fmt.Sprintf("%x", rec.md5)
 	}
 	res := &Result{Bucket: w.bucket, Key: w.key, Size: int64(len(data)), Checksum: want.Checksum}
-	if w.cfg.createOnly && !in.IfNoneMatch {
+	if guard.headFirst {
 		if done, err := w.precheckCreateOnly(want, res); done {
 			return err
 		}
@@ -131,7 +132,11 @@ func (w *Writer) putSingle() error {
 		in.Body = newFencedReader(data, fence)
 		w.bytesSent.Add(int64(len(data)))
 		o, err := w.st.PutObject(ctx, in)
-		if err != nil && w.caps.probing && headerRefused(err) {
+		// A "not supported" answer to a request with both headers is taken for If-None-Match's
+		// first (the conditionRefused below): the commit sent again without it tells whether the
+		// offered checksum is refused too.
+		conditionFirst := in.IfNoneMatch && store.Unsupported(err)
+		if err != nil && w.caps.probing && headerRefused(err) && !conditionFirst {
 			w.dropOfferedChecksum("PutObject", err)
 			in.Checksum = store.Checksum{}
 			in.Body = newFencedReader(data, fence)
@@ -166,7 +171,7 @@ func (w *Writer) putSingle() error {
 	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
 		// The store stored nothing; write again without the header, the key checked by a HEAD.
 		w.conditionUnsupported(optCondPut, refused.err)
-		in.IfNoneMatch = false
+		in.IfNoneMatch, w.createUnguarded = false, true
 		if done, err := w.precheckCreateOnly(want, res); done {
 			return err
 		}
@@ -272,9 +277,10 @@ func (w *Writer) complete() error {
 
 	in := &store.CompleteMultipartUploadInput{
 		Bucket: w.bucket, Key: w.key, UploadID: uploadID, Parts: completed,
-		IfNoneMatch: w.conditional(w.cfg.rules.ConditionalComplete, optCondComplete), ObjectSize: w.size,
-		SSECustomerKey: w.customerKey(),
+		ObjectSize: w.size, SSECustomerKey: w.customerKey(),
 	}
+	guard := w.guardCreate(w.cfg.rules.ConditionalComplete, optCondComplete)
+	in.IfNoneMatch, w.createUnguarded = guard.header, guard.unguarded
 	want := integrity.Expected{Size: w.size}
 	if crc != nil {
 		// The full-object value, combined from the parts' CRCs: no second pass over the data.
@@ -294,7 +300,7 @@ func (w *Writer) complete() error {
 		Bucket: w.bucket, Key: w.key, Size: w.size, Checksum: want.Checksum, Multipart: true,
 		Parts: len(parts), PartSize: w.plan.PartSize, UploadID: uploadID,
 	}
-	if w.cfg.createOnly && !in.IfNoneMatch {
+	if guard.headFirst {
 		if done, err := w.precheckCreateOnly(want, res); done {
 			return err
 		}
@@ -325,7 +331,7 @@ func (w *Writer) complete() error {
 	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
 		// Nothing was committed; complete again without the header, the key checked by a HEAD.
 		w.conditionUnsupported(optCondComplete, refused.err)
-		in.IfNoneMatch = false
+		in.IfNoneMatch, w.createUnguarded = false, true
 		if done, err := w.precheckCreateOnly(want, res); done {
 			return err
 		}

@@ -27,15 +27,16 @@ func (l *lostResponse) Error() string { return "response lost: " + l.err.Error()
 
 func (l *lostResponse) Unwrap() error { return l.err }
 
-// precheckCreateOnly emulates If-None-Match with a HEAD on stores that do not support it (racy
-// by nature; the profile says so). done is true when the key exists: err is then the outcome.
+// precheckCreateOnly checks the key free with a HEAD before a create-only commit the store is not
+// known to make conditional (createGuard.headFirst): it finds an object already there, not one
+// another writer commits after it. done is true when the key exists: err is then the outcome.
 func (w *Writer) precheckCreateOnly(want integrity.Expected, res *Result) (done bool, err error) {
 	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
 		_, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
 		return err
 	})
 	if herr == nil {
-		cause := &sperrors.Error{Kind: sperrors.Precondition, Op: "HeadObject", StatusCode: 412, Code: "PreconditionFailed", Message: "key exists (checked by HEAD: the store has no conditional writes)"}
+		cause := &sperrors.Error{Kind: sperrors.Precondition, Op: "HeadObject", StatusCode: 412, Code: "PreconditionFailed", Message: "key exists (found by the HEAD before the commit)"}
 		return true, w.landedAlready(cause, want, res)
 	}
 	var re *store.ResponseError
@@ -131,6 +132,13 @@ func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 	}
 	j := w.judge(want, head, res.Multipart)
 	w.emit(Event{Type: EventVerify, Size: want.Size, Method: j.method, Err: j.mismatch})
+	ownCommit := sameETag(head.ETag, res.ETag) || (res.Multipart && w.assembledFromOurParts(head))
+	if othersAtKey(w.createUnguarded, j.mismatch != nil, ownCommit) {
+		// Another create-only writer's commit may have landed over or after ours: a lost race,
+		// and that object is the winner's, not this write's to delete.
+		e := w.errorf(sperrors.Precondition, "Verify", j.mismatch, "the object at the key is not the one written and was left untouched: most likely another writer's create-only commit, landed over or after this write's (the store is not known to refuse a commit onto a taken key)")
+		return w.fail(e)
+	}
 	if res.ETag == "" {
 		res.ETag = head.ETag
 	}

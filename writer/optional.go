@@ -36,18 +36,18 @@ func (c *conditionRefused) Error() string { return "conditional header refused: 
 
 func (c *conditionRefused) Unwrap() error { return c.err }
 
-// conditional reports whether a create-only write sends If-None-Match on this request: the
-// profile says the store honours it (profileSays) and the store has not refused it (op). A
-// refusal known from earlier is noted: the HEAD before the write stands in for it.
-func (w *Writer) conditional(profileSays bool, op string) bool {
-	if !w.cfg.createOnly || !profileSays {
-		return false
+// guardCreate decides how a create-only commit (op) is guarded (decide_create.go): honoured says
+// the profile knows the store honours If-None-Match on it. A refusal known from earlier is
+// noted: the HEAD before the commit stands in for the header.
+func (w *Writer) guardCreate(honoured bool, op string) createGuard {
+	if !w.cfg.createOnly {
+		return createGuard{}
 	}
-	if why := w.facts.lacking(op); why != "" {
+	why := w.facts.lacking(op)
+	if why != "" {
 		w.skipped("the conditional create", op, why, condInstead)
-		return false
 	}
-	return true
+	return guardCreate(true, why != "", honoured)
 }
 
 // condInstead is what stands in for a conditional create the store does not support.

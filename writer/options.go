@@ -76,7 +76,12 @@ type Options struct {
 
 	// CreateOnly makes the write fail with a Precondition error if the key exists
 	// (If-None-Match: *), except when the existing object is byte-for-byte the one being written
-	// (a retry after a lost response), which is reported as Result.AlreadyExisted.
+	// (a retry after a lost response), which is reported as Result.AlreadyExisted. The header is
+	// sent at every profile: of two writers racing to one new key exactly one lands where the
+	// store honours it. Unless the profile says the store honours it (ConditionalPut,
+	// ConditionalComplete), the key is also checked free with a HEAD before the commit, since the
+	// store may ignore it; a store that refuses it (501 NotImplemented) gets the commit again
+	// without it, with a note.
 	CreateOnly bool
 	// ContentType is the object's Content-Type.
 	ContentType string

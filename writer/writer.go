@@ -150,6 +150,9 @@ type verifying struct {
 	md5Skipped atomic.Bool
 	// listedTwice are the part numbers ListParts listed more than once, noted once each.
 	listedTwice map[int32]bool
+	// createUnguarded: a create-only commit the store is not known to keep off a taken key
+	// (createGuard.unguarded), so the object the HEAD after it finds may be another writer's.
+	createUnguarded bool
 }
 
 // outcome is how the write ended, and what it leaves at the store for the caller to know;

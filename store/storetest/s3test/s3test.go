@@ -330,6 +330,11 @@ func (s Server) IgnoresChecksums() bool { return s.Name == Ceph }
 // ETag. Ceph RGW 16.2 answers 200 with <ETag></ETag>; the object is committed and HEAD has it.
 func (s Server) EmptyCompleteETag() bool { return s.Name == Ceph }
 
+// IgnoresConditionalComplete reports whether the server ignores If-None-Match: * on
+// CompleteMultipartUpload: Ceph RGW 16.2 commits over an existing key (it honours the header on
+// PutObject), so two create-only multipart writes racing to one key may both land.
+func (s Server) IgnoresConditionalComplete() bool { return s.Name == Ceph }
+
 // CutErrorDocument answers status promising a 200-byte error document, sends only prefix of it,
 // then drops the connection: an error document lost on the way (fake servers' handlers).
 func CutErrorDocument(w http.ResponseWriter, status int, prefix string) {
