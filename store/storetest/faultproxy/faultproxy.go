@@ -23,6 +23,8 @@
 //     the call returns.
 //   - StripSSE: a gateway that drops the server-side encryption headers (x-amz-server-side-
 //     encryption*) and forwards the rest: the store stores plaintext and answers 200.
+//   - OpaqueETag: a store whose ETags are not MD5s of the data (AWS with SSE-KMS or SSE-C,
+//     stores that make their own): the answer's ETag header is replaced by other hex digits.
 //   - StoreTruncated, StoreFlipped: silent corruption. The store keeps bytes other than the ones
 //     sent and still answers 200 with an ETag; only an end-to-end check (read back, checksum
 //     compare) notices.
@@ -112,6 +114,11 @@ const (
 	// StripSSE forwards the request without its x-amz-server-side-encryption* headers (SSE-S3,
 	// SSE-KMS and SSE-C alike), re-signed, the body unchanged, and passes the answer back.
 	StripSSE Kind = "StripSSE"
+	// OpaqueETag forwards the request unchanged and relays the answer with its ETag header
+	// replaced by an opaque one of the same shape: 32 other hex digits, derived from the store's
+	// (so the same object gets the same ETag in every answer), a "-N" suffix kept. ETags in
+	// XML bodies (Complete, ListParts) are left as they are.
+	OpaqueETag Kind = "OpaqueETag"
 )
 
 // Fault is what happens to a request a rule fires on.
