@@ -435,7 +435,7 @@ func OpCounts(lines []string) map[string]int {
 // whyOp says what a request that safeput makes and the fastest peer does not is for, and
 // whether it adds evidence about the object written.
 var whyOp = map[string]string{
-	"HEAD":                    "the verifying HEAD: the object's length and checksum as the server stores them, read after Complete or PutObject answered; the write's evidence. A single PUT goes without it once its Uploader knows the server checks checksums (an earlier multipart write's probe, or the CLI's cached answer) and the answer echoes the checksum sent (`writer.SaveRereads`); each write here starts with a fresh Uploader, and the CLI's small writes come before its first probe, so they send it",
+	"HEAD":                    "the verifying HEAD: the object's length and checksum as the server stores them, read after Complete or PutObject answered; the write's evidence. A single PUT goes without it, a fresh Uploader's and the CLI's first included, when its answer proves the object (`writer.SaveRereads`): its ETag is the MD5 of the body, or it echoes the checksum sent and the Uploader knows the server checks checksums",
 	"ListParts":               "the parts as the server holds them (sizes, checksums) checked against what was sent, before Complete",
 	opRepeatedPart:            "a part number sent twice: the endpoint probe (one tiny part with a wrong checksum, which the server must refuse, to learn whether it checks part checksums) or a retry; evidence about the endpoint, not the object",
 	"100-continue":            "the body held back until the server's 100 Continue: Expect: 100-continue, the AWS SDK's default for bodies of 2 MiB and more; no evidence",
@@ -609,7 +609,7 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 	b.WriteString("- **Cold**: every write gets a fresh client (its own connection pool) and the relay closes every connection before it, so each write pays its connections' handshakes (the relay holds a new connection's first bytes for one round trip, as a SYN costs).\n")
 	b.WriteString("- **Defaults**: every uploader at its own part size, concurrency and checksum defaults, nothing set; the source is a file (an `*io.SectionReader`; the CLI is given its path); " +
 		"safeput's library rows use one `writer.Uploader` per write, its CLI (the whole process, start-up included) a cache directory fresh for the run, so its first multipart write probes the endpoint and later ones reuse the answer. " +
-		"safeput-cached/aws is safeput-defaults/aws with `Options.EndpointCache` filled by one earlier, untimed write to the server, as a service restarting with its cache has: it sends no probe, and a single PUT whose answer echoes its checksum no HEAD.")
+		"safeput-cached/aws is safeput-defaults/aws with `Options.EndpointCache` filled by one earlier, untimed write to the server, as a service restarting with its cache has: it sends no probe, and its single PUTs, whose answers echo the checksum of a server known to check it, take no MD5.")
 	if env.Signing == SigningUnsigned {
 		b.WriteString(" Peers send UNSIGNED-PAYLOAD, as over TLS (see Method).")
 	}

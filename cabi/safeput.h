@@ -186,15 +186,18 @@ int safeput_write(int64_t handle, const void *buf, size_t len, char **json_out);
  *    "checksum_algorithm":"CRC32C","checksum":"2YNAmA==","multipart":true,"parts":3,
  *    "part_size":5242880,"upload_id":"...","bytes_sent":11534336,"requests":7,
  *    "failures":{"integrity":1},"verified":"crc32c","verified_strong":true,
- *    "already_existed":false,"upload_attempts":1,"elapsed_ms":145}
+ *    "verified_by":"HeadObject","already_existed":false,"upload_attempts":1,"elapsed_ms":145}
  * and for a single PUT (an object within one part; parts and part_size are then 0)
  *   {"status":"landed","bucket":"b","key":"k","size":3,"etag":"4786...","checksum_algorithm":
  *    "CRC32C","checksum":"Zvlleg==","multipart":false,"parts":0,"part_size":0,"bytes_sent":3,
- *    "requests":2,"failures":{},"verified":"crc32c","verified_strong":true,
- *    "already_existed":false,"upload_attempts":1,"elapsed_ms":9}
+ *    "requests":1,"failures":{},"verified":"etag-md5","verified_strong":true,
+ *    "verified_by":"PutObject","already_existed":false,"upload_attempts":1,"elapsed_ms":9}
  * verified names the evidence: the checksum whose value the store reported ("crc64nvme",
  * "crc32c", "crc32", "sha256", "sha1"), "etag-md5" (the ETag is the MD5 of the bytes),
  * "read-back" (the object was re-read), or "length-only" (verified_strong false);
+ * verified_by names the request whose answer gave that evidence: "PutObject" or
+ * "CompleteMultipartUpload" (the commit's own answer proved it; no HEAD was sent),
+ * "HeadObject", or "GetObject" (a read-back);
  * failures counts the failed attempts by kind; already_existed: create_only found these
  * very bytes at the key. Also, when they apply: "version_id"; "notes" (facts about the store's
  * answers); "left_behind":[upload ids] when a lost CreateMultipartUpload answer left an upload

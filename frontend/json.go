@@ -28,6 +28,10 @@ type JSONResult struct {
 	Failures       map[string]int `json:"failures"`
 	Verified       string         `json:"verified"`
 	VerifiedStrong bool           `json:"verified_strong"`
+	// VerifiedBy: the request whose answer gave that evidence: "PutObject" or
+	// "CompleteMultipartUpload" (the commit's own answer; no HEAD was sent), "HeadObject",
+	// "GetObject" (a read-back).
+	VerifiedBy string `json:"verified_by"`
 	// Encryption is the server-side encryption the store reported after commit ("AES256",
 	// "aws:kms", "SSE-C"), with the KMS key or the SSE-C key's MD5 (never the key).
 	Encryption        string `json:"encryption,omitempty"`
@@ -56,7 +60,7 @@ func ResultJSON(r *writer.Result) JSONResult {
 		Status: "landed", Bucket: r.Bucket, Key: r.Key, Size: r.Size, ETag: r.ETag, VersionID: r.VersionID,
 		ChecksumAlg: string(r.Checksum.Algorithm), Checksum: r.Checksum.Value, Multipart: r.Multipart,
 		Parts: r.Parts, PartSize: r.PartSize, UploadID: r.UploadID, BytesSent: r.BytesSent, Requests: r.Requests,
-		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong,
+		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong, VerifiedBy: r.VerifiedBy,
 		AlreadyExisted: r.AlreadyExisted, LeftBehind: r.LeftBehind, MaybeLeftBehind: r.MaybeLeftBehind, UploadAttempts: r.UploadAttempts,
 		ElapsedMS: r.Elapsed.Milliseconds(), AllowLengthOnly: len(r.Unproven) > 0, Unproven: redactAll(r.Unproven), Notes: redactAll(r.Notes),
 		Encryption: string(r.Encryption.Type), KMSKeyID: r.Encryption.KMSKeyID, SSECustomerKeyMD5: r.Encryption.CustomerKeyMD5,

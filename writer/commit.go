@@ -11,6 +11,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/verify"
 )
 
 // commit finishes the write; any error it returns is cleaned up by Close.
@@ -80,7 +81,8 @@ func (w *Writer) putSingle() error {
 	var rec partDone
 	w.checksumFilled(&rec, data, crc)
 	// The answer proves the bytes without their MD5 only on an endpoint known to check checksums;
-	// elsewhere the MD5 is needed right after it, so it is taken while the bytes are on the wire.
+	// elsewhere the MD5 is needed right after it (its ETag, or the HEAD's, is compared with it),
+	// so it is taken while the bytes are on the wire: one pass, beside the request, not after it.
 	var early *earlyMD5
 	if w.decider().md5Early(rec.hasMD5, w.facts.checking()) {
 		early = startMD5(data)
@@ -152,8 +154,13 @@ func (w *Writer) putSingle() error {
 		if err := w.lateMD5(0, partBody{buf: data, early: early}, &rec, in.Checksum, o.Checksums); err != nil {
 			return err
 		}
+		if !rec.hasMD5 && early != nil {
+			// Taken for the answer's ETag (md5Early): it checks the receipt too.
+			rec.md5, rec.hasMD5 = early.wait(), true
+			w.md5Bytes.Add(int64(len(data)))
+		}
 		receipt := integrity.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
-		if _, err := integrity.CheckReceipt(receipt, o.ETag, o.Checksums, w.etagTrusted(false)); err != nil {
+		if _, err := integrity.CheckReceipt(receipt, o.ETag, o.Checksums, w.putReceiptTrusted()); err != nil {
 			if in.IfNoneMatch {
 				// The key was free (the create-only PUT was accepted), so the damaged object is
 				// this request's: remove it, or the retry meets it as a 412 and it stays.
@@ -197,8 +204,13 @@ func (w *Writer) putSingle() error {
 	if out.ETag == "" {
 		w.note("the store's PutObject answer carried no ETag; the HEAD decided")
 	}
-	if w.decider().putProves(out.Checksums, out.ETag, in.Checksum, want.Checksum, w.facts.checking()) {
-		return w.provenByAnswer("PutObject", want, res)
+	d := w.decider()
+	if d.putProves(out.Checksums, out.ETag, in.Checksum, want.Checksum, w.facts.checking()) {
+		return w.provenByAnswer("PutObject", integrity.MethodFor(want.Checksum.Algorithm), want, res)
+	}
+	if d.etagProves(out.ETag, rec.md5, rec.hasMD5, in.ContentMD5 != "", w.cfg.rules.ContentMD5) {
+		w.facts.update(func(f *endpointFacts) { f.putAnswerMD5 = true })
+		return w.provenByAnswer("PutObject", verify.MethodETagMD5, want, res)
 	}
 	return w.verifyLanded(want, res)
 }
@@ -364,7 +376,7 @@ func (w *Writer) complete() error {
 		w.note("the store's CompleteMultipartUpload answer carried no ETag; the HEAD decided")
 	}
 	if w.decider().completeProves(out.Checksums, out.ETag, want.Checksum) {
-		return w.provenByAnswer("CompleteMultipartUpload", want, res)
+		return w.provenByAnswer("CompleteMultipartUpload", integrity.MethodFor(want.Checksum.Algorithm), want, res)
 	}
 	return w.verifyLanded(want, res)
 }

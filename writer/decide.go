@@ -42,6 +42,9 @@ type decider struct {
 	probeSaving  bool // SaveProbe: the probe may be sent
 	rereadSaving bool // SaveRereads: proven receipts may stand for the listing, the commit's answer for the HEAD
 	encrypted    bool // server-side encryption was asked for: only the HEAD reports what the store applied
+	// etagsNotMD5: a HEAD of this endpoint proved an object by its checksum and its single-PUT
+	// ETag was not the MD5 (endpointFacts.etagMD5 no): an MD5 cannot prove a PUT's answer there.
+	etagsNotMD5 bool
 }
 
 // decider returns the decisions' view of w now.
@@ -49,12 +52,14 @@ func (w *Writer) decider() decider {
 	w.mu.Lock()
 	completeLost := w.completeLost
 	w.mu.Unlock()
+	_, _, etagMD5, _ := w.facts.get()
 	return decider{
 		createOnly: w.cfg.createOnly, allowWeak: w.cfg.allowWeak, readBack: w.cfg.readBack,
 		replayable: w.section != nil, resent: w.resent, unlisted: w.unlisted, completeLost: completeLost,
 		md5Upfront: w.caps.md5, md5Late: w.caps.md5Late, checksumSent: w.caps.alg != store.ChecksumNone,
 		echoTrust: w.cfg.saves(SaveEchoTrust), probeSaving: w.cfg.saves(SaveProbe),
 		rereadSaving: w.cfg.saves(SaveRereads) && !w.mustList, encrypted: w.cfg.sse.Type != "",
+		etagsNotMD5: etagMD5 == no,
 	}
 }
 

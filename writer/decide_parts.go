@@ -1,6 +1,12 @@
 package writer
 
-import "github.com/safeput/safeput/store"
+import (
+	"crypto/md5" //nolint:gosec // S3 ETags are MD5s; compared, not for security.
+	"encoding/hex"
+
+	"github.com/safeput/safeput/internal/integrity"
+	"github.com/safeput/safeput/store"
+)
 
 // The decisions of one write before its commit, apart from the I/O that carries them out: how the
 // object goes (one PutObject or a multipart upload, buffers or sections of a ReaderAt source),
@@ -140,11 +146,18 @@ func (d decider) afterEcho(sent store.Checksum, echoed string, checking tri) ech
 	}
 }
 
-// md5Early decides whether a single PUT's MD5 is taken beside its request (startMD5) rather than
-// after its answer: when the write defers its MD5 (md5Late), has not taken it (hasMD5), and the
-// answer cannot prove the bytes without it, since the endpoint is not known to check checksums.
+// md5Early decides whether a single PUT's MD5 is taken beside its request (startMD5), while its
+// bytes are on the wire, rather than after its answer: when it has not been taken (hasMD5) and
+// the answer cannot prove the bytes without it, since the endpoint is not known to check
+// checksums (checking); then the write needs it either way: a write that defers its MD5s
+// (md5Late) for its HEAD, any other for its answer's ETag (etagProves), unless that answer
+// cannot stand for the HEAD or the endpoint's ETags were shown not to be MD5s. A write that took
+// no MD5 and cannot use one (its HEAD reports the checksum, and the HEAD is sent anyway) takes none.
 func (d decider) md5Early(hasMD5 bool, checking tri) bool {
-	return d.md5Late && !hasMD5 && checking != yes
+	if hasMD5 || checking == yes {
+		return false
+	}
+	return d.md5Late || (d.answerMayStand() && !d.etagsNotMD5)
 }
 
 // md5Spared reports that a part acknowledged without its MD5 (hasMD5) went without it because
@@ -209,23 +222,46 @@ func (d decider) listsBeforeComplete(parts []partDone, checking tri) bool {
 // keeps it: the encryption the store applied, when some was asked for, and Options.ReadBack,
 // which reads the object whatever proved it.
 func (d decider) completeProves(answer store.Checksums, etag string, want store.Checksum) bool {
-	if etag == "" || !d.unlisted || !d.rereadSaving || d.encrypted || d.readBack || want.Value == "" {
+	if etag == "" || !d.unlisted || !d.answerMayStand() || want.Value == "" {
 		return false
 	}
 	return answer.Get(want.Algorithm) == want.Value
 }
 
-// putProves decides whether a single PUT's answer stands for the HEAD after it (SaveRereads):
-// when the endpoint is known to check checksums (checking: the probe of an earlier multipart
-// write through this Uploader, or the CLI's cached answer) and the answer echoes the checksum
-// sent, which is the object's (want), with an ETag for the Result. Such a store refuses a body
-// that does not match the checksum sent (BadDigest, XAmzContentChecksumMismatch) and stores
-// nothing, so its acceptance is its checked record of the object, which the HEAD would only
-// repeat. A fresh Uploader knows nothing of the endpoint: its small writes keep the HEAD, since
-// asking would cost a round trip. What else a HEAD shows keeps it, as after Complete.
+// answerMayStand reports whether a commit's answer may stand for the HEAD after it at all: the
+// saving is on (SaveRereads), and nothing only a HEAD or a read shows was asked for: the
+// encryption the store applied, Options.ReadBack.
+func (d decider) answerMayStand() bool {
+	return d.rereadSaving && !d.encrypted && !d.readBack
+}
+
+// putProves decides whether a single PUT's answer stands for the HEAD after it (SaveRereads) by
+// the checksum it echoes: when the endpoint is known to check checksums (checking: the probe of
+// an earlier multipart write through this Uploader, or the CLI's cached answer) and the answer
+// echoes the checksum sent, which is the object's (want), with an ETag for the Result. Such a
+// store refuses a body that does not match the checksum sent (BadDigest,
+// XAmzContentChecksumMismatch) and stores nothing, so its acceptance is its checked record of
+// the object, which the HEAD would only repeat. Elsewhere the ETag may prove it (etagProves).
 func (d decider) putProves(answer store.Checksums, etag string, sent, want store.Checksum, checking tri) bool {
-	if etag == "" || checking != yes || !d.rereadSaving || d.encrypted || d.readBack || want.Value == "" || sent != want {
+	if etag == "" || checking != yes || !d.answerMayStand() || want.Value == "" || sent != want {
 		return false
 	}
 	return answer.Get(sent.Algorithm) == sent.Value
+}
+
+// etagProves decides whether a single PUT's answer stands for the HEAD after it (SaveRereads) by
+// its ETag, on any endpoint, a fresh Uploader's first write included: when the ETag is the hex
+// MD5 of the body computed here (sum, when hasMD5). A store names that MD5 only by hashing the
+// bytes it took, so a body cut or damaged on the way gets another ETag; the HEAD would report
+// the same ETag. That holds only while nothing sent tells the store the MD5: with Content-MD5
+// sent (md5Sent) a store that checks nothing could answer it back as its ETag, so then only a
+// store known to check Content-MD5 (checksMD5: its profile says so) counts, since it refuses a
+// body that does not match. An ETag that is not an MD5 (SSE-KMS, SSE-C, stores that make their
+// own), or differs, proves nothing here: the HEAD and its judgement decide.
+func (d decider) etagProves(etag string, sum [md5.Size]byte, hasMD5, md5Sent, checksMD5 bool) bool {
+	if !hasMD5 || !d.answerMayStand() || (md5Sent && !checksMD5) {
+		return false
+	}
+	e, ok := integrity.ParseETag(etag)
+	return ok && e.IsMD5() && e.Hex == hex.EncodeToString(sum[:])
 }

@@ -1,6 +1,8 @@
 package writer
 
 import (
+	"crypto/md5" //nolint:gosec // S3 ETags are MD5s; not for security.
+	"encoding/hex"
 	stderrors "errors"
 	"fmt"
 	"slices"
@@ -456,6 +458,12 @@ func TestDecideMD5EarlyAndSpared(t *testing.T) {
 		{"an endpoint known to check: the answer may prove it (TestMD5OnlyWhenNeeded)", decider{md5Late: true}, false, yes, false},
 		{"an endpoint known not to check", decider{md5Late: true}, false, no, true},
 		{"MD5 taken as the bytes arrived", decider{md5Upfront: true}, true, unknown, false},
+		{"HEAD known to report the checksum: for the answer's ETag (TestSinglePutProvenByItsAnswer)", decider{rereadSaving: true}, false, unknown, true},
+		{"HEAD known to report the checksum, endpoint known to check: the echo may prove it", decider{rereadSaving: true}, false, yes, false},
+		{"HEAD known to report the checksum, saving off: the HEAD is sent anyway", decider{}, false, unknown, false},
+		{"HEAD known to report the checksum, encryption asked: the HEAD is sent anyway", decider{rereadSaving: true, encrypted: true}, false, unknown, false},
+		{"HEAD known to report the checksum, read-back asked", decider{rereadSaving: true, readBack: true}, false, unknown, false},
+		{"HEAD known to report the checksum, ETags shown not to be MD5s", decider{rereadSaving: true, etagsNotMD5: true}, false, unknown, false},
 	} {
 		if got := c.d.md5Early(c.hasMD5, c.checking); got != c.want {
 			t.Errorf("%s: md5Early = %v, want %v", c.name, got, c.want)
@@ -614,6 +622,39 @@ func TestDecidePutProves(t *testing.T) {
 	} {
 		if got := c.d.putProves(c.answer, c.etag, c.sent, want, c.checking); got != c.proves {
 			t.Errorf("%s: putProves = %v, want %v", c.name, got, c.proves)
+		}
+	}
+}
+
+func TestDecideETagProves(t *testing.T) {
+	sum := md5.Sum([]byte("the body"))
+	etag := hex.EncodeToString(sum[:])
+	other := md5.Sum([]byte("the body, cut"))
+	saving := decider{rereadSaving: true}
+	for _, c := range []struct {
+		name      string
+		d         decider
+		etag      string
+		hasMD5    bool
+		md5Sent   bool
+		checksMD5 bool
+		proves    bool
+	}{
+		{"the ETag is our MD5, none sent (TestSinglePutProvenByItsAnswer)", saving, etag, true, false, false, true},
+		{"quoted and upper case", saving, `"` + strings.ToUpper(etag) + `"`, true, false, false, true},
+		{"another MD5: damaged, or not an MD5 store (TestSinglePutDamagedNeverLands)", saving, hex.EncodeToString(other[:]), true, false, false, false},
+		{"a multipart-shaped ETag", saving, etag + "-1", true, false, false, false},
+		{"not 32 hex digits", saving, etag[:30], true, false, false, false},
+		{"no ETag", saving, "", true, false, false, false},
+		{"no MD5 taken", saving, etag, false, false, false, false},
+		{"Content-MD5 sent, the store not known to check it: it may echo it (TestSinglePutDamagedNeverLands)", saving, etag, true, true, false, false},
+		{"Content-MD5 sent to a store that checks it (TestSinglePutProvenByItsAnswer)", saving, etag, true, true, true, true},
+		{"saving off", decider{}, etag, true, false, false, false},
+		{"encryption asked: the HEAD reports what was applied", decider{rereadSaving: true, encrypted: true}, etag, true, false, false, false},
+		{"read-back asked", decider{rereadSaving: true, readBack: true}, etag, true, false, false, false},
+	} {
+		if got := c.d.etagProves(c.etag, sum, c.hasMD5, c.md5Sent, c.checksMD5); got != c.proves {
+			t.Errorf("%s: etagProves = %v, want %v", c.name, got, c.proves)
 		}
 	}
 }

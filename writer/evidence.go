@@ -26,7 +26,9 @@ import (
 //     HEAD reports the checksum, a body's MD5 is taken after its receipt, from the bytes still
 //     held, unless the receipt echoes the checksum sent on an endpoint known to check it
 //     (lateMD5, probe.go);
-//     a single PUT's MD5 is taken when its HEAD needs it (lateETag);
+//     a single PUT's MD5 is taken beside its request unless its answer's echo may prove it
+//     (md5Early), so its answer's ETag can stand for the HEAD (etagProves); else when its HEAD
+//     needs it (lateETag);
 //  3. reading the object back, for replayable sources or objects up to the read-back limit, or
 //     of any size when parts went without MD5s and the HEAD then reported no checksum (once per
 //     Uploader and bucket: the endpoint's facts then say so).
@@ -49,6 +51,11 @@ type endpointFacts struct {
 	headChecksum   tri  // HEAD reported the full-object checksum we sent
 	etagMD5        tri  // a single-PUT ETag is the body's MD5
 	mpETagMD5      tri  // a multipart ETag is MD5-of-part-MD5s-N
+	// putAnswerMD5: a single PUT's answer carried the MD5 of its body as its ETag (etagProves),
+	// so a later PUT answered with another MD5-shaped ETag was damaged on the way. Kept apart
+	// from etagMD5, which also has every later write hash its parts (chooseChecksum): a PUT's
+	// answer shows nothing of whether the HEAD reports the checksum that would spare them.
+	putAnswerMD5 bool
 	// checksParts: a part sent with a wrong checksum was refused as a mismatch (probe.go), and
 	// no receipt since lacked the echo of the checksum sent (yes); or one of those was not so (no).
 	checksParts tri
@@ -173,9 +180,26 @@ func (w *Writer) etagTrusted(multipart bool) bool {
 	return w.caps.etagIsMD5
 }
 
+// putReceiptTrusted reports whether a single PUT's answer whose MD5-shaped ETag differs from
+// the body's MD5 proves the body was damaged on the way: where ETags are known MD5s, or an
+// earlier unencrypted PUT's answer here carried its MD5 (putAnswerMD5; an SSE-S3 write shares
+// those facts, and its ETag may be made otherwise).
+func (w *Writer) putReceiptTrusted() bool {
+	if w.etagTrusted(false) {
+		return true
+	}
+	if w.cfg.sse.Type != "" {
+		return false
+	}
+	w.facts.mu.Lock()
+	defer w.facts.mu.Unlock()
+	return w.facts.putAnswerMD5
+}
+
 // judgement is the outcome of gathering evidence about the object at the key.
 type judgement struct {
 	method   verify.Method
+	by       string   // the request whose answer gave the evidence (Result.VerifiedBy)
 	mismatch error    // proves a different object
 	missing  []string // why nothing strong could be said
 }
@@ -195,10 +219,10 @@ func (w *Writer) judge(want integrity.Expected, head *store.HeadObjectOutput, mu
 	case evidenceMismatch:
 		return judgement{mismatch: ev.Mismatch}
 	case evidenceEnough:
-		return judgement{method: ev.Method}
+		return judgement{method: ev.Method, by: "HeadObject"}
 	case evidenceShort:
 		missing := append(ev.Missing, fmt.Sprintf("read-back not attempted (the object is over the %d-byte read-back limit and the source cannot be replayed)", w.cfg.readBackLimit))
-		return judgement{method: ev.Method, missing: missing}
+		return judgement{method: ev.Method, by: "HeadObject", missing: missing}
 	}
 	method, err := w.readBack(want)
 	if err != nil {
@@ -206,12 +230,12 @@ func (w *Writer) judge(want integrity.Expected, head *store.HeadObjectOutput, mu
 		if stderrors.As(err, &mm) {
 			return judgement{mismatch: err}
 		}
-		return judgement{method: ev.Method, missing: append(ev.Missing, "read-back failed: "+err.Error())}
+		return judgement{method: ev.Method, by: "HeadObject", missing: append(ev.Missing, "read-back failed: "+err.Error())}
 	}
 	if !method.Strong() {
-		return judgement{method: ev.Method, missing: append(ev.Missing, "read-back had no checksum to compare")}
+		return judgement{method: ev.Method, by: "HeadObject", missing: append(ev.Missing, "read-back had no checksum to compare")}
 	}
-	return judgement{method: method}
+	return judgement{method: method, by: "GetObject"}
 }
 
 // learn records what a HEAD showed about the endpoint: whether it reports the checksum we

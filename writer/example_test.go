@@ -27,13 +27,14 @@ func ExampleNew() {
 	for i := range 3 {
 		fmt.Fprintf(w, "line %d\n", i) // no request is sent for a small write
 	}
-	if err := w.Close(); err != nil { // commit, then HEAD: nil only when verified
+	if err := w.Close(); err != nil { // commit and verify: nil only when verified
 		fmt.Println("not landed:", sperrors.KindOf(err))
 		return
 	}
 	res := w.Result()
-	fmt.Println(res.Size, "bytes,", res.Verified, "verified, strong:", res.VerifiedStrong)
-	// Output: 21 bytes, crc32c verified, strong: true
+	// The PutObject's answer proved it (its ETag is the MD5 of the bytes sent): no HEAD.
+	fmt.Println(res.Size, "bytes,", res.Verified, "verified by", res.VerifiedBy, "strong:", res.VerifiedStrong)
+	// Output: 21 bytes, etag-md5 verified by PutObject strong: true
 }
 
 // Upload sends a reader; an io.ReaderAt of known size (a file, bytes.Reader) is sent part by

@@ -438,7 +438,7 @@ func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 	return &Result{
 		Bucket: w.bucket, Key: w.key, Size: want.Size, ETag: head.ETag, VersionID: head.VersionID, Checksum: want.Checksum,
 		Multipart: true, Parts: int(n), PartSize: w.plan.PartSize, UploadID: rec.UploadID,
-		Verified: method, VerifiedStrong: true, AlreadyExisted: true, ResumedParts: int(n), ResumedBytes: want.Size,
+		Verified: method, VerifiedStrong: true, VerifiedBy: "HeadObject", AlreadyExisted: true, ResumedParts: int(n), ResumedBytes: want.Size,
 	}, nil
 }
 

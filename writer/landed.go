@@ -145,15 +145,15 @@ func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 	return w.accept(j, res, true)
 }
 
-// provenByAnswer ends a write whose commit's answer (op: Complete or the single PUT) carried the
-// object's checksum, equal to this write's, from a store that checked it (completeProves,
-// putProves): the verdict a HEAD reporting that checksum would give, without its round trip.
-func (w *Writer) provenByAnswer(op string, want integrity.Expected, res *Result) error {
-	method := integrity.MethodFor(want.Checksum.Algorithm)
-	w.log.Debug("HEAD left out: the commit's answer carried the object's checksum, equal to the one sent", zap.String("op", op),
+// provenByAnswer ends a write whose commit's answer (op: Complete or the single PUT) proved the
+// object by method: the object's checksum, equal to this write's, from a store that checked it
+// (completeProves, putProves), or a single PUT's ETag equal to the MD5 of its body (etagProves).
+// That is the verdict a HEAD reporting the same would give, without its round trip.
+func (w *Writer) provenByAnswer(op string, method verify.Method, want integrity.Expected, res *Result) error {
+	w.log.Debug("HEAD left out: the commit's answer proved the object", zap.String("op", op),
 		zap.String("upload_id", res.UploadID), zap.Int64("size", want.Size), zap.String("method", string(method)))
 	w.emit(Event{Type: EventVerify, Size: want.Size, Method: method})
-	return w.accept(judgement{method: method}, res, true)
+	return w.accept(judgement{method: method, by: op}, res, true)
 }
 
 // accept carries out the verdict on judgement j of the object at the key: the write's Result, or
@@ -161,9 +161,9 @@ func (w *Writer) provenByAnswer(op string, want integrity.Expected, res *Result)
 func (w *Writer) accept(j judgement, res *Result, ours bool) error {
 	switch w.decider().judged(j, ours) {
 	case verdictProven:
-		res.Verified, res.VerifiedStrong = j.method, true
+		res.Verified, res.VerifiedStrong, res.VerifiedBy = j.method, true, j.by
 	case verdictAcceptedWeak:
-		res.Verified, res.VerifiedStrong = verify.MethodLengthOnly, false
+		res.Verified, res.VerifiedStrong, res.VerifiedBy = verify.MethodLengthOnly, false, j.by
 		res.Unproven = j.missing
 		w.log.Warn("accepted on length only (Options.AllowWeakVerification): the content was not proven",
 			zap.Int64("size", res.Size), zap.String("upload_id", res.UploadID), zap.String("missing", strings.Join(j.missing, "; ")))

@@ -70,10 +70,10 @@ func TestMD5OnlyWhenNeeded(t *testing.T) {
 		if hashed != 0 {
 			t.Fatalf("single PUT hashed %d bytes by MD5, want none", hashed)
 		}
-		// A fresh Uploader's single PUT, whose receipt echoes: its MD5 is taken at the receipt
-		// (the endpoint is not yet known to echo), never before.
+		// A fresh Uploader's single PUT, whose receipt echoes: the endpoint is not yet known to
+		// check, so its MD5 is taken, beside the request, and the answer's ETag proves it.
 		res, hashed, err = writeCounting(t, newUploader(t, mem), "single2", small)
-		mustLand(t, mem, "single2", small, res, err, verify.MethodCRC32C)
+		mustLand(t, mem, "single2", small, res, err, verify.MethodETagMD5)
 		if hashed != smallSize {
 			t.Fatalf("first single PUT hashed %d bytes, want %d", hashed, smallSize)
 		}

@@ -116,7 +116,8 @@ type Options struct {
 	AllowSSECOverHTTP bool
 
 	// ReadBack re-reads the whole object after commit and compares its checksum: the strongest
-	// and most expensive verification.
+	// and most expensive verification. The HEAD is sent too, whatever the commit's answer
+	// proved; to have the HEAD alone after every write, turn SaveRereads off instead.
 	ReadBack bool
 	// ReadBackLimit is the largest object read back as the last resort when neither the
 	// store's checksum nor its ETag proves it (default 64 MiB; 0 never reads back, except for

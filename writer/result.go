@@ -34,6 +34,12 @@ type Result struct {
 	// Verified names what was compared after commit; VerifiedStrong is false for length-only.
 	Verified       verify.Method
 	VerifiedStrong bool
+	// VerifiedBy names the request whose answer gave that evidence: "PutObject" or
+	// "CompleteMultipartUpload" when the commit's own answer proved the object and no HEAD was
+	// sent (SaveRereads: a single PUT's ETag equal to the MD5 of its body, or a checksum echoed
+	// by a store known to check it), "HeadObject" for the HEAD after commit (also the one that
+	// found an earlier attempt's object at the key), "GetObject" for a read-back.
+	VerifiedBy string
 	// Unproven lists what evidence was missing when a write was accepted on length alone
 	// (Options.AllowWeakVerification); empty otherwise.
 	Unproven []string

@@ -29,11 +29,17 @@ const (
 	// answer then carries the full-object checksum, equal to the one computed here, the HEAD after
 	// it is left out too: that answer is the store's own sum of the object it committed, which it
 	// checked against the one sent before committing (MinIO and the gateway refuse a wrong one).
-	// A single PUT's HEAD is left out the same way, when its answer echoes the checksum sent and
-	// the store is already known to check (an earlier multipart write's probe through this
-	// Uploader, or the CLI's cache): a fresh Uploader's small writes keep it.
+	// A single PUT's HEAD is left out when its answer proves the object: its ETag is the MD5 of
+	// the body, taken here beside the request (a store names that MD5 only by hashing what it
+	// took; a fresh Uploader's first write included, when no Content-MD5 went that a store could
+	// answer back, or the profile says the store checks it), or it echoes the checksum sent and
+	// the store is known to check it (an earlier multipart write's probe through this Uploader,
+	// or the CLI's cache). Result.VerifiedBy then names the request whose answer proved it.
 	// A resumed part, a receipt without the echo, a store not known to check, an answer without
-	// the checksum, Options.ReadBack or server-side encryption to confirm still get both requests.
+	// the checksum (or a PUT's without an MD5 ETag equal to the body's), Options.ReadBack or
+	// server-side encryption to confirm still get both requests. A caller who wants the HEAD
+	// after every write turns this saving off (Options.Savings &^= SaveRereads); Options.ReadBack
+	// (CLI --read-back) reads every object back after its HEAD.
 	SaveRereads
 
 	// allSavings is the default.

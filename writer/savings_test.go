@@ -3,8 +3,11 @@ package writer_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 
 	sperrors "github.com/safeput/safeput/errors"
@@ -231,12 +234,15 @@ func (s completeSays) CompleteMultipartUpload(ctx context.Context, in *store.Com
 	return out, err
 }
 
-// TestSinglePutProvenByItsAnswer: a single PUT sends no HEAD when its answer echoes the checksum
-// sent and the Uploader already knows the store checks checksums (an earlier multipart write's
-// probe): the store refuses a body that does not match it, so its acceptance proves the object.
-// A fresh Uploader, a store that checks nothing, and the saving switched off keep the HEAD.
+// TestSinglePutProvenByItsAnswer: a single PUT sends no HEAD when its answer proves the object:
+// its ETag is the MD5 of the body (a fresh Uploader's first write included; no Content-MD5
+// went, so the store hashed what it took), or it echoes the checksum sent and the Uploader knows
+// the store checks checksums (an earlier multipart write's probe). The HEAD stays with the saving
+// off, for a read-back, for encryption to confirm, where ETags are not MD5s, and where
+// Content-MD5 went to a store not known to check it (it could answer it back as its ETag).
 func TestSinglePutProvenByItsAnswer(t *testing.T) {
 	large, small := randomBytes(t, largeSize), randomBytes(t, 1000)
+	rereadsOff := func(o *writer.Options) { o.Savings &^= writer.SaveRereads }
 	for _, c := range []struct {
 		name    string
 		rules   memstore.Rules
@@ -244,13 +250,21 @@ func TestSinglePutProvenByItsAnswer(t *testing.T) {
 		learned bool // a multipart write through the same Uploader first
 		opts    func(*writer.Options)
 		heads   int
+		method  verify.Method
+		by      string
 	}{
-		{"known to check: no HEAD", minioLike, nil, true, nil, 0},
-		{"fresh Uploader: not known", minioLike, nil, false, nil, 1},
-		{"saving off", minioLike, nil, true, func(o *writer.Options) { o.Savings &^= writer.SaveRereads }, 1},
-		{"checks nothing", cephLike, nil, true, nil, 1},
-		{"parrots the header, checks nothing", cephLike, func(s store.Store) store.Store { return parrot{s} }, true, nil, 1},
-		{"read-back asked", minioLike, nil, true, func(o *writer.Options) { o.ReadBack = true }, 1},
+		{"known to check: the echo", minioLike, nil, true, nil, 0, verify.MethodCRC32C, "PutObject"},
+		{"fresh Uploader: the MD5 ETag", minioLike, nil, false, nil, 0, verify.MethodETagMD5, "PutObject"},
+		{"saving off", minioLike, nil, true, rereadsOff, 1, verify.MethodCRC32C, "HeadObject"},
+		{"saving off, fresh Uploader", minioLike, nil, false, rereadsOff, 1, verify.MethodCRC32C, "HeadObject"},
+		{"checks nothing: the MD5 ETag", ignoring, nil, true, nil, 0, verify.MethodETagMD5, "PutObject"},
+		{"parrots the header, checks nothing: the MD5 ETag", ignoring, func(s store.Store) store.Store { return parrot{s} }, true, nil, 0, verify.MethodETagMD5, "PutObject"},
+		{"an answer without an ETag", cephLike, nil, false, nil, 1, verify.MethodETagMD5, "HeadObject"},
+		{"read-back asked", minioLike, nil, true, func(o *writer.Options) { o.ReadBack = true }, 1, verify.MethodReadBack, "GetObject"},
+		{"SSE-S3 asked: only the HEAD reports it", minioLike, nil, false, func(o *writer.Options) { o.Encryption = store.Encryption{Type: store.SSES3} }, 1, verify.MethodCRC32C, "HeadObject"},
+		{"ETags not MD5s", opaque, nil, false, nil, 1, verify.MethodReadBack, "GetObject"},
+		{"Content-MD5 sent, the store not known to check it", ignoring, nil, false, func(o *writer.Options) { o.ContentMD5 = true }, 1, verify.MethodETagMD5, "HeadObject"},
+		{"Content-MD5 sent, the profile says the store checks it", ignoring, nil, false, func(o *writer.Options) { o.Profile = "ceph" }, 0, verify.MethodETagMD5, "PutObject"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mem := newMem(c.rules)
@@ -279,9 +293,99 @@ func TestSinglePutProvenByItsAnswer(t *testing.T) {
 			if n := mem.Requests("HeadObject") - before; n != c.heads {
 				t.Fatalf("HEAD sent %d times, want %d", n, c.heads)
 			}
-			if c.heads == 0 && res.Verified != verify.MethodCRC32C {
-				t.Fatalf("verified %q, want the store's crc32c", res.Verified)
+			if res.Verified != c.method || res.VerifiedBy != c.by {
+				t.Fatalf("verified %q by %q, want %q by %q", res.Verified, res.VerifiedBy, c.method, c.by)
 			}
 		})
+	}
+}
+
+// md5Echo is a store that takes its PutObject ETag from the Content-MD5 header sent, checks
+// nothing, and keeps the body damaged: its ETag then equals the writer's MD5 though the bytes
+// differ, so such an answer must not stand for the HEAD.
+type md5Echo struct{ store.Store }
+
+func (s md5Echo) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
+	if in.ContentMD5 == "" {
+		return s.Store.PutObject(ctx, in)
+	}
+	body, err := io.ReadAll(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	body[len(body)/2] ^= 0xff
+	damaged := *in
+	damaged.Body, damaged.ContentMD5 = bytes.NewReader(body), ""
+	out, err := s.Store.PutObject(ctx, &damaged)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := base64.StdEncoding.DecodeString(in.ContentMD5)
+	if err != nil {
+		return nil, err
+	}
+	o := *out
+	o.ETag = hex.EncodeToString(sum)
+	return &o, nil
+}
+
+// TestSinglePutDamagedNeverLands: a PUT body damaged or cut on the way to a store that checks
+// nothing (no checksum can refuse it), answered 200 with the ETag of what it kept, with the
+// saving on (the answer would stand for the HEAD) and off: never a success, and the damaged
+// object does not stay at the key. A one-pass stream fails Integrity; an io.ReaderAt source is
+// sent again and lands. A store echoing the Content-MD5 sent as its ETag is caught the same way.
+func TestSinglePutDamagedNeverLands(t *testing.T) {
+	data := randomBytes(t, 100<<10)
+	flip, cut := faulty.FlipByte(), faulty.Truncate()
+	for _, c := range []struct {
+		name  string
+		fault *faulty.Fault
+		wrap  func(store.Store) store.Store
+		opts  func(*writer.Options)
+	}{
+		{"flipped", &flip, nil, nil},
+		{"truncated", &cut, nil, nil},
+		{"Content-MD5 echoed as the ETag", nil, func(s store.Store) store.Store { return md5Echo{s} }, func(o *writer.Options) { o.ContentMD5 = true }},
+	} {
+		for _, saving := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/saving %v", c.name, saving), func(t *testing.T) {
+				opts := []func(*writer.Options){func(o *writer.Options) {
+					o.Retry = fastPolicy()
+					if !saving {
+						o.Savings &^= writer.SaveRereads
+					}
+				}}
+				if c.opts != nil {
+					opts = append(opts, c.opts)
+				}
+				build := func() (*memstore.Store, store.Store) {
+					mem := newMem(ignoring)
+					var st store.Store = mem
+					if c.wrap != nil {
+						st = c.wrap(mem)
+					}
+					if c.fault != nil {
+						st = faulty.New(st, faulty.First(faulty.OpPutObject, 1, *c.fault))
+					}
+					return mem, st
+				}
+				mem, st := build()
+				res, _, err := writeCounting(t, newUploader(t, st), "stream", data, opts...)
+				if !errors.Is(err, sperrors.Integrity) {
+					t.Fatalf("stream: result %+v, err %v: want Integrity", res, err)
+				}
+				mustBeAbsent(t, mem, "stream")
+
+				if c.wrap != nil {
+					return // every attempt is damaged: nothing lands
+				}
+				mem, st = build()
+				res, err = writer.Upload(context.Background(), st, unitBucket, "file", bytes.NewReader(data), opts...)
+				mustLand(t, mem, "file", data, res, err, verify.MethodETagMD5)
+				if res.UploadAttempts < 2 && res.Failures[sperrors.Integrity] < 1 {
+					t.Fatalf("landed in %d attempts with failures %v: the damaged attempt was not seen", res.UploadAttempts, res.Failures)
+				}
+			})
+		}
 	}
 }

@@ -268,6 +268,19 @@ func failureSummary(m map[sperrors.Kind]int) string {
 	return strings.Join(parts, " ")
 }
 
+// evidenceFrom says which answer verified the write (Result.VerifiedBy), for the verified line.
+func evidenceFrom(by string) string {
+	switch by {
+	case "PutObject", "CompleteMultipartUpload":
+		return "; from the " + by + " answer, no HEAD"
+	case "HeadObject":
+		return "; from the HEAD after commit"
+	case "GetObject":
+		return "; from a read-back"
+	}
+	return ""
+}
+
 func printResult(w io.Writer, r *writer.Result) {
 	_, _ = fmt.Fprintf(w, "landed s3://%s/%s\n", r.Bucket, r.Key)
 	_, _ = fmt.Fprintf(w, "  size       %s (%d bytes)\n", bytesize.Format(r.Size), r.Size)
@@ -275,7 +288,7 @@ func printResult(w io.Writer, r *writer.Result) {
 	if !r.VerifiedStrong {
 		strength = "WEAK: length only, a changed byte would not be seen"
 	}
-	_, _ = fmt.Fprintf(w, "  verified   %s (%s)\n", r.Verified, strength)
+	_, _ = fmt.Fprintf(w, "  verified   %s (%s%s)\n", r.Verified, strength, evidenceFrom(r.VerifiedBy))
 	for _, m := range r.Unproven {
 		_, _ = fmt.Fprintf(w, "  unproven   %s (accepted by --allow-length-only)\n", m)
 	}

@@ -29,7 +29,8 @@ func s3rverSmoke(t *testing.T) (s3test.Server, string) {
 
 // The smoke set on s3rver, a store without ListParts (405), ListMultipartUploads (501) and abort
 // (405): put at defaults of 3 MiB (one PUT) and 23 MiB (multipart) through both backends lands
-// byte-identical and strongly verified, the multipart one saying it skipped the ListParts check;
+// byte-identical and strongly verified, the single PUT by its answer's MD5 ETag alone, the
+// multipart one saying it skipped the ListParts check;
 // probe reports the three operations not supported and leaves nothing; a sweep dry run says the
 // store cannot list uploads.
 func TestS3rverSmoke(t *testing.T) {
@@ -45,6 +46,8 @@ func TestS3rverSmoke(t *testing.T) {
 				Multipart      bool     `json:"multipart"`
 				Verified       string   `json:"verified"`
 				VerifiedStrong bool     `json:"verified_strong"`
+				VerifiedBy     string   `json:"verified_by"`
+				Requests       int      `json:"requests"`
 				Notes          []string `json:"notes"`
 			}
 			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
@@ -53,6 +56,10 @@ func TestS3rverSmoke(t *testing.T) {
 			if !res.VerifiedStrong || res.Multipart != (size > 8<<20) {
 				t.Errorf("%s: verified %s strong %v multipart %v", key, res.Verified, res.VerifiedStrong, res.Multipart)
 			}
+			// Its PutObject answer's ETag is the MD5 of the body: that answer proves the object.
+			if !res.Multipart && (res.Verified != "etag-md5" || res.VerifiedBy != "PutObject" || res.Requests != 1) {
+				t.Errorf("%s: verified %s from %s in %d requests, want etag-md5 from the PutObject answer alone", key, res.Verified, res.VerifiedBy, res.Requests)
+			}
 			if res.Multipart && !strings.Contains(strings.Join(res.Notes, "\n"),
 				"the pre-Complete ListParts check did not run: the store does not support ListParts (HTTP 405 MethodNotAllowed)") {
 				t.Errorf("%s: notes %q do not name the skipped ListParts check", key, res.Notes)
@@ -60,7 +67,7 @@ func TestS3rverSmoke(t *testing.T) {
 			if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
 				t.Fatalf("%s: SILENT CORRUPTION: read back %d bytes, wrote %d, not identical", key, len(got), len(data))
 			}
-			t.Logf("%s: verified %s", key, res.Verified)
+			t.Logf("%s: verified %s from %s, %d requests", key, res.Verified, res.VerifiedBy, res.Requests)
 		}
 	}
 

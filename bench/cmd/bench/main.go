@@ -508,7 +508,7 @@ Run it on a quiet machine: client and server share the cores, so other work move
 - **Server CPU**: the server's user+system time (/proc/PID/stat) around each upload, per GiB:
   the work an implementation makes the server do (checksums to verify, parts to assemble).
   Client and server share the machine's cores, so this work slows every upload that causes it. Throughput is the object's size over the upload call's wall time (for safeput that
-  includes its HEAD verification).
+  includes its verification: the HEAD, or the commit's answer where that proves the object).
 - **Correctness first**: every object is read back with a plain client and its length and
   CRC64NVME compared with the source's before its figure counts; a difference fails the run.
 - **Reading the figures**: on one small machine the server is usually the bound. Compare the

@@ -25,6 +25,8 @@
 //     encryption*) and forwards the rest: the store stores plaintext and answers 200.
 //   - IgnorePrefix: a store that ignores the prefix of ListMultipartUploads and lists every
 //     incomplete upload of the bucket, so a caller that trusts the listing acts outside its prefix.
+//   - OpaqueETag: a store whose ETags are not MD5s of the data (AWS with SSE-KMS or SSE-C,
+//     stores that make their own): the answer's ETag header is replaced by other hex digits.
 //   - StoreTruncated, StoreFlipped: silent corruption. The store keeps bytes other than the ones
 //     sent and still answers 200 with an ETag; only an end-to-end check (read back, checksum
 //     compare) notices.
@@ -118,6 +120,11 @@ const (
 	// and passes the answer (every incomplete upload of the bucket) back. On other operations it
 	// forwards the request unchanged.
 	IgnorePrefix Kind = "IgnorePrefix"
+	// OpaqueETag forwards the request unchanged and relays the answer with its ETag header
+	// replaced by an opaque one of the same shape: 32 other hex digits, derived from the store's
+	// (so the same object gets the same ETag in every answer), a "-N" suffix kept. ETags in
+	// XML bodies (Complete, ListParts) are left as they are.
+	OpaqueETag Kind = "OpaqueETag"
 )
 
 // Fault is what happens to a request a rule fires on.

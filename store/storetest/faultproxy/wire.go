@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/xml"
 	"fmt"
 	"hash"
@@ -73,6 +74,8 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.stripSSE(w, r)
 	case IgnorePrefix:
 		p.ignorePrefix(w, r)
+	case OpaqueETag:
+		p.opaqueETag(w, r)
 	default:
 		p.writeError(w, r, http.StatusInternalServerError, "FaultProxyUnknownKind", fmt.Sprintf("unknown fault kind %q", fault.Kind))
 	}
@@ -288,6 +291,31 @@ func (p *Proxy) ignorePrefix(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
 	_, _ = io.Copy(io.Discard, r.Body)
 	p.pass(w, out, http.NoBody, 0, h, true)
+}
+
+// opaqueETag forwards r unchanged and relays the answer with its ETag header made opaque.
+func (p *Proxy) opaqueETag(w http.ResponseWriter, r *http.Request) {
+	resp, err := p.roundTrip(r, r.Body, r.ContentLength, forwardHeader(r.Header), false)
+	if err != nil {
+		p.badGateway(w, r, err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if etag := resp.Header.Get("ETag"); etag != "" {
+		resp.Header.Set("ETag", opaque(etag))
+	}
+	relay(w, resp)
+}
+
+// opaque is the ETag a store that does not use MD5s would give the object the store gave etag.
+func opaque(etag string) string {
+	digest, parts, multipart := strings.Cut(strings.Trim(etag, `"`), "-")
+	sum := md5.Sum([]byte("opaque:" + digest)) //nolint:gosec // a made-up ETag, not for security
+	out := hex.EncodeToString(sum[:])
+	if multipart {
+		out += "-" + parts
+	}
+	return `"` + out + `"`
 }
 
 // digest computes the value of integrity header lk (lower case) over body, base64 as S3 wants.
