@@ -204,6 +204,11 @@ func (w *Writer) putSingle() error {
 	if out.ETag == "" {
 		w.note("the store's PutObject answer carried no ETag; the HEAD decided")
 	}
+	// An unguarded create-only commit keeps its HEAD whatever its answer proves: only the HEAD can
+	// see another writer's object committed over or right after ours (othersAtKey).
+	if w.createUnguarded {
+		return w.verifyLanded(want, res)
+	}
 	d := w.decider()
 	if d.putProves(out.Checksums, out.ETag, in.Checksum, want.Checksum, w.facts.checking()) {
 		return w.provenByAnswer("PutObject", integrity.MethodFor(want.Checksum.Algorithm), want, res)
@@ -375,7 +380,7 @@ func (w *Writer) complete() error {
 	if out.ETag == "" {
 		w.note("the store's CompleteMultipartUpload answer carried no ETag; the HEAD decided")
 	}
-	if w.decider().completeProves(out.Checksums, out.ETag, want.Checksum) {
+	if !w.createUnguarded && w.decider().completeProves(out.Checksums, out.ETag, want.Checksum) {
 		return w.provenByAnswer("CompleteMultipartUpload", integrity.MethodFor(want.Checksum.Algorithm), want, res)
 	}
 	return w.verifyLanded(want, res)
