@@ -180,7 +180,8 @@ func (p registering) IsCredentialsProvider(target aws.CredentialsProvider) bool 
 
 // NewFromClient wraps an already-configured client. Retries and checksum behaviour are forced
 // per call, so the client's own settings for those do not matter.
-// Payloads are unsigned (Config.SignedPayload false).
+// Payloads are unsigned (Config.SignedPayload false). The client's keys are not known to
+// errors.Redact (New registers its keys): only the forms it recognises are redacted.
 func NewFromClient(c *s3.Client) (store.Store, error) {
 	if c == nil {
 		return nil, errors.New("awss3: NewFromClient: nil *s3.Client")

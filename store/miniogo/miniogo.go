@@ -189,7 +189,8 @@ func New(cfg Config) (store.Store, error) {
 // Region and TrailingHeaders false, or the store contract (one attempt, one request, only the
 // asked-for checksums) does not hold. Error reports are thinner than with New: minio-go's
 // ErrorResponse supplies code and message, and RetryAfter is always 0, because the raw response
-// is not reachable through a Core built elsewhere.
+// is not reachable through a Core built elsewhere; the Core's keys are not known to
+// errors.Redact (New registers its keys), so only the forms it recognises are redacted.
 func NewFromCore(c *minio.Core) (store.Store, error) {
 	if c == nil || c.Client == nil {
 		return nil, errors.New("miniogo: NewFromCore: nil minio.Core")
