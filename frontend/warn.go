@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
 )
 
@@ -36,10 +37,12 @@ func SSECOverHTTP(st store.Store, sendsKey, allowed bool, allow string) (warning
 	if !ok || !strings.HasPrefix(strings.ToLower(e.Endpoint()), "http://") {
 		return "", nil
 	}
+	// A password in the endpoint URL is a secret like any other.
+	endpoint := sperrors.Redact(e.Endpoint())
 	if !allowed {
 		return "", fmt.Errorf("SSE-C over plain HTTP refused: every request would carry the customer key in the clear to %s; "+
-			"use an https:// endpoint, or set %s to send it anyway", e.Endpoint(), allow)
+			"use an https:// endpoint, or set %s to send it anyway", endpoint, allow)
 	}
-	return "SSE-C over plain HTTP (" + allow + "): every request carries the customer key in the clear to " + e.Endpoint() +
+	return "SSE-C over plain HTTP (" + allow + "): every request carries the customer key in the clear to " + endpoint +
 		"; anyone on the path can read it and decrypt the object", nil
 }
