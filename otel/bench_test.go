@@ -83,9 +83,9 @@ func BenchmarkUpload1GiB(b *testing.B) {
 
 // BenchmarkOverhead measures the instrumentation's own cost, which the 1 GiB benchmark's noise
 // hides: one HeadObject through the wrapped in-memory store (the cost of every request's span
-// and metrics), and one 1-byte Upload (a write span, PutObject and HeadObject). A 1 GiB upload in
-// 16 MiB parts is one write and about 68 requests (create, 64 parts, ListParts, complete, HEAD),
-// so its overhead is about write + 66 × request.
+// and metrics), and one 1-byte Upload (a write span and its PutObject, whose answer proves
+// it). A 1 GiB upload in 16 MiB parts is one write and about 68 requests (create, 64 parts,
+// ListParts, complete, HEAD), so its overhead is about write + 66 × request.
 func BenchmarkOverhead(b *testing.B) {
 	variants := []struct {
 		name string

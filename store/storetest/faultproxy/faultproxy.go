@@ -197,6 +197,7 @@ type Proxy struct {
 	rules    []ruleState
 	rng      *rand.Rand
 	stats    Stats
+	sequence []Op // every request's operation, in arrival order (Sequence)
 	injected []Injection
 	requests int                   // numbers request ids in Status answers
 	hijacked map[net.Conn]struct{} // client connections the server no longer tracks
@@ -336,6 +337,14 @@ func (p *Proxy) Stats() Stats {
 	return s
 }
 
+// Sequence returns the operation of every request the proxy received, in the order they arrived
+// (a part that several connections send at once is ordered by arrival, as on the wire).
+func (p *Proxy) Sequence() []Op {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Op(nil), p.sequence...)
+}
+
 // Injected returns a copy of the log of injected faults, oldest first.
 func (p *Proxy) Injected() []Injection {
 	p.mu.Lock()
@@ -348,6 +357,7 @@ func (p *Proxy) decide(op Op, t target) (Fault, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.Requests[op]++
+	p.sequence = append(p.sequence, op)
 	var (
 		fault Fault
 		fired bool
