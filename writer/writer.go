@@ -34,7 +34,8 @@ import (
 //	  └ UploadPart in the background, retried from the held bytes; receipt   [parts.go, fence.go, failures.go]
 //	Close ─ small: one PutObject; else ListParts against what was sent       [commit.go, optional.go]
 //	  └ CompleteMultipartUpload (If-None-Match when create-only)             [commit.go]
-//	HEAD (or read-back): length, checksum, encryption against what was sent  [landed.go, evidence.go, encryption.go]
+//	HEAD (or read-back), unless the commit's answer proves it (a PUT's MD5   [landed.go, evidence.go, encryption.go]
+//	  ETag, a checked checksum echoed): length, checksum, encryption
 //	any failure ─ abort, confirmed; a lost create swept; a wrong object gone [cleanup.go]
 //	each choice decided: before the commit (PUT or parts, MD5, probe) and    [decide_parts.go, decide.go: no I/O]
 //	  on each answer after it (commit, re-send, accept, delete, abort)
@@ -73,8 +74,9 @@ var ErrClosed = stderrors.New("writer is closed")
 // Write copies into pooled part buffers and never sends a request for a small write; full parts
 // go out in the background, up to the configured concurrency. Close commits: one PutObject when
 // everything fits the single-PUT threshold, else the last part, a ListParts check and
-// CompleteMultipartUpload; then a HEAD verifies what landed. Close returns nil only when the
-// object is at the key, verified; Result then says how.
+// CompleteMultipartUpload; then a HEAD verifies what landed, unless the commit's answer proves
+// it already (SaveRereads). Close returns nil only when the object is at the key, verified;
+// Result then says how, and from which answer (Result.VerifiedBy).
 //
 // Errors are sticky: after the first failure every Write and Close return it, and Close never
 // commits an upload that saw an error (a columnar writer may swallow its own footer error and

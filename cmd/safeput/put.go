@@ -272,11 +272,11 @@ func failureSummary(m map[sperrors.Kind]int) string {
 func evidenceFrom(by string) string {
 	switch by {
 	case "PutObject", "CompleteMultipartUpload":
-		return "; from the " + by + " answer, no HEAD"
+		return ", from the " + by + " answer (no HEAD)"
 	case "HeadObject":
-		return "; from the HEAD after commit"
+		return ", from the HEAD after commit"
 	case "GetObject":
-		return "; from a read-back"
+		return ", from a read-back"
 	}
 	return ""
 }
@@ -288,7 +288,7 @@ func printResult(w io.Writer, r *writer.Result) {
 	if !r.VerifiedStrong {
 		strength = "WEAK: length only, a changed byte would not be seen"
 	}
-	_, _ = fmt.Fprintf(w, "  verified   %s (%s%s)\n", r.Verified, strength, evidenceFrom(r.VerifiedBy))
+	_, _ = fmt.Fprintf(w, "  verified   %s (%s)%s\n", r.Verified, strength, evidenceFrom(r.VerifiedBy))
 	for _, m := range r.Unproven {
 		_, _ = fmt.Fprintf(w, "  unproven   %s (accepted by --allow-length-only)\n", m)
 	}
