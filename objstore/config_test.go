@@ -19,6 +19,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/writer"
 
 	safeobjstore "github.com/safeput/safeput/objstore"
 )
@@ -106,7 +107,16 @@ func TestSSEConfig(t *testing.T) {
 			"sse_config:\n  type: SSE-KMS\n  kms_key_id: k1\n  kms_encryption_context:\n    app: thanos\n",
 			"sse_config:\n  type: SSE-C\n  encryption_key: " + good + "\n",
 		} {
-			if _, err := safeobjstore.NewBucket(log.NewNopLogger(), []byte(base+sse), "test", nil, safeobjstore.WithAdapter(a)); err != nil {
+			opts := []safeobjstore.Option{safeobjstore.WithAdapter(a)}
+			if strings.Contains(sse, "SSE-C") {
+				// The endpoint is plain http: an SSE-C key goes there only when allowed by name.
+				_, err := safeobjstore.NewBucket(log.NewNopLogger(), []byte(base+sse), "test", nil, opts...)
+				if err == nil || !strings.Contains(err.Error(), "AllowSSECOverHTTP") {
+					t.Errorf("%s %q over plain http without the opt-in: %v, want a refusal naming AllowSSECOverHTTP", a, sse, err)
+				}
+				opts = append(opts, safeobjstore.WithUploaderOptions(func(o *writer.Options) { o.AllowSSECOverHTTP = true }))
+			}
+			if _, err := safeobjstore.NewBucket(log.NewNopLogger(), []byte(base+sse), "test", nil, opts...); err != nil {
 				t.Errorf("%s %q: %v", a, sse, err)
 			}
 		}
