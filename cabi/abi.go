@@ -151,7 +151,7 @@ func Open(configJSON string) (h int64, out outcome) {
 	if err != nil {
 		return 0, badInput("%v", err)
 	}
-	faults, err := testFaults(cfg.TestFaults)
+	withFaults, err := testFaults(cfg.TestFaults)
 	if err != nil {
 		return 0, badInput("%v", err)
 	}
@@ -159,7 +159,7 @@ func Open(configJSON string) (h int64, out outcome) {
 	if err != nil {
 		return 0, badInput("%v", err)
 	}
-	cn, err := stores.get(cfg.conn(), faults)
+	cn, err := stores.get(cfg.conn(), withFaults)
 	if err != nil {
 		return 0, badInput("%v", err)
 	}

@@ -5,22 +5,22 @@ import (
 	"fmt"
 
 	"github.com/safeput/safeput/cabi/internal/testhook"
-	"github.com/safeput/safeput/frontend"
-	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/store"
 )
 
-// testFaults reads the test_faults field: store faults for tests, refused unless this process
-// allowed them (see testhook and faults_tag.go).
-func testFaults(spec string) ([]faulty.Rule, error) {
+// testFaults reads the test_faults field: what wraps the store with faults for tests, refused
+// unless this process is a test build (see testhook and faults_tag.go).
+func testFaults(spec string) (func(store.Store) store.Store, error) {
 	if spec == "" {
 		return nil, nil
 	}
-	if !testhook.FaultsAllowed() {
+	hook := testhook.FaultsHook()
+	if hook == nil {
 		return nil, errors.New("config: test_faults is only honoured by a test build (tag safeput_faults)")
 	}
-	rules, err := frontend.ParseFaults(spec)
+	wrap, err := hook(spec)
 	if err != nil {
 		return nil, fmt.Errorf("config: test_faults %w", err)
 	}
-	return rules, nil
+	return wrap, nil
 }

@@ -2,8 +2,8 @@
 
 package cabi
 
-import "github.com/safeput/safeput/cabi/internal/testhook"
+import "github.com/safeput/safeput/cabi/internal/testfaults"
 
 // The tests' shared library is built with -tags safeput_faults; no other build honours
 // test_faults.
-func init() { testhook.AllowFaults() }
+func init() { testfaults.Allow() }

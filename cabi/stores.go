@@ -7,7 +7,6 @@ import (
 	"github.com/safeput/safeput/frontend"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faulty"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -43,9 +42,9 @@ type storeCache struct {
 	conn map[connKey]*conn
 }
 
-// get returns the shared connection for c; with faults (tests only), a connection of its own
-// whose store injects them, for this handle alone.
-func (sc *storeCache) get(c frontend.Conn, faults []faulty.Rule) (*conn, error) {
+// get returns the shared connection for c; with withFaults (tests only: testFaults), a connection
+// of its own whose store it wraps, for this handle alone.
+func (sc *storeCache) get(c frontend.Conn, withFaults func(store.Store) store.Store) (*conn, error) {
 	if err := c.CheckBackend(); err != nil {
 		return nil, err
 	}
@@ -77,8 +76,8 @@ func (sc *storeCache) get(c frontend.Conn, faults []faulty.Rule) (*conn, error) 
 		}
 	}
 	sc.keys = append(sc.keys, k)
-	if len(faults) > 0 {
-		return newConn(faulty.New(cn.st, faults...), cn.policy)
+	if withFaults != nil {
+		return newConn(withFaults(cn.st), cn.policy)
 	}
 	return cn, nil
 }

@@ -87,12 +87,12 @@ func TestCABundleSources(t *testing.T) {
 	for _, backend := range []string{"aws", "minio"} {
 		c := flag
 		c.Backend = backend
-		if _, err := NewStore(c, nil); err != nil {
+		if _, err := NewStore(c); err != nil {
 			t.Errorf("%s: a good bundle: %v", backend, err)
 		}
 		for file, want := range map[string]string{junk: "holds no PEM certificate", filepath.Join(dir, "none.pem"): "no such file"} {
 			c.CABundle = file
-			if _, err := NewStore(c, nil); err == nil || !strings.Contains(err.Error(), "CA bundle "+file) || !strings.Contains(err.Error(), want) {
+			if _, err := NewStore(c); err == nil || !strings.Contains(err.Error(), "CA bundle "+file) || !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: bundle %s: %v, want an error naming it (%s)", backend, file, err, want)
 			}
 		}

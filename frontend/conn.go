@@ -19,7 +19,6 @@ import (
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
-	"github.com/safeput/safeput/store/storetest/faulty"
 )
 
 // Conn is how to reach the store, as the user gave it; empty fields are filled from the
@@ -233,9 +232,8 @@ func readCABundle(path string) ([]byte, error) {
 	return data, nil
 }
 
-// NewStore resolves c and builds the adapter it names, wrapped by faults when there are any
-// (tests only: see ParseFaults).
-func NewStore(c Conn, faults []faulty.Rule) (store.Store, error) {
+// NewStore resolves c and builds the adapter it names.
+func NewStore(c Conn) (store.Store, error) {
 	if err := c.CheckBackend(); err != nil {
 		return nil, err
 	}
@@ -243,14 +241,7 @@ func NewStore(c Conn, faults []faulty.Rule) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := NewResolvedStore(c, r)
-	if err != nil {
-		return nil, err
-	}
-	if len(faults) > 0 {
-		st = faulty.New(st, faults...)
-	}
-	return st, nil
+	return NewResolvedStore(c, r)
 }
 
 // CheckBackend refuses a backend other than aws and minio.

@@ -286,7 +286,7 @@ func testIMDSPut(t *testing.T, srv s3test.Server, backend string) {
 	// upload takes about 8 s.
 	m := &imdsEmulator{accessKey: srv.AccessKey, secretKey: srv.SecretKey, region: srv.Region, life: 6 * time.Second}
 	serveIMDS(t, m)
-	st, err := NewStore(Conn{Endpoint: srv.Endpoint, Backend: backend, PathStyle: true}, nil)
+	st, err := NewStore(Conn{Endpoint: srv.Endpoint, Backend: backend, PathStyle: true})
 	if err != nil {
 		t.Fatal(err)
 	}

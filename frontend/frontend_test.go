@@ -85,7 +85,7 @@ func TestMissingCredentialsNamesTheCallersFields(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "access_key and secret_key") {
 		t.Fatalf("err %v; want it to name the caller's fields", err)
 	}
-	if _, err := NewStore(Conn{Backend: "gcs", AccessKey: "a", SecretKey: "s"}, nil); err == nil {
+	if _, err := NewStore(Conn{Backend: "gcs", AccessKey: "a", SecretKey: "s"}); err == nil {
 		t.Fatal("backend gcs accepted")
 	}
 }

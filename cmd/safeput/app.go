@@ -203,13 +203,16 @@ func (a *app) newStore() (store.Store, error) {
 	if a.g.backend != "aws" && a.g.backend != "minio" {
 		return nil, usageErr("--backend %q: want aws or minio", a.g.backend)
 	}
-	rules, err := a.g.hooks.faults()
+	withFaults, err := a.g.hooks.faults()
 	if err != nil {
 		return nil, err
 	}
-	st, err := frontend.NewStore(a.conn(), rules)
+	st, err := frontend.NewStore(a.conn())
 	if err != nil {
 		return nil, usageErr("%v", err)
+	}
+	if withFaults != nil {
+		st = withFaults(st)
 	}
 	if a.g.insecure && !a.insecureWarned {
 		// Whatever the log level: the library's own warning is a log line, hidden at the

@@ -16,11 +16,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/safeput/safeput/bytesize"
+	"github.com/safeput/safeput/cmd/safeput/internal/demostore"
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faulty"
-	"github.com/safeput/safeput/store/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -30,8 +29,8 @@ func (a *app) demoCmd() *cobra.Command {
 		Short: "Replay the field failures safeput exists for, offline, against an in-memory store",
 		Long: `Replay, with no set-up and no network, the failures safeput exists for: a checksum mismatch in
 transit, a store that keeps a truncated object and answers 200, a store that rejects small
-parts, a throttling burst, and a permanent error in a flush loop. The store is store/storetest/memstore,
-an in-memory store with S3 semantics, wrapped by store/storetest/faulty to inject the faults. Each
+parts, a throttling burst, and a permanent error in a flush loop. The store is an in-memory
+store with S3 semantics that plays the faults in its answers. Each
 scenario prints what was injected, what safeput retried, detected or classified, and checks
 the final object byte for byte. Exit 0 only when every promise held, else 1.`,
 		Args: cobra.NoArgs,
@@ -98,7 +97,7 @@ func demoPolicy() *retry.Policy {
 type streamOnly struct{ io.Reader }
 
 func (a *app) runDemo(ctx context.Context) error {
-	rep := demoReport{Store: "store/storetest/memstore: an in-memory store with S3 semantics (no network), wrapped by store/storetest/faulty for fault injection"}
+	rep := demoReport{Store: "an in-memory store with S3 semantics (no network) that plays the injected faults"}
 	if !a.g.json {
 		_, _ = fmt.Fprintf(a.stdout, "safeput demo\nstore: %s\n", rep.Store)
 	}
@@ -160,7 +159,7 @@ func printScenario(w io.Writer, n int, s scenarioReport) {
 }
 
 // landed records the promises of a write that must land: no error, exact bytes, no upload left.
-func landed(s *scenarioReport, mem *memstore.Store, key string, want []byte, res *writer.Result, err error) {
+func landed(s *scenarioReport, mem *demostore.Store, key string, want []byte, res *writer.Result, err error) {
 	s.expect("the write returned success", err == nil && res != nil)
 	if err != nil {
 		s.see("error: %v", err)
@@ -169,9 +168,9 @@ func landed(s *scenarioReport, mem *memstore.Store, key string, want []byte, res
 		s.see("result: %s, verified %s, %d requests, failed requests: %s, upload attempts %d",
 			layout(res), res.Verified, res.Requests, failureSummary(res.Failures), res.UploadAttempts)
 	}
-	got, ok := mem.Object(demoBucket, key)
+	got, ok := mem.Object(key)
 	s.expect(fmt.Sprintf("the stored object equals the %s sent, byte for byte", bytesize.Format(int64(len(want)))), ok && bytes.Equal(got, want))
-	s.expect("no incomplete multipart upload left", len(mem.Uploads(demoBucket)) == 0)
+	s.expect("no incomplete multipart upload left", len(mem.Uploads()) == 0)
 }
 
 func layout(r *writer.Result) string {
@@ -179,17 +178,6 @@ func layout(r *writer.Result) string {
 		return fmt.Sprintf("multipart, %d parts of %s", r.Parts, bytesize.Format(r.PartSize))
 	}
 	return "single PUT"
-}
-
-func injections(fs *faulty.Store) string {
-	var s []string
-	for _, i := range fs.Injected() {
-		s = append(s, i.String())
-	}
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, "; ")
 }
 
 // demoUpload is a scenario's upload: through one Uploader of st with the demo's options (its
@@ -214,15 +202,14 @@ func (a *app) demoUpload(st store.Store) func(ctx context.Context, key string, r
 // (1) A body corrupted in transit: the store answers XAmzContentChecksumMismatch to one part.
 func (a *app) demoChecksumMismatch(ctx context.Context) scenarioReport {
 	s := scenarioReport{Title: "checksum mismatch in transit",
-		Injected: "400 XAmzContentChecksumMismatch on the 2nd UploadPart (the body did not match its x-amz-checksum)"}
-	mem := memstore.New(memstore.WithBuckets(demoBucket))
-	fs := faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.ChecksumMismatch()))
+		Injected: "400 XAmzContentChecksumMismatch to the first UploadPart of part 2 (the body did not match its x-amz-checksum)"}
+	mem := demostore.New(demoBucket, 0, demostore.Rule{Op: "UploadPart", Part: 2, Times: 1, Fault: demostore.ChecksumMismatch})
 	data := demoData(12*int(mib), 1)
-	res, err := a.demoUpload(fs)(ctx, "mismatch.bin", streamOnly{bytes.NewReader(data)})
-	s.see("faults fired: %s", injections(fs))
+	res, err := a.demoUpload(mem)(ctx, "mismatch.bin", streamOnly{bytes.NewReader(data)})
+	s.see("faults fired: %s", mem.Injected())
 	landed(&s, mem, "mismatch.bin", data, res, err)
 	s.expect("the failed part was classified integrity and re-sent from the clean part buffer",
-		res != nil && res.Failures[sperrors.Integrity] == 1 && fs.Count(faulty.ChecksumMismatch()) == 1)
+		res != nil && res.Failures[sperrors.Integrity] == 1 && mem.Count(demostore.ChecksumMismatch) == 1)
 	return s
 }
 
@@ -232,11 +219,10 @@ func (a *app) demoChecksumMismatch(ctx context.Context) scenarioReport {
 // sent again from the bytes still held; a short part is caught by the ListParts size check.
 func (a *app) demoTruncation(ctx context.Context) scenarioReport {
 	s := scenarioReport{Title: "a store that answers 200 but keeps a truncated object",
-		Injected: "faulty.Truncate() on the 1st PutObject (1 MiB object) and on the 2nd UploadPart (12 MiB object): half the body stored, 200 answered, checksum echo faked"}
-	mem := memstore.New(memstore.WithBuckets(demoBucket))
-	fs := faulty.New(mem,
-		faulty.Nth(faulty.OpPutObject, 1, faulty.Truncate()),
-		faulty.Nth(faulty.OpUploadPart, 2, faulty.Truncate()))
+		Injected: "Truncate on the first PutObject (1 MiB object) and on the first UploadPart of part 2 (12 MiB object): half the body stored, 200 answered, checksum echo faked"}
+	mem := demostore.New(demoBucket, 0,
+		demostore.Rule{Op: "PutObject", Times: 1, Fault: demostore.Truncate},
+		demostore.Rule{Op: "UploadPart", Part: 2, Times: 1, Fault: demostore.Truncate})
 
 	small := demoData(int(mib), 2)
 	var events []string
@@ -247,7 +233,7 @@ func (a *app) demoTruncation(ctx context.Context) scenarioReport {
 			}
 		}
 	}
-	upload := a.demoUpload(fs)
+	upload := a.demoUpload(mem)
 	res, err := upload(ctx, "truncated-put.bin", bytes.NewReader(small), obs)
 	if len(events) > 0 {
 		s.see("single PUT: %s", strings.Join(events, "; "))
@@ -278,19 +264,19 @@ func (a *app) demoTruncation(ctx context.Context) scenarioReport {
 	}
 	mu.Unlock()
 	sort.Strings(resent)
-	s.see("multipart: faults fired in total: %s", injections(fs))
+	s.see("multipart: faults fired in total: %s", mem.Injected())
 	s.see("multipart: the ListParts check found the short part before Complete: %s", strings.Join(resent, ", "))
 	landed(&s, mem, "truncated-part.bin", large, res, err)
 	s.expect("the truncated part was caught before Complete (ListParts size) and sent again",
-		res != nil && fs.Count(faulty.Truncate()) == 2 && (len(resent) > 0 || res.UploadAttempts >= 2))
+		res != nil && mem.Count(demostore.Truncate) == 2 && (len(resent) > 0 || res.UploadAttempts >= 2))
 	return s
 }
 
 // (3) A store whose minimum part is 8 MiB, written with a 5 MiB part profile.
 func (a *app) demoSmallParts(ctx context.Context) scenarioReport {
 	s := scenarioReport{Title: "a store that rejects small non-final parts",
-		Injected: "memstore with MinPartSize 8 MiB (400 EntityTooSmall at Complete); writer with --provider aws and 5 MiB parts"}
-	mem := memstore.New(memstore.WithBuckets(demoBucket), memstore.WithRules(memstore.Rules{MinPartSize: 8 * mib}))
+		Injected: "a store whose minimum part is 8 MiB (400 EntityTooSmall at Complete); writer with --provider aws and 5 MiB parts"}
+	mem := demostore.New(demoBucket, 8*mib)
 	data := demoData(12*int(mib), 4)
 	upload := a.demoUpload(mem)
 	_, err := upload(ctx, "parts.bin", bytes.NewReader(data))
@@ -303,8 +289,8 @@ func (a *app) demoSmallParts(ctx context.Context) scenarioReport {
 	}
 	s.expect("the write failed with a compatibility error naming EntityTooSmall",
 		isErr && se.Kind == sperrors.Compatibility && se.Code == "EntityTooSmall")
-	_, exists := mem.Object(demoBucket, "parts.bin")
-	s.expect("nothing is visible at the key and the upload was aborted", !exists && len(mem.Uploads(demoBucket)) == 0)
+	_, exists := mem.Object("parts.bin")
+	s.expect("nothing is visible at the key and the upload was aborted", !exists && len(mem.Uploads()) == 0)
 
 	s.see("retrying with --provider 'profile=aws,min=8MiB' --part-size 8MiB")
 	res, err := upload(ctx, "parts.bin", bytes.NewReader(data),
@@ -318,11 +304,10 @@ func (a *app) demoThrottling(ctx context.Context) scenarioReport {
 	const n = 4
 	s := scenarioReport{Title: "a throttling burst",
 		Injected: fmt.Sprintf("503 SlowDown on the first %d PutObject calls (retry policy: 6 attempts, 20 ms throttle base, jittered)", n)}
-	mem := memstore.New(memstore.WithBuckets(demoBucket))
-	fs := faulty.New(mem, faulty.First(faulty.OpPutObject, n, faulty.SlowDown()))
+	mem := demostore.New(demoBucket, 0, demostore.Rule{Op: "PutObject", Times: n, Fault: demostore.SlowDown})
 	data := demoData(256*int(kib), 5)
 	start := time.Now()
-	res, err := a.demoUpload(fs)(ctx, "throttled.bin", bytes.NewReader(data))
+	res, err := a.demoUpload(mem)(ctx, "throttled.bin", bytes.NewReader(data))
 	s.see("landed after %s of backoff and requests", time.Since(start).Round(time.Millisecond))
 	landed(&s, mem, "throttled.bin", data, res, err)
 	s.expect(fmt.Sprintf("all %d SlowDown answers were classified throttled and retried with backoff", n),
@@ -334,9 +319,8 @@ func (a *app) demoThrottling(ctx context.Context) scenarioReport {
 func (a *app) demoPermanent(ctx context.Context) scenarioReport {
 	s := scenarioReport{Title: "a permanent error in a flush loop",
 		Injected: "403 AccessDenied on every request; a flush loop of 3 segments classifies failures with errors.Classify"}
-	mem := memstore.New(memstore.WithBuckets(demoBucket))
-	fs := faulty.New(mem, faulty.Always(faulty.AnyOp, faulty.Forbidden()))
-	upload := a.demoUpload(fs) // the flush loop's Uploader
+	mem := demostore.New(demoBucket, 0, demostore.Rule{Op: demostore.AnyOp, Fault: demostore.Forbidden})
+	upload := a.demoUpload(mem) // the flush loop's Uploader
 
 	type channel struct {
 		healthy bool
@@ -380,13 +364,10 @@ func (a *app) demoPermanent(ctx context.Context) scenarioReport {
 	s.expect("it is classified permanent (AccessDenied) and the decision is terminal",
 		isErr && se.Kind == sperrors.Permanent && se.Code == "AccessDenied" && decision == "terminal")
 	s.expect("the loop did not retry a permanent error and marked the channel unhealthy", attempts == 1 && !ch.healthy)
-	_, exists := mem.Object(demoBucket, "flush/seg-1")
-	s.expect("nothing was stored and no upload is left", !exists && len(mem.Uploads(demoBucket)) == 0 && mem.Requests(faulty.OpPutObject) == 0)
+	_, exists := mem.Object("flush/seg-1")
+	s.expect("nothing was stored and no upload is left", !exists && len(mem.Uploads()) == 0 && mem.Requests("PutObject") == 0)
 	return s
 }
-
-// The demo goes through the same store.Store seam as the real adapters.
-var _ store.Store = (*faulty.Store)(nil)
 
 // demoDecide is a flush loop's reading of a failure: run the task again, stop quietly, or give up.
 func demoDecide(err error) string {

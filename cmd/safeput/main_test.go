@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -191,7 +192,11 @@ func TestReleaseBuildHasNoTestHooks(t *testing.T) {
 			t.Errorf("release safeput %v: exit %d, stderr %q; want exit 2 and unknown flag: %s", args, r.code, r.stderr, flag)
 		}
 	}
-	hooks := []string{"frontend.ParseFaults", "main.parseFaults", "main.parsePauses", "main.(*pausingStore)"}
+	// A malformed --fault is the test build's usage error, naming the flag.
+	if r := runWith(t, cleanEnv(), strings.NewReader("x"), "--fault", "PutObject:Nope", "put", "-", "s3://bucket/k"); r.code != 2 || !strings.Contains(r.stderr, "--fault") {
+		t.Errorf("test safeput --fault PutObject:Nope: exit %d, stderr %q; want exit 2 naming --fault", r.code, r.stderr)
+	}
+	hooks := []string{"faulty.Parse", "main.parsePauses", "main.(*pausingStore)"}
 	symbols := func(path string) string {
 		out, err := exec.Command("go", "tool", "nm", path).Output()
 		if err != nil {
@@ -207,6 +212,31 @@ func TestReleaseBuildHasNoTestHooks(t *testing.T) {
 		if !strings.Contains(inTest, h) {
 			t.Errorf("the test binary does not link %s: the symbol check looks for the wrong name", h)
 		}
+	}
+}
+
+// The release build's packages (go list -deps, no tags) include none of the test support under
+// store/storetest: the demo's in-memory store and fault injector are product code
+// (internal/memstore, internal/faulty), and what reaches the test support (the --fault hook) is in
+// the test build only. The test build's list is checked to hold store/storetest/faulty, so the
+// check is shown to see such a package.
+func TestReleaseBuildHasNoTestSupport(t *testing.T) {
+	list := func(args ...string) []string {
+		t.Helper()
+		out, err := exec.Command("go", append([]string{"list", "-deps"}, append(args, ".")...)...).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %v: %v", args, err)
+		}
+		return strings.Fields(string(out))
+	}
+	const testSupport = "github.com/safeput/safeput/store/storetest"
+	for _, p := range list() {
+		if p == testSupport || strings.HasPrefix(p, testSupport+"/") {
+			t.Errorf("the release build imports %s", p)
+		}
+	}
+	if !slices.Contains(list("-tags", "safeput_faults"), testSupport+"/faulty") {
+		t.Errorf("the test build does not import %s/faulty: the check looks for the wrong path", testSupport)
 	}
 }
 

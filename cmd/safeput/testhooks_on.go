@@ -22,7 +22,18 @@ func (h *testHooks) register(f *pflag.FlagSet) {
 	_ = f.MarkHidden("pause")
 }
 
-func (h *testHooks) faults() ([]faulty.Rule, error) { return parseFaults(h.fault) }
+// faults reads --fault (faulty.Parse: comma-separated OP:FAULT[:N] items) and returns what wraps
+// the store with them, nil when there are none.
+func (h *testHooks) faults() (func(store.Store) store.Store, error) {
+	rules, err := faulty.Parse(h.fault)
+	if err != nil {
+		return nil, usageErr("--fault %v", err)
+	}
+	if len(rules) == 0 {
+		return nil, nil
+	}
+	return func(st store.Store) store.Store { return faulty.New(st, rules...) }, nil
+}
 
 func (h *testHooks) pauses(st store.Store) (store.Store, error) {
 	pauses, err := parsePauses(h.pause)

@@ -37,18 +37,6 @@ func TestParseS3URL(t *testing.T) {
 	}
 }
 
-func TestParseFaults(t *testing.T) {
-	rules, err := parseFaults("PutObject:SlowDown:2, *:forbidden")
-	if err != nil || len(rules) != 2 || rules[0].Times != 2 || rules[1].Times != 0 {
-		t.Fatalf("parseFaults = %+v, %v", rules, err)
-	}
-	for _, bad := range []string{"PutObject", "PutObject:Nope", "PutObject:SlowDown:0", "a:b:c:d"} {
-		if _, err := parseFaults(bad); err == nil {
-			t.Errorf("parseFaults(%q) accepted", bad)
-		}
-	}
-}
-
 func TestParsePauses(t *testing.T) {
 	pauses, err := parsePauses("UploadPart:100ms, HeadObject:1s")
 	if err != nil || len(pauses) != 2 || pauses["UploadPart"] != 100*time.Millisecond || pauses["HeadObject"] != time.Second {

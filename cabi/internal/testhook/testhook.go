@@ -1,14 +1,29 @@
-// Package testhook holds the switch that lets the C ABI honour the test_faults config field.
-// Being internal to the cabi module, only the module's own tests (and a library built with the
-// safeput_faults tag) can turn it on: no production configuration can reach fault injection.
+// Package testhook holds the hook through which the C ABI honours the test_faults config field.
+// It is empty until a test build fills it: the library built with the safeput_faults tag
+// (faults_tag.go) or a test of this module (testfaults.Allow). Being internal to the cabi module,
+// nothing else can fill it: no production configuration reaches fault injection, and the
+// production build links no fault injector (TestReleaseBuildHasNoTestSupport).
 package testhook
 
-import "sync/atomic"
+import (
+	"sync/atomic"
 
-var faults atomic.Bool
+	"github.com/safeput/safeput/store"
+)
 
-// AllowFaults turns fault injection on for this process.
-func AllowFaults() { faults.Store(true) }
+// Faults reads a test_faults specification and returns what wraps a store with its faults (nil
+// when it names none).
+type Faults func(spec string) (func(store.Store) store.Store, error)
 
-// FaultsAllowed reports whether test_faults is honoured.
-func FaultsAllowed() bool { return faults.Load() }
+var faults atomic.Pointer[Faults]
+
+// SetFaults makes this process honour test_faults through f.
+func SetFaults(f Faults) { faults.Store(&f) }
+
+// FaultsHook returns the hook SetFaults set, nil when test_faults is not honoured.
+func FaultsHook() Faults {
+	if f := faults.Load(); f != nil {
+		return *f
+	}
+	return nil
+}

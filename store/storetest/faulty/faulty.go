@@ -1,7 +1,7 @@
 // Package faulty wraps a store.Store and injects faults: error responses (SlowDown(),
 // InternalError(), ...), connection resets, lost responses, hangs, and a lying store that keeps
 // corrupted data and answers OK. It serves unit tests, the randomized fault campaign and the
-// CLI's demo.
+// front ends' test builds (Parse).
 //
 // Rules pick the calls to fault by operation, key prefix, part number and call count ("fail the
 // first two UploadPart calls of part 3"); Random faults calls with a seeded probability. Every

@@ -5,7 +5,7 @@
 // contiguous part numbers, stores without conditional writes, AWS's replayed Complete) are
 // switched on with Rules.
 //
-// It backs the CLI's offline demo and unit tests; library users can use it in their own tests.
+// It backs unit tests; library users can use it in their own tests.
 // Every error is a *store.ResponseError carrying Op, StatusCode, Code, Message and a generated
 // RequestID, except invalid input (store.ErrInvalidInput), a context that was already done and a
 // failing body reader, which are returned wrapped as a real adapter would.
