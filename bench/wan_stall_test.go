@@ -74,7 +74,7 @@ func TestWriteOver200msLinkDoesNotStall(t *testing.T) {
 			mu.Lock()
 			for _, e := range retries {
 				// A cut attempt reaches the observer as the context error the watchdog caused
-				// (errors.Stalled is the policy's final answer): with the test's context alive,
+				// (Code CodeStalled is the policy's final answer): with the test's context alive,
 				// only the stall window or an attempt timeout cuts one.
 				cut := ctx.Err() == nil && (stderrors.Is(e.Err, context.Canceled) || stderrors.Is(e.Err, context.DeadlineExceeded))
 				if sperrors.Classify(e.Err).Code == sperrors.CodeStalled || cut {

@@ -17,9 +17,9 @@ import (
 )
 
 // The facts Classify reads from an error chain. store.ResponseError implements the first five
-// (operationer too, so both adapters' errors classify alike) and RetryAfterHint; the AWS SDK's
-// errors implement them across its chain (smithy.APIError, awshttp.ResponseError,
-// smithy.OperationError), so SDK errors classify without an adapter.
+// (operationer too, so both adapters' errors classify alike); the AWS SDK's errors implement them
+// across its chain (smithy.APIError, awshttp.ResponseError, smithy.OperationError), so SDK errors
+// classify without an adapter.
 type (
 	statusCoder interface{ HTTPStatusCode() int }
 	errorCoder  interface{ ErrorCode() string }
@@ -31,6 +31,9 @@ type (
 	// documentLoser is an error status whose error document the connection lost on the way
 	// (store.ResponseError.DocumentLost).
 	documentLoser interface{ ErrorDocumentLost() bool }
+	// requestHoster names the host of a request that failed before it had a connection (the
+	// store.NotSentError of store.ProgressTransport), for the message of a TLS failure.
+	requestHoster interface{ RequestHost() string }
 )
 
 // Limits on what is copied from a store's answer into an *Error, to keep a log line a line.
@@ -194,7 +197,7 @@ func classifyFresh(err error, op string, ctxAlive bool) *Error {
 // tlsMessage says which host's TLS failed and why, for an error isTLSFailure accepts.
 func tlsMessage(err error) string {
 	host := ""
-	var rh interface{ RequestHost() string }
+	var rh requestHoster
 	var ue *url.Error
 	var hn x509.HostnameError
 	switch {

@@ -6,9 +6,8 @@
 // with Retryable (run the task again) and Kind Canceled (stop quietly); the rest is terminal.
 //
 // This package imports nothing else from safeput: store adapters' raw facts are read through
-// small interfaces (HTTPStatusCode, ErrorCode, ErrorMessage, ServiceRequestID, Operation,
-// RetryAfterHint), which store.ResponseError and the AWS SDK's errors implement, so the
-// classification table stays here.
+// small interfaces (HTTPStatusCode, ErrorCode, ErrorMessage, ServiceRequestID, Operation), which
+// store.ResponseError and the AWS SDK's errors implement, so the classification table stays here.
 //
 // # Classification
 //

@@ -25,6 +25,7 @@ import (
 
 	"github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/logredact"
+	"github.com/safeput/safeput/store"
 )
 
 // Op names the request being retried: the fields go into every log line and the returned error.
@@ -363,9 +364,9 @@ func (p *Policy) delay(e *errors.Error, transient, throttle backoff.BackOff) (ti
 		return 0, false
 	}
 	d = max(d, 0)
-	var h interface{ RetryAfterHint() time.Duration }
-	if stderrors.As(e, &h) {
-		if hint := min(h.RetryAfterHint(), p.cfg.retryAfterCap); hint > d {
+	var re *store.ResponseError
+	if stderrors.As(e, &re) {
+		if hint := min(re.RetryAfter, p.cfg.retryAfterCap); hint > d {
 			d = hint
 		}
 	}

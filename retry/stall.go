@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	stderrors "errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,12 +66,40 @@ func (w *watchdog) stop() {
 	})
 }
 
-// stalled turns the error of an attempt the watchdog cut into errors.Stalled, which
-// classifies as Transient with Code "Stalled" (the cut surfaces inside the SDK as a context
+// stalled turns the error of an attempt the watchdog cut into a stallError, which classifies as
+// Transient with Code errors.CodeStalled (the cut surfaces inside the SDK as a context
 // cancellation, which would otherwise read as the caller's).
 func (w *watchdog) stalled(err error) error {
 	if err == nil || !w.fired.Load() {
 		return err
 	}
-	return errors.Stalled(w.window, errors.Redact(err.Error()))
+	return &stallError{window: w.window, detail: errors.Redact(err.Error())}
 }
+
+// stallError is the error of an attempt cut after window without progress; detail is the text of
+// the error the SDK returned after the cut. It does not wrap that context error, so that it
+// classifies as Transient with Code errors.CodeStalled rather than as the caller's cancellation,
+// and it counts as a timeout (errors.IsTimeout): the attempt held its connection for the whole
+// window.
+type stallError struct {
+	window time.Duration
+	detail string
+}
+
+func (e *stallError) Error() string {
+	if e.detail == "" {
+		return fmt.Sprintf("stalled: no progress for %v", e.window)
+	}
+	return fmt.Sprintf("stalled: no progress for %v (%s)", e.window, e.detail)
+}
+
+// ErrorCode makes errors.Classify find errors.CodeStalled in the code table.
+func (e *stallError) ErrorCode() string { return errors.CodeStalled }
+
+// ErrorMessage is the Message errors.Classify copies.
+func (e *stallError) ErrorMessage() string {
+	return fmt.Sprintf("no request-body byte taken and no response byte received for %v", e.window)
+}
+
+// Timeout reports true: a retry budget charges a stalled attempt as a timeout.
+func (e *stallError) Timeout() bool { return true }

@@ -26,12 +26,28 @@ func ReportProgress(ctx context.Context) {
 	}
 }
 
+// The writer acts once a request has been written out, body included, before its answer: a part
+// gives its slot to the next one while it waits for its answer, and the first parts are hashed
+// while the create's answer is on its way. It hears of it on the call's context: a request sent
+// on net/http with that context (or one derived from it) tells it through httptrace's
+// WroteRequest, with nothing for the adapter to do; a Store not on net/http calls
+// ReportRequestWritten. A Store that does neither still works: the writer then waits for each
+// answer (storetest checks the signal of every store it runs).
+
+// ReportRequestWritten tells the writer of ctx, if any, that the call's request has been written
+// out, body included. Call it once the store has taken the whole body, before answering; a second
+// call does nothing more.
+func ReportRequestWritten(ctx context.Context) {
+	if fn := progress.Written(ctx); fn != nil {
+		fn(nil)
+	}
+}
+
 // ProgressTransport wraps base (http.DefaultTransport when nil) so that every request reports
 // progress on its context: each read of the request body by the connection, the arrival of the
 // response headers, and each read of the response body. It also marks a failure that came before
-// the request had a connection (refused, unresolved, TLS handshake or certificate failed): that
-// error has a method NotSent() bool returning true, so a caller knows the store cannot have acted
-// on the request.
+// the request had a connection (refused, unresolved, TLS handshake or certificate failed) as a
+// NotSentError, so a caller knows the store cannot have acted on the request.
 func ProgressTransport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -154,8 +170,20 @@ func (pw progressWriter) SendFile(f *os.File, off, n int64, moved func(int64)) (
 	})
 }
 
-// notSentError is a request's failure before it had a connection: nothing of it was sent, so the
-// store cannot have acted on it (a CreateMultipartUpload that failed so created no upload).
+// NotSentError is implemented by an error that knows whether its request left: NotSent reports
+// true when none of the request's bytes did (it failed before it had a connection: refused,
+// unresolved, TLS handshake or certificate failed), so the store cannot have acted on it. The
+// writer looks for one in a failure's chain with errors.As: a CreateMultipartUpload that failed
+// unsent created no upload to look for. ProgressTransport marks the adapters' failures so; a
+// Store that does not leaves the writer assuming that any failed request may have reached the
+// store.
+type NotSentError interface {
+	NotSent() bool
+}
+
+var _ NotSentError = (*notSentError)(nil)
+
+// notSentError is a request's failure before it had a connection.
 type notSentError struct {
 	host string
 	err  error
@@ -176,7 +204,7 @@ func (e *notSentError) Temporary() bool {
 	return errors.As(e.err, &t) && t.Temporary()
 }
 
-// NotSent and RequestHost are read through interfaces (by the writer and package errors): an
-// error in a chain whose NotSent() is true is a request none of whose bytes left.
+// NotSent implements NotSentError. RequestHost names the host for package errors, which cannot
+// import store (it says whose certificate failed).
 func (e *notSentError) NotSent() bool       { return true }
 func (e *notSentError) RequestHost() string { return e.host }

@@ -14,9 +14,15 @@
 //     response (dial, reset, timeout, cancelled context) returns the underlying error unchanged
 //     (wrapped), so errors.Is(err, context.Canceled) and errors.As(err, *net.OpError) work.
 //     A failure before the request had a connection (refused, TLS handshake or certificate
-//     failed) may carry an error with a method NotSent() bool that returns true (the adapters'
-//     do): the writer then knows the store cannot have acted on it, so a failed
-//     CreateMultipartUpload left no upload to look for. Without the mark it assumes one may exist.
+//     failed) may carry a NotSentError whose NotSent is true (the adapters' do): the writer then
+//     knows the store cannot have acted on it, so a failed CreateMultipartUpload left no upload
+//     to look for. Without the mark it assumes one may exist.
+//   - A call's request carries the call's context: a request on net/http is sent with it or one
+//     derived from it, so the stall watchdog's progress (ProgressTransport, ReportProgress) and
+//     the writer's request-written signal (httptrace's WroteRequest, or ReportRequestWritten
+//     from a Store not on net/http) reach whoever asked.
+//   - A throttling answer's Retry-After or x-amz-retry-after goes in ResponseError.RetryAfter:
+//     the retry policy waits at least that long (up to its cap) before the next attempt.
 //   - A success status whose body is an S3 <Error> document, on any operation, is a
 //     *ResponseError with StatusCode 500 and the document's code (as AWS advises treating it).
 //   - A non-compliant answer (no UploadId, no part ETag, malformed XML) is an error, never a nil
@@ -620,8 +626,8 @@ type ListMultipartUploadsOutput struct {
 // MaxKeyLength is S3's limit on a key, in bytes of UTF-8.
 const MaxKeyLength = 1024
 
-// Input is any of the operation inputs of Store, for Validate.
-type Input interface {
+// input is any of the operation inputs of Store, for Validate.
+type input interface {
 	PutObjectInput | CreateMultipartUploadInput | UploadPartInput | ListPartsInput |
 		CompleteMultipartUploadInput | AbortMultipartUploadInput | HeadObjectInput | GetObjectInput |
 		DeleteObjectInput | ListMultipartUploadsInput
@@ -630,7 +636,7 @@ type Input interface {
 // Validate checks an operation's input without sending anything: what every implementation
 // checks before its first request, so a bad input fails the same way (ErrInvalidInput, with the
 // rule broken) whichever store it is given to.
-func Validate[T Input](in *T) error {
+func Validate[T input](in *T) error {
 	switch v := any(in).(type) {
 	case *PutObjectInput:
 		return v.validate()
@@ -720,8 +726,8 @@ func (e *ResponseError) Error() string {
 // Unwrap returns the SDK error.
 func (e *ResponseError) Unwrap() error { return e.Err }
 
-// HTTPStatusCode, ErrorCode, ErrorMessage, ServiceRequestID and RetryAfterHint let packages that
-// must not import store (errors) read the facts through small interfaces.
+// HTTPStatusCode, ErrorCode, ErrorMessage, ServiceRequestID, Operation and ErrorDocumentLost let
+// package errors, which must not import store, read the facts through small interfaces.
 func (e *ResponseError) HTTPStatusCode() int { return e.StatusCode }
 
 // ErrorCode returns the S3 error code.
@@ -737,9 +743,6 @@ func (e *ResponseError) Operation() string { return e.Op }
 
 // ServiceRequestID returns the store's request id.
 func (e *ResponseError) ServiceRequestID() string { return e.RequestID }
-
-// RetryAfterHint returns the store's retry-after hint.
-func (e *ResponseError) RetryAfterHint() time.Duration { return e.RetryAfter }
 
 // ErrNonCompliant marks an answer that broke the S3 protocol (missing ETag or UploadId,
 // malformed XML). It is wrapped in a ResponseError with the status the store sent.

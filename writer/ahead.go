@@ -3,9 +3,9 @@ package writer
 import (
 	"context"
 	"io"
-	"net/http/httptrace"
 	"sync"
 
+	"github.com/safeput/safeput/internal/progress"
 	"github.com/safeput/safeput/store"
 )
 
@@ -77,14 +77,14 @@ func (w *Writer) passAhead(a *sumsAhead, part int32, off, n int64, want sums) fu
 }
 
 // createSent returns ctx with a hook that starts the passes ahead once the create's request is
-// written, on a transport of net/http (both adapters); a store that writes no HTTP request
-// starts them when its create returns.
+// written (the store's request-written signal: see store.ReportRequestWritten); with a store that
+// gives none they start when its create returns.
 func (w *Writer) createSent(ctx context.Context) context.Context {
 	a := w.ahead
 	if a == nil {
 		return ctx
 	}
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { a.start() }})
+	return progress.OnWritten(ctx, func(error) { a.start() })
 }
 
 // createReturned starts the passes ahead if the create's request did not: they then serve the

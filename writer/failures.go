@@ -38,7 +38,7 @@ func (w *Writer) doSized(op string, part int32, size int64, fn func(ctx context.
 				lastEnd = time.Now()
 				// The policy cut this attempt (its stall window or timeout) while the write goes
 				// on: the request saw only "context canceled"; the next attempt's event names
-				// the cut, as the final error would (errors.Stalled).
+				// the cut, as the final error would (Code errors.CodeStalled).
 				if cause := context.Cause(ctx); ctx.Err() != nil && w.ctx.Err() == nil && cause != nil && !stderrors.Is(err, cause) {
 					last = fmt.Errorf("attempt cut: %w: %w", cause, err)
 				}

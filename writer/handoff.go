@@ -2,20 +2,21 @@ package writer
 
 import (
 	"context"
-	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/safeput/safeput/internal/progress"
 )
 
 // Parts that go together end together: the first parts of a write start at once, share the link
 // evenly, and are written out within a few milliseconds of each other. Then every connection
 // waits a round trip for its answer and the link carries nothing. So on a far store (pacing.go),
-// when a part has been written out (its request's httptrace WroteRequest) and fewer than
-// handOffBelow parts are left being sent, it gives its slot to the next part, whose bytes keep
-// the link busy through the round trip. At most handOffBelow parts wait for answers this way at
+// when a part has been written out (the store's request-written signal, as store.Store's
+// contract declares it) and fewer than handOffBelow parts are left being sent, it gives its slot
+// to the next part, whose bytes keep the link busy through the round trip. At most handOffBelow parts wait for answers this way at
 // once, so a write has at most that many parts in flight beyond those allowed, however slowly
 // the store answers. Buffers are memory, not link: only an io.ReaderAt source's parts hand off.
 //
@@ -64,7 +65,7 @@ func (w *Writer) bodySent(ctx context.Context, n int32, part partBody) (context.
 			}
 		})
 	}
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) { ended(info.Err == nil) }})
+	ctx = progress.OnWritten(ctx, func(err error) { ended(err == nil) })
 	return ctx, func() { ended(false) }
 }
 

@@ -160,10 +160,10 @@ func (w *Writer) currentUploadID() string {
 	return w.uploadID
 }
 
-// notSent reports whether err is a request's failure before any of its bytes left (the
-// adapters' transports mark it: see store.ProgressTransport). Any other error, or a Store that
-// does not mark them, may have reached the store.
+// notSent reports whether err is a request's failure before any of its bytes left (a
+// store.NotSentError, as the adapters' transports mark it). Any other error, or a Store that does
+// not mark them, may have reached the store.
 func notSent(err error) bool {
-	var ns interface{ NotSent() bool }
+	var ns store.NotSentError
 	return stderrors.As(err, &ns) && ns.NotSent()
 }

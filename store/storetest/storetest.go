@@ -8,8 +8,9 @@
 // contract is a subtest with a bucket of its own: bytes in equal bytes out, ETags and checksums
 // as sent, ranges, the answers for missing keys, buckets and uploads, create-only writes,
 // multipart round trips, listings page by page, aborts, input rejected before anything is sent,
-// failures with no answer, and concurrent use. A Harness that also implements TransportHarness
-// has the wire checked too (a closed port, requests per page).
+// failures with no answer, the request-written signal the writer paces parts by, and concurrent
+// use. A Harness that also implements TransportHarness has the wire checked too (a closed port
+// and its failure marked not sent, requests per page, a Retry-After read into RetryAfter).
 //
 // A third-party adapter's test (example_test.go has the same shape over the in-memory store):
 //
@@ -136,6 +137,9 @@ func Run(t *testing.T, h Harness) {
 		{"ListPaging", testListPaging},
 		{"InvalidInput", testInvalidInput},
 		{"NoResponse", testNoResponse},
+		{"RequestWritten", testRequestWritten},
+		{"NotSent", testNotSent},
+		{"RetryAfter", testRetryAfter},
 		{"Concurrent", testConcurrent},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -256,7 +256,9 @@ func (s *Store) RequestCounts() map[string]int {
 }
 
 // start is what every operation does after validating its input: refuse a done context (nothing
-// would have been sent), count the request and give it an id.
+// would have been sent), count the request and give it an id. A request without a body is
+// written out once sent (store.ReportRequestWritten); PutObject and UploadPart report theirs once
+// the body is read.
 func (s *Store) start(ctx context.Context, op, bucket, key string) (string, error) {
 	if ctx != nil && ctx.Err() != nil {
 		return "", fmt.Errorf("%s %s/%s: %w", op, bucket, key, ctx.Err())
@@ -264,6 +266,9 @@ func (s *Store) start(ctx context.Context, op, bucket, key string) (string, erro
 	s.mu.Lock()
 	s.counts[op]++
 	s.mu.Unlock()
+	if op != "PutObject" && op != "UploadPart" {
+		store.ReportRequestWritten(ctx)
+	}
 	return fmt.Sprintf("MEM%013X", s.reqSeq.Add(1)), nil
 }
 
@@ -405,6 +410,7 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 	if err != nil {
 		return nil, err
 	}
+	store.ReportRequestWritten(ctx)
 	etag, sum := md5Hex(data)
 	if err := checkIntegrity(op, rid, in.ContentMD5, in.Checksum, data, sum); err != nil {
 		return nil, err
@@ -516,6 +522,7 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 	if err != nil {
 		return nil, err
 	}
+	store.ReportRequestWritten(ctx)
 	etag, sum := md5Hex(data)
 	if err := checkIntegrity(op, rid, in.ContentMD5, in.Checksum, data, sum); err != nil {
 		return nil, err

@@ -123,19 +123,27 @@ func (s *Store) Requests(op string) int {
 // start is what every operation does after validating its input: refuse a done context (nothing
 // would have been sent), give the request an id, and decide whether a rule faults it (part is
 // the part number of an UploadPart, 0 otherwise). A fault that answers in the store's place is
-// returned as the error; Truncate is returned for the operation to apply.
+// returned as the error; Truncate is returned for the operation to apply. A request without a
+// body is written out once sent (store.ReportRequestWritten); PutObject and UploadPart report
+// theirs once the body is read.
 func (s *Store) start(ctx context.Context, op, key string, part int32) (string, Fault, error) {
 	if ctx != nil && ctx.Err() != nil {
 		return "", 0, fmt.Errorf("%s %s/%s: %w", op, s.bucket, key, ctx.Err())
 	}
 	rid := fmt.Sprintf("DEMO%012X", s.reqSeq.Add(1))
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	f := s.faultLocked(op, key, part)
-	if err := f.answer(op, rid); err != nil {
+	err := f.answer(op, rid)
+	if err == nil {
+		s.counts[op]++
+	}
+	s.mu.Unlock()
+	if err != nil {
 		return "", f, err
 	}
-	s.counts[op]++
+	if op != "PutObject" && op != "UploadPart" {
+		store.ReportRequestWritten(ctx)
+	}
 	return rid, f, nil
 }
 
@@ -253,6 +261,7 @@ func (s *Store) PutObject(ctx context.Context, in *store.PutObjectInput) (*store
 	if err != nil {
 		return nil, err
 	}
+	store.ReportRequestWritten(ctx)
 	checksum, contentMD5 := in.Checksum, in.ContentMD5
 	if fault == Truncate {
 		// What a store that lost the end of the body and answers 200 keeps: the half that came,
@@ -343,6 +352,7 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 	if err != nil {
 		return nil, err
 	}
+	store.ReportRequestWritten(ctx)
 	checksum, contentMD5 := in.Checksum, in.ContentMD5
 	if fault == Truncate {
 		data, checksum, contentMD5 = data[:len(data)/2], recomputed(checksum, data[:len(data)/2]), ""
