@@ -457,6 +457,7 @@ MEMORY_ONLY=1 bash scripts/bench.sh          # only the CLI memory section (1 an
 TLS=1 bash scripts/bench.sh                  # the same over TLS with a private CA: replaces only the TLS section
 WAN_ONLY=1 bash scripts/bench.sh             # only the WAN section: 1 MiB to 512 MiB over an emulated 40 ms link
 WAN_ONLY=1 WAN_FAR=1 WAN_RTT=200ms WAN_SIZES="64MiB 512MiB" bash scripts/bench.sh   # only its far-link part
+FLUSH_ONLY=1 bash scripts/bench.sh           # only the flush section: small objects, 16 workers sharing one client, and the CLI row
 (cd bench && go run ./cmd/bench -reanalyse ../BENCHMARKS.md)   # rewrite the prose from the tables, measuring nothing
 ` + "```" + `
 
