@@ -832,6 +832,7 @@ func latestRunTables(doc string) (string, bool) {
 // raw records are gone (the harness keeps none: the tables are the run's record).
 func Reanalyse(md, header string) (string, error) {
 	md, wan := CutWAN(md) // its own run's figures: kept as they are
+	md, flush := CutFlush(md)
 	md, cliMem := CutCLIMem(md)
 	md, tlsBlock := CutTLS(md)
 	body, ok := latestRunTables(md)
@@ -860,6 +861,9 @@ func Reanalyse(md, header string) (string, error) {
 	}
 	if wan != "" {
 		out = SpliceWAN(out, wan)
+	}
+	if flush != "" {
+		out = SpliceFlush(out, flush)
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ func committedReport(t *testing.T) (tables, analysis string, r Report) {
 		t.Fatal(err)
 	}
 	md, _ := CutWAN(string(b))
+	md, _ = CutFlush(md)
 	md, _ = CutCLIMem(md)
 	md, _ = CutTLS(md)
 	i := strings.Index(md, "## Latest run")

@@ -36,6 +36,18 @@
 #                        the MB carried per 100 ms)
 #   WAN_FAR=1            with WAN_ONLY=1: write the WAN section's far-link part instead (give it
 #                        its round trip: WAN_FAR=1 WAN_RTT=200ms WAN_SIZES="64MiB 512MiB")
+#   FLUSH_ONLY=1         run only the flush section and replace just that section of BENCHMARKS.md:
+#                        FLUSH_WORKERS workers share one client per implementation (safeput's
+#                        Uploader through both adapters, Upload and the io.Writer path; minio-go,
+#                        manager, transfermanager, s3.PutObject) and write many small objects, on
+#                        loopback and over the emulated link (WAN_RTT, WAN_RATE, WAN_WINDOW; its
+#                        relay in a process of its own); objects/s, p50/p99 latency, CPU and
+#                        allocation per object; then the CLI row: a FLUSH_CLI_SIZE file put by the
+#                        CLI over the link against the peers' upload plus the CLI's start-up
+#   FLUSH_SIZES="4KiB 64KiB 1MiB"  FLUSH_WORKERS=16  FLUSH_RUNS=3  FLUSH_SERVER=minio  FLUSH_IMPLS=""
+#   FLUSH_OBJECTS=1000   objects per timed batch on loopback; FLUSH_LINK_OBJECTS=400 over the link
+#                        (a batch of large objects is cut to 256 MiB)
+#   FLUSH_CLI_SIZE=1MiB  FLUSH_CLI_RUNS=5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -63,11 +75,27 @@ WAN_RUNS=${WAN_RUNS:-3}
 WAN_SERVER=${WAN_SERVER:-minio}
 WAN_IMPLS=${WAN_IMPLS:-}
 WAN_FAR=${WAN_FAR:-}
+FLUSH_ONLY=${FLUSH_ONLY:-}
+FLUSH_SIZES=${FLUSH_SIZES:-4KiB 64KiB 1MiB}
+FLUSH_WORKERS=${FLUSH_WORKERS:-16}
+FLUSH_RUNS=${FLUSH_RUNS:-3}
+FLUSH_SERVER=${FLUSH_SERVER:-minio}
+FLUSH_IMPLS=${FLUSH_IMPLS:-}
+FLUSH_OBJECTS=${FLUSH_OBJECTS:-1000}
+FLUSH_LINK_OBJECTS=${FLUSH_LINK_OBJECTS:-400}
+FLUSH_CLI_SIZE=${FLUSH_CLI_SIZE:-1MiB}
+FLUSH_CLI_RUNS=${FLUSH_CLI_RUNS:-5}
 if [[ "$WAN_ONLY" == "1" ]]; then
 	[[ "$TLS" == "1" || "$MEMORY_ONLY" == "1" ]] && { echo "WAN_ONLY=1 goes with neither TLS=1 nor MEMORY_ONLY=1" >&2; exit 2; }
 	# Only the server behind the link, and the sizes that matter for the room needed.
 	BENCH_SERVERS=$WAN_SERVER
 	SIZES=$WAN_SIZES
+	CLI_MEM_SIZES=""
+fi
+if [[ "$FLUSH_ONLY" == "1" ]]; then
+	[[ "$TLS" == "1" || "$MEMORY_ONLY" == "1" || "$WAN_ONLY" == "1" ]] && { echo "FLUSH_ONLY=1 goes with none of TLS=1, MEMORY_ONLY=1, WAN_ONLY=1" >&2; exit 2; }
+	BENCH_SERVERS=$FLUSH_SERVER
+	SIZES=$FLUSH_CLI_SIZE # the CLI row's file; the batches are generated in memory
 	CLI_MEM_SIZES=""
 fi
 BENCH_SERVERS=${BENCH_SERVERS:-versitygw minio}
@@ -196,6 +224,21 @@ if [[ "$WAN_ONLY" == "1" ]]; then
 		-wan-window "$WAN_WINDOW" -wan-runs "$WAN_RUNS" -wan-impls "$WAN_IMPLS" -peer-signing "$PEER_SIGNING" \
 		-cli-binary "$work/safeput" -dir "$work" "${outflag[@]}" -server-versions "$wan_version" -revision "$rev" \
 		-command "$cmdline" "${wanfar[@]}" "$@"
+	exit 0 # the rest is the other sections'
+fi
+
+if [[ "$FLUSH_ONLY" == "1" ]]; then
+	cmdline="FLUSH_ONLY=1 FLUSH_SERVER=$FLUSH_SERVER FLUSH_SIZES=\"$FLUSH_SIZES\" FLUSH_WORKERS=$FLUSH_WORKERS FLUSH_OBJECTS=$FLUSH_OBJECTS FLUSH_LINK_OBJECTS=$FLUSH_LINK_OBJECTS FLUSH_RUNS=$FLUSH_RUNS FLUSH_CLI_SIZE=$FLUSH_CLI_SIZE FLUSH_CLI_RUNS=$FLUSH_CLI_RUNS WAN_RTT=$WAN_RTT WAN_RATE=$WAN_RATE WAN_WINDOW=$WAN_WINDOW PEER_SIGNING=$PEER_SIGNING"
+	[[ -n "$FLUSH_IMPLS" ]] && cmdline="$cmdline FLUSH_IMPLS=\"$FLUSH_IMPLS\""
+	cmdline="$cmdline bash scripts/bench.sh"
+	[[ $# -gt 0 ]] && cmdline="$cmdline $*"
+	flush_version="versitygw $VERSITYGW_VERSION"
+	[[ "$FLUSH_SERVER" == "minio" ]] && flush_version="minio $MINIO_VERSION"
+	"$bin" -flush-only -flush-server "$FLUSH_SERVER" -flush-sizes "$FLUSH_SIZES" -flush-workers "$FLUSH_WORKERS" \
+		-flush-objects "$FLUSH_OBJECTS" -flush-link-objects "$FLUSH_LINK_OBJECTS" -flush-runs "$FLUSH_RUNS" -flush-impls "$FLUSH_IMPLS" \
+		-flush-cli-size "$FLUSH_CLI_SIZE" -flush-cli-runs "$FLUSH_CLI_RUNS" -wan-rtt "$WAN_RTT" -wan-rate "$WAN_RATE" -wan-window "$WAN_WINDOW" \
+		-peer-signing "$PEER_SIGNING" -cli-binary "$work/safeput" -dir "$work" "${outflag[@]}" -server-versions "$flush_version" -revision "$rev" \
+		-command "$cmdline" "$@"
 	exit 0 # the rest is the other sections'
 fi
 

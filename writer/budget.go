@@ -18,6 +18,10 @@ type Budget struct {
 	peak    int64
 	waiters []chan struct{}
 	free    map[int][][]byte // recycled buffers by capacity
+	// short holds the charge of each buffer backed by less memory than it is charged for
+	// (getGrowable, grow), keyed by its first byte: a buffer is charged in full from the start,
+	// so growing it never waits for room, whatever the budget's other writers hold.
+	short map[*byte]int
 }
 
 // NewBudget returns a Budget of limit bytes.
@@ -49,6 +53,15 @@ func (b *Budget) Peak() int64 {
 // fresh says it was just allocated (its pages may not be mapped yet), waited whether it had to wait
 // (so only a real wait is timed and reported).
 func (b *Budget) get(ctx context.Context, size int) (buf []byte, fresh, waited bool, err error) {
+	if buf, fresh, waited, err = b.reserve(ctx, size); err != nil || buf != nil {
+		return buf, fresh, waited, err
+	}
+	return make([]byte, size), true, waited, nil
+}
+
+// reserve charges size bytes against the budget, waiting until it has room or ctx ends, and
+// returns a recycled buffer of exactly size bytes when one is free (nil when none is).
+func (b *Budget) reserve(ctx context.Context, size int) (buf []byte, fresh, waited bool, err error) {
 	if int64(size) > b.limit {
 		return nil, false, false, fmt.Errorf("safeput: a %d-byte buffer is larger than the whole memory budget %d", size, b.limit)
 	}
@@ -62,10 +75,7 @@ func (b *Budget) get(ctx context.Context, size int) (buf []byte, fresh, waited b
 				b.free[size] = list[:len(list)-1]
 			}
 			b.mu.Unlock()
-			if buf == nil {
-				buf, fresh = make([]byte, size), true
-			}
-			return buf, fresh, waited, nil
+			return buf, false, waited, nil
 		}
 		waited = true
 		ch := make(chan struct{})
@@ -95,6 +105,13 @@ func (b *Budget) put(buf []byte) {
 	}
 	size := cap(buf)
 	b.mu.Lock()
+	if charge, ok := b.takeShort(buf); ok {
+		// Backed by less than its charge: its memory goes to the garbage collector, which
+		// reclaims a small buffer at little cost, and only full-size buffers are kept for reuse.
+		b.used -= int64(charge)
+		b.unlockAndWake()
+		return
+	}
 	b.used -= int64(size)
 	// Keep at most limit bytes of idle buffers, so idle memory is bounded by the budget too.
 	idle := int64(0)
@@ -114,8 +131,74 @@ func (b *Budget) drop(buf []byte) {
 		return
 	}
 	b.mu.Lock()
-	b.used -= int64(cap(buf))
+	charge, ok := b.takeShort(buf)
+	if !ok {
+		charge = cap(buf)
+	}
+	b.used -= int64(charge)
 	b.unlockAndWake()
+}
+
+// getGrowable is get for a buffer that may end up holding far less than size (the first part of
+// a stream of unknown size, which may be a small object): size is charged against the budget as
+// get does, but unless a recycled buffer of size is free it is backed by only initial bytes, to
+// be grown (grow) as the bytes come. A small object then costs memory of its own size, not a
+// whole part allocated and cleared for it.
+func (b *Budget) getGrowable(ctx context.Context, size, initial int) (buf []byte, fresh, waited bool, err error) {
+	if initial >= size {
+		return b.get(ctx, size)
+	}
+	if buf, fresh, waited, err = b.reserve(ctx, size); err != nil || buf != nil {
+		return buf, fresh, waited, err
+	}
+	buf = make([]byte, initial)
+	b.mu.Lock()
+	b.setShort(buf, size)
+	b.mu.Unlock()
+	return buf, true, waited, nil
+}
+
+// grow returns a buffer of n bytes (at most the charge of old, a buffer from getGrowable) that
+// begins with old's first used bytes, and takes old's place in the budget; old goes to the
+// garbage collector. It never waits: the charge was taken when old was.
+func (b *Budget) grow(old []byte, used, n int) []byte {
+	b.mu.Lock()
+	charge, ok := b.takeShort(old)
+	b.mu.Unlock()
+	if !ok {
+		return old // not a short buffer: already full size
+	}
+	n = min(n, charge)
+	buf := make([]byte, n)
+	copy(buf, old[:used])
+	if n < charge {
+		b.mu.Lock()
+		b.setShort(buf, charge)
+		b.mu.Unlock()
+	}
+	return buf
+}
+
+// setShort records the charge of buf, backed by fewer bytes. The caller holds b.mu.
+func (b *Budget) setShort(buf []byte, charge int) {
+	if b.short == nil {
+		b.short = map[*byte]int{}
+	}
+	b.short[&buf[:1][0]] = charge
+}
+
+// takeShort removes buf from the short buffers and returns its charge, when it is one. The
+// caller holds b.mu.
+func (b *Budget) takeShort(buf []byte) (int, bool) {
+	if cap(buf) == 0 || len(b.short) == 0 {
+		return 0, false
+	}
+	key := &buf[:1][0]
+	charge, ok := b.short[key]
+	if ok {
+		delete(b.short, key)
+	}
+	return charge, ok
 }
 
 // unlockAndWake unlocks b.mu, which the caller holds, and wakes every waiter.

@@ -33,9 +33,11 @@ func (w *Writer) write(p []byte) (int, error) {
 				// room for fail as a layout error.
 				return written, w.account(int64(len(p)))
 			}
-			if err := w.nextBuffer(); err != nil {
+			if err := w.nextBuffer(len(p)); err != nil {
 				return written, err
 			}
+		} else if w.fill == len(w.buf) {
+			w.growBuffer(len(p)) // only a buffer that may grow is held full (holdFull)
 		}
 		w.mapAhead(w.fill + min(len(p), len(w.buf)-w.fill))
 		n := copy(w.buf[w.fill:], p)
@@ -45,7 +47,7 @@ func (w *Writer) write(p []byte) (int, error) {
 		if err := w.account(int64(n)); err != nil {
 			return written, err
 		}
-		if w.fill == len(w.buf) {
+		if w.fill == len(w.buf) && !w.bufferGrows() {
 			w.holdFull()
 		}
 	}
@@ -68,10 +70,14 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 	}
 	var total int64
 	for {
+		// How much the reader has is unknown: a first buffer starts small, and a full one
+		// grows fourfold (want 0).
 		if w.buf == nil {
-			if err := w.nextBuffer(); err != nil {
+			if err := w.nextBuffer(0); err != nil {
 				return total, err
 			}
+		} else if w.fill == len(w.buf) {
+			w.growBuffer(0)
 		}
 		room := w.buf[w.fill:min(len(w.buf), w.fill+readChunk)]
 		w.mapAhead(w.fill + len(room))
@@ -85,11 +91,13 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			return total, aerr
 		}
 		if err == nil && w.fill == len(w.buf) {
-			// Probe one byte before taking a new buffer: a stream that ends exactly here must
-			// not start a multipart upload (or a part) it does not need.
+			// Probe one byte before taking a new buffer (or growing this one): a stream that
+			// ends exactly here must not start a multipart upload (or a part) it does not need.
 			var probe [1]byte
 			m, perr := io.ReadFull(r, probe[:])
-			w.holdFull()
+			if !w.bufferGrows() {
+				w.holdFull()
+			}
 			if m == 0 && (perr == io.EOF || perr == io.ErrUnexpectedEOF) {
 				return total, nil
 			}
@@ -104,7 +112,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			}
 			continue
 		}
-		if w.fill == len(w.buf) {
+		if w.fill == len(w.buf) && !w.bufferGrows() {
 			w.holdFull()
 		}
 		if err == io.EOF {
@@ -129,12 +137,17 @@ func (w *Writer) filled(n int) {
 
 // mapAhead has the pages of a fresh buffer up to end mapped before they are written, a step
 // ahead at a time, rather than one fault per page as the bytes land (internal/prefault says
-// what that saves).
+// what that saves). A buffer smaller than prefaultMin is left to fault in: the system call
+// costs more than its few faults, and the Go heap hands out such buffers mostly from pages
+// it has mapped already.
 func (w *Writer) mapAhead(end int) {
-	if end > w.mapped && w.cfg.saves(SavePrefault) {
+	if end > w.mapped && len(w.buf) >= prefaultMin && w.cfg.saves(SavePrefault) {
 		w.mapped = prefault.Ahead(w.buf, w.mapped, end)
 	}
 }
+
+// prefaultMin is the smallest buffer mapAhead maps ahead.
+const prefaultMin = prefault.Step
 
 // holdFull holds the full buffer back as pending, with its CRC, until more data shows it is
 // not the last part.
@@ -174,8 +187,9 @@ func (w *Writer) account(n int64) error {
 }
 
 // nextBuffer dispatches the held full part (it is not the last: more data came) and takes a
-// fresh buffer, waiting for a slot and for memory budget.
-func (w *Writer) nextBuffer() error {
+// fresh buffer, waiting for a slot and for memory budget. want is how many bytes are about to
+// come, which sizes the first buffer of a stream of unknown size (firstBufferSize).
+func (w *Writer) nextBuffer(want int) error {
 	if w.pending != nil {
 		full := w.pending
 		w.pending = nil // dispatch owns it now, even on error
@@ -193,7 +207,7 @@ func (w *Writer) nextBuffer() error {
 	if w.cfg.span != nil {
 		t0 = time.Now()
 	}
-	buf, fresh, waited, err := w.cfg.budget.get(w.ctx, int(size))
+	buf, fresh, waited, err := w.cfg.budget.getGrowable(w.ctx, int(size), firstBufferSize(size, w.cfg.sizeHint, w.size, want))
 	if waited && w.cfg.span != nil {
 		w.emit(Event{Type: EventBudgetWait, Size: size, Elapsed: time.Since(t0), Err: err})
 	}
@@ -205,11 +219,72 @@ func (w *Writer) nextBuffer() error {
 	w.mapped = len(buf) // a reused buffer's pages are mapped already
 	if fresh {
 		w.mapped = 0
-		if w.cfg.hugePages {
-			hugepage.Advise(buf)
-		}
+		w.advise(w.buf)
 	}
 	return nil
+}
+
+// bufferGrows reports whether the buffer being filled is the first of a stream of unknown size,
+// still smaller than a part (firstBufferSize): full, it grows rather than being held as a part.
+func (w *Writer) bufferGrows() bool {
+	return w.cfg.sizeHint < 0 && int64(len(w.buf)) < w.plan.PartSize
+}
+
+// growBuffer gives the full buffer being filled room for want more bytes (grownSize), within the
+// part the budget charged it for.
+func (w *Writer) growBuffer(want int) {
+	buf := w.cfg.budget.grow(w.buf, w.fill, grownSize(len(w.buf), want, w.plan.PartSize))
+	if len(buf) == len(w.buf) {
+		return
+	}
+	w.buf, w.mapped = buf, w.fill // the copy mapped the pages it wrote
+	w.advise(w.buf)
+}
+
+// advise asks for huge pages for a fresh part buffer, when the write wants them, unless it is the
+// small first buffer of a stream (bufferGrows), which gains nothing from them.
+func (w *Writer) advise(buf []byte) {
+	if w.cfg.hugePages && !w.bufferGrows() {
+		hugepage.Advise(buf)
+	}
+}
+
+// A stream of unknown size may be one small object (a flush of many) or gigabytes. Its first
+// part buffer is charged in full against the memory budget but starts at what its first write
+// brings (at least firstBufferMin, small enough for the Go allocator's size classes), and grows
+// fourfold as more comes; past growLimit it takes the whole part at once. A small object then
+// allocates and clears about its own size, not a whole part, and a large stream copies at most
+// about growLimit bytes more than before, once.
+const (
+	firstBufferMin = 16 << 10
+	growLimit      = 1 << 20
+)
+
+// firstBufferSize decides how many bytes back a part buffer charged size bytes (partBufferSize)
+// when written bytes are in and want more are about to come: for the first buffer of a stream of
+// unknown size (sizeHint < 0), what comes (at least firstBufferMin) while that is within
+// growLimit; else the whole of size (a declared size's buffers are exact already, and a stream's
+// later buffers are whole parts).
+func firstBufferSize(size, sizeHint, written int64, want int) int {
+	if sizeHint >= 0 || written > 0 {
+		return int(size)
+	}
+	n := int64(max(firstBufferMin, want))
+	if n > growLimit {
+		return int(size)
+	}
+	return int(min(n, size))
+}
+
+// grownSize decides the new size of a full growing buffer of have bytes that want more are about
+// to fill, in a part of partSize: four times as big, or enough for what comes, while that is
+// within growLimit; else the whole part.
+func grownSize(have, want int, partSize int64) int {
+	n := int64(max(4*have, have+want))
+	if n > growLimit {
+		return int(partSize)
+	}
+	return int(min(n, partSize))
 }
 
 func (w *Writer) release(buf []byte) {

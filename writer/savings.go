@@ -19,8 +19,8 @@ const (
 	// SaveEchoTrust: a receipt that echoes the checksum sent, from a store known to check it,
 	// spares its part's MD5.
 	SaveEchoTrust
-	// SavePrefault: a fresh part buffer's pages are mapped a step ahead of the bytes read into
-	// it instead of faulting one 4 KiB page at a time.
+	// SavePrefault: a fresh part buffer's pages (of one of 2 MiB or more) are mapped a step
+	// ahead of the bytes read into it instead of faulting one 4 KiB page at a time.
 	SavePrefault
 	// SaveRereads: the store is not asked again what its checked receipts already said. Where
 	// every part of the upload was sent by this write and its receipt echoed the checksum sent,

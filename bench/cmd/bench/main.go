@@ -66,6 +66,8 @@ func run() error {
 	cm.register()
 	var wan wanOptions
 	wan.register()
+	var fl flushOptions
+	fl.register()
 	reanalyse := flag.String("reanalyse", "", "rewrite this report's header, integrity table and analysis from its own tables, measuring nothing (e.g. BENCHMARKS.md)")
 	flag.Parse()
 	o.serverVersions = cm.versions
@@ -74,6 +76,9 @@ func run() error {
 		return reanalyseFile(*reanalyse)
 	}
 
+	if fl.relay {
+		return runRelay(wan, fl.relayUpstream)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *child {
@@ -81,6 +86,9 @@ func run() error {
 	}
 	if wan.only {
 		return runWAN(ctx, o, wan, cm)
+	}
+	if fl.only {
+		return runFlush(ctx, o, fl, wan, cm)
 	}
 	if !cm.only {
 		if err := runHarness(ctx, o); err != nil {
@@ -194,6 +202,7 @@ func runHarness(ctx context.Context, o options) error {
 			doc, err = keepTLS(o.out, header+report)
 			doc = keepCLIMem(o.out, doc)
 			doc = keepWAN(o.out, doc)
+			doc = keepFlush(o.out, doc)
 		}
 		if err != nil {
 			return err
@@ -289,6 +298,7 @@ func withTLSRun(path, report string) (string, error) {
 	}
 	// The WAN section is its own run's: out of the way of the TLS comparison, then put back.
 	rest, wan := bench.CutWAN(string(old))
+	rest, flush := bench.CutFlush(rest)
 	blk, err := bench.TLSBlock(report, rest)
 	if err != nil {
 		return "", err
@@ -296,6 +306,9 @@ func withTLSRun(path, report string) (string, error) {
 	doc := bench.SpliceTLS(rest, blk)
 	if wan != "" {
 		doc = bench.SpliceWAN(doc, wan)
+	}
+	if flush != "" {
+		doc = bench.SpliceFlush(doc, flush)
 	}
 	return doc, nil
 }
@@ -444,6 +457,7 @@ MEMORY_ONLY=1 bash scripts/bench.sh          # only the CLI memory section (1 an
 TLS=1 bash scripts/bench.sh                  # the same over TLS with a private CA: replaces only the TLS section
 WAN_ONLY=1 bash scripts/bench.sh             # only the WAN section: 1 MiB to 512 MiB over an emulated 40 ms link
 WAN_ONLY=1 WAN_FAR=1 WAN_RTT=200ms WAN_SIZES="64MiB 512MiB" bash scripts/bench.sh   # only its far-link part
+FLUSH_ONLY=1 bash scripts/bench.sh           # only the flush section: small objects, 16 workers sharing one client, and the CLI row
 (cd bench && go run ./cmd/bench -reanalyse ../BENCHMARKS.md)   # rewrite the prose from the tables, measuring nothing
 ` + "```" + `
 

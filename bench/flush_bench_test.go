@@ -1,0 +1,51 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/safeput/safeput/bytesize"
+	"github.com/safeput/safeput/store/storetest/s3test"
+)
+
+// BenchmarkFlush is the flush workload in go test's form, for benchstat and pprof: 16 goroutines
+// share each implementation's one client and write objects of 4 KiB, 64 KiB and 1 MiB to the test
+// server on loopback (scripts/with-s3.sh), one object per op. cpu-ms/object is this process's
+// user + system time per object (the server is another process); the objects are not read
+// back (TestFlushTiny and the flush section do that). For example:
+//
+//	SAFEPUT_S3_START=minio bash scripts/with-s3.sh bash -c 'cd bench && go test -run ^$ -bench Flush/impl=safeput:minio/size=4KiB -count 6 -cpuprofile cpu.out .'
+func BenchmarkFlush(b *testing.B) {
+	srv := s3test.Require(b)
+	bucket := s3test.NewBucket(b, srv)
+	ctx := context.Background()
+	for _, im := range FlushImpls() {
+		put, err := im.New(srv, bucket, Params{Signing: SigningUnsigned})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, size := range []int64{4 << 10, 64 << 10, 1 << 20} {
+			base := newFlushBase(size)
+			b.Run(fmt.Sprintf("impl=%s/size=%s", strings.ReplaceAll(im.Name, "/", ":"), strings.ReplaceAll(bytesize.Format(size), " ", "")), func(b *testing.B) {
+				b.SetBytes(size)
+				b.ReportAllocs()
+				b.SetParallelism(8) // 16 workers on 2 cores
+				var next atomic.Int64
+				cpu0 := selfCPU()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						i := int(next.Add(1))
+						if _, err := put(ctx, fmt.Sprintf("gobench/%s/%d/%d", im.Name, size, i%512), base.body(i)); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.ReportMetric(float64((selfCPU()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/object")
+			})
+		}
+	}
+}
