@@ -375,9 +375,9 @@ func (l *turnLog) lines() []string {
 
 // Requests summarises a write's client turns (request lines, "" for a body sent after the
 // server's 100 Continue) as S3 operations in the order each first appeared, e.g.
-// "CreateMultipartUpload, 5 UploadPart (4 part numbers), 4 100-continue, ListParts,
-// CompleteMultipartUpload, HEAD". More UploadParts than part numbers are a part sent twice: a
-// probe or a retry.
+// "CreateMultipartUpload, 5 UploadPart (4 parts), 4 100-continue, ListParts,
+// CompleteMultipartUpload, HEAD". More UploadParts than parts (a part number of an upload) are
+// a part sent twice: a retry.
 func Requests(lines []string) string {
 	var order []string
 	count := map[string]int{}
@@ -385,8 +385,8 @@ func Requests(lines []string) string {
 	for _, l := range lines {
 		op := s3Op(l)
 		if op == "UploadPart" {
-			if u, err := url.Parse(requestTarget(l)); err == nil {
-				parts[u.Query().Get("partNumber")] = true
+			if n, ok := uploadPart(l); ok {
+				parts[n] = true
 			}
 		}
 		if count[op] == 0 {
@@ -401,26 +401,35 @@ func Requests(lines []string) string {
 			s = fmt.Sprintf("%d %s", n, op)
 		}
 		if op == "UploadPart" && len(parts) != count[op] {
-			s += fmt.Sprintf(" (%d part numbers)", len(parts))
+			s += fmt.Sprintf(" (%d parts)", len(parts))
 		}
 		out = append(out, s)
 	}
 	return strings.Join(out, ", ")
 }
 
-// opRepeatedPart counts UploadParts of a part number already sent (OpCounts).
+// opRepeatedPart counts UploadParts of a part number already sent in the same upload (OpCounts).
 const opRepeatedPart = "UploadPart repeated"
 
+// uploadPart names an UploadPart request line's part: its upload id and part number.
+func uploadPart(line string) (string, bool) {
+	u, err := url.Parse(requestTarget(line))
+	if err != nil {
+		return "", false
+	}
+	q := u.Query()
+	return q.Get("uploadId") + " " + q.Get("partNumber"), true
+}
+
 // OpCounts counts a write's client turns by S3 operation (s3Op); UploadParts of a part number
-// already sent count as opRepeatedPart, not UploadPart.
+// already sent in the same upload count as opRepeatedPart, not UploadPart.
 func OpCounts(lines []string) map[string]int {
 	count := map[string]int{}
 	parts := map[string]bool{}
 	for _, l := range lines {
 		op := s3Op(l)
 		if op == "UploadPart" {
-			if u, err := url.Parse(requestTarget(l)); err == nil {
-				n := u.Query().Get("partNumber")
+			if n, ok := uploadPart(l); ok {
 				if parts[n] {
 					op = opRepeatedPart
 				}
@@ -437,9 +446,10 @@ func OpCounts(lines []string) map[string]int {
 var whyOp = map[string]string{
 	"HEAD":                    "the verifying HEAD: the object's length and checksum as the server stores them, read after Complete or PutObject answered; the write's evidence. A single PUT goes without it, a fresh Uploader's and the CLI's first included, when its answer proves the object (`writer.SaveRereads`): its ETag is the MD5 of the body, or it echoes the checksum sent and the Uploader knows the server checks checksums",
 	"ListParts":               "the parts as the server holds them (sizes, checksums) checked against what was sent, before Complete",
-	opRepeatedPart:            "a part number sent twice: the endpoint probe (one tiny part with a wrong checksum, which the server must refuse, to learn whether it checks part checksums) or a retry; evidence about the endpoint, not the object",
+	opRepeatedPart:            "a part sent twice in its upload: a retry",
+	"AbortMultipartUpload":    "the end of the endpoint probe: safeput's first multipart write to a server asks, in a multipart upload of its own on the key (a second CreateMultipartUpload, one tiny UploadPart with a wrong checksum, which the server must refuse, to learn whether it checks part checksums), and aborts it; evidence about the endpoint, not the object, never in the write's own upload",
 	"100-continue":            "the body held back until the server's 100 Continue: Expect: 100-continue, the AWS SDK's default for bodies of 2 MiB and more; no evidence",
-	"CreateMultipartUpload":   "multipart where the peer sent one request",
+	"CreateMultipartUpload":   "multipart where the peer sent one request; a second is the endpoint probe's own upload (see AbortMultipartUpload)",
 	"CompleteMultipartUpload": "multipart where the peer sent one request",
 	"UploadPart":              "more, smaller parts",
 }
@@ -615,7 +625,7 @@ func WANMarkdown(env WANEnv, recs []WANRecord) string {
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "- **Round trips**: the relay's count of turns during the write, summed over its connections: each time bytes came from the server after bytes from the client (an `Expect: 100-continue` request is two, parts in flight on several connections count one each, handshakes are not counted). Times are medians of %d run(s); round trips and connections show the range over the runs when they differ. \"× best peer\" is the fastest peer's median time over the row's: above 1.00× is faster.\n", env.Runs)
-	b.WriteString("- **Requests**: the S3 requests the relay carried during the write, named from their request lines, each kind counted over all connections in the order it first appeared (each distinct summary of the runs, in run order); a 100-continue is a body the client sent only after the server's interim answer, a round trip of its own; more UploadParts than part numbers are a part sent twice (safeput's endpoint probe, one tiny part with a wrong checksum, or a retry).\n\n")
+	b.WriteString("- **Requests**: the S3 requests the relay carried during the write, named from their request lines, each kind counted over all connections in the order it first appeared (each distinct summary of the runs, in run order); a 100-continue is a body the client sent only after the server's interim answer, a round trip of its own; more UploadParts than parts are a part sent twice (a retry); safeput's endpoint probe is an upload of its own: a second CreateMultipartUpload, one tiny UploadPart with a wrong checksum, and an AbortMultipartUpload.\n\n")
 
 	sizes := []int64{}
 	for _, r := range recs {

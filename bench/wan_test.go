@@ -112,15 +112,19 @@ func TestRequests(t *testing.T) {
 	}{
 		{[]string{
 			"POST /b/k?uploads= HTTP/1.1",
-			"PUT /b/k?partNumber=1&uploadId=u HTTP/1.1", // a probe
+			"POST /b/k?uploads= HTTP/1.1",               // the probe's own upload
+			"PUT /b/k?partNumber=1&uploadId=p HTTP/1.1", // its part
 			"PUT /b/k?partNumber=1&uploadId=u HTTP/1.1",
 			"", // its body, after 100 Continue
+			"PUT /b/k?partNumber=1&uploadId=u HTTP/1.1", // a retry
+			"",
 			"PUT /b/k?partNumber=2&uploadId=u HTTP/1.1",
 			"",
+			"DELETE /b/k?uploadId=p HTTP/1.1", // the probe's abort
 			"GET /b/k?uploadId=u HTTP/1.1",
 			"POST /b/k?uploadId=u HTTP/1.1",
 			"HEAD /b/k HTTP/1.1",
-		}, "CreateMultipartUpload, 3 UploadPart (2 part numbers), 2 100-continue, ListParts, CompleteMultipartUpload, HEAD"},
+		}, "2 CreateMultipartUpload, 4 UploadPart (3 parts), 3 100-continue, AbortMultipartUpload, ListParts, CompleteMultipartUpload, HEAD"},
 		{[]string{"PUT /b/k?x-id=PutObject HTTP/1.1", "HEAD /b/k HTTP/1.1"}, "PutObject, HEAD"},
 		{[]string{"GET /b?location= HTTP/1.1", "PUT /b/k HTTP/1.1", "DELETE /b/k?uploadId=u HTTP/1.1"}, "GetBucketLocation, PutObject, AbortMultipartUpload"},
 		{[]string{"OPTIONS /b HTTP/1.1"}, "OPTIONS /b"},
@@ -135,13 +139,14 @@ func TestRequests(t *testing.T) {
 func TestOpCounts(t *testing.T) {
 	got := OpCounts([]string{
 		"POST /b/k?uploads= HTTP/1.1",
+		"PUT /b/k?partNumber=1&uploadId=p HTTP/1.1", // the probe's, in its own upload
 		"PUT /b/k?partNumber=1&uploadId=u HTTP/1.1",
-		"PUT /b/k?partNumber=1&uploadId=u HTTP/1.1",
+		"PUT /b/k?partNumber=1&uploadId=u HTTP/1.1", // a retry
 		"",
 		"PUT /b/k?partNumber=2&uploadId=u HTTP/1.1",
 		"HEAD /b/k HTTP/1.1",
 	})
-	want := map[string]int{"CreateMultipartUpload": 1, "UploadPart": 2, opRepeatedPart: 1, "100-continue": 1, "HEAD": 1}
+	want := map[string]int{"CreateMultipartUpload": 1, "UploadPart": 3, opRepeatedPart: 1, "100-continue": 1, "HEAD": 1}
 	if len(got) != len(want) {
 		t.Fatalf("OpCounts = %v, want %v", got, want)
 	}
@@ -171,7 +176,7 @@ func TestWANMarkdownExtraTurns(t *testing.T) {
 		"What each kind of request beyond the fastest peer's is for:",
 		"- **HEAD**: the verifying HEAD",
 		"- **ListParts**: the parts as the server holds them",
-		"- **UploadPart repeated**: a part number sent twice: the endpoint probe",
+		"- **UploadPart repeated**: a part sent twice in its upload: a retry",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("section lacks %q:\n%s", want, md)

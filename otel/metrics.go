@@ -16,7 +16,8 @@ import (
 // OpenTelemetry's semantic conventions ask.
 const (
 	// MetricUploadBytes counts request-body bytes sent by PutObject and UploadPart attempts,
-	// retries included (for a successful write, the sum of Result.BytesSent).
+	// retries included (for a successful write, the sum of Result.BytesSent); the checksum
+	// probe's are tagged safeput.request = probe (AttrRequest).
 	MetricUploadBytes = "safeput.upload.bytes"
 	// MetricWriteDuration is the duration of each write (histogram, s), by safeput.outcome
 	// (landed, failed) and error.type.
@@ -25,7 +26,8 @@ const (
 	// proved a landed object: Result.Verified) and error.type.
 	MetricWrites = "safeput.writes"
 	// MetricRequests counts store requests (each attempt) by rpc.method (PutObject,
-	// UploadPart, ...) and, for a failed one, error.type.
+	// UploadPart, ...), for a failed one error.type, and for the checksum probe's
+	// safeput.request = probe (AttrRequest): a write's Result.Requests counts the others.
 	MetricRequests = "safeput.requests"
 	// MetricRetries counts retried attempts by error.type: the Kind of the failure retried.
 	MetricRetries = "safeput.retries"
@@ -133,14 +135,17 @@ func registerBudgets(m metric.Meter, budgets []*writer.Budget) (metric.Registrat
 // Attribute sets are built once where the values are few and fixed, so a request or a write
 // records its metrics without allocating.
 var (
-	okByMethod  = map[string]attribute.Set{}
-	kindSets    = map[sperrors.Kind]attribute.Set{}
-	landedNoVer = attribute.NewSet(AttrOutcome.String(OutcomeLanded))
+	okByMethod      = map[string]attribute.Set{}
+	probeOKByMethod = map[string]attribute.Set{}
+	kindSets        = map[sperrors.Kind]attribute.Set{}
+	landedNoVer     = attribute.NewSet(AttrOutcome.String(OutcomeLanded))
+	probeSet        = attribute.NewSet(AttrRequest.String(RequestProbe))
 )
 
 func init() {
 	for _, op := range operations {
 		okByMethod[op] = attribute.NewSet(AttrRPCMethod.String(op))
+		probeOKByMethod[op] = attribute.NewSet(AttrRPCMethod.String(op), AttrRequest.String(RequestProbe))
 	}
 	for _, k := range append([]sperrors.Kind{sperrors.Unknown}, sperrors.Kinds()...) {
 		kindSets[k] = attribute.NewSet(AttrErrorType.String(k.String()))
@@ -154,14 +159,25 @@ func kindAttrs(err error) attribute.Set {
 	return attribute.NewSet(AttrErrorType.String(sperrors.KindOf(err).String()))
 }
 
-func requestAttrs(op string, kind sperrors.Kind, failed bool) attribute.Set {
+func requestAttrs(op string, kind sperrors.Kind, failed, probe bool) attribute.Set {
 	if !failed {
-		if s, ok := okByMethod[op]; ok {
+		sets := okByMethod
+		if probe {
+			sets = probeOKByMethod
+		}
+		if s, ok := sets[op]; ok {
 			return s
 		}
-		return attribute.NewSet(AttrRPCMethod.String(op))
 	}
-	return attribute.NewSet(AttrRPCMethod.String(op), AttrErrorType.String(kind.String()))
+	attrs := make([]attribute.KeyValue, 0, 3)
+	attrs = append(attrs, AttrRPCMethod.String(op))
+	if failed {
+		attrs = append(attrs, AttrErrorType.String(kind.String()))
+	}
+	if probe {
+		attrs = append(attrs, AttrRequest.String(RequestProbe))
+	}
+	return attribute.NewSet(attrs...)
 }
 
 func recoverAttrs(o writer.RecoverOutcome) attribute.Set {

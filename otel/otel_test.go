@@ -429,3 +429,70 @@ func TestPermanentFailure(t *testing.T) {
 		}
 	})
 }
+
+// At defaults (no profile), an Uploader's first multipart write asks whether the server checks
+// part checksums in an upload of its own (the checksum probe): its create, part and abort are
+// spans of the write tagged safeput.request = probe, in another upload than the write's, and
+// counted apart in the metrics; the untagged spans and requests are the write's Result.Requests.
+func TestProbeRequestsMarked(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		h := newHarness(t)
+		up, err := writer.NewUploader(env.Store, func(o *writer.Options) { o.PartSize, o.Instrumentation = part, h.inst })
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := s3test.RandomBytes(2*part + 1)
+		ctx, root := h.root(context.Background())
+		res, err := up.Upload(ctx, env.Bucket, "otel/probed", bytes.NewReader(data))
+		root.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := h.tree(t, root.SpanContext())
+		probes := map[string]int{}
+		var writes int
+		for _, s := range tr.requests {
+			v, ok := attr(s, spotel.AttrRequest)
+			if !ok {
+				writes++
+				continue
+			}
+			if v.AsString() != spotel.RequestProbe {
+				t.Errorf("%s: %s = %q, want %q", s.Name(), spotel.AttrRequest, v.AsString(), spotel.RequestProbe)
+			}
+			probes[s.Name()]++
+			if id, _ := attr(s, spotel.AttrUploadID); id.AsString() == res.UploadID {
+				t.Errorf("%s of the probe names the write's upload %s", s.Name(), res.UploadID)
+			}
+		}
+		for name, n := range map[string]int{"S3.CreateMultipartUpload": 1, "S3.UploadPart": 1, "S3.AbortMultipartUpload": 1} {
+			if probes[name] != n {
+				t.Errorf("%d %s spans tagged %s, want %d (all tagged: %v)", probes[name], name, spotel.RequestProbe, n, probes)
+			}
+		}
+		if writes != res.Requests {
+			t.Errorf("%d untagged request spans, Result.Requests %d", writes, res.Requests)
+		}
+		m := h.metrics(t)
+		probe := spotel.AttrRequest.String(spotel.RequestProbe)
+		var probeRequests int64
+		for _, op := range []string{"CreateMultipartUpload", "UploadPart", "AbortMultipartUpload"} {
+			got := m.get(spotel.MetricRequests, spotel.AttrRPCMethod.String(op), probe)
+			if op == "UploadPart" && !env.Srv.IgnoresChecksums() {
+				// The server refuses the probe's part as a digest mismatch: the answer asked for,
+				// counted as a failed request.
+				got = m.get(spotel.MetricRequests, spotel.AttrRPCMethod.String(op), probe, spotel.AttrErrorType.String(sperrors.Integrity.String()))
+			}
+			if got != 1 {
+				t.Errorf("%s requests tagged %s = %d, want 1", op, spotel.RequestProbe, got)
+			}
+			probeRequests += got
+		}
+		if got := m.total(spotel.MetricRequests) - probeRequests; got != int64(res.Requests) {
+			t.Errorf("%s untagged = %d, Result.Requests %d", spotel.MetricRequests, got, res.Requests)
+		}
+		if got := m.total(spotel.MetricUploadBytes) - m.get(spotel.MetricUploadBytes, probe); got != res.BytesSent {
+			t.Errorf("%s untagged = %d, Result.BytesSent %d", spotel.MetricUploadBytes, got, res.BytesSent)
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/writer"
 )
 
 // The request spans' attributes, as otelaws and the semantic conventions name them.
@@ -24,7 +25,17 @@ const (
 	AttrResendCount = attribute.Key("http.request.resend_count")
 	AttrRPCSystem   = attribute.Key("rpc.system")
 	AttrRPCService  = attribute.Key("rpc.service")
+	// AttrRequest is safeput's: RequestProbe on a request the write sends to learn what its
+	// endpoint does rather than to store the object (the checksum probe's own upload: its create,
+	// its part, its abort), which no write's Result counts; absent on the write's own requests.
+	AttrRequest = attribute.Key("safeput.request")
 )
+
+// RequestProbe is AttrRequest's value on the checksum probe's requests (writer.SaveProbe).
+const RequestProbe = "probe"
+
+// isProbe reports whether ctx is a request of the writer's checksum probe.
+func isProbe(ctx context.Context) bool { return ctx.Value(writer.SaveProbe) == true }
 
 // operations are the store requests, named as S3 (and otelaws, prefixed "S3.") names them.
 var operations = []string{
@@ -62,9 +73,10 @@ func (s *tracedStore) Unwrap() store.Store { return s.next }
 
 // req is one request in flight: its span, and what it records at the end.
 type req struct {
-	ctx  context.Context
-	span trace.Span
-	op   string
+	ctx   context.Context
+	span  trace.Span
+	op    string
+	probe bool // the checksum probe's (AttrRequest)
 }
 
 func (s *tracedStore) start(ctx context.Context, op, bucket, key, uploadID string, part int32) (context.Context, req) {
@@ -83,8 +95,12 @@ func (s *tracedStore) start(ctx context.Context, op, bucket, key, uploadID strin
 	if n := retry.AttemptFromContext(ctx); n > 1 {
 		attrs = append(attrs, AttrResendCount.Int(n-1))
 	}
+	probe := isProbe(ctx)
+	if probe {
+		attrs = append(attrs, AttrRequest.String(RequestProbe))
+	}
 	ctx, sp := s.in.tracer.Start(ctx, spanNames[op], trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	return ctx, req{ctx: ctx, span: sp, op: op}
+	return ctx, req{ctx: ctx, span: sp, op: op, probe: probe}
 }
 
 // end closes r's span with the request's outcome and counts it.
@@ -94,7 +110,7 @@ func (s *tracedStore) end(r req, requestID string, err error) {
 	if failed {
 		kind = sperrors.ClassifyContext(r.ctx, err).Kind
 	}
-	s.in.m.requests.Add(r.ctx, 1, metric.WithAttributeSet(requestAttrs(r.op, kind, failed)))
+	s.in.m.requests.Add(r.ctx, 1, metric.WithAttributeSet(requestAttrs(r.op, kind, failed, r.probe)))
 	if r.span.IsRecording() {
 		var re *store.ResponseError
 		if stderrors.As(err, &re) {
@@ -117,7 +133,11 @@ func (s *tracedStore) end(r req, requestID string, err error) {
 }
 
 func (s *tracedStore) sent(ctx context.Context, n int64) {
-	if n > 0 {
+	switch {
+	case n <= 0:
+	case isProbe(ctx):
+		s.in.m.bytes.Add(ctx, n, metric.WithAttributeSet(probeSet))
+	default:
 		s.in.m.bytes.Add(ctx, n)
 	}
 }

@@ -24,8 +24,8 @@ import (
 // its steps (every PutObject, or every UploadPart of a multipart write, whose parts are retried
 // side by side) ends the write in Throttled once that step's allowance is spent: within
 // DefaultThrottleMaxElapsed plus its last attempt, then the clean-up (the abort, bounded by the
-// writer's abort timeout). No step before it spends an allowance of its own on throttling (the
-// writer's checksum probe is sent once, whatever the answer), so a multipart write and a single
+// writer's abort timeout). No step beside it spends an allowance of its own on throttling (the
+// writer's checksum probe sends each of its requests once, whatever the answer), so a multipart write and a single
 // PUT share that bound; writer's TestWireThrottledForever measures both at these defaults.
 //
 // A request that makes no progress for DefaultStallTimeout (no request-body byte taken by the

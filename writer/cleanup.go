@@ -148,16 +148,20 @@ func (w *Writer) uploadStillListed(ctx context.Context, id string) (listed bool,
 }
 
 // sweepLostCreates aborts uploads a CreateMultipartUpload left behind when its answer was lost
-// (the store created an upload we never heard of, and the retry created another). Only uploads
-// for exactly this key, started during our create attempts, with no parts, and not ours are
-// touched: a concurrent writer's upload of the same key would have parts or another start time.
-// leftBehind names the uploads it found but could not abort; unswept says why it could not look
-// (the listing, or a candidate's ListParts, failed), so an upload no id names may be left.
+// (the store created an upload we never heard of, and the retry created another), the write's or
+// its checksum probe's (probe.go). Only uploads for exactly this key, started during those create
+// attempts, with no parts, and not ours are touched: a concurrent writer's upload of the same key
+// would have parts or another start time. leftBehind names the uploads it found but could not
+// abort, and the probe's it could not; unswept says why it could not look (the listing, or a
+// candidate's ListParts, failed), so an upload no id names may be left.
 func (w *Writer) sweepLostCreates() (leftBehind []string, unswept error) {
-	w.mu.Lock()
-	ambiguous, from, to, ours := w.createAmbiguous, w.createStart, w.createEnd, w.uploadIDs
-	cut, waited := w.createCut, w.createCutWaited
-	w.mu.Unlock()
+	left, unswept := w.sweepLost()
+	return append(w.probeLeftBehind(), left...), unswept
+}
+
+// sweepLost is sweepLostCreates' look for the uploads lost creates left (lostCreateWindow).
+func (w *Writer) sweepLost() (leftBehind []string, unswept error) {
+	ambiguous, from, to, cut, waited, ours := w.lostCreateWindow()
 	if !ambiguous {
 		return nil, nil
 	}

@@ -277,7 +277,6 @@ func (w *Writer) complete() error {
 	}
 	// Without a listing there is nothing to compare: the receipts were checked as parts were sent.
 	if canList {
-		listed = w.unlistedProbe(listed, etags)
 		w.noteListedTwice(listed, etags)
 		bad, err := integrity.CheckLayout(receipts, etags, listed)
 		switch w.decider().afterLayout(err, bad) {

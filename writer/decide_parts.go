@@ -167,9 +167,9 @@ func (d decider) md5Spared(hasMD5 bool) bool {
 	return !hasMD5 && d.md5Late
 }
 
-// probes decides whether this write sends the checksum probe (probe.go) beside its first parts:
-// only when it defers its MD5s and may (SaveProbe), sends a checksum the probe can get wrong,
-// and the endpoint's checking is not known yet (checking).
+// probes decides whether this write sends the checksum probe (probe.go), in an upload of its own
+// beside its create: only when it defers its MD5s and may (SaveProbe), sends a checksum the probe
+// can get wrong, and the endpoint's checking is not known yet (checking).
 func (d decider) probes(checking tri) bool {
 	return d.md5Late && d.probeSaving && d.checksumSent && checking == unknown
 }

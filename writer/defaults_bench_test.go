@@ -31,16 +31,17 @@ func processCPU(b *testing.B) time.Duration {
 // doing as little as it can, so a benchmark's CPU is the writer's. echo: it echoes the checksum
 // sent on each receipt, its HEAD reports the full-object checksum the Complete named, and it
 // refuses a part whose checksum is wrong (MinIO, the gateway); it checks only bodies of up to
-// 1 KiB (the writer's checksum probe), which answers the writer as checking every body would,
+// 1 KiB (the writer's checksum probe's part, in an upload of its own), which answers the writer as checking every body would,
 // without the store's CRCs in the figure. Otherwise it ignores checksum headers and its ETags are the parts' MD5s and
 // MD5-of-MD5s-N (Ceph RGW 16.2): the MD5s it computes are in the figure, the same before and
 // after any change of the writer.
 type parrotStore struct {
 	echo bool
 
-	mu    sync.Mutex
-	parts map[int32]store.Part
-	head  store.HeadObjectOutput
+	mu      sync.Mutex
+	uploads map[string]map[int32]store.Part // by upload id: the write's, and the checksum probe's own
+	created int
+	head    store.HeadObjectOutput
 }
 
 // drain reads r to the end; it returns the body when it is small (echo: for the checksum check).
@@ -95,8 +96,13 @@ func echoed(c store.Checksum) store.Checksums {
 func (s *parrotStore) CreateMultipartUpload(context.Context, *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.parts = map[int32]store.Part{}
-	return &store.CreateMultipartUploadOutput{UploadID: "parrot"}, nil
+	if s.uploads == nil {
+		s.uploads = map[string]map[int32]store.Part{}
+	}
+	s.created++
+	id := fmt.Sprint("parrot-", s.created)
+	s.uploads[id] = map[int32]store.Part{}
+	return &store.CreateMultipartUploadOutput{UploadID: id}, nil
 }
 
 func (s *parrotStore) UploadPart(_ context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
@@ -116,15 +122,17 @@ func (s *parrotStore) UploadPart(_ context.Context, in *store.UploadPartInput) (
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.parts[in.PartNumber] = store.Part{PartNumber: in.PartNumber, Size: n, ETag: out.ETag, Checksums: out.Checksums}
+	if parts := s.uploads[in.UploadID]; parts != nil {
+		parts[in.PartNumber] = store.Part{PartNumber: in.PartNumber, Size: n, ETag: out.ETag, Checksums: out.Checksums}
+	}
 	return out, nil
 }
 
-func (s *parrotStore) ListParts(context.Context, *store.ListPartsInput) (*store.ListPartsOutput, error) {
+func (s *parrotStore) ListParts(_ context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := &store.ListPartsOutput{}
-	for _, p := range s.parts {
+	for _, p := range s.uploads[in.UploadID] {
 		out.Parts = append(out.Parts, p)
 	}
 	slices.SortFunc(out.Parts, func(a, b store.Part) int { return cmp.Compare(a.PartNumber, b.PartNumber) })
@@ -136,9 +144,11 @@ func (s *parrotStore) CompleteMultipartUpload(_ context.Context, in *store.Compl
 	defer s.mu.Unlock()
 	var size int64
 	md5s := make([][md5.Size]byte, 0, len(in.Parts))
+	parts := s.uploads[in.UploadID]
+	delete(s.uploads, in.UploadID)
 	for _, p := range in.Parts {
-		size += s.parts[p.PartNumber].Size
-		e, _ := integrity.ParseETag(s.parts[p.PartNumber].ETag)
+		size += parts[p.PartNumber].Size
+		e, _ := integrity.ParseETag(parts[p.PartNumber].ETag)
 		var sum [md5.Size]byte
 		_, _ = hex.Decode(sum[:], []byte(e.Hex))
 		md5s = append(md5s, sum)
@@ -151,7 +161,10 @@ func (s *parrotStore) CompleteMultipartUpload(_ context.Context, in *store.Compl
 	return &store.CompleteMultipartUploadOutput{ETag: s.head.ETag}, nil
 }
 
-func (s *parrotStore) AbortMultipartUpload(context.Context, *store.AbortMultipartUploadInput) error {
+func (s *parrotStore) AbortMultipartUpload(_ context.Context, in *store.AbortMultipartUploadInput) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.uploads, in.UploadID)
 	return nil
 }
 

@@ -26,7 +26,7 @@ func cachedUploader(t *testing.T, st store.Store, dir string) *writer.Uploader {
 }
 
 // probesSent runs write and returns how many UploadPart requests it sent beyond a 12 MiB
-// object's three 5 MiB parts: the checksum probe (probe.go), if it was sent.
+// object's three 5 MiB parts: the checksum probe's (probe.go, in its own upload), if it was sent.
 func probesSent(t *testing.T, mem *memstore.Store, write func()) int {
 	t.Helper()
 	before := mem.Requests("UploadPart")

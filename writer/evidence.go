@@ -25,7 +25,7 @@ import (
 //     in the part goroutines only when the write may need it: while it is not known whether the
 //     HEAD reports the checksum, a body's MD5 is taken after its receipt, from the bytes still
 //     held, unless the receipt echoes the checksum sent on an endpoint known to check it
-//     (lateMD5, probe.go);
+//     (lateMD5; the probe of probe.go asks, in an upload of its own);
 //     a single PUT's MD5 is taken beside its request unless its answer's echo may prove it
 //     (md5Early), so its answer's ETag can stand for the HEAD (etagProves); else when its HEAD
 //     needs it (lateETag);
@@ -59,6 +59,10 @@ type endpointFacts struct {
 	// checksParts: a part sent with a wrong checksum was refused as a mismatch (probe.go), and
 	// no receipt since lacked the echo of the checksum sent (yes); or one of those was not so (no).
 	checksParts tri
+	// asking is closed when the probe out for this endpoint has its answer, nil when none is out;
+	// probed: one was sent (probe.go).
+	asking chan struct{}
+	probed bool
 	// lacks holds the store's "not supported" answer to each optional operation it lacks
 	// (optional.go).
 	lacks map[string]error

@@ -488,12 +488,10 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		if ups := mem.Uploads(unitBucket); len(ups) != 0 {
 			t.Fatalf("incomplete uploads left: %+v", ups)
 		}
-		// From an io.ReaderAt the part is sent again, and the same upload lands. No probe: its
-		// UploadPart would shift the count, and the damage could fall on a part 1 sent beside it,
-		// which is sent again anyway on this store (it took the probe): nothing to catch.
+		// From an io.ReaderAt the part is sent again, and the same upload lands.
 		mem = newMem(cephLike)
 		res, err := writer.Upload(context.Background(), faulty.New(mem, faulty.Nth(faulty.OpUploadPart, 2, faulty.FlipByte())), unitBucket, "k",
-			bytes.NewReader(data), func(o *writer.Options) { o.PartSize = 5 * mib; o.Threshold = 5 * mib; o.Savings &^= writer.SaveProbe })
+			bytes.NewReader(data), func(o *writer.Options) { o.PartSize = 5 * mib; o.Threshold = 5 * mib })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,3 +26,6 @@ func LentDropped(w *Writer) int64 { return w.lentDropped.Load() }
 
 // MD5Bytes is how many bytes w hashed by MD5.
 func MD5Bytes(w *Writer) int64 { return w.md5Bytes.Load() }
+
+// ProbeTimeout bounds the checksum probe's create and part, and so a receipt's wait for its answer.
+const ProbeTimeout = probeTimeout

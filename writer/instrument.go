@@ -11,7 +11,9 @@ import (
 // a panic in one is recovered and ignored, as an observer's is.
 type Instrumentation interface {
 	// WrapStore returns the store a write (or Recover) sends its requests through: a wrapper
-	// sees every request, with the write's context (from StartWrite) as its parent.
+	// sees every request, with the write's context (from StartWrite) as its parent. The
+	// requests the write sends to learn what its endpoint does rather than to store the object
+	// (the checksum probe's own upload: SaveProbe) carry ctx.Value(SaveProbe) == true.
 	WrapStore(st store.Store) store.Store
 	// StartWrite is called once per write (a Writer's lifetime, or one Upload call however many
 	// whole-upload attempts it makes) with the caller's context; the context it returns is the

@@ -66,9 +66,6 @@ func TestPartListedTwiceLands(t *testing.T) {
 						o.Retry = fastPolicy()
 						o.Logger = zap.New(core)
 						o.Savings &^= writer.SaveRereads // the listing is what this is about
-						// No probe: on a store that checks nothing, part 1 would be sent again
-						// after it, and the faults count UploadPart calls to reach part 2.
-						o.Savings &^= writer.SaveProbe
 					})
 				if u := mem.Uploads("b"); len(u) != 0 {
 					t.Fatalf("incomplete uploads left: %v", u)

@@ -138,44 +138,12 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		if w.caps.sendMD5 && rec.hasMD5 {
 			in.ContentMD5 = md5Header(rec.md5)
 		}
-		sentEarly := false
-		if n == probePart {
-			// The write's part 1 replaces the probe's: stored after it (probe.go). A section of
-			// the source can be sent again, so it goes now and again if the probe raced it.
-			if sentEarly = part.section != nil && !w.probeAnswered(); !sentEarly {
-				w.awaitProbe()
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
 		w.bytesSent.Add(size)
 		sendCtx, sent := w.bodySent(ctx, n, part)
 		out, err := w.st.UploadPart(sendCtx, in)
 		sent()
 		if err != nil {
 			return err
-		}
-		if w.probeRaced(sentEarly) {
-			again, rec2, err := w.prepareBody(n, part, false)
-			if err != nil {
-				return err
-			}
-			if rec2.crc != rec.crc {
-				return w.errorf(sperrors.Internal, "UploadPart", nil, "part %d bytes changed between sends (checksum %s then %s)", n, rec.sum, rec2.sum)
-			}
-			w.log.Debug("part 1 sent again: the probe's part may have been stored after it",
-				zap.String("upload_id", uploadID), zap.Int32("part", n), zap.Int64("size", size))
-			in.Body = again
-			w.bytesSent.Add(size)
-			w.mu.Lock()
-			w.stats.Attempts++ // a request of its own, inside this attempt
-			w.mu.Unlock()
-			sendCtx, sent := w.bodySent(ctx, n, part)
-			out, err = w.st.UploadPart(sendCtx, in)
-			if sent(); err != nil {
-				return err
-			}
 		}
 		if err := w.lateMD5(n, part, &rec, in.Checksum, out.Checksums); err != nil {
 			return err
@@ -212,18 +180,19 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 // lateMD5 takes the body's MD5 after its receipt, while its bytes are still held, when the write
 // left MD5s for later (caps.md5Late, or a single PUT whose offered header was refused after its
 // MD5 was skipped). The MD5 is skipped only when the receipt echoes the checksum sent and the
-// endpoint is known to check that checksum (probe.go): then the store took the bytes as sent. An
-// echo alone never decides it: a store that checks nothing may parrot the header, and the part's
-// ETag, against its MD5, is then what catches a part damaged on the way before Complete. A
-// receipt without the echo makes the endpoint's receipts useless for this: later parts and writes
-// (and, through the endpoint cache, later processes) take their MD5s without asking again.
+// endpoint is known to check that checksum (the probe's answer, waited for while one is out:
+// probe.go): then the store took the bytes as sent. An echo alone never decides it: a store
+// that checks nothing may parrot the header, and the part's ETag, against its MD5, is then what
+// catches a part damaged on the way before Complete. A receipt without the echo makes the
+// endpoint's receipts useless for this: later parts and writes (and, through the endpoint cache,
+// later processes) take their MD5s without asking again.
 func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Checksum, echoed store.Checksums) error {
 	d := w.decider()
 	switch d.afterReceipt(rec.hasMD5, sent) {
 	case md5Held:
 		return nil
 	case md5AskEcho:
-		w.awaitProbe() // whether the store checks is the probe's answer
+		w.facts.awaitAnswer(w.ctx) // whether the store checks is the probe's answer
 		switch d.afterEcho(sent, echoed.Get(sent.Algorithm), w.facts.checking()) {
 		case echoTrusted:
 			return nil

@@ -3,12 +3,15 @@ package writer
 import (
 	"bytes"
 	"context"
+	stderrors "errors"
+	"maps"
+	"slices"
+	"time"
 
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
-	"github.com/safeput/safeput/internal/probe"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 )
@@ -16,143 +19,321 @@ import (
 // A receipt that echoes the checksum sent spares its part's MD5 only on a store known to check
 // that checksum: an echo alone proves nothing (a store or middlebox may parrot the header), and a
 // part damaged on the way to a store that checks nothing is caught before Complete only by its
-// MD5. So the first write that would defer its MD5s to an endpoint not yet known sends, in its own
-// upload and beside its first parts, a tiny part 1 whose checksum is wrong on purpose:
+// MD5. So the first write that would defer its MD5s to an endpoint not yet known asks, in a
+// multipart upload of its own on the write's key (the write's rights, encryption and checksum
+// algorithm), sent beside the write's own CreateMultipartUpload (after it, when the checksum
+// header is only offered and the create's answer says whether the store takes it): it creates
+// that upload, sends it one tiny part whose checksum is wrong on purpose, and aborts it. The
+// answer to that part:
 //   - refused as a digest mismatch (BadDigest, MinIO's XAmzContentChecksumMismatch): the store
 //     checks the checksums of parts, so a part it took with the checksum echoed arrived as sent;
-//   - taken: it checks nothing, and every part gets its MD5. The write's own part 1, sent after
-//     the probe's answer, replaces it (a part no Complete names is refused by Ceph RGW, so the
-//     probe cannot take a number the write may not use), and a store that lists every attempt
-//     of a part has its entry left out of the layout check (unlistedProbe);
-//   - refused as Permanent with 403 (AccessDenied, a key the store no longer knows): an answer to
-//     the write's credentials, not to the probe's checksum, so the write fails with it as its own
-//     part 1 would (a retry of the write's parts must not hide it);
-//   - anything else (a throttle, a 5xx, a lost answer): not known, and this write hashes every
-//     part. The probe is sent once whatever the answer: it is evidence, not a step the write
-//     needs, so it adds one request and never a retry allowance to the write's bound.
-// One request per Uploader, bucket and encryption, or per day for the CLI (endpointcache.go).
+//   - taken: it checks nothing, and every part gets its MD5;
+//   - refused as Permanent with 403 (AccessDenied, a key the store no longer knows), to the part
+//     or the create: an answer to the write's credentials on the write's key, not to the probe's
+//     checksum, so the write fails with it as its own request would (one answer, one meaning);
+//   - anything else (a throttle, a 5xx, a lost answer, none within probeTimeout): not known, and
+//     the write hashes every part.
+//
+// Nothing of the probe enters the caller's upload. Its requests carry SaveProbe in their context
+// (Instrumentation.WrapStore) and count in no write's Result. Its create and part are each sent
+// once, whatever the answer: the probe is evidence, not a step of the write, so it adds no retry
+// allowance to the write's bound. Until the answer is in, a write assumes the endpoint checks
+// nothing: a receipt that would trust its echo waits for the answer (bounded by probeTimeout;
+// mostly not at all, the probe's requests being tiny and sent with the write's create), and the
+// listing before Complete and the HEAD after it are sent unless the endpoint is known to check.
+//
+// The probe's upload is aborted whatever happened (retried, and confirmed when its part may still
+// be landing, within Options.AbortTimeout), on a context detached from the write's. One it could
+// not abort, or that a lost create answer may have left, the write reports as its own
+// (Result.LeftBehind, MaybeLeftBehind: sweepLostCreates), so Close and Abort wait for that
+// clean-up. One probe per Uploader, bucket and encryption, or per day for the CLI
+// (endpointcache.go), whatever it learned: an endpoint it could not tell about gets every MD5,
+// and the first HEAD then settles what later writes hash.
 
 // probeBody is the probe's body; it is sent with a well-formed checksum of other bytes.
 var probeBody = []byte("safeput: does this store check part checksums?")
 
-// probePart is the part number the probe uses: the write's first, always sent after it.
-const probePart = 1
+const (
+	// probePart is the probe's part number, in its own upload.
+	probePart = 1
+	// probeTimeout bounds the probe's create and part together, and so how long a receipt may
+	// wait for the answer: past it the answer is not known.
+	probeTimeout = 10 * time.Second
+)
 
-// startProbe sends the probe in the background when this write defers its MD5s and the endpoint
-// is not yet known to check. It goes beside the first parts instead of before them, so it adds
-// no round trip to the write's path, and every receipt is judged knowing the answer
-// (awaitProbe). The write's own part 1 must replace the probe's, so be stored after it: a part 1
-// from a buffer waits for the probe's answer; one from an io.ReaderAt source goes beside it,
-// and is sent again once the answer is in unless the probe was refused as a mismatch, which
-// stores nothing (probeRaced). On a store that checks, that saves part 1 a round trip; on one
-// that checks nothing, the first write costs one part sent twice instead.
-func (w *Writer) startProbe(uploadID string) {
+// checksumProbe is one probe, with what it needs and nothing of the write's: the store, a policy
+// that sends each request once, and the write's create, whose rights, encryption and checksum
+// algorithm the probe's upload takes.
+type checksumProbe struct {
+	st          store.Store
+	policy      *retry.Policy
+	create      store.CreateMultipartUploadInput
+	customerKey store.CustomerKey
+	log         *zap.Logger
+}
+
+// probeAsked is what a probe's create and part found.
+type probeAsked struct {
+	verdict  tri    // whether the endpoint checks part checksums
+	uploadID string // the probe's upload, to abort; "" when the create gave none
+	// refused is a Permanent 403 to the create or the part: the write's credentials refused.
+	refused error
+	// lost: the create got no answer, so the store may hold an upload no id names.
+	lost *lostCreate
+	// partUnanswered: the part got no answer, so the store may still be storing it when the
+	// abort lands, and re-create the upload to hold it.
+	partUnanswered bool
+}
+
+// lostCreate is a CreateMultipartUpload whose answer was lost: sent between from and to; cut,
+// when we stopped waiting for it ourselves, after waiting waited (the store may still carry it out).
+type lostCreate struct {
+	from, to, cut time.Time
+	waited        time.Duration
+}
+
+// probeRun is what the write's probe, when it sent one, leaves for Close and Abort (guarded by
+// Writer.mu).
+type probeRun struct {
+	done chan struct{} // closed once the probe's upload is aborted or given up; nil: no probe
+	left []string      // the probe's upload, when it could not be aborted
+	lost *lostCreate   // the probe's create got no answer
+}
+
+// markProbe returns ctx marking its requests as the probe's: ctx.Value(SaveProbe) is true.
+func markProbe(ctx context.Context) context.Context { return context.WithValue(ctx, SaveProbe, true) }
+
+// startProbe starts the probe when this write defers its MD5s and its endpoint is not yet known
+// to check (nor asked by another write already), with the write's create (in), so its answer
+// comes about with the first parts' receipts. It runs apart from the write's parts: the commit
+// never waits for it; Close and Abort wait for its clean-up (endProbe).
+func (w *Writer) startProbe(in *store.CreateMultipartUploadInput) {
 	if !w.decider().probes(w.facts.checking()) {
 		return
 	}
+	asked := w.facts.claimProbe()
+	if asked == nil {
+		return
+	}
+	p := &checksumProbe{st: w.st, policy: w.policy.With(sendOnce), create: *in, customerKey: w.customerKey(), log: w.log}
 	done := make(chan struct{})
 	w.mu.Lock()
-	w.probed = done
+	w.probeRun.done = done
 	w.mu.Unlock()
-	w.wg.Add(1)
 	go func() {
-		defer w.wg.Done()
 		defer close(done)
-		defer w.recoverTo("UploadPart", probePart)
-		_ = w.probe(uploadID)
+		defer w.recoverTo("AbortMultipartUpload", 0)
+		w.cleanUpProbe(w.askProbe(p, asked))
 	}()
 }
 
-// probeRaced reports, after waiting for the probe's answer, whether a part 1 sent before that
-// answer (sentEarly) may have been stored before the probe's part, and so must be sent again:
-// unless the probe was refused as a mismatch. A probe that failed otherwise (a lost answer, a
-// throttle) may have stored its part, so the answer counts as no.
-func (w *Writer) probeRaced(sentEarly bool) bool {
-	if !sentEarly {
-		return false
+// askProbe runs the probe's create and part, publishes the answer to every write of the endpoint
+// (closing asked), and fails this write on a refusal of its credentials.
+func (w *Writer) askProbe(p *checksumProbe, asked chan struct{}) (a probeAsked) {
+	defer func() { w.facts.answered(a.verdict, asked) }()
+	defer w.recoverTo("CreateMultipartUpload", 0)
+	ctx, cancel := context.WithTimeout(markProbe(w.ctx), probeTimeout)
+	defer cancel()
+	a = p.ask(ctx)
+	if a.refused != nil {
+		_ = w.fail(annotated(a.refused, func(e *sperrors.Error) {
+			e.UploadID = w.currentUploadID()
+			e.Message = joinMessage(e.Message, "refused to the checksum probe's own upload of this key, with the write's credentials")
+		}))
 	}
-	w.awaitProbe()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return !w.probeRefused
+	return a
 }
 
-// probeAnswered reports whether no probe is pending: none was sent, or its answer is in.
-func (w *Writer) probeAnswered() bool {
+// ask creates the probe's upload and sends its part, each once, within ctx.
+func (p *checksumProbe) ask(ctx context.Context) (a probeAsked) {
+	in := p.create
+	wrong, err := integrity.Sum(in.ChecksumAlgorithm, append([]byte("not "), probeBody...))
+	if err != nil {
+		return a // an algorithm the probe cannot sum: nothing asked, the parts hash every byte
+	}
+	start := time.Now()
+	_, err = p.policy.Do(ctx, retry.Op{Name: "CreateMultipartUpload", Bucket: in.Bucket, Key: in.Key},
+		func(ctx context.Context, _ int) error {
+			sent := time.Now()
+			out, err := p.st.CreateMultipartUpload(ctx, &in)
+			if err == nil {
+				a.uploadID = out.UploadID
+				return nil
+			}
+			var re *store.ResponseError
+			if !stderrors.As(err, &re) && !stderrors.Is(err, store.ErrInvalidInput) && !notSent(err) {
+				// No answer: the store may have created an upload we never heard of.
+				a.lost = &lostCreate{from: start, to: time.Now()}
+				if ctx.Err() != nil {
+					a.lost.cut, a.lost.waited = time.Now(), time.Since(sent)
+				}
+			}
+			return err
+		})
+	if err != nil {
+		if refusedAccess(err) {
+			a.refused = err
+		}
+		p.log.Debug("probe's upload not created: whether the store checks part checksums is not known", zap.Error(err))
+		return a
+	}
+	var answer error
+	_, err = p.policy.Do(ctx, retry.Op{Name: "UploadPart", Bucket: in.Bucket, Key: in.Key, UploadID: a.uploadID, PartNumber: probePart, Size: int64(len(probeBody))},
+		func(ctx context.Context, _ int) error {
+			_, err := p.st.UploadPart(ctx, &store.UploadPartInput{
+				Bucket: in.Bucket, Key: in.Key, UploadID: a.uploadID, PartNumber: probePart,
+				Body: bytes.NewReader(probeBody), ContentLength: int64(len(probeBody)),
+				Checksum: store.Checksum{Algorithm: in.ChecksumAlgorithm, Value: wrong}, SSECustomerKey: p.customerKey,
+			})
+			answer = err
+			if probeAnswer(err) == yes {
+				return nil // the answer asked for, not a failure
+			}
+			return err
+		})
+	a.verdict = probeAnswer(answer)
+	var re *store.ResponseError
+	a.partUnanswered = answer != nil && !stderrors.As(answer, &re) && !notSent(answer)
+	if refusedAccess(err) {
+		a.refused = err
+	}
+	p.log.Debug("probed whether the store checks part checksums", zap.String("probe_upload_id", a.uploadID), zap.Int32("part", probePart),
+		zap.Int64("size", int64(len(probeBody))), zap.String("checksum", string(in.ChecksumAlgorithm)),
+		zap.Bool("checks", a.verdict == yes), zap.Bool("known", a.verdict != unknown), zap.NamedError("answer", answer))
+	return a
+}
+
+// cleanUpProbe aborts the probe's upload on a context detached from the write's with the
+// clean-up's bound, and keeps for Close and Abort what it could not remove. The abort is retried
+// under the write's policy; it is confirmed (abortConfirmed) only when the part got no answer and
+// so may still be landing: an answered part leaves nothing in flight to re-create the upload.
+func (w *Writer) cleanUpProbe(a probeAsked) {
+	var left []string
+	if a.uploadID != "" {
+		ctx, cancel := w.cleanupContext(markProbe(w.ctx))
+		var unconfirmed string
+		var err error
+		if a.partUnanswered {
+			unconfirmed, err = w.abortConfirmed(ctx, a.uploadID)
+		} else {
+			_, err = w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: a.uploadID},
+				func(ctx context.Context, _ int) error {
+					err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: a.uploadID})
+					if isNoSuchUpload(err) {
+						return nil // gone already
+					}
+					return err
+				})
+		}
+		cancel()
+		switch {
+		case err != nil:
+			w.log.Warn("the checksum probe's upload could not be aborted: incomplete upload left behind", zap.String("probe_upload_id", a.uploadID), zap.Error(err))
+			left = []string{a.uploadID}
+		case unconfirmed != "":
+			w.log.Info("the checksum probe's upload aborted, not confirmable: the store cannot list parts", zap.String("probe_upload_id", a.uploadID), zap.String("why", unconfirmed))
+		default:
+			w.log.Debug("the checksum probe's upload aborted", zap.String("probe_upload_id", a.uploadID))
+		}
+	}
 	w.mu.Lock()
-	done := w.probed
+	w.probeRun.left, w.probeRun.lost = left, a.lost
 	w.mu.Unlock()
-	if done == nil {
-		return true
-	}
-	select {
-	case <-done:
-		return true
-	default:
-		return false
-	}
 }
 
-// awaitProbe waits for the probe's answer, if one was sent, or for the write's end.
-func (w *Writer) awaitProbe() {
+// endProbe ends this write's probe, if it sent one: a question still out is cut (its answer is
+// then not known), and the abort of its upload waited for, which its own bound ends.
+func (w *Writer) endProbe() {
 	w.mu.Lock()
-	done := w.probed
+	done := w.probeRun.done
 	w.mu.Unlock()
 	if done == nil {
 		return
 	}
-	select {
-	case <-done:
-	case <-w.ctx.Done():
-	}
+	w.cancel()
+	<-done
 }
 
-// probe sends the probe, once (bounded as every attempt is), and records what the answer shows.
-// Its error is the write's, made sticky here: an auth refusal (refusedAccess), which the write's
-// own parts would meet too.
-func (w *Writer) probe(uploadID string) error {
-	wrong, err := integrity.Sum(w.caps.alg, append([]byte("not "), probeBody...))
-	if err != nil {
-		return nil //nolint:nilerr // an algorithm the probe cannot sum: nothing asked, the parts hash every byte
-	}
-	var verdict tri
-	var answer error
-	// One attempt of any kind: MaxAttempts alone still allows a throttled request its own
-	// retries and allowance, which put a whole throttle allowance before the parts' own.
-	stats, probeErr := w.policy.With(sendOnce).Do(probe.Mark(w.ctx), retry.Op{Name: "UploadPart", Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: probePart, Size: int64(len(probeBody))},
-		func(ctx context.Context, _ int) error {
-			_, err := w.st.UploadPart(ctx, &store.UploadPartInput{
-				Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: probePart,
-				Body: bytes.NewReader(probeBody), ContentLength: int64(len(probeBody)),
-				Checksum: store.Checksum{Algorithm: w.caps.alg, Value: wrong}, SSECustomerKey: w.customerKey(),
-			})
-			answer = err
-			if verdict = probeAnswer(err); verdict == yes {
-				return nil // the answer asked for: not a failure of the write
-			}
-			return err
-		})
-	// Counted as a request; a refusal that shows the store checks is not a failure.
+// lostCreateWindow is where the sweep for lost creates looks (sweepLostCreates): the write's own
+// create whose answer was lost, widened to the probe's; ours are the ids not to touch: the
+// write's, and the probe's it could not abort (reported as left already).
+func (w *Writer) lostCreateWindow() (ambiguous bool, from, to, cut time.Time, waited time.Duration, ours map[string]bool) {
 	w.mu.Lock()
-	w.stats.Add(stats)
-	w.mu.Unlock()
-	w.bytesSent.Add(int64(len(probeBody)))
-	w.mu.Lock()
-	w.probeRefused = verdict == yes
-	w.mu.Unlock()
-	w.facts.update(func(f *endpointFacts) {
-		// A receipt without the echo, seen meanwhile by another write, still decides.
-		if f.checksParts == unknown {
-			f.checksParts = verdict
+	defer w.mu.Unlock()
+	ambiguous, from, to, ours = w.createAmbiguous, w.createStart, w.createEnd, w.uploadIDs
+	cut, waited = w.createCut, w.createCutWaited
+	if len(w.probeRun.left) > 0 {
+		ours = maps.Clone(ours)
+		for _, id := range w.probeRun.left {
+			ours[id] = true
 		}
-	})
-	w.log.Debug("probed whether the store checks part checksums", zap.String("upload_id", uploadID), zap.Int32("part", probePart),
-		zap.Int64("size", int64(len(probeBody))), zap.Int("attempt", 1), zap.String("checksum", string(w.caps.alg)),
-		zap.Bool("checks", verdict == yes), zap.Bool("known", verdict != unknown), zap.NamedError("answer", answer))
-	if refusedAccess(probeErr) {
-		return w.fail(probeErr)
 	}
-	return nil
+	p := w.probeRun.lost
+	switch {
+	case p == nil:
+	case !ambiguous:
+		return true, p.from, p.to, p.cut, p.waited, ours
+	default:
+		if p.from.Before(from) {
+			from = p.from
+		}
+		if p.to.After(to) {
+			to = p.to
+		}
+		if p.cut.After(cut) {
+			cut, waited = p.cut, p.waited
+		}
+	}
+	return ambiguous, from, to, cut, waited, ours
+}
+
+// probeLeftBehind is the probe's upload it could not abort, for the write to report.
+func (w *Writer) probeLeftBehind() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.probeRun.left)
+}
+
+// claimProbe makes the caller the one write that asks this endpoint, when its answer is not known
+// and no probe was sent, and returns the channel answered closes; nil otherwise.
+func (f *endpointFacts) claimProbe() chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.checksParts != unknown || f.probed {
+		return nil
+	}
+	f.probed = true
+	f.asking = make(chan struct{})
+	return f.asking
+}
+
+// answered records a probe's verdict and releases the writes waiting for it (awaitAnswer).
+func (f *endpointFacts) answered(verdict tri, asked chan struct{}) {
+	f.mu.Lock()
+	// A receipt without the echo, seen meanwhile by another write, still decides.
+	if f.checksParts == unknown {
+		f.checksParts = verdict
+	}
+	if f.asking == asked {
+		f.asking = nil
+	}
+	f.mu.Unlock()
+	close(asked)
+}
+
+// awaitAnswer waits for the answer of the probe out for this endpoint, if any (its create and
+// part are bounded by probeTimeout), or for ctx's end.
+func (f *endpointFacts) awaitAnswer(ctx context.Context) {
+	f.mu.Lock()
+	asking := f.asking
+	f.mu.Unlock()
+	if asking == nil {
+		return
+	}
+	select {
+	case <-asking:
+	case <-ctx.Done():
+	}
 }
 
 // refusedAccess: a Permanent 403, the store refusing the write's credentials or rights
@@ -160,20 +341,6 @@ func (w *Writer) probe(uploadID string) error {
 func refusedAccess(err error) bool {
 	e := asError(err)
 	return e != nil && e.Kind == sperrors.Permanent && e.StatusCode == 403
-}
-
-// unlistedProbe drops from a ListParts listing the probe's entry that a store listing every
-// attempt of a part keeps beside the write's own part 1: its size, and not the ETag the write's
-// part 1 got.
-func (w *Writer) unlistedProbe(listed []store.Part, sent map[int32]string) []store.Part {
-	kept := listed[:0:0]
-	for _, p := range listed {
-		if p.PartNumber == probePart && p.Size == int64(len(probeBody)) && trimQuotes(p.ETag) != trimQuotes(sent[probePart]) {
-			continue
-		}
-		kept = append(kept, p)
-	}
-	return kept
 }
 
 // sendOnce makes a policy send its request once, whatever the answer: throttled too (the probe).

@@ -52,8 +52,8 @@ type Result struct {
 	// (a retry after a lost response): nothing new was written, and that is success.
 	AlreadyExisted bool
 	// LeftBehind lists incomplete uploads of this key that safeput knows it caused but could not
-	// abort (a lost CreateMultipartUpload answer, or an earlier Upload attempt, then a failed
-	// abort): a sweep must remove them.
+	// abort (a lost CreateMultipartUpload answer, an earlier Upload attempt, or the checksum
+	// probe's own upload, then a failed abort): a sweep must remove them.
 	LeftBehind []string
 	// MaybeLeftBehind is true when a CreateMultipartUpload answer was lost and the look for the
 	// upload it may have left failed (Notes says how): an empty incomplete upload of this key that

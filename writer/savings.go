@@ -12,9 +12,12 @@ const (
 	// held, and only when the receipt does not prove them; without it every MD5 is taken as the
 	// bytes arrive. SaveProbe and SaveEchoTrust act only with it.
 	SaveLateMD5 Saving = 1 << iota
-	// SaveProbe: the first write to an endpoint not yet known to check part checksums asks, with
-	// a tiny part whose checksum is wrong on purpose (one more UploadPart, beside the first
-	// parts).
+	// SaveProbe: the first write to an endpoint not yet known to check part checksums asks, in a
+	// multipart upload of its own on the write's key, sent beside the write's create: a tiny part
+	// whose checksum is wrong on purpose, then the abort of that upload. Nothing of it enters the
+	// write's upload, Result.Requests or Result.BytesSent. Its requests carry SaveProbe as a
+	// context key (ctx.Value(SaveProbe) == true), so a store wrapper (Instrumentation.WrapStore)
+	// can tell them from the write's.
 	SaveProbe
 	// SaveEchoTrust: a receipt that echoes the checksum sent, from a store known to check it,
 	// spares its part's MD5.

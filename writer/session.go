@@ -27,12 +27,6 @@ type session struct {
 	createCut       time.Time
 	createCutWaited time.Duration
 	uploadIDs       map[string]bool // every upload id this writer was given
-	// probed is closed when the checksum probe of this upload has its answer; nil when none was
-	// sent. Set before the first part goes (probe.go).
-	probed chan struct{}
-	// probeRefused: the probe's part was refused as a checksum mismatch, so the store holds
-	// nothing of it (set before probed is closed).
-	probeRefused bool
 	// completeLost: a CompleteMultipartUpload's answer was lost and its retry found the upload
 	// gone, so the object may have landed; the journal record keeps what was intended until the
 	// outcome is proven (journalForget leaves it).
@@ -99,6 +93,12 @@ func (w *Writer) createUpload() error {
 		return w.fail(err)
 	}
 	defer createdJournaled()
+	// The checksum probe goes beside the create, in an upload of its own (probe.go); after it,
+	// when the checksum header is only offered: the create's answer says whether the store takes it.
+	offered := w.caps.probing
+	if !offered {
+		w.startProbe(in)
+	}
 	var id string
 	w.createStart = time.Now()
 	err = w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
@@ -150,7 +150,9 @@ func (w *Writer) createUpload() error {
 	if err := w.journalBegin(id); err != nil {
 		return w.fail(err)
 	}
-	w.startProbe(id)
+	if offered {
+		w.startProbe(in)
+	}
 	return nil
 }
 

@@ -16,11 +16,9 @@ func (w *Writer) warmConnections() {
 	if !w.plan.Single && w.plan.Parts > 1 {
 		n = min(w.cfg.concurrency, w.plan.Parts) // the create's connection carries a part after it
 		if w.decider().probes(w.facts.checking()) {
-			// The probe goes beside the first parts (probe.go): without a connection of its own
-			// it takes one of theirs, and the part left over pays a handshake, which makes it,
-			// and the write, a round trip late (the relay's trace shows it: `WAN_ONLY=1
-			// WAN_FAR=1 WAN_RTT=200ms WAN_SIZES=64MiB WAN_RUNS=1 WAN_IMPLS=safeput-defaults/aws
-			// bash scripts/bench.sh -wan-trace`).
+			// The probe's create goes beside the write's (probe.go): without a connection of its
+			// own it takes one the parts would, and the part left over pays a handshake, a round
+			// trip late (the WAN relay's trace shows it: bash scripts/bench.sh -wan-trace).
 			n++
 		}
 	}

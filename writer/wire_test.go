@@ -275,7 +275,7 @@ type wireFault struct {
 	mustFail bool
 	// every: the fault answers every request of its op, not only the first; multi: the write is
 	// always multipart; defaults: no profile, as the CLI at its defaults (an endpoint not yet
-	// known is probed with a part before the write's own).
+	// known is probed, in an upload of its own beside the write's).
 	every, multi, defaults bool
 }
 

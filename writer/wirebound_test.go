@@ -19,8 +19,8 @@ import (
 // Writes that can never succeed, at the wire and at the default retry policy. A store that
 // throttles every request of a write's one step ends the write in Throttled within the throttle
 // allowance (retry.DefaultThrottleMaxElapsed) plus the clean-up, for a multipart write as for a
-// single PUT: its parts are retried side by side, each within the allowance, and nothing before
-// them (the checksum probe) spends an allowance of its own. The shape is the field report's:
+// single PUT: its parts are retried side by side, each within the allowance, and nothing beside
+// them (the checksum probe, in its own upload) spends an allowance of its own. The shape is the field report's:
 // 23 MiB in 5 MiB parts, 4 in flight, and a 3 MiB single PUT.
 func TestWireThrottledForever(t *testing.T) {
 	// The allowance, one last attempt and the abort, with slack for a loaded machine: the field
@@ -72,10 +72,11 @@ func TestWireThrottledForever(t *testing.T) {
 	})
 }
 
-// A 403 is Permanent, and means the same whichever request of a write it answers: the write
-// fails at once, as Permanent, leaves no incomplete upload and no unproven object, through both
-// adapters, at the default settings. Before, a 403 to a multipart write's first UploadPart (the checksum probe's) was
-// taken as "not known" and the write landed, while the same answer to a PutObject failed it.
+// A 403 is Permanent, and means the same whichever request of a write it answers, the checksum
+// probe's in its own upload of the key included: the write fails at once, as Permanent, leaves no
+// incomplete upload and no unproven object, through both adapters, at the default settings.
+// Before, a 403 to the probe's part was taken as "not known" and the write landed, while the same
+// answer to a PutObject failed it.
 func TestWireAccessDeniedAtEveryStep(t *testing.T) {
 	type tc struct {
 		op    faultproxy.Op
@@ -87,7 +88,7 @@ func TestWireAccessDeniedAtEveryStep(t *testing.T) {
 		{op: faultproxy.PutObject, code: "AccessDenied"},
 		{op: faultproxy.HeadObject, code: "AccessDenied"},
 		{op: faultproxy.CreateMultipartUpload, multi: true, code: "AccessDenied"},
-		{op: faultproxy.UploadPart, multi: true, code: "AccessDenied"}, // the first one: the probe, where the endpoint is not yet known
+		{op: faultproxy.UploadPart, multi: true, code: "AccessDenied"}, // the first on the wire: the probe's (the endpoint not yet known) or the write's
 		{op: faultproxy.UploadPart, part: 3, multi: true, code: "AccessDenied"},
 		{op: faultproxy.UploadPart, part: 2, multi: true, code: "InvalidAccessKeyId"},
 		{op: faultproxy.UploadPart, part: 2, multi: true, code: "SignatureDoesNotMatch"},
@@ -115,7 +116,7 @@ func TestWireAccessDeniedAtEveryStep(t *testing.T) {
 					Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: 403, Code: c.code}})
 				defer proxy.SetRules()
 				key := "wire-403/" + name
-				// No profile: the defaults, where an endpoint not yet known is probed first.
+				// No profile: the defaults, where an endpoint not yet known is probed.
 				injected := proxy.Stats().Injected[faultproxy.Status]
 				res, err := writer.Upload(context.Background(), st, env.Bucket, key, replayable.reader(data),
 					func(o *writer.Options) {

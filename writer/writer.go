@@ -30,7 +30,8 @@ import (
 // One write, step by step (the file that holds each step in brackets):
 //
 //	Write/ReadFrom ─ bytes into a pooled part buffer, CRC as they land       [intake.go, budget.go]
-//	part full ─ create the upload once (then the probe, if it may save)      [session.go, probe.go]
+//	part full ─ create the upload once; beside it, on a new endpoint, the    [session.go, probe.go]
+//	  probe: an upload of its own, one wrong-checksum part, aborted
 //	  └ UploadPart in the background, retried from the held bytes; receipt   [parts.go, fence.go, failures.go]
 //	Close ─ small: one PutObject; else ListParts against what was sent       [commit.go, optional.go]
 //	  └ CompleteMultipartUpload (If-None-Match when create-only)             [commit.go]
@@ -47,7 +48,8 @@ import (
 //     Close, Abort
 //   - intake.go: Write and ReadFrom into pooled part buffers
 //   - session.go: the multipart upload (create, its id, acknowledged parts)
-//   - probe.go: the checksum probe, whether the store checks part checksums
+//   - probe.go: the checksum probe, whether the store checks part checksums, asked in an upload
+//     of its own, never the caller's
 //   - parts.go: a part's body (buffer or ReaderAt section), dispatch, UploadPart and its receipt;
 //     fence.go: a part's buffer guarded against a request that outlives its call
 //   - commit.go: the single PUT, or ListParts check and CompleteMultipartUpload
@@ -175,6 +177,8 @@ type outcome struct {
 	// abortUnconfirmed is the note of an abort the store took but could not confirm (it lists no
 	// parts), for the failed write's error.
 	abortUnconfirmed string
+	// probeRun is the checksum probe this write sent, if any, and what it left (probe.go).
+	probeRun probeRun
 }
 
 // tally is what the write counted: requests and failures (stats, guarded by Writer.mu), bytes,
@@ -353,6 +357,7 @@ func (w *Writer) Close() error {
 		w.emit(Event{Type: EventFailed, UploadID: uploadID, Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.start)})
 		w.log.Warn("write failed", zap.Int64("size", w.size), zap.String("upload_id", uploadID), zap.Error(err))
 	}
+	w.endProbe() // its upload aborted before the sweep looks, and what it left reported with the write's
 	left, unswept := w.sweepLostCreates()
 	if len(left) > 0 || unswept != nil {
 		// Say so, in the Result or the error, so a sweep can find them.
@@ -425,6 +430,7 @@ func (w *Writer) Abort(ctx context.Context) error {
 	if aerr := w.abortUpload(ctx); aerr != nil {
 		err = aerr
 	}
+	w.endProbe()
 	// An upload a lost CreateMultipartUpload answer left is this write's too, as in Close.
 	left, unswept := w.sweepLostCreates()
 	if len(left) > 0 || unswept != nil {
@@ -446,8 +452,9 @@ func (w *Writer) Abort(ctx context.Context) error {
 	return err
 }
 
-// withLeftBehind names in err the uploads a lost CreateMultipartUpload answer left, so a sweep
-// can find them, and says when the look for them failed (unswept).
+// withLeftBehind names in err the uploads a lost CreateMultipartUpload answer left (or the
+// checksum probe could not abort), so a sweep can find them, and says when the look for them
+// failed (unswept).
 func withLeftBehind(err error, left []string, unswept error) error {
 	return annotated(err, func(e *sperrors.Error) {
 		e.AbortFailed = true
@@ -455,7 +462,7 @@ func withLeftBehind(err error, left []string, unswept error) error {
 			e.UploadID = left[0]
 		}
 		if len(left) > 0 {
-			e.Message += fmt.Sprintf("; uploads left behind by a lost CreateMultipartUpload answer: %v", left)
+			e.Message += fmt.Sprintf("; uploads left behind by a lost CreateMultipartUpload answer or the checksum probe: %v", left)
 		}
 		if unswept != nil {
 			e.Message += "; " + unsweptNote(unswept)

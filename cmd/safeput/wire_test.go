@@ -95,7 +95,8 @@ func TestPutThroughWireFaults(t *testing.T) {
 
 // The field report of issue 58, as a user ran it: `safeput put --part-size 5MiB --concurrency 4`
 // of 23 MiB at defaults (no provider, no window of the test's own) through a relay that answers
-// every UploadPart 503 SlowDown, or one UploadPart (the first: the probe's) 403. The first ends in
+// every UploadPart 503 SlowDown, or one UploadPart (the first on the wire: the checksum probe's, in
+// its own upload of the key, or the write's) 403. The first ends in
 // exit 3 (kind throttled) within the throttle allowance and its clean-up, the second in exit 4
 // (kind permanent), through both backends; neither leaves an object or an incomplete upload.
 func TestPutThatCannotSucceed(t *testing.T) {

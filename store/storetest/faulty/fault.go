@@ -15,17 +15,13 @@ const (
 	OpPutObject             = "PutObject"
 	OpCreateMultipartUpload = "CreateMultipartUpload"
 	OpUploadPart            = "UploadPart"
-	// OpUploadPartProbe is the UploadPart a write sends, before its parts, to learn whether the
-	// store checks part checksums (a tiny part with a wrong checksum). Rules for OpUploadPart do
-	// not match it, so they count the write's own parts.
-	OpUploadPartProbe      = "UploadPartProbe"
-	OpListParts            = "ListParts"
-	OpCompleteMultipart    = "CompleteMultipartUpload"
-	OpAbortMultipart       = "AbortMultipartUpload"
-	OpHeadObject           = "HeadObject"
-	OpGetObject            = "GetObject"
-	OpDeleteObject         = "DeleteObject"
-	OpListMultipartUploads = "ListMultipartUploads"
+	OpListParts             = "ListParts"
+	OpCompleteMultipart     = "CompleteMultipartUpload"
+	OpAbortMultipart        = "AbortMultipartUpload"
+	OpHeadObject            = "HeadObject"
+	OpGetObject             = "GetObject"
+	OpDeleteObject          = "DeleteObject"
+	OpListMultipartUploads  = "ListMultipartUploads"
 )
 
 type kind uint8
@@ -167,7 +163,7 @@ func (f Fault) String() string {
 func (f Fault) AppliesTo(op string) bool {
 	switch f.scope {
 	case scopeBody:
-		return op == OpPutObject || op == OpUploadPart || op == OpUploadPartProbe
+		return op == OpPutObject || op == OpUploadPart
 	case scopeComplete:
 		return op == OpCompleteMultipart
 	}

@@ -32,8 +32,8 @@ import (
 
 	"github.com/minio/crc64nvme"
 
-	"github.com/safeput/safeput/internal/probe"
 	"github.com/safeput/safeput/store"
+	"github.com/safeput/safeput/writer"
 )
 
 // Rule selects calls and the fault to inject into them.
@@ -45,6 +45,10 @@ import (
 // calls it matches from 1; it fires on calls Skip+1 .. Skip+Times (Times 0: every call after
 // Skip). When several rules would fire on one call the first in order wins; every matching rule
 // still counts the call.
+//
+// The requests of a writer's checksum probe (its own upload on the write's key: a create, a
+// tiny part, an abort; their context carries writer.SaveProbe) match only a rule with Probe set,
+// or one for every operation (AnyOp): a rule naming an operation counts the write's own calls.
 type Rule struct {
 	Op        string
 	KeyPrefix string
@@ -52,6 +56,7 @@ type Rule struct {
 	Skip      int
 	Times     int
 	Fault     Fault
+	Probe     bool // match only the checksum probe's requests
 
 	random *randomSpec
 }
@@ -107,6 +112,8 @@ type Injection struct {
 	Fault    Fault
 	// Rule is the index of the rule that fired, as given to New.
 	Rule int
+	// Probe: the call was a request of a writer's checksum probe.
+	Probe bool
 }
 
 // String describes the injection for logs.
@@ -183,6 +190,7 @@ type call struct {
 	op, bucket, key, uploadID string
 	part                      int32
 	bodyLen                   int64
+	probe                     bool // a request of a writer's checksum probe
 }
 
 func (c call) String() string {
@@ -194,7 +202,8 @@ func (c call) String() string {
 }
 
 func (r *ruleState) matches(c call, f Fault) bool {
-	return (r.Op == "" || r.Op == AnyOp || r.Op == c.op) &&
+	every := r.Op == "" || r.Op == AnyOp
+	return (every || r.Op == c.op) && (r.Probe == c.probe || (every && !r.Probe)) &&
 		strings.HasPrefix(c.key, r.KeyPrefix) &&
 		(r.Part == 0 || r.Part == c.part) &&
 		applies(f, c)
@@ -209,6 +218,7 @@ func (s *Store) decide(ctx context.Context, c call) (Fault, int, bool) {
 	if ctx != nil && ctx.Err() != nil {
 		return Fault{}, 0, false // nothing would be sent; the inner store reports the context
 	}
+	c.probe = ctx != nil && ctx.Value(writer.SaveProbe) == true
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var (
@@ -245,6 +255,7 @@ func (s *Store) decide(ctx context.Context, c call) (Fault, int, bool) {
 	}
 	s.injected = append(s.injected, Injection{
 		Seq: len(s.injected) + 1, Op: c.op, Bucket: c.bucket, Key: c.key, UploadID: c.uploadID, Part: c.part, Fault: chosen, Rule: ruleIx,
+		Probe: c.probe,
 	})
 	return chosen, len(s.injected), true
 }
@@ -401,9 +412,6 @@ func (s *Store) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 		return nil, err
 	}
 	c := call{op: OpUploadPart, bucket: in.Bucket, key: in.Key, uploadID: in.UploadID, part: in.PartNumber, bodyLen: in.ContentLength}
-	if probe.Marked(ctx) {
-		c.op = OpUploadPartProbe
-	}
 	f, seq, ok := s.decide(ctx, c)
 	if !ok {
 		return s.inner.UploadPart(ctx, in)
