@@ -242,6 +242,9 @@ func (w *Writer) complete() error {
 	w.unlisted = !w.decider().listsBeforeComplete(parts, w.facts.checking())
 	if !w.unlisted {
 		if listed, canList, err = w.listPartsForCheck(uploadID); err != nil {
+			if isNoSuchUpload(err) {
+				err = w.uploadVanished("ListParts", 0, err, "")
+			}
 			return w.fail(err)
 		}
 	} else {
@@ -336,7 +339,7 @@ func (w *Writer) complete() error {
 			// store reports oddly, as MinIO does) may have landed it. Versity answers a re-sent
 			// Complete for a finished upload with InvalidPart instead.
 			if isNoSuchUpload(err) || (attempt > 1 && hasCode(err, "InvalidPart")) {
-				return &lostResponse{err: err}
+				return &lostResponse{err: err, retried: attempt > 1}
 			}
 			return err
 		}
@@ -359,7 +362,7 @@ func (w *Writer) complete() error {
 		lost := (*lostResponse)(nil)
 		stderrors.As(err, &lost)
 		w.mu.Lock()
-		w.completeLost = true
+		w.completeLost, w.completeGone = lost.retried, true
 		w.mu.Unlock()
 		return w.landedAlready(lost.err, want, res)
 	case commitKeyTaken:
@@ -370,6 +373,11 @@ func (w *Writer) complete() error {
 		w.unlisted, w.mustList = false, true
 		return w.complete()
 	default:
+		if in.ChecksumType != store.ChecksumTypeNone && recreatedWithoutChecksum(err) {
+			// The upload this write created is gone; the one the store holds under its id is not it.
+			return w.fail(w.uploadVanished("CompleteMultipartUpload", 0, err,
+				"a part in flight when it was aborted re-created it without its checksum mode (Versity's posix backend does), and the store refused the Complete: nothing landed"))
+		}
 		return w.fail(err)
 	}
 	w.mu.Lock()

@@ -33,6 +33,9 @@ type decider struct {
 	// completeLost: a Complete's answer was lost and its retry found the upload gone, so a HEAD
 	// that fails cannot say the object is not there.
 	completeLost bool
+	// completeGone: a Complete was answered NoSuchUpload (first attempt or retry): the upload is
+	// gone, aborted elsewhere unless this write's object is found at the key.
+	completeGone bool
 
 	// What the write hashes and asks before its commit (checksumCaps, WithSavings: decide_parts.go).
 	md5Upfront   bool // caps.md5: every MD5 is wanted, taken as the bytes arrive or at the receipt
@@ -50,12 +53,12 @@ type decider struct {
 // decider returns the decisions' view of w now.
 func (w *Writer) decider() decider {
 	w.mu.Lock()
-	completeLost := w.completeLost
+	completeLost, completeGone := w.completeLost, w.completeGone
 	w.mu.Unlock()
 	_, _, etagMD5, _ := w.facts.get()
 	return decider{
 		createOnly: w.cfg.createOnly, allowWeak: w.cfg.allowWeak, readBack: w.cfg.readBack,
-		replayable: w.section != nil, resent: w.resent, unlisted: w.unlisted, completeLost: completeLost,
+		replayable: w.section != nil, resent: w.resent, unlisted: w.unlisted, completeLost: completeLost, completeGone: completeGone,
 		md5Upfront: w.caps.md5, md5Late: w.caps.md5Late, checksumSent: w.caps.alg != store.ChecksumNone,
 		echoTrust: w.cfg.saves(SaveEchoTrust), probeSaving: w.cfg.saves(SaveProbe),
 		rereadSaving: w.cfg.saves(SaveRereads) && !w.mustList, encrypted: w.cfg.sse.Type != "",
@@ -93,7 +96,7 @@ type commitStep uint8
 const (
 	commitLanded           commitStep = iota // committed: HEAD the key and judge what landed
 	commitWithoutCondition                   // If-None-Match refused, nothing stored: HEAD-check the key, commit again without it
-	commitAnswerLost                         // the upload vanished under a retry: the HEAD says whether ours landed
+	commitAnswerLost                         // NoSuchUpload (first attempt or a retry): the HEAD says whether ours landed
 	commitKeyTaken                           // create-only and the key is taken: the HEAD says whether it is ours
 	commitOwnDamagedLeft                     // the retry met this write's own damaged object, which could not be deleted
 	commitListFirst                          // a part was refused by a Complete sent without ListParts: list, check, complete again
@@ -205,25 +208,42 @@ const (
 	keyHeadFailed                       // the HEAD failed: fail with its error
 	keyOurCommitWrong                   // our Complete assembled our parts, not what was written: delete it (Integrity)
 	keyTaken                            // another object: Precondition, left untouched
+	// keyGone: the Complete found the upload gone (NoSuchUpload) and this write's object is not
+	// at the key: the upload was aborted elsewhere (or a lost Complete landed and the object was
+	// removed or replaced since). The write did not land; UploadGone, so Upload of a source it
+	// can read again starts a new upload (uploadAnew).
+	keyGone
 )
 
 // atKey decides what the object at the key is after a lost answer or a 412: headErr is the
 // HEAD's failure (j is then unused), j the judgement of what it found, assembledOurs whether
 // that object is the one a Complete of this write's own parts makes (isAssembledFrom). ours
 // says whether an unproven object there is this write's to delete.
+//
+// After a Complete answered NoSuchUpload (completeGone) the HEAD is the evidence: this write's
+// object there is a landing; nothing there, or (not create-only) an object that is not this
+// write's (the one the write meant to replace), means the upload was dropped before it
+// committed. A HEAD that fails decides nothing only when an earlier Complete of this write may
+// have committed (completeLost); at a first attempt none had.
 func (d decider) atKey(headErr error, j judgement, multipart, assembledOurs bool) (finding keyFinding, ours bool) {
 	ours = !d.createOnly || (multipart && assembledOurs)
 	switch {
+	case headErr != nil && isNotFound(headErr) && d.completeGone:
+		return keyGone, ours
 	case headErr != nil && isNotFound(headErr):
 		return keyEmpty, ours
 	case headErr != nil && d.completeLost:
 		return keyUnchecked, ours
+	case headErr != nil && d.completeGone:
+		return keyGone, ours
 	case headErr != nil:
 		return keyHeadFailed, ours
 	case j.mismatch == nil:
 		return keyHoldsOurs, ours
 	case multipart && assembledOurs:
 		return keyOurCommitWrong, ours
+	case d.completeGone && !d.createOnly:
+		return keyGone, ours
 	default:
 		return keyTaken, ours
 	}
@@ -310,6 +330,17 @@ func (d decider) uploadAgain(err error, callerDone bool) bool {
 		return false
 	}
 	return true
+}
+
+// uploadAnew decides, after a whole Upload attempt failed with err, whether Upload starts one new
+// multipart upload and sends the source again: only when the store dropped the attempt's upload
+// (UploadGone: NoSuchUpload to a part, to the ListParts check or to a Complete whose object is
+// not at the key: aborted elsewhere), the source can be read again (replayable), no attempt of
+// this Upload did so already (once: a store that drops every upload fails the write rather than
+// loop), the caller is still waiting, and the attempt left no object of its own at the key.
+func (d decider) uploadAnew(err error, replayable, anewAlready, callerDone bool) bool {
+	se := asError(err)
+	return se != nil && se.UploadGone && !se.ObjectLeft && replayable && !anewAlready && !callerDone
 }
 
 // recordStep is what happens to the write's journal record.

@@ -160,6 +160,13 @@ func TestDecideAtKey(t *testing.T) {
 		{"our Complete assembled a damaged part", decider{createOnly: true}, nil, differs, true, true, keyOurCommitWrong, true},
 		{"another writer's object (TestCreateOnly)", decider{createOnly: true}, nil, differs, false, false, keyTaken, false},
 		{"another writer's multipart object", decider{createOnly: true}, nil, differs, true, false, keyTaken, false},
+		{"Complete NoSuchUpload, HEAD 404: dropped (TestUploadVanished)", decider{completeGone: true}, errNotFound, judgement{}, true, false, keyGone, true},
+		{"lost Complete then NoSuchUpload, HEAD 404: dropped", decider{completeGone: true, completeLost: true}, errNotFound, judgement{}, true, false, keyGone, true},
+		{"Complete NoSuchUpload at once, HEAD failed: none of ours had committed", decider{completeGone: true}, errHeadReset, judgement{}, true, false, keyGone, true},
+		{"lost Complete then NoSuchUpload, HEAD failed: most likely landed", decider{completeGone: true, completeLost: true}, errHeadReset, judgement{}, true, false, keyUnchecked, true},
+		{"Complete NoSuchUpload, the object ours", decider{completeGone: true}, nil, match, true, true, keyHoldsOurs, true},
+		{"Complete NoSuchUpload, an older object at the key: dropped", decider{completeGone: true}, nil, differs, true, false, keyGone, true},
+		{"create-only Complete NoSuchUpload, another writer's object", decider{completeGone: true, createOnly: true}, nil, differs, true, false, keyTaken, false},
 	} {
 		got, ours := c.d.atKey(c.headErr, c.j, c.multipart, c.assembledOurs)
 		if got != c.want || ours != c.wantOurs {
@@ -264,6 +271,29 @@ func TestDecideUploadAgain(t *testing.T) {
 	} {
 		if got := c.d.uploadAgain(c.err, c.callerDone); got != c.want {
 			t.Errorf("%s: uploadAgain = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecideUploadAnew(t *testing.T) {
+	gone := &sperrors.Error{Kind: sperrors.Transient, Op: "UploadPart", Code: "NoSuchUpload", UploadGone: true}
+	goneLeft := &sperrors.Error{Kind: sperrors.Transient, Op: "CompleteMultipartUpload", UploadGone: true, ObjectLeft: true}
+	for _, c := range []struct {
+		name                                string
+		err                                 error
+		replayable, anewAlready, callerDone bool
+		want                                bool
+	}{
+		{"dropped, source readable again: one new upload (TestUploadVanished)", gone, true, false, false, true},
+		{"wrapped, as Close returns it", fmt.Errorf("close: %w", gone), true, false, false, true},
+		{"a stream: its bytes are gone", gone, false, false, false, false},
+		{"the new upload dropped too: no loop", gone, true, true, false, false},
+		{"the caller gave up", gone, true, false, true, false},
+		{"an object of the attempt at the key", goneLeft, true, false, false, false},
+		{"a transient failure of another kind", errThrottled, true, false, false, false},
+	} {
+		if got := (decider{}).uploadAnew(c.err, c.replayable, c.anewAlready, c.callerDone); got != c.want {
+			t.Errorf("%s: uploadAnew = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

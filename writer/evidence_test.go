@@ -460,12 +460,12 @@ func TestLostCompleteJudgedOnEvidence(t *testing.T) {
 		}
 	})
 	t.Run("nothing landed", func(t *testing.T) {
-		// The store says the upload is gone though it never committed: not a Precondition.
+		// The store says the upload is gone though it never committed: not a Precondition, but
+		// an upload dropped before its commit (TestUploadVanished).
 		mem := newMem(minioLike)
 		gone := faulty.Response(404, "NoSuchUpload", "The specified upload does not exist.")
 		_, err := write(t, faulty.New(mem, faulty.First(faulty.OpCompleteMultipart, 1, gone)), "k", data)
-		var e *sperrors.Error
-		if !errors.As(err, &e) || e.Kind == sperrors.Precondition || !strings.Contains(e.Message, "did not land") {
+		if e := mustBeVanished(t, err, true); !strings.Contains(e.Message, "did not land") {
 			t.Fatalf("err %v, want a failure saying the write did not land", err)
 		}
 		mustBeAbsent(t, mem, "k")

@@ -5,6 +5,7 @@ import (
 	stderrors "errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -97,6 +98,44 @@ func (w *Writer) integrity(op string, part int32, cause error) *sperrors.Error {
 	return e
 }
 
+// vanishedMessage is what a write says when the store dropped its multipart upload: the words
+// are the writer's, the same through every adapter (the store's code stays in Code).
+const vanishedMessage = "the store no longer has this write's multipart upload: it was aborted elsewhere " +
+	"(a sweep of incomplete uploads, a lifecycle rule, another client) while the write was sending it, " +
+	"and the parts sent went with it"
+
+// vanishedStream ends that message for a source that cannot be read again.
+const vanishedStream = "the source is a stream whose bytes already sent are gone, so the write cannot go on " +
+	"and committed nothing: write the object again from its source"
+
+// uploadVanished is the failure of a write whose upload the store no longer has (NoSuchUpload,
+// or RGW's NoSuchKey, to op): Transient with UploadGone, the store's code, status and request id
+// kept, and a message that says the upload was aborted elsewhere, not a generic transient
+// failure. Upload starts a new upload for a source it can read again (decider.uploadAnew); a
+// stream's write ends here, and the message says why. detail adds what the write found.
+func (w *Writer) uploadVanished(op string, part int32, cause error, detail string) *sperrors.Error {
+	e := w.errorf(sperrors.Transient, op, cause, "%s", vanishedMessage)
+	e.PartNumber, e.UploadGone = part, true
+	if ce := asError(cause); ce != nil {
+		e.StatusCode, e.Code, e.RequestID, e.Attempts = ce.StatusCode, ce.Code, ce.RequestID, ce.Attempts
+		if ce.UploadID != "" {
+			e.UploadID = ce.UploadID
+		}
+		if ce.Err != nil {
+			e.Err = ce.Err // the store's answer, not the generic line this error replaces
+		}
+	} else if re := (*store.ResponseError)(nil); stderrors.As(cause, &re) {
+		e.StatusCode, e.Code, e.RequestID = re.StatusCode, re.Code, re.RequestID
+	}
+	if detail != "" {
+		e.Message += "; " + detail
+	}
+	if !w.cfg.replayable {
+		e.Message += "; " + vanishedStream
+	}
+	return e
+}
+
 // sourceError classifies a failure to read the caller's source: Canceled when it is the
 // context ending (a reader that honours ctx), else Permanent (retrying the store cannot help).
 func (w *Writer) sourceError(op string, part int32, err error) *sperrors.Error {
@@ -160,6 +199,15 @@ func isPrecondition(err error) bool {
 // aborted upload with 404 NoSuchKey instead of NoSuchUpload; every caller asks about a request
 // that names an upload in a bucket that exists, so NoSuchKey there means the same.
 func isNoSuchUpload(err error) bool { return hasCode(err, "NoSuchUpload") || hasCode(err, "NoSuchKey") }
+
+// recreatedWithoutChecksum reports Versity's refusal of a Complete whose upload holds no checksum
+// mode: sent by a write that created its upload with one, it says the upload was aborted and a
+// part still in flight re-created it (the posix backend makes the upload's directory again, but
+// not its checksum attributes).
+func recreatedWithoutChecksum(err error) bool {
+	var re *store.ResponseError
+	return hasCode(err, "InvalidRequest") && stderrors.As(err, &re) && strings.Contains(re.Message, "created using the null checksum mode")
+}
 
 func hasCode(err error, code string) bool {
 	if err == nil {

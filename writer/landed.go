@@ -20,8 +20,13 @@ import (
 	"github.com/safeput/safeput/verify"
 )
 
-// lostResponse marks a Complete whose answer was lost: not retryable, check the key instead.
-type lostResponse struct{ err error }
+// lostResponse marks a Complete answered NoSuchUpload (or, at a retry, Versity's InvalidPart):
+// not retryable, check the key instead. retried: an earlier attempt of it went unanswered, so it
+// may have committed (completeLost); at the first attempt nothing of this write had.
+type lostResponse struct {
+	err     error
+	retried bool
+}
 
 func (l *lostResponse) Error() string { return "response lost: " + l.err.Error() }
 
@@ -92,6 +97,8 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 		return w.fail(w.leftUnchecked(herr, "the CompleteMultipartUpload answer was lost and the key could not be checked: the object most likely landed and is at the key, unproven"))
 	case keyHeadFailed:
 		return w.fail(herr)
+	case keyGone:
+		return w.fail(w.uploadVanished("CompleteMultipartUpload", 0, cause, goneAtCommit(herr, w.decider().completeLost)))
 	case keyOurCommitWrong:
 		// Our own Complete landed (its answer was lost, or the 412 met it) and assembled our
 		// parts as the store holds them, but that is not what was written: a part was damaged
@@ -107,6 +114,26 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 		}
 		return w.fail(e)
 	}
+}
+
+// goneAtCommit says what the HEAD found after a Complete answered NoSuchUpload (keyGone): headErr
+// is its failure, nil when it found an object that is not this write's. lost: an earlier attempt
+// of the Complete went unanswered.
+func goneAtCommit(headErr error, lost bool) string {
+	var found string
+	switch {
+	case headErr == nil:
+		found = "the object at the key is not the one written (it was left untouched)"
+	case isNotFound(headErr):
+		found = "no object is at the key"
+	default:
+		found = "the key could not be checked (" + brief(headErr) + "), but no Complete of this write had been sent before"
+	}
+	if lost {
+		return "CompleteMultipartUpload was answered NoSuchUpload after an attempt whose answer was lost, and " + found +
+			": the write did not land (or it landed and was removed or replaced since)"
+	}
+	return "CompleteMultipartUpload was answered NoSuchUpload and " + found + ": the write did not land"
 }
 
 // verifyLanded compares the committed object with what was written. A mismatch is an Integrity

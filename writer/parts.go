@@ -161,7 +161,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		w.md5Skipped.Store(true)
 	}
 	if err != nil {
-		_ = w.fail(err)
+		_ = w.fail(w.partFailed(n, err))
 		return
 	}
 	// Journal hook: the verified part's receipt, for resume and recovery.
@@ -175,6 +175,34 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 	w.paced(n, size, part.hand)
 	total := w.bytesDone.Add(size)
 	w.emit(Event{Type: EventPartDone, UploadID: uploadID, PartNumber: n, Size: size, BytesDone: total})
+}
+
+// partFailed is the write's error for part n, whose request failed with err after its retries:
+// the vanished upload's when the store answered NoSuchUpload, or when the part's requests ended
+// without an answer (a reset, a timeout) and ListParts, asked once, finds the upload gone. A store
+// may close the connection on a request for an upload it no longer has before the client has read
+// its answer (Versity answers before it reads the body), so the part itself never hears why.
+func (w *Writer) partFailed(n int32, err error) error {
+	if isNoSuchUpload(err) {
+		return w.uploadVanished("UploadPart", n, err, "")
+	}
+	e := asError(err)
+	if e == nil || e.StatusCode != 0 || e.Kind != sperrors.Transient || w.ctx.Err() != nil || w.facts.lacking(optListParts) != "" {
+		return err
+	}
+	id := w.currentUploadID()
+	ctx, cancel := w.cleanupContext(w.ctx)
+	defer cancel()
+	_, lerr := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})
+	w.mu.Lock()
+	w.stats.Attempts++
+	w.mu.Unlock()
+	if !isNoSuchUpload(lerr) {
+		return err
+	}
+	w.log.Warn("a part's requests ended without an answer and ListParts found the upload gone",
+		zap.Int32("part", n), zap.String("upload_id", id), zap.Error(err))
+	return w.uploadVanished("UploadPart", n, lerr, "")
 }
 
 // lateMD5 takes the body's MD5 after its receipt, while its bytes are still held, when the write

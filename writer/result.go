@@ -60,7 +60,8 @@ type Result struct {
 	// no id names may remain. A sweep of the key finds it; with Options.JournalDir, so does Recover.
 	MaybeLeftBehind bool
 	// UploadAttempts counts whole-upload attempts (above 1 after an integrity retry of a
-	// replayable source).
+	// replayable source, or after the store dropped the upload, aborted elsewhere, and a new
+	// upload sent the source again: Notes then names the dropped upload).
 	UploadAttempts int
 	// ResumedParts and ResumedBytes count the parts of a journaled upload a dead process had
 	// sent that this write reused instead of sending again (Options.JournalDir).

@@ -31,6 +31,10 @@ type session struct {
 	// gone, so the object may have landed; the journal record keeps what was intended until the
 	// outcome is proven (journalForget leaves it).
 	completeLost bool
+	// completeGone: a CompleteMultipartUpload was answered NoSuchUpload, at its first attempt or
+	// at a retry (completeLost): the upload is gone, so unless the HEAD finds this write's object
+	// the write did not land (decider.atKey: keyGone).
+	completeGone bool
 	jr           journalRun // the upload's journal record (journal.go)
 	// early is closed when the create started as the write began (createEarly) has its answer;
 	// nil when none was started. Set before any other goroutine of the write runs.

@@ -9,6 +9,8 @@ import (
 	"maps"
 	"slices"
 
+	"go.uber.org/zap"
+
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/retry"
@@ -23,7 +25,9 @@ import (
 // an io.SectionReader of one, has each part sent by the kernel, sendfile, through the adapters
 // over plain HTTP on Linux); an io.Seeker (or ReaderAt) makes the source replayable, so a write
 // that verifies wrong after commit is retried from the start within the retry policy's integrity
-// budget.
+// budget, and a multipart upload the store drops mid-write (aborted elsewhere: NoSuchUpload) is
+// replaced by one new upload that sends the source again (Result.UploadAttempts and Notes say so;
+// a stream's write fails Transient with errors.Error.UploadGone instead).
 //
 // Upload is a shorthand for an upload from a fresh Uploader of st made for this call alone (as
 // New is); a process that writes more than once to a store makes one Uploader and calls its
@@ -70,15 +74,17 @@ func (u *Uploader) uploadAttempts(ctx context.Context, bucket, key string, r io.
 	}
 	replayable := (isReaderAt && size >= 0) || isSeeker
 	cfg.replayable = replayable
-	maxAttempts := 1
+	integrityLeft := 0 // whole-upload attempts left after an Integrity failure
 	if replayable {
-		maxAttempts = 1 + cfg.policy.IntegrityRetries()
+		integrityLeft = cfg.policy.IntegrityRetries()
 	}
+	d := decider{createOnly: cfg.createOnly}
 	var lastErr error
 	var left leftovers
 	var total retry.Stats
 	var sent int64
-	for attempt := 1; attempt <= maxAttempts; attempt++ {
+	var vanished *sperrors.Error // the failure of the attempt whose upload the store dropped
+	for attempt := 1; ; attempt++ {
 		if attempt > 1 && isSeeker && (!isReaderAt || size < 0) {
 			// ReaderAt sources are read through fresh section readers; only a Seeker rewinds.
 			if _, err := seeker.Seek(start, io.SeekStart); err != nil {
@@ -96,6 +102,9 @@ func (u *Uploader) uploadAttempts(ctx context.Context, bucket, key string, r io.
 			for k, v := range total.ByKind {
 				res.Failures[k] = v
 			}
+			if vanished != nil {
+				res.Notes = append(res.Notes, vanishedNote(vanished))
+			}
 			left.report(res, spent)
 			return res, nil
 		}
@@ -103,13 +112,35 @@ func (u *Uploader) uploadAttempts(ctx context.Context, bucket, key string, r io.
 			// The failed attempt's verification is a failure of its own, whatever its requests did.
 			total.Add(retry.Stats{ByKind: map[sperrors.Kind]int{sperrors.Integrity: 1}})
 		}
+		if vanished != nil && asError(err) != nil && asError(err).UploadGone {
+			err = annotated(err, func(e *sperrors.Error) {
+				e.Message += "; the new upload this Upload started after the store dropped upload " + vanished.UploadID + " was dropped too"
+			})
+		}
 		lastErr = err
 		left.track(err, spent)
-		if !(decider{createOnly: cfg.createOnly}).uploadAgain(err, ctx.Err() != nil) {
-			break
+		callerDone := ctx.Err() != nil
+		switch {
+		case d.uploadAnew(err, replayable, vanished != nil, callerDone):
+			// The store dropped the upload (aborted elsewhere): one new upload, from the source.
+			vanished = asError(err)
+			cfg.logger.Warn("the store dropped the upload (aborted elsewhere): sending the source again in a new upload",
+				zap.String("bucket", bucket), zap.String("key", key), zap.String("upload_id", vanished.UploadID), zap.String("op", vanished.Op), zap.String("code", vanished.Code))
+			continue
+		case integrityLeft > 0 && d.uploadAgain(err, callerDone):
+			integrityLeft--
+			continue
 		}
+		break
 	}
 	return nil, left.annotate(lastErr)
+}
+
+// vanishedNote is the Result's note of an Upload that landed in a new upload after the store
+// dropped the first (uploadAnew).
+func vanishedNote(e *sperrors.Error) string {
+	return fmt.Sprintf("the store dropped upload %s (%s answered %s: aborted elsewhere, by a sweep, a lifecycle rule or another client); "+
+		"a new multipart upload sent the source again and landed", e.UploadID, e.Op, e.Code)
 }
 
 // leftovers is what the failed attempts of one Upload left that a later attempt's error or
