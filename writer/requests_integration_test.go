@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,94 @@ func runsOf(ops []faultproxy.Op) string {
 		i = j
 	}
 	return strings.Join(out, ", ")
+}
+
+// requestLog records the requests that pass through it, in the order they are sent, telling the
+// checksum probe's (their context carries writer.SaveProbe: an upload of the key's own, beside
+// the write's) from the write's.
+type requestLog struct {
+	store.Store
+	mu            sync.Mutex
+	write, probed []faultproxy.Op
+}
+
+func (s *requestLog) Unwrap() store.Store { return s.Store }
+
+func (s *requestLog) note(ctx context.Context, op faultproxy.Op) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ctx.Value(writer.SaveProbe) == true {
+		s.probed = append(s.probed, op)
+	} else {
+		s.write = append(s.write, op)
+	}
+}
+
+// take returns the write's and the probe's requests so far, and forgets them.
+func (s *requestLog) take() (write, probed []faultproxy.Op) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	write, probed = s.write, s.probed
+	s.write, s.probed = nil, nil
+	return write, probed
+}
+
+func (s *requestLog) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
+	s.note(ctx, faultproxy.PutObject)
+	return s.Store.PutObject(ctx, in)
+}
+
+func (s *requestLog) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
+	s.note(ctx, faultproxy.CreateMultipartUpload)
+	return s.Store.CreateMultipartUpload(ctx, in)
+}
+
+func (s *requestLog) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
+	s.note(ctx, faultproxy.UploadPart)
+	return s.Store.UploadPart(ctx, in)
+}
+
+func (s *requestLog) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
+	s.note(ctx, faultproxy.ListParts)
+	return s.Store.ListParts(ctx, in)
+}
+
+func (s *requestLog) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
+	s.note(ctx, faultproxy.CompleteMultipartUpload)
+	return s.Store.CompleteMultipartUpload(ctx, in)
+}
+
+func (s *requestLog) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
+	s.note(ctx, faultproxy.AbortMultipartUpload)
+	return s.Store.AbortMultipartUpload(ctx, in)
+}
+
+func (s *requestLog) HeadObject(ctx context.Context, in *store.HeadObjectInput) (*store.HeadObjectOutput, error) {
+	s.note(ctx, faultproxy.HeadObject)
+	return s.Store.HeadObject(ctx, in)
+}
+
+func (s *requestLog) GetObject(ctx context.Context, in *store.GetObjectInput) (*store.GetObjectOutput, error) {
+	s.note(ctx, faultproxy.GetObject)
+	return s.Store.GetObject(ctx, in)
+}
+
+func (s *requestLog) DeleteObject(ctx context.Context, in *store.DeleteObjectInput) error {
+	s.note(ctx, faultproxy.DeleteObject)
+	return s.Store.DeleteObject(ctx, in)
+}
+
+func (s *requestLog) ListMultipartUploads(ctx context.Context, in *store.ListMultipartUploadsInput) (*store.ListMultipartUploadsOutput, error) {
+	s.note(ctx, faultproxy.ListMultipartUploads)
+	return s.Store.ListMultipartUploads(ctx, in)
+}
+
+// sameRequests reports whether a and b hold the same requests, in any order.
+func sameRequests(a, b []faultproxy.Op) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // requestCase is one kind of write: a row of the table.
@@ -92,13 +181,16 @@ func recordRequests(server, adapter, kase, cell string) {
 // TestRequestsPerWrite counts, at the wire (the fault proxy in front of each server), the
 // requests each kind of write sends at defaults through a fresh Uploader (library defaults: no
 // profile, a file-like io.ReaderAt source), on every server through both adapters, and checks each
-// write landed equal or failed as the server's answers decide. The table in README.md is rendered
-// from these counts; this test fails when they disagree with it (when every server of the table
-// ran).
+// write landed equal or failed as the server's answers decide. The checksum probe's requests (an
+// upload of its own, beside the write's) are told apart by their context and shown after the
+// write's, which alone Result.Requests counts; together they are what reached the wire. The table
+// in README.md is rendered from these counts; this test fails when they disagree with it (when
+// every server of the table ran).
 func TestRequestsPerWrite(t *testing.T) {
 	t.Cleanup(func() { checkRequestsTable(t) })
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
-		proxy, st := wirekit.Proxied(t, env, 11)
+		proxy, wire := wirekit.Proxied(t, env, 11)
+		st := &requestLog{Store: wire}
 		for i, c := range requestCases {
 			t.Run(c.name, func(t *testing.T) {
 				opts := func(o *writer.Options) {
@@ -120,8 +212,12 @@ func TestRequestsPerWrite(t *testing.T) {
 				data := s3test.RandomBytes(c.size)
 				key := fmt.Sprintf("requests/%d", i)
 				before := len(proxy.Sequence())
+				st.take()
 				res, err := u.Upload(context.Background(), env.Bucket, key, bytes.NewReader(data))
-				sent := proxy.Sequence()[before:]
+				sent, probed := st.take()
+				if wire := proxy.Sequence()[before:]; !sameRequests(wire, append(slices.Clone(sent), probed...)) {
+					t.Errorf("%s: the write sent %v and its probe %v; the wire carried %v", key, sent, probed, wire)
+				}
 				cell := runsOf(sent)
 				if err != nil {
 					var se *sperrors.Error
@@ -140,6 +236,9 @@ func TestRequestsPerWrite(t *testing.T) {
 						t.Errorf("%s: Result.Requests %d, %d at the wire", key, res.Requests, len(sent))
 					}
 					cell += fmt.Sprintf(" (`%s` from %s)", res.Verified, res.VerifiedBy)
+				}
+				if len(probed) > 0 {
+					cell += "; the probe's own upload: " + runsOf(probed)
 				}
 				recordRequests(env.Server, env.Adapter, c.name, cell)
 			})

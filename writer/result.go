@@ -28,7 +28,8 @@ type Result struct {
 	UploadID  string
 	// BytesSent counts every body byte sent, retries included.
 	BytesSent int64
-	// Requests counts every request sent; Failures counts the failed ones by kind.
+	// Requests counts every request sent; Failures counts the failed ones by kind. They and
+	// BytesSent leave out the checksum probe's, which go to an upload of its own (SaveProbe).
 	Requests int
 	Failures map[sperrors.Kind]int
 	// Verified names what was compared after commit; VerifiedStrong is false for length-only.
