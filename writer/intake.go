@@ -36,8 +36,11 @@ func (w *Writer) write(p []byte) (int, error) {
 			if err := w.nextBuffer(len(p)); err != nil {
 				return written, err
 			}
-		} else if w.fill == len(w.buf) {
-			w.growBuffer(len(p)) // only a buffer that may grow is held full (holdFull)
+		} else if w.fill == len(w.buf) && !w.growBuffer(len(p)) {
+			// Only a buffer that may grow is kept full (holdFull); one that could not would
+			// otherwise take no byte, for ever.
+			w.holdFull()
+			continue
 		}
 		w.mapAhead(w.fill + min(len(p), len(w.buf)-w.fill))
 		n := copy(w.buf[w.fill:], p)
@@ -76,8 +79,9 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			if err := w.nextBuffer(0); err != nil {
 				return total, err
 			}
-		} else if w.fill == len(w.buf) {
-			w.growBuffer(0)
+		} else if w.fill == len(w.buf) && !w.growBuffer(0) {
+			w.holdFull() // as in write
+			continue
 		}
 		room := w.buf[w.fill:min(len(w.buf), w.fill+readChunk)]
 		w.mapAhead(w.fill + len(room))
@@ -231,14 +235,15 @@ func (w *Writer) bufferGrows() bool {
 }
 
 // growBuffer gives the full buffer being filled room for want more bytes (grownSize), within the
-// part the budget charged it for.
-func (w *Writer) growBuffer(want int) {
+// part the budget charged it for, and reports whether it did.
+func (w *Writer) growBuffer(want int) bool {
 	buf := w.cfg.budget.grow(w.buf, w.fill, grownSize(len(w.buf), want, w.plan.PartSize))
-	if len(buf) == len(w.buf) {
-		return
+	if len(buf) <= len(w.buf) {
+		return false
 	}
 	w.buf, w.mapped = buf, w.fill // the copy mapped the pages it wrote
 	w.advise(w.buf)
+	return true
 }
 
 // advise asks for huge pages for a fresh part buffer, when the write wants them, unless it is the
