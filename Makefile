@@ -1,4 +1,4 @@
-.PHONY: test test-quick lint demo bench
+.PHONY: test test-quick lint demo bench campaign
 test:
 	bash scripts/test.sh
 test-quick:
@@ -9,3 +9,9 @@ demo:
 	go run ./cmd/safeput demo
 bench:
 	bash scripts/bench.sh
+# The seeded campaigns at more than the test command's size, and more kills: for a change to
+# the writer's fault handling.
+campaign:
+	SAFEPUT_CAMPAIGN_UPLOADS=200 SAFEPUT_WIRE_UPLOADS=112 SAFEPUT_KILL_RUNS=50 bash scripts/with-s3.sh bash -c \
+		'go test -race -count=1 -timeout 60m -parallel 12 -run "^(TestCampaign|TestWireCampaign)$$" ./writer/ && \
+		cd cmd/safeput && go test -race -count=1 -timeout 60m -run "^TestKillAnywhere$$" .'

@@ -18,6 +18,7 @@ import (
 // answers the ClientHello fails the request within the adapters' 10 s handshake timeout, as a
 // Transient timeout, with no context deadline from the caller.
 func TestTLSHandshakeIsBounded(t *testing.T) {
+	t.Parallel() // beside the package's other tests that only wait: this one waits out the timeout
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

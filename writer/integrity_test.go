@@ -189,12 +189,14 @@ func checkOutcome(t *testing.T, env testkit.Env, key string, data []byte, res *w
 	}
 }
 
-// The randomized campaign: a fixed seed, hundreds of uploads of random sizes with random faults
-// through both adapters. Zero silent corruption, zero orphaned uploads, zero panics, zero hangs;
-// counts per outcome are printed with the seed so a failure can be replayed
-// (SAFEPUT_CAMPAIGN_SEED=N, SAFEPUT_CAMPAIGN_UPLOADS=N).
+// The randomized campaign: a fixed seed, uploads of random sizes with random faults through both
+// adapters. Zero silent corruption, zero orphaned uploads, zero panics, zero hangs; counts per
+// outcome are printed with the seed so a failure can be replayed (SAFEPUT_CAMPAIGN_SEED=N,
+// SAFEPUT_CAMPAIGN_UPLOADS=N). Each server × adapter draws from its own seed (the base plus its
+// place in the matrix, matrixSeed), so the matrix runs that many different campaigns rather
+// than one campaign many times; every fault type is still injected on each.
 func TestCampaign(t *testing.T) {
-	seed := envInt("SAFEPUT_CAMPAIGN_SEED", 20261129)
+	base := envInt("SAFEPUT_CAMPAIGN_SEED", 20261129)
 	uploads := envInt("SAFEPUT_CAMPAIGN_UPLOADS", campaignUploads)
 	if testing.Short() {
 		uploads = 20
@@ -208,17 +210,21 @@ func TestCampaign(t *testing.T) {
 		faulty.EntityTooSmall(), faulty.NoSuchUploadAfterCommit(), faulty.Hang(),
 	}
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		seed := matrixSeed(base, env)
+		t.Logf("seed %d (SAFEPUT_CAMPAIGN_SEED=%d replays the matrix)", seed, base)
 		rng := rand.New(rand.NewSource(int64(seed)))
 		// Which faults the random rule draws depends on the order of concurrent calls, so each
 		// fault is also injected once at a fixed call: every type is exercised in every run.
-		// Listed first, these win over the random rule, which still draws on those calls.
+		// Listed first, these win over the random rule, which still draws on those calls. The
+		// last fixed UploadPart call comes well before a campaign of campaignUploads has made
+		// that many.
 		var rules []faulty.Rule
 		for i, f := range faults {
 			switch f {
 			case faulty.EntityTooSmall(), faulty.NoSuchUploadAfterCommit():
 				rules = append(rules, faulty.Nth(faulty.OpCompleteMultipart, 3+i%4, f)) // the 3rd and 4th
 			default:
-				rules = append(rules, faulty.Nth(faulty.OpUploadPart, 7+10*i, f))
+				rules = append(rules, faulty.Nth(faulty.OpUploadPart, 3+4*i, f))
 			}
 		}
 		fs := faulty.New(env.Store, append(rules, faulty.Random(int64(seed), 0.1, faults...))...)
@@ -337,8 +343,27 @@ func TestCampaign(t *testing.T) {
 	})
 }
 
-// campaignUploads is the campaign's size in the test command (CI may not run fewer).
-const campaignUploads = 200
+// campaignUploads is the campaign's size per server × adapter in the test command (CI may not
+// run fewer); a longer campaign is SAFEPUT_CAMPAIGN_UPLOADS (make campaign).
+const campaignUploads = 64
+
+// matrixSeed is base offset by env's place in the server × adapter matrix, so each combination
+// of a seeded campaign draws its own sequence and the matrix covers that many sequences.
+func matrixSeed(base int, env testkit.Env) int {
+	servers := []string{s3test.VersityGW, s3test.MinIO, s3test.Ceph}
+	i := len(servers) // any other server (an external endpoint)
+	for j, s := range servers {
+		if env.Server == s {
+			i = j
+		}
+	}
+	for j, a := range testkit.Adapters {
+		if env.Adapter == a.Name {
+			return base + 2*i + j
+		}
+	}
+	return base + 2*i
+}
 
 // failureKinds are the kinds a failed upload may end with, per injected fault. A failure whose
 // kind no injected fault allows (for instance Transient with only a Forbidden injected, or any

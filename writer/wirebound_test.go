@@ -23,6 +23,7 @@ import (
 // them (the checksum probe, in its own upload) spends an allowance of its own. The shape is the field report's:
 // 23 MiB in 5 MiB parts, 4 in flight, and a 3 MiB single PUT.
 func TestWireThrottledForever(t *testing.T) {
+	t.Parallel() // beside the package's other tests that only wait: this one waits out the allowance
 	// The allowance, one last attempt and the abort, with slack for a loaded machine: the field
 	// report's relay killed the write at 60 s.
 	bound := retry.DefaultThrottleMaxElapsed + 15*time.Second

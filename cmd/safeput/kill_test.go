@@ -29,7 +29,17 @@ func killRuns() int {
 	if n, err := strconv.Atoi(os.Getenv("SAFEPUT_KILL_RUNS")); err == nil && n > 0 {
 		return n
 	}
-	return 50
+	return 24
+}
+
+// killInstant is the kill instant of run i of runs for the backend numbered backend (0 or 1):
+// the run's span is cut into 2 × runs slices, the backend kills once in each slice of its parity,
+// in the order perm gives and at a random point within the slice. Each backend's kills so cover
+// the whole run evenly, create to the HEAD after Complete, and the two backends' together land in
+// every slice; uniform draws could leave a step without a kill.
+func killInstant(rng *rand.Rand, span time.Duration, perm []int, i, backend int) time.Duration {
+	width := max(span/time.Duration(2*len(perm)), 1)
+	return time.Duration(2*perm[i]+backend)*width + time.Duration(rng.Int64N(int64(width)))
 }
 
 // pauses widen the windows a kill must hit: a part in flight, between the last part and
@@ -60,8 +70,10 @@ type killStats struct {
 //
 // Even runs: kill, `recover` (dry run, must change nothing), the same put (resumes), `recover
 // --run` (must find nothing). Odd runs: kill, `recover --run` (settles: landed or aborted), the
-// same put. Pauses before UploadPart, Complete and the HEAD widen the windows a kill must hit.
+// same put. Pauses before UploadPart, Complete and the HEAD widen the windows a kill must hit;
+// the instants are spread over the whole run (killInstant).
 func TestKillAnywhere(t *testing.T) {
+	t.Parallel() // beside the package's other waiting tests: most of a run is waiting
 	s := s3test.Require(t)
 	seed := time.Now().UnixNano()
 	if v, err := strconv.ParseInt(os.Getenv("SAFEPUT_KILL_SEED"), 10, 64); err == nil {
@@ -76,12 +88,12 @@ func TestKillAnywhere(t *testing.T) {
 		files[mib] = writeFile(t, sources[mib])
 	}
 	sizes := []int{11, 13, 16}
-	for i, backend := range []string{"aws", "minio"} {
+	for b, backend := range []string{"aws", "minio"} {
 		t.Run(backend, func(t *testing.T) {
 			// The two backends run side by side (each its own bucket, journal and draws from the
 			// seed): most of a run is waiting for a kill instant, a pause or the store.
 			t.Parallel()
-			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i+1)))
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(b+1)))
 			bucket := s3test.NewBucket(t, s)
 			dir := filepath.Join(t.TempDir(), "journal")
 			common := []string{"--backend", backend, "--provider", "versitygw", "--part-size", "5MiB", "--concurrency", "2"}
@@ -93,10 +105,11 @@ func TestKillAnywhere(t *testing.T) {
 			span := time.Since(start)
 			t.Logf("%s: an uninterrupted put takes %s: kills land in [0, %s)", backend, span.Round(time.Millisecond), span.Round(time.Millisecond))
 			st := killStats{phase: map[string]int{}, reused: map[int]int{}, resent: map[int]int{}, notJournaled: map[int]int{}, recovery: map[string]int{}}
-			for i := range killRuns() {
+			perm := rng.Perm(killRuns())
+			for i := range perm {
 				mib := sizes[rng.IntN(len(sizes))]
 				key := fmt.Sprintf("kill/%03d", i)
-				killAndSettle(t, s, bucket, key, dir, common, files[mib], sources[mib], i%2 == 0, time.Duration(rng.Int64N(int64(span))), &st)
+				killAndSettle(t, s, bucket, key, dir, common, files[mib], sources[mib], i%2 == 0, killInstant(rng, span, perm, i, b), &st)
 				if t.Failed() {
 					return
 				}

@@ -393,7 +393,11 @@ func testBadInputIsUsageError(t *testing.T, s s3test.Server) {
 	}
 }
 
-func TestExitCodes(t *testing.T) { s3test.ForEach(t, testExitCodes) }
+// Parallel: its throttled case waits out the CLI's default throttle allowance.
+func TestExitCodes(t *testing.T) {
+	t.Parallel()
+	s3test.ForEach(t, testExitCodes)
+}
 
 func testExitCodes(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)

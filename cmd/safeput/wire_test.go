@@ -17,6 +17,7 @@ import (
 // the window; a throttling storm and a body altered at the wire still end in exit 0 with the
 // exact bytes.
 func TestPutThroughWireFaults(t *testing.T) {
+	t.Parallel() // beside the package's other waiting tests: the hung cases wait out stall windows
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
 		proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 7})
 		if err != nil {
@@ -100,6 +101,7 @@ func TestPutThroughWireFaults(t *testing.T) {
 // exit 3 (kind throttled) within the throttle allowance and its clean-up, the second in exit 4
 // (kind permanent), through both backends; neither leaves an object or an incomplete upload.
 func TestPutThatCannotSucceed(t *testing.T) {
+	t.Parallel() // beside the package's other waiting tests: it waits out the throttle allowance
 	cases := []struct {
 		name       string
 		rule       faultproxy.Rule

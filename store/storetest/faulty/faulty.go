@@ -305,6 +305,9 @@ func lost(c call) error {
 // false when the body was shorter than announced (then the inner store sees the short body).
 func corrupt(f Fault, c call, body io.Reader) ([]byte, bool, error) {
 	var buf bytes.Buffer
+	// Room for the whole body up front, as memstore's readBody: grown by ReadFrom, a part is
+	// copied again and again.
+	buf.Grow(int(max(0, min(c.bodyLen, 64<<20))) + bytes.MinRead)
 	if _, err := buf.ReadFrom(io.LimitReader(body, c.bodyLen)); err != nil {
 		return nil, false, fmt.Errorf("%s %s: reading body: %w", c.op, c, err)
 	}

@@ -336,7 +336,9 @@ func (s *Store) conditionLocked(op, rid string, b map[string]*object, key string
 func readBody(op, rid, what string, r io.Reader, n int64) ([]byte, error) {
 	var buf bytes.Buffer
 	// Grow by at most 64 MiB up front: ContentLength is the caller's claim, not a promise.
-	buf.Grow(int(min(n, 64<<20)))
+	// MinRead more: ReadFrom wants that much room before each read, and would otherwise copy
+	// the whole body into a buffer twice its size for the read that finds the end.
+	buf.Grow(int(min(n, 64<<20)) + bytes.MinRead)
 	if _, err := buf.ReadFrom(io.LimitReader(r, n)); err != nil {
 		return nil, fmt.Errorf("%s %s: reading body: %w", op, what, err)
 	}
