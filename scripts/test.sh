@@ -5,12 +5,14 @@
 # Debian's Ceph RGW, valgrind and (when no rustc is on PATH) rustc at pinned versions.
 #   SAFEPUT_SKIP_LINT=1   skip gofmt/vet/golangci-lint (quick local loops; CI never sets it)
 #   SAFEPUT_TEST_ARGS     extra arguments for go test (e.g. "-run Contract")
-#   SAFEPUT_TEST_JOBS     modules tested at once (default 2)
+#   SAFEPUT_TEST_JOBS     test jobs at once (default 3): modules, or shares of a long package
 #
-# Why modules run side by side, and tests on the three servers in parallel (s3test.ForEach):
+# Why jobs run side by side, and tests on the three servers in parallel (s3test.ForEach):
 # most of an integration test's time is spent waiting on a server (its answers, stall windows,
 # backoff), so one test at a time left a core idle for most of the run. Every module still runs
-# under -race, on every server, through both adapters.
+# under -race, on every server, through both adapters. Three jobs: the writer's -race shares
+# keep a CPU busy each, while most other jobs mostly wait; the table at the end says how busy
+# the machine was.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=s3server.sh
@@ -24,13 +26,29 @@ source scripts/valgrind.sh
 # shellcheck source=rustc.sh
 source scripts/rustc.sh
 
-# The longest module first, so it is never the one left running alone at the end.
-modules=$(find . -name go.mod -not -path './bin/*' -not -path './.tmp/*' -exec dirname {} \; |
-	awk '{print ($0 == "." ? 0 : ($0 == "./cmd/safeput" ? 1 : 2)) " " $0}' | sort | cut -d' ' -f2)
+modules=$(find . -name go.mod -not -path './bin/*' -not -path './.tmp/*' -exec dirname {} \; | sort)
+out=.tmp/test
+rm -rf "$out"
+mkdir -p "$out"
+# times: one line per step, "LABEL<TAB>WALL<TAB>CPU" (seconds; CPU "-" where not counted), for
+# the table at the end.
 
+# The lint runs while the tools install and the servers start (their time is mostly waiting on
+# the servers); the tests start once both are done. Its output is printed when it ends.
+lint_pid=""
 if [[ "${SAFEPUT_SKIP_LINT:-}" != "1" ]]; then
-	bash scripts/lint.sh
+	(
+		start=$SECONDS rc=0
+		bash scripts/lint.sh >"$out/lint.log" 2>&1 || rc=$?
+		printf 'lint (gofmt, go mod tidy, go vet, golangci-lint), beside the servers starting\t%d\t-\n' $((SECONDS - start)) >"$out/lint.time"
+		exit $rc
+	) &
+	lint_pid=$!
 fi
+# Beside them, the writer's test binaries (with and without -race), which its shares below
+# share: built once here, not twice side by side. A build error shows in the jobs.
+(go test -race -c -o /dev/null ./writer/ >/dev/null 2>&1 && go test -c -o /dev/null ./writer/ >/dev/null 2>&1 || true) &
+prebuild_pid=$!
 
 if ! install_valgrind; then
 	if [[ -n "${CI:-}" && "${CI:-}" != "false" ]]; then
@@ -48,27 +66,64 @@ if ! install_rustc; then
 	echo "test.sh: without rustc, TestRustCaller skips (it fails under CI=true)" >&2
 fi
 
-out=.tmp/test
-rm -rf "$out"
-mkdir -p "$out"
 go build -o "$out/testreport" ./internal/testreport
 
 trap stop_s3_server EXIT
+step_start=$SECONDS
 start_s3_server
+printf 'install (first run) and start the servers\t%d\t-\n' $((SECONDS - step_start)) >>"$out/times"
+wait "$prebuild_pid" || true
+if [[ -n "$lint_pid" ]]; then
+	lint_rc=0
+	wait "$lint_pid" || lint_rc=$?
+	cat "$out/lint.log" >&2
+	cat "$out/lint.time" >>"$out/times"
+	if [[ $lint_rc -ne 0 ]]; then
+		echo "FAIL: lint (above)" >&2
+		exit 1
+	fi
+fi
 
-# test_module DIR NAME RACE MATRIX: go test -json of one module (with -race unless RACE is
-# "norace"), its server matrix narrowed to MATRIX ("all": every server); its plain-go-test output
-# goes to NAME.log, the JSON to NAME.json, its wall seconds to NAME.time.
+# busy_jiffies: "BUSY TOTAL" of all CPUs from /proc/stat (nothing where there is none), to say
+# at the end how busy the machine was while the tests ran.
+busy_jiffies() {
+	[[ -r /proc/stat ]] && awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat
+}
+
+# test_module DIR NAME RACE MATRIX PACKAGES [RUN|-skip:SKIP]: go test -json of PACKAGES in module
+# DIR (with -race unless RACE is "norace"), its server matrix narrowed to MATRIX ("all": every
+# server), only the top-level tests RUN matches (or all but those SKIP matches). Its plain-go-test
+# output goes to NAME.log, the JSON to NAME.json, "LABEL<TAB>WALL<TAB>CPU" to NAME.time: CPU is
+# what go test and everything it ran used (build, test binaries, the CLI they start), not the
+# servers.
 test_module() {
-	local m=$1 name=$2 race=-race matrix=$4 start=$SECONDS rc=0
+	local m=$1 name=$2 race=-race matrix=$4 pkgs=$5 sel=${6:-} start=$SECONDS rc=0 label filter=()
 	[[ "$3" == "norace" ]] && race=""
 	[[ "$matrix" == "all" ]] && matrix=""
+	case "$sel" in
+	"") ;;
+	-skip:*) filter=(-skip "${sel#-skip:}") ;;
+	*) filter=(-run "$sel") ;;
+	esac
 	# -timeout: a package that hangs is caught by it; each test has bounds of its own, sooner.
-	# -parallel: a matrix test's server × adapter subtests (6) at once.
+	# -parallel: a matrix test's server × adapter subtests (6) at once, and beside them the
+	# parallel tests that only wait (a throttle allowance, stall windows, a killed process).
 	# shellcheck disable=SC2086
-	(cd "$m" && SAFEPUT_S3_MATRIX=$matrix go test $race -count=1 -timeout 20m -parallel 6 -json ${SAFEPUT_TEST_ARGS:-} ./... 2>&1) |
+	(cd "$m" && SAFEPUT_S3_MATRIX=$matrix go test $race -count=1 -timeout 20m -parallel 12 -json "${filter[@]}" ${SAFEPUT_TEST_ARGS:-} $pkgs 2>&1) |
 		"$out/testreport" stream "$out/$name.json" >"$out/$name.log" || rc=1
-	echo "$m${race:+ -race}${matrix:+ on $matrix} $((SECONDS - start))" >"$out/$name.time"
+	label=$m
+	if [[ "$pkgs" == ./?* && "$pkgs" != "./..." && "$pkgs" != *" "* ]]; then
+		label=$pkgs # one package
+	elif [[ "$pkgs" != "./..." ]]; then
+		label+=" ($(echo "$pkgs" | wc -w) packages)"
+	fi
+	label+="${race:+ -race}${matrix:+ on $matrix}"
+	[[ -n "$sel" ]] && label+=" (${shard_label[$name]:-some tests})"
+	# times' second line: the CPU this job's children (go test and all it waited for) used. Into
+	# a file: in a command substitution it would speak for the substitution's own subshell.
+	times >"$out/$name.cpu"
+	printf '%s\t%d\t%s\n' "$label" $((SECONDS - start)) "$(awk 'NR == 2 {
+		split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$out/$name.cpu")" >"$out/$name.time"
 	return $rc
 }
 
@@ -79,47 +134,107 @@ test_module() {
 # whichever server answers; what a server changes is which answers they get, and the in-memory
 # store plays each server's answers (memstore rules minio-like, ceph-like, refusing, opaque
 # ETags) in the unit tests, which run under -race. Every other module runs under -race on
-# every server. The race-free pass also holds the tighter allocation bounds that -race loosens.
+# every server. The race-free pass runs only the packages whose tests reach a server (they
+# import s3test, testkit or wirekit, or are s3test): the others' tests run whole under -race
+# already. It also holds the tighter allocation bounds that -race loosens.
 race_server=${SAFEPUT_RACE_SERVER:-minio}
 other_servers=$(echo "${SAFEPUT_S3_SERVERS:-}" | tr ',' '\n' | grep -vx "$race_server" | paste -sd, || true)
-jobs=()
-for m in $modules; do
-	name=$(basename "$m")
-	if [[ "$m" == "." ]]; then
-		if [[ ",${SAFEPUT_S3_SERVERS:-}," == *",$race_server,"* && -n "$other_servers" ]]; then
-			jobs+=(". root-race race $race_server" ". root norace $other_servers")
-		else
-			jobs+=(". root race all") # one server, or an external endpoint: all of it under -race
-		fi
-	else
-		jobs+=("$m $name race all")
+root_pkgs=$(go list ./... | grep -vx github.com/safeput/safeput/writer | paste -sd,)
+server_pkgs=$(go list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./... |
+	grep -E ' github.com/safeput/safeput/store/storetest/(s3test|testkit|wirekit)( |$)|^github.com/safeput/safeput/store/storetest/s3test ' |
+	cut -d' ' -f1 | grep -vx github.com/safeput/safeput/writer | paste -sd,)
+
+# shards NAME RACE MATRIX DIR N: N jobs for the one package DIR (relative to the root module),
+# each a share of its top-level tests, fuzz targets and examples (every Nth in source order):
+# a package whose tests run one after another gets N processes side by side. The last job runs
+# all that the others do not (-skip), so a test the list misses still runs; a caller's own -run
+# (SAFEPUT_TEST_ARGS) would undo the shares, so then it is one job.
+declare -A shard_label=()
+shards() {
+	local name=$1 race=$2 matrix=$3 dir=$4 n=$5 i taken="" share
+	if [[ -n "${SAFEPUT_TEST_ARGS:-}" || $n -lt 2 ]]; then
+		jobs+=(". $name $race $matrix $dir")
+		return
 	fi
+	for ((i = 0; i < n - 1; i++)); do
+		share=$(grep -hoE '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' "$dir"/*_test.go | sed -E 's/^func //; s/\($//' |
+			awk -v n="$n" -v i="$i" '(NR - 1) % n == i' | paste -sd'|')
+		jobs+=(". $name-$((i + 1)) $race $matrix $dir ^($share)\$")
+		shard_label[$name-$((i + 1))]="share $((i + 1)) of $n"
+		taken+="${taken:+|}$share"
+	done
+	jobs+=(". $name-$n $race $matrix $dir -skip:^($taken)\$")
+	shard_label[$name-$n]="share $n of $n"
+}
+
+# The jobs, DIR NAME RACE MATRIX PACKAGES [RUN|-skip:SKIP] (PACKAGES comma-separated), longest
+# first as the last runs measured them: the long ones start at once, and the short ones fill in
+# at the end beside whichever long one finishes last. The writer package is the longest by far:
+# under -race it keeps a CPU busy (two shares), without it it mostly waits (on servers, stall
+# windows, backoff: two shares).
+jobs=()
+if [[ ",${SAFEPUT_S3_SERVERS:-}," == *",$race_server,"* && -n "$other_servers" ]]; then
+	shards writer-race race "$race_server" ./writer 2
+	shards writer norace "$other_servers" ./writer 2
+	root_rest=". root-race race $race_server $root_pkgs"
+	jobs+=(". root norace $other_servers $server_pkgs")
+else
+	# One server, or an external endpoint: all of it under -race.
+	shards writer-race race all ./writer 2
+	root_rest=". root-race race all $root_pkgs"
+fi
+for m in ./cmd/safeput ./examples ./cabi "$root_rest" ./frontend ./objstore ./gocloud ./bench ./otel; do
+	if [[ "$m" == ". "* ]]; then
+		jobs+=("$m")
+	elif [[ -f "$m/go.mod" ]]; then
+		jobs+=("$m $(basename "$m") race all ./...")
+	fi
+done
+# A module not named above (a new one) runs last, under -race on every server.
+for m in $modules; do
+	case " . ./cmd/safeput ./examples ./cabi ./frontend ./objstore ./gocloud ./bench ./otel " in
+	*" $m "*) ;;
+	*) jobs+=("$m $(basename "$m") race all ./...") ;;
+	esac
 done
 
 status=0
-jobs_max=${SAFEPUT_TEST_JOBS:-2}
+jobs_max=${SAFEPUT_TEST_JOBS:-3}
 declare -A names=()
 finish_one() {
-	local pid name
-	wait -n -p pid || status=1
-	name=${names[$pid]}
-	echo "== go test $(cut -d' ' -f1- "$out/$name.time") s"
+	local pid name rc=0
+	wait -n -p pid || rc=$?
+	name=${names[$pid]:-}
+	[[ -z "$name" ]] && return 0 # not a job of ours (a server that ended)
+	[[ $rc -eq 0 ]] || status=1
+	echo "== go test $(cut -f1 "$out/$name.time") $(cut -f2 "$out/$name.time") s"
 	cat "$out/$name.log"
 	unset "names[$pid]"
 }
+read -r busy0 total0 <<<"$(busy_jiffies)"
+tests_start=$SECONDS
 for job in "${jobs[@]}"; do
 	while [[ ${#names[@]} -ge $jobs_max ]]; do
 		finish_one
 	done
-	read -r dir name race matrix <<<"$job"
-	test_module "$dir" "$name" "$race" "$matrix" &
+	read -r dir name race matrix pkgs sel <<<"$job"
+	test_module "$dir" "$name" "$race" "$matrix" "${pkgs//,/ }" "$sel" &
 	names[$!]=$name
 done
 while [[ ${#names[@]} -gt 0 ]]; do
 	finish_one
 done
+read -r busy1 total1 <<<"$(busy_jiffies)"
+busy=-
+if [[ -n "${total0:-}" && -n "${total1:-}" && $((total1 - total0)) -gt 0 ]]; then
+	busy=$((100 * (busy1 - busy0) / (total1 - total0)))
+fi
 
-cat "$out"/*.time >"$out/times"
+for job in "${jobs[@]}"; do
+	read -r _ name _ <<<"$job"
+	cat "$out/$name.time" >>"$out/times"
+done
+printf 'the tests, %d jobs at a time on %s CPUs (busy %s %%)\t%d\t-\n' "$jobs_max" "$(nproc 2>/dev/null || echo '?')" "$busy" $((SECONDS - tests_start)) >>"$out/times"
 "$out/testreport" summary "$out/times" "$out"/*.json
 
 if [[ $status -ne 0 ]]; then

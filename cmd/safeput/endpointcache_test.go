@@ -20,6 +20,7 @@ var md5BytesLogged = regexp.MustCompile(`"md5_bytes": (\d+)`)
 // (Ceph RGW) every run hashes every part. Every run lands, strongly verified and read back
 // equal; --no-endpoint-cache neither reads nor writes the cache.
 func TestPutKeepsEndpointFacts(t *testing.T) {
+	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
 		bucket := s3test.NewBucket(t, s)
 		data := s3test.RandomBytes(15<<20 + 3) // 5 MiB parts, one in flight: 4 receipts in order

@@ -31,6 +31,15 @@ import (
 // safeput_faults: the hidden --fault and --pause); TestReleaseBuildHasNoTestHooks builds the other.
 var bin string
 
+// TestMain builds the CLI once for every test. The tests that call t.Parallel run side by side
+// after the package's sequential tests: each spends most of its time waiting (on the CLI
+// processes it starts, on the servers, or out a bound), and each has its own buckets, temporary
+// directories and proxies, and hands the processes it starts their own environment. A test stays
+// sequential when it measures the process (TestCtxReaderStreamsWithoutGarbage), sets the
+// process's environment (TestLimitGCFollowsThePartBudget), records what a later test reads
+// (TestProbe and TestPutDefaultsVerifyStrongly feed TestReadmeCompatibility), or was seen to
+// fail beside the others (TestInstanceRoleCredentials: a metadata request without an IMDSv2
+// token, which it counts, when its emulator answered late under load).
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "safeput-cli-test")
 	if err != nil {
@@ -217,7 +226,7 @@ func TestReleaseBuildHasNoTestHooks(t *testing.T) {
 
 // The release build's packages (go list -deps, no tags) include none of the test support under
 // store/storetest: the demo's in-memory store and fault injector are product code
-// (internal/memstore, internal/faulty), and what reaches the test support (the --fault hook) is in
+// (internal/demostore), and what reaches the test support (the --fault hook) is in
 // the test build only. The test build's list is checked to hold store/storetest/faulty, so the
 // check is shown to see such a package.
 func TestReleaseBuildHasNoTestSupport(t *testing.T) {
@@ -240,7 +249,10 @@ func TestReleaseBuildHasNoTestSupport(t *testing.T) {
 	}
 }
 
-func TestPutAndVerify(t *testing.T) { s3test.ForEach(t, testPutAndVerify) }
+func TestPutAndVerify(t *testing.T) {
+	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
+	s3test.ForEach(t, testPutAndVerify)
+}
 
 func testPutAndVerify(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)
@@ -738,7 +750,10 @@ func testSweep(t *testing.T, s s3test.Server) {
 
 // Credentials, region and endpoint from the shared config files for --profile (or AWS_PROFILE),
 // when no keys are given by flag or environment.
-func TestSharedConfigProfile(t *testing.T) { s3test.ForEach(t, testSharedConfigProfile) }
+func TestSharedConfigProfile(t *testing.T) {
+	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
+	s3test.ForEach(t, testSharedConfigProfile)
+}
 
 func testSharedConfigProfile(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)

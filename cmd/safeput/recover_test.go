@@ -108,7 +108,10 @@ func TestRecoverMessages(t *testing.T) {
 // A create whose answer was lost may leave an upload that no id names. When the look for it is
 // refused, put says so (text and JSON), a sweep of the key lists it, and with --journal recover
 // finds and aborts it.
-func TestPutReportsWhatALostCreateMayHaveLeft(t *testing.T) { s3test.ForEach(t, testLostCreate) }
+func TestPutReportsWhatALostCreateMayHaveLeft(t *testing.T) {
+	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
+	s3test.ForEach(t, testLostCreate)
+}
 
 func testLostCreate(t *testing.T, s s3test.Server) {
 	bucket := s3test.NewBucket(t, s)

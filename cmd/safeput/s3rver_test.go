@@ -34,6 +34,7 @@ func s3rverSmoke(t *testing.T) (s3test.Server, string) {
 // probe reports the three operations not supported and leaves nothing; a sweep dry run says the
 // store cannot list uploads.
 func TestS3rverSmoke(t *testing.T) {
+	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
 	s, bucket := s3rverSmoke(t)
 	prefix := s3test.BucketName(t.Name()) + "/"
 	for _, backend := range []string{"aws", "minio"} {

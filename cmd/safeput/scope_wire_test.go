@@ -15,6 +15,7 @@ import (
 // so every listing returns the whole bucket). The uploads of other keys are still there
 // afterwards, listed on the server directly; the ones under the swept prefix are gone.
 func TestSweepAndProbeStayInPrefix(t *testing.T) {
+	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
 		proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 7})
 		if err != nil {

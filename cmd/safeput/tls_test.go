@@ -15,7 +15,10 @@ import (
 // the CA, or with a certificate for another host or an expired one, put exits 4 and says first
 // whose certificate failed and why, with nothing left behind; a bundle that cannot be read or
 // holds no certificate exits 2 naming the file.
-func TestPutTLS(t *testing.T) { s3test.ForEach(t, testPutTLS) }
+func TestPutTLS(t *testing.T) {
+	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
+	s3test.ForEach(t, testPutTLS)
+}
 
 func testPutTLS(t *testing.T, s s3test.Server) {
 	certs := s3test.Certs(t)

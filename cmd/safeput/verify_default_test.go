@@ -16,6 +16,7 @@ import (
 // strongly verified through both adapters; --allow-length-only does not weaken a write the
 // store's evidence proves.
 func TestPutDefaultsStrong(t *testing.T) {
+	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
 		bucket := s3test.NewBucket(t, s)
 		for _, size := range []int{3 << 20, 23 << 20} {

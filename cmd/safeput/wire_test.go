@@ -164,6 +164,7 @@ func TestPutThatCannotSucceed(t *testing.T) {
 // its JSON notes name the skipped checks; probe reports each operation not supported and leaves
 // nothing; sweep says the store cannot list uploads instead of "nothing found".
 func TestLacksOptionalOperations(t *testing.T) {
+	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
 		proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 7})
 		if err != nil {

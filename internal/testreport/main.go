@@ -212,17 +212,30 @@ func summary(w io.Writer, timesPath string, files []string) error {
 		out.printf("%8.1f  %s\n", pkgs[p], p)
 	}
 	if data, err := os.ReadFile(timesPath); err == nil {
-		out.printf("\n== each module's wall time (build included; modules run side by side)\n")
-		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			// "DIR [-race] [on SERVERS] SECONDS"
-			if fs := strings.Fields(l); len(fs) >= 2 {
-				if s, err := strconv.Atoi(fs[len(fs)-1]); err == nil {
-					out.printf("%8d  %s\n", s, strings.Join(fs[:len(fs)-1], " "))
-				}
-			}
-		}
+		printSteps(out, string(data))
 	}
 	// The closing line in the form CI reads: N passed, N failed, N skipped.
 	out.printf("\ntests: %d passed, %d failed, %d skipped\n", counts["pass"], counts["fail"], counts["skip"])
 	return out.err
+}
+
+// printSteps prints the run's steps: each test job's wall time, build included, and the CPU
+// seconds its processes used (go test, the test binaries, the programs they start; the servers
+// are not counted). A job whose CPU is far below its wall time spent it waiting (on servers,
+// timeouts, other jobs); the last line says how busy the machine was while the tests ran.
+// steps holds lines "LABEL<TAB>WALL<TAB>CPU", CPU "-" where not measured.
+func printSteps(out *printer, steps string) {
+	out.printf("\n== where the time went (seconds: wall, build included, and the CPU the step's own processes used; test jobs run side by side)\n")
+	out.printf("%8s %8s  %s\n", "wall", "cpu", "step")
+	for _, l := range strings.Split(strings.TrimSpace(steps), "\n") {
+		fs := strings.Split(l, "\t")
+		if len(fs) != 3 {
+			continue
+		}
+		wall, err := strconv.Atoi(fs[1])
+		if err != nil {
+			continue
+		}
+		out.printf("%8d %8s  %s\n", wall, fs[2], fs[0])
+	}
 }
