@@ -84,6 +84,7 @@ func (u *Uploader) uploadAttempts(ctx context.Context, bucket, key string, r io.
 	var total retry.Stats
 	var sent int64
 	var vanished *sperrors.Error // the failure of the attempt whose upload the store dropped
+	var dropped []string         // every upload the store dropped, to be found gone at the end
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 && isSeeker && (!isReaderAt || size < 0) {
 			// ReaderAt sources are read through fresh section readers; only a Seeker rewinds.
@@ -105,6 +106,10 @@ func (u *Uploader) uploadAttempts(ctx context.Context, bucket, key string, r io.
 			if vanished != nil {
 				res.Notes = append(res.Notes, vanishedNote(vanished))
 			}
+			for _, id := range u.settleDropped(ctx, cfg, bucket, key, dropped) {
+				res.LeftBehind = append(res.LeftBehind, id)
+				res.Notes = append(res.Notes, "the store made dropped upload "+id+" again (a part still in flight) and its abort failed")
+			}
 			left.report(res, spent)
 			return res, nil
 		}
@@ -116,6 +121,9 @@ func (u *Uploader) uploadAttempts(ctx context.Context, bucket, key string, r io.
 			err = annotated(err, func(e *sperrors.Error) {
 				e.Message += "; the new upload this Upload started after the store dropped upload " + vanished.UploadID + " was dropped too"
 			})
+		}
+		if e := asError(err); e != nil && e.UploadGone && e.UploadID != "" {
+			dropped = append(dropped, e.UploadID)
 		}
 		lastErr = err
 		left.track(err, spent)
@@ -133,7 +141,51 @@ func (u *Uploader) uploadAttempts(ctx context.Context, bucket, key string, r io.
 		}
 		break
 	}
-	return nil, left.annotate(lastErr)
+	err = left.annotate(lastErr)
+	for _, id := range u.settleDropped(ctx, cfg, bucket, key, dropped) {
+		err = annotated(err, func(e *sperrors.Error) {
+			e.AbortFailed = true
+			if e.UploadID == "" || e.UploadID == id {
+				e.UploadID = id
+			}
+			e.Message += "; the store made dropped upload " + id + " again (a part still in flight) and its abort failed"
+		})
+	}
+	return nil, err
+}
+
+// settleDropped looks again for the uploads the store dropped during this Upload, once its
+// attempts are over, and aborts each that is back: a part still in flight at the store when an
+// upload is aborted can make it again (Versity's posix backend re-creates its directory), after
+// the write's own abort found it gone. It returns the ids it could not abort.
+func (u *Uploader) settleDropped(ctx context.Context, cfg config, bucket, key string, dropped []string) (left []string) {
+	if len(dropped) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.abortTimeout)
+	defer cancel()
+	for _, id := range dropped {
+		_, lerr := cfg.policy.Do(ctx, retry.Op{Name: "ListParts", Bucket: bucket, Key: key, UploadID: id}, func(ctx context.Context, _ int) error {
+			_, err := u.st.ListParts(ctx, &store.ListPartsInput{Bucket: bucket, Key: key, UploadID: id})
+			return err
+		})
+		if lerr != nil {
+			continue // gone (NoSuchUpload), or the store cannot say: its abort was taken
+		}
+		_, aerr := cfg.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: bucket, Key: key, UploadID: id}, func(ctx context.Context, _ int) error {
+			if err := u.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: bucket, Key: key, UploadID: id}); err != nil && !isNoSuchUpload(err) {
+				return err
+			}
+			return nil
+		})
+		if aerr != nil {
+			cfg.logger.Warn("a dropped upload made again by a part in flight could not be aborted", zap.String("upload_id", id), zap.Error(aerr))
+			left = append(left, id)
+			continue
+		}
+		cfg.logger.Info("aborted a dropped upload that a part still in flight had made again", zap.String("bucket", bucket), zap.String("key", key), zap.String("upload_id", id))
+	}
+	return left
 }
 
 // vanishedNote is the Result's note of an Upload that landed in a new upload after the store
