@@ -176,5 +176,6 @@ func (w *Writer) unlistedProbe(listed []store.Part, sent map[int32]string) []sto
 	return kept
 }
 
-// sendOnce makes a policy send its request once, whatever the answer: throttled too (the probe).
-func sendOnce(o *retry.Options) { o.MaxAttempts, o.ThrottleMaxAttempts = 1, 1 }
+// sendOnce makes a policy send its request once, whatever the answer: throttled or refused too
+// (the probe).
+func sendOnce(o *retry.Options) { o.MaxAttempts, o.ThrottleMaxAttempts, o.OutageMaxElapsed = 1, 1, 0 }

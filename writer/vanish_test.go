@@ -202,7 +202,9 @@ func TestUploadVanished(t *testing.T) {
 		// The part never hears NoSuchUpload; ListParts, asked once its retries are spent, does.
 		mem := newMem(minioLike)
 		d := &dropper{Store: mem, side: mem.AbortMultipartUpload, op: faulty.OpUploadPart, part: 2, silent: true}
-		_, err := write(t, d, "k", data, func(o *writer.Options) { o.Retry = retry.New(func(o *retry.Options) { o.InitialInterval = time.Millisecond }) })
+		_, err := write(t, d, "k", data, func(o *writer.Options) {
+			o.Retry = retry.New(func(o *retry.Options) { o.InitialInterval = time.Millisecond })
+		})
 		if e := mustBeVanished(t, err, true); e.Op != "UploadPart" || e.PartNumber != 2 {
 			t.Fatalf("err %v, want part 2's", err)
 		}
@@ -211,7 +213,9 @@ func TestUploadVanished(t *testing.T) {
 		mem = newMem(minioLike)
 		d = &dropper{Store: mem, side: mem.AbortMultipartUpload, op: faulty.OpUploadPart, part: 2, silent: true, limit: 1}
 		res, err := writer.Upload(context.Background(), d, unitBucket, "k", bytes.NewReader(data),
-			opts(func(o *writer.Options) { o.Retry = retry.New(func(o *retry.Options) { o.InitialInterval = time.Millisecond }) })...)
+			opts(func(o *writer.Options) {
+				o.Retry = retry.New(func(o *retry.Options) { o.InitialInterval = time.Millisecond })
+			})...)
 		mustLand(t, mem, "k", data, res, err, res.Verified)
 		mustNoteVanished(t, res)
 	})
