@@ -115,7 +115,7 @@ extern "C" {
  *                              ("20s" default, "0s" off, at most "1h")
  *   "abort_timeout"            bound of each clean-up step after a failure or an abort: the
  *                              store's abort of the upload, and the sweep for an upload a lost
- *                              CreateMultipartUpload answer left ("30s" default, above "0s",
+ *                              CreateMultipartUpload answer left ("60s" default, above "0s",
  *                              at most "1h"); see safeput_abort
  *   "log_level"                "debug", "info", "warn", "error": JSON lines on stderr; default none
  *   "test_faults"              tests only: honoured by a library built with the safeput_faults
@@ -227,7 +227,7 @@ int safeput_close(int64_t handle, char **json_out);
  * WORST CASE. Otherwise it waits for the store: parts in flight are cancelled at once, then the
  * abort of the upload (repeated until the store no longer lists it) is bounded by abort_timeout,
  * and, only when a CreateMultipartUpload answer was lost, the sweep for the upload it may have
- * left is bounded by abort_timeout again: at most 2 x abort_timeout (60 s at the default 30 s)
+ * left is bounded by abort_timeout again: at most 2 x abort_timeout (120 s at the default 60 s)
  * plus a moment, against a store that accepts connections and never answers. When the bound
  * runs out the status is the failure with abort_failed true, and upload_id when the upload is
  * known (when only a lost create's upload may remain, the error says to sweep the key): what

@@ -30,6 +30,16 @@ import (
 //
 // A request that makes no progress for DefaultStallTimeout (no request-body byte taken by the
 // connection and no response byte received) is cut and retried as Transient, code "Stalled".
+//
+// A store that does not take requests at all (a restart, a rolling upgrade, a balancer with no
+// backend: the connection refused or reset, 502, 503 or 504) gets more patience than a generic
+// failure: past its MaxAttempts a request is retried while its next sleep ends within 60 s of its
+// first attempt (Options.OutageMaxElapsed), those sleeps drawn from the throttling steps (1 s
+// base, doubling, 20 s cap, full jitter). An outage that ends within 40 s of a request's first
+// attempt (the allowance less the longest sleep) is so ridden out, the request sent again at most
+// 20 s after the store is back; a longer one fails the request within the allowance plus its
+// last attempt. The retry budget still bounds what all users of the policy spend on it. A request
+// marked Op.FirstContact (its store has answered nothing yet) gets MaxAttempts alone.
 const (
 	DefaultMaxAttempts         = 3
 	defaultThrottleMaxAttempts = 10
@@ -42,6 +52,7 @@ const (
 	defaultIntegrityRetries    = 2
 	defaultRetryAfterCap       = 20 * time.Second
 	defaultBudget              = 500
+	defaultOutageMaxElapsed    = 60 * time.Second
 )
 
 // retryCost is what one retry takes from the budget; timeoutCost is for a retry after a timeout,
@@ -63,8 +74,9 @@ type option func(*Policy)
 //	p := retry.New(func(o *retry.Options) { o.MaxAttempts = 5 })
 type Options struct {
 	// MaxAttempts bounds the attempts, the first included (default 3, DefaultMaxAttempts;
-	// minimum 1). A throttled request still gets ThrottleMaxAttempts: for one attempt whatever
-	// the answer, set both to 1.
+	// minimum 1). A throttled request still gets ThrottleMaxAttempts, and one the store did not
+	// take the outage allowance: for one attempt whatever the answer, set both to 1 and
+	// OutageMaxElapsed to 0.
 	MaxAttempts int
 	// ThrottleMaxAttempts bounds the attempts when the latest failure was Throttled (default 10;
 	// never fewer than MaxAttempts).
@@ -73,6 +85,14 @@ type Options struct {
 	// than this after Do began (default 45 s, DefaultThrottleMaxElapsed; 0: only the attempts and
 	// MaxElapsedTime bound it).
 	ThrottleMaxElapsed time.Duration
+	// OutageMaxElapsed is the patience for a store that does not take requests at all: a request
+	// whose latest failure is a refused, reset or closed connection, a dial that failed, or a 502,
+	// 503 or 504 without a throttling code is retried past MaxAttempts while its next sleep ends
+	// within this of its first attempt, the sleeps drawn from the throttling steps
+	// (ThrottleInterval) (default 60 s; 0: such a failure gets MaxAttempts like any other). The
+	// attempts and sleeps of the request all count toward it; MaxElapsedTime and the retry budget
+	// still apply. A request marked Op.FirstContact does not get it.
+	OutageMaxElapsed time.Duration
 	// StallTimeout is the stall window (default 20 s, DefaultStallTimeout; 0 turns stall
 	// detection off): an attempt whose request takes no body byte and receives no response byte
 	// for this long is cancelled and fails Transient with Code "Stalled" (errors.CodeStalled),
@@ -139,7 +159,7 @@ func (p *Policy) With(optFns ...func(*Options)) *Policy {
 func (c config) options() Options {
 	return Options{
 		MaxAttempts: c.maxAttempts, ThrottleMaxAttempts: c.throttleAttempts, ThrottleMaxElapsed: c.throttleMaxElapsed,
-		StallTimeout: c.stallTimeout, MaxElapsedTime: c.maxElapsed, InitialInterval: c.initial,
+		OutageMaxElapsed: c.outageMaxElapsed, StallTimeout: c.stallTimeout, MaxElapsedTime: c.maxElapsed, InitialInterval: c.initial,
 		ThrottleInterval: c.throttleInitial, MaxInterval: c.maxInterval, AttemptTimeout: c.attemptTimeout,
 		IntegrityRetries: c.integrityRetries, RetryBudget: c.budgetCap, Logger: c.logger,
 	}
@@ -150,7 +170,7 @@ func (c config) options() Options {
 func (o Options) apply(was Options) []option {
 	opts := []option{
 		withMaxAttempts(o.MaxAttempts), withThrottleMaxAttempts(o.ThrottleMaxAttempts),
-		withThrottleMaxElapsed(o.ThrottleMaxElapsed), withStallTimeout(o.StallTimeout),
+		withThrottleMaxElapsed(o.ThrottleMaxElapsed), withOutageMaxElapsed(o.OutageMaxElapsed), withStallTimeout(o.StallTimeout),
 		withMaxElapsedTime(o.MaxElapsedTime), withInitialInterval(o.InitialInterval),
 		withThrottleInterval(o.ThrottleInterval), withMaxInterval(o.MaxInterval),
 		withAttemptTimeout(o.AttemptTimeout), withIntegrityRetries(o.IntegrityRetries), withLogger(o.Logger),
@@ -165,6 +185,7 @@ type config struct {
 	maxAttempts        int
 	throttleAttempts   int
 	throttleMaxElapsed time.Duration
+	outageMaxElapsed   time.Duration
 	stallTimeout       time.Duration
 	maxElapsed         time.Duration
 	initial            time.Duration
@@ -192,6 +213,7 @@ func defaultConfig() config {
 		maxAttempts:        DefaultMaxAttempts,
 		throttleAttempts:   defaultThrottleMaxAttempts,
 		throttleMaxElapsed: DefaultThrottleMaxElapsed,
+		outageMaxElapsed:   defaultOutageMaxElapsed,
 		stallTimeout:       DefaultStallTimeout,
 		initial:            defaultInitialInterval,
 		throttleInitial:    DefaultThrottleInterval,
@@ -225,6 +247,11 @@ func withThrottleMaxAttempts(n int) option {
 // withThrottleMaxElapsed sets Options.ThrottleMaxElapsed.
 func withThrottleMaxElapsed(d time.Duration) option {
 	return func(p *Policy) { p.cfg.throttleMaxElapsed = max(d, 0) }
+}
+
+// withOutageMaxElapsed sets Options.OutageMaxElapsed.
+func withOutageMaxElapsed(d time.Duration) option {
+	return func(p *Policy) { p.cfg.outageMaxElapsed = max(d, 0) }
 }
 
 // withStallTimeout sets Options.StallTimeout.

@@ -4,8 +4,11 @@
 // with exponential backoff and full jitter (Throttled from a longer base), Integrity failures a
 // small number of times, and Permanent, Compatibility, Precondition, Canceled and Internal
 // failures never. Everything that shares one *Policy (and the policies derived from it with With)
-// shares its retry budget, so an outage makes every writer fail fast instead of multiplying the
-// load. New and With take functions that set Options, as aws-sdk-go-v2's retryers do.
+// shares its retry budget, so a long outage makes every writer give up soon instead of
+// multiplying the load. A store that takes no request at all (a restart: connections refused or
+// reset, 502, 503, 504) is waited for past MaxAttempts within Options.OutageMaxElapsed, unless it
+// has answered nothing yet (Op.FirstContact). New and With take functions that set Options, as
+// aws-sdk-go-v2's retryers do.
 //
 // There is no process-wide policy: a writer.Uploader owns one, shared by its writes. A zero Policy
 // is newPolicy()'s; a nil *Policy acts as a fresh newPolicy() at each call, so it shares no retry budget with
@@ -16,8 +19,12 @@ import (
 	"context"
 	stderrors "errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -34,6 +41,10 @@ type Op struct {
 	PartNumber                  int32
 	// Size is the request body's length (the part or object), 0 when there is none.
 	Size int64
+	// FirstContact: no request to this store has been answered yet, so a store that takes no
+	// request (refused, reset, 502, 503, 504) may never have been there (a wrong endpoint, a
+	// store not started): the request gets MaxAttempts, not the outage allowance.
+	FirstContact bool
 }
 
 // Stats reports what Do spent.
@@ -195,9 +206,10 @@ func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, att
 		if e.Kind == errors.Throttled && p.limiter != nil {
 			p.limiter.throttled()
 		}
-		delay, delayOK := p.delay(e, transient, throttle)
-		step := c.afterFailure(failure{err: e, attempt: attempt, integritySpent: integrity,
-			elapsed: c.now().Sub(start), delay: delay, delayOK: delayOK})
+		f := failure{err: e, attempt: attempt, integritySpent: integrity, elapsed: c.now().Sub(start), unavailable: unavailable(e) && !op.FirstContact}
+		f.delay, f.delayOK = p.delay(e, c.outage(f), transient, throttle)
+		delay := f.delay
+		step := c.afterFailure(f)
 		if step.giveUp {
 			if step.why != "" {
 				return stats, note(e, step.why)
@@ -353,11 +365,12 @@ type clockFunc func() time.Time
 
 func (f clockFunc) Now() time.Time { return f() }
 
-// delay returns the sleep before the next attempt, and false when a custom backoff says stop.
-func (p *Policy) delay(e *errors.Error, transient, throttle backoff.BackOff) (time.Duration, bool) {
+// delay returns the sleep before the next attempt, and false when a custom backoff says stop. A
+// throttled request, and one retried on the outage allowance (outage), sleeps the throttling step.
+func (p *Policy) delay(e *errors.Error, outage bool, transient, throttle backoff.BackOff) (time.Duration, bool) {
 	a, b := transient.NextBackOff(), throttle.NextBackOff()
 	d := a
-	if e.Kind == errors.Throttled {
+	if e.Kind == errors.Throttled || outage {
 		d = b
 	}
 	if d == backoff.Stop {
@@ -412,6 +425,35 @@ func (j *fullJitter) NextBackOff() time.Duration {
 		return d
 	}
 	return time.Duration(j.rand() * float64(d))
+}
+
+// unavailable reports a failure that says the store is not taking requests at all, as during a
+// restart, a rolling upgrade or with no backend behind its balancer: a connection refused, reset,
+// aborted or closed before an answer, a dial that failed, or a 502, 503 or 504 that is not a
+// throttling answer (SlowDown is Throttled) nor a full store. A request cut for a stall is not one:
+// the store took it and went silent, which the stall window already bounds.
+func unavailable(e *errors.Error) bool {
+	if e.Kind != errors.Transient || e.UploadGone || e.StoreFull || e.Code == errors.CodeStalled {
+		return false
+	}
+	switch e.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	case 0:
+	default:
+		return false
+	}
+	var op *net.OpError
+	if stderrors.As(e, &op) && op.Op == "dial" {
+		return true
+	}
+	for _, errno := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE} {
+		if stderrors.Is(e, errno) {
+			return true
+		}
+	}
+	// A write to a connection the transport closed on seeing the peer's reset: net.ErrClosed.
+	return stderrors.Is(e, io.EOF) || stderrors.Is(e, io.ErrUnexpectedEOF) || stderrors.Is(e, net.ErrClosed)
 }
 
 // resendable reports whether re-sending the same request may succeed: Transient, Throttled and

@@ -4,8 +4,11 @@ import (
 	"context"
 	stderrors "errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,6 +77,8 @@ var (
 	eTooSmall   = resp(400, "EntityTooSmall")
 	ePrecond    = resp(412, "PreconditionFailed")
 	eNoUpload   = resp(404, "NoSuchUpload")
+	eRefused    = &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	eReset      = &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 	errPanicked = stderrors.New("panic marker")
 )
 
@@ -114,7 +119,14 @@ func TestSequences(t *testing.T) {
 		{"two transient then success", nil, []error{e503, e500}, []time.Duration{50 * ms, 100 * ms}, 3, errors.Unknown, map[errors.Kind]int{errors.Transient: 2}},
 		{"throttled", nil, []error{eSlowDown, eSlowDown}, []time.Duration{time.Second, 2 * time.Second}, 3, errors.Unknown, map[errors.Kind]int{errors.Throttled: 2}},
 		{"transient then throttled", nil, []error{e503, eSlowDown}, []time.Duration{50 * ms, 2 * time.Second}, 3, errors.Unknown, map[errors.Kind]int{errors.Transient: 1, errors.Throttled: 1}},
-		{"attempts run out", nil, []error{e503, e503, e503}, []time.Duration{50 * ms, 100 * ms}, 3, errors.Transient, map[errors.Kind]int{errors.Transient: 3}},
+		{"attempts run out", nil, []error{e500, e500, e500}, []time.Duration{50 * ms, 100 * ms}, 3, errors.Transient, map[errors.Kind]int{errors.Transient: 3}},
+		{"a store down: retried past the attempts, on the throttling steps", nil, []error{eRefused, eRefused, eRefused, e503, eReset},
+			[]time.Duration{50 * ms, 100 * ms, 4 * time.Second, 8 * time.Second, 16 * time.Second}, 6, errors.Unknown, map[errors.Kind]int{errors.Transient: 5}},
+		{"the outage allowance ends an outage", nil, []error{e503, e503, e503, e503, e503, e503, e503, e503, e503},
+			// 0.05+0.1+4+8+16+20 = 48.15 s; the next 20 s sleep would end past the 60 s allowance.
+			[]time.Duration{50 * ms, 100 * ms, 4 * time.Second, 8 * time.Second, 16 * time.Second, 20 * time.Second}, 7, errors.Transient, map[errors.Kind]int{errors.Transient: 7}},
+		{"no outage allowance: attempts as any transient failure", []option{withOutageMaxElapsed(0)}, []error{eRefused, eRefused, eRefused},
+			[]time.Duration{50 * ms, 100 * ms}, 3, errors.Transient, map[errors.Kind]int{errors.Transient: 3}},
 		{"integrity then success", nil, []error{eBadDigest}, []time.Duration{50 * ms}, 2, errors.Unknown, map[errors.Kind]int{errors.Integrity: 1}},
 		{"permanent", nil, []error{eDenied}, nil, 1, errors.Permanent, map[errors.Kind]int{errors.Permanent: 1}},
 		{"compatibility", nil, []error{eTooSmall}, nil, 1, errors.Compatibility, map[errors.Kind]int{errors.Compatibility: 1}},
@@ -592,5 +604,21 @@ func TestAdaptiveRatePolicy(t *testing.T) {
 	// A derived policy shares the limiter.
 	if p.with(withMaxAttempts(2)).limiter != p.limiter || p.with(withAdaptiveRate(false)).limiter != nil {
 		t.Fatal("With and the limiter")
+	}
+}
+
+// TestFirstContactGetsNoOutageAllowance: a store that refuses the very first request is not
+// waited for past MaxAttempts: it may never have been there.
+func TestFirstContactGetsNoOutageAllowance(t *testing.T) {
+	p, clock := testPolicy()
+	fn, seen := seq(eRefused, eRefused, eRefused, eRefused)
+	op := testOp
+	op.FirstContact = true
+	_, err := p.Do(context.Background(), op, fn)
+	if len(*seen) != 3 || !stderrors.Is(err, errors.Transient) {
+		t.Fatalf("attempts %v, err %v; want 3 attempts, Transient", *seen, err)
+	}
+	if got := clock.slept(); fmt.Sprint(got) != fmt.Sprint([]time.Duration{50 * ms, 100 * ms}) {
+		t.Fatalf("sleeps %v", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -46,6 +47,11 @@ const (
 
 // endpointFacts is what an Uploader's writes learned about one bucket of its store.
 type endpointFacts struct {
+	// reached: a request to this store got its answer. Until then a store that takes no request
+	// may never have been there (a wrong endpoint, a store not started), so its requests are
+	// first contacts (retry.Op.FirstContact) and get no outage allowance; after, a refused or
+	// reset connection is an outage to ride out.
+	reached        atomic.Bool
 	mu             sync.Mutex
 	headerRejected bool // the store refused an x-amz-checksum-* header we offered
 	headChecksum   tri  // HEAD reported the full-object checksum we sent
@@ -70,6 +76,21 @@ type endpointFacts struct {
 	save   func(endpointcache.Facts)
 	cached tri
 }
+
+// storeAnswered records that a request got err from the store: success, or an answer of the store
+// itself (not a balancer's 502, 503 or 504 with nothing behind it).
+func (f *endpointFacts) storeAnswered(err error) {
+	if f.reached.Load() {
+		return
+	}
+	var re *store.ResponseError
+	if err == nil || (stderrors.As(err, &re) && re.StatusCode > 0 && re.StatusCode != 502 && re.StatusCode != 503 && re.StatusCode != 504) {
+		f.reached.Store(true)
+	}
+}
+
+// firstContact reports whether no request to this store has been answered yet.
+func (f *endpointFacts) firstContact() bool { return !f.reached.Load() }
 
 // checking reports whether this endpoint is known to check the checksums of the parts it takes.
 func (f *endpointFacts) checking() tri {

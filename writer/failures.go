@@ -26,7 +26,8 @@ func (w *Writer) doSized(op string, part int32, size int64, fn func(ctx context.
 	uploadID := w.currentUploadID()
 	var last error
 	var lastEnd time.Time
-	stats, err := w.policy.Do(w.ctx, retry.Op{Name: op, Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part, Size: size},
+	stats, err := w.policy.Do(w.ctx, retry.Op{Name: op, Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part, Size: size,
+		FirstContact: w.facts.firstContact()},
 		func(ctx context.Context, attempt int) error {
 			if attempt > 1 {
 				// The event says why this attempt is a retry: the previous attempt's failure.
@@ -34,6 +35,7 @@ func (w *Writer) doSized(op string, part int32, size int64, fn func(ctx context.
 					Kind: sperrors.ClassifyContext(w.ctx, last).Kind, Err: last, Elapsed: time.Since(lastEnd)})
 			}
 			err := fn(ctx, attempt)
+			w.facts.storeAnswered(err)
 			last = err
 			if err != nil {
 				lastEnd = time.Now()

@@ -168,7 +168,9 @@ type Options struct {
 	// when the call returns.
 	Instrumentation Instrumentation
 	// AbortTimeout bounds the clean-up (abort, delete) that runs after a failure, on a context
-	// detached from the caller's (default 30 s; 0 or less: the default).
+	// detached from the caller's (default 60 s; 0 or less: the default). Within it the abort
+	// rides out a store that takes no request (retry.Options.OutageMaxElapsed) for up to this
+	// less the longest retry sleep (20 s): 40 s at the defaults.
 	AbortTimeout time.Duration
 
 	// JournalDir, when set, records every multipart upload of the write in that directory
@@ -360,7 +362,7 @@ type runConfig struct {
 const (
 	DefaultPartSize     = 16 << 20
 	DefaultConcurrency  = 4
-	defaultAbortTimeout = 30 * time.Second
+	defaultAbortTimeout = 60 * time.Second
 	// defaultReadBackLimit is the largest object read back when neither the store's checksum
 	// nor its ETag proves it (Upload of a replayable source reads back any size).
 	defaultReadBackLimit = 64 << 20

@@ -9,6 +9,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/internal/integrity"
+	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"go.uber.org/zap"
 )
@@ -143,6 +144,13 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		out, err := w.st.UploadPart(sendCtx, in)
 		sent()
 		if err != nil {
+			if attempt > 1 && ctx.Err() == nil && unanswered(err) {
+				// Unanswered again: an outage, or a store that drops the connection on a part
+				// of an upload it no longer has; only the latter ends the part's retries.
+				if gone := w.uploadGone(); gone != nil {
+					return gone
+				}
+			}
 			return err
 		}
 		if err := w.lateMD5(n, part, &rec, in.Checksum, out.Checksums); err != nil {
@@ -186,23 +194,52 @@ func (w *Writer) partFailed(n int32, err error) error {
 	if isNoSuchUpload(err) {
 		return w.uploadVanished("UploadPart", n, err, "")
 	}
-	e := asError(err)
-	if e == nil || e.StatusCode != 0 || e.Kind != sperrors.Transient || w.ctx.Err() != nil || w.facts.lacking(optListParts) != "" {
+	if e := asError(err); e == nil || e.Kind != sperrors.Transient || !unanswered(err) {
 		return err
 	}
-	id := w.currentUploadID()
-	ctx, cancel := w.cleanupContext(w.ctx)
-	defer cancel()
-	_, lerr := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})
-	w.mu.Lock()
-	w.stats.Attempts++
-	w.mu.Unlock()
-	if !isNoSuchUpload(lerr) {
+	gone := w.uploadGone()
+	if gone == nil {
 		return err
 	}
 	w.log.Warn("a part's requests ended without an answer and ListParts found the upload gone",
-		zap.Int32("part", n), zap.String("upload_id", id), zap.Error(err))
-	return w.uploadVanished("UploadPart", n, lerr, "")
+		zap.Int32("part", n), zap.String("upload_id", w.currentUploadID()), zap.Error(err))
+	return w.uploadVanished("UploadPart", n, gone, "")
+}
+
+// writeEnded reports whether the write's context ended (it failed, or the caller stopped it).
+func (w *Writer) writeEnded() bool { return w.ctx.Err() != nil }
+
+// unanswered reports a request whose connection ended without the store's answer (reset,
+// closed); not one cut for a stall or a timeout, which the stall window already bounds and
+// whose store a ListParts would wait on as long.
+func unanswered(err error) bool {
+	var re *store.ResponseError
+	if stderrors.As(err, &re) && re.StatusCode != 0 {
+		return false
+	}
+	return !sperrors.IsTimeout(err) && !stderrors.Is(err, context.Canceled)
+}
+
+// uploadGone asks ListParts, once (under the stall window), whether the write's upload is still
+// there, and returns the store's NoSuchUpload answer when it is gone; nil when it is there, or
+// when the store cannot say (it lacks ListParts, or does not answer either).
+func (w *Writer) uploadGone() error {
+	if w.writeEnded() || w.facts.lacking(optListParts) != "" {
+		return nil
+	}
+	id := w.currentUploadID()
+	stats, err := w.policy.With(sendOnce).Do(w.ctx, retry.Op{Name: "ListParts", Bucket: w.bucket, Key: w.key, UploadID: id},
+		func(ctx context.Context, _ int) error {
+			_, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})
+			return err
+		})
+	w.mu.Lock()
+	w.stats.Add(stats)
+	w.mu.Unlock()
+	if isNoSuchUpload(err) {
+		return err
+	}
+	return nil
 }
 
 // lateMD5 takes the body's MD5 after its receipt, while its bytes are still held, when the write

@@ -343,5 +343,6 @@ func refusedAccess(err error) bool {
 	return e != nil && e.Kind == sperrors.Permanent && e.StatusCode == 403
 }
 
-// sendOnce makes a policy send its request once, whatever the answer: throttled too (the probe).
-func sendOnce(o *retry.Options) { o.MaxAttempts, o.ThrottleMaxAttempts = 1, 1 }
+// sendOnce makes a policy send its request once, whatever the answer: throttled or refused too
+// (the probe).
+func sendOnce(o *retry.Options) { o.MaxAttempts, o.ThrottleMaxAttempts, o.OutageMaxElapsed = 1, 1, 0 }

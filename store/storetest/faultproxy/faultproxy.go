@@ -27,6 +27,11 @@
 //     incomplete upload of the bucket, so a caller that trusts the listing acts outside its prefix.
 //   - OpaqueETag: a store whose ETags are not MD5s of the data (AWS with SSE-KMS or SSE-C,
 //     stores that make their own): the answer's ETag header is replaced by other hex digits.
+//   - Refuse: a server that goes away and comes back (a restart, a rolling upgrade): the proxy
+//     stops listening and drops every connection, so new connections are refused, then listens
+//     again at the same address.
+//   - A Rule's Window turns any fault into an outage: every matching request for that long gets
+//     it (resets, 502 or 503 from a balancer with no backend).
 //   - StoreTruncated, StoreFlipped: silent corruption. The store keeps bytes other than the ones
 //     sent and still answers 200 with an ETag; only an end-to-end check (read back, checksum
 //     compare) notices.
@@ -120,6 +125,10 @@ const (
 	// and passes the answer (every incomplete upload of the bucket) back. On other operations it
 	// forwards the request unchanged.
 	IgnorePrefix Kind = "IgnorePrefix"
+	// Refuse resets the request's connection, then takes the server away: the listener closes and
+	// every client connection with it, so connections are refused, as while a server restarts;
+	// after Fault.Hold (0: until Close) the proxy listens again at the same address.
+	Refuse Kind = "Refuse"
 	// OpaqueETag forwards the request unchanged and relays the answer with its ETag header
 	// replaced by an opaque one of the same shape: 32 other hex digits, derived from the store's
 	// (so the same object gets the same ETag in every answer), a "-N" suffix kept. ETags in
@@ -131,7 +140,7 @@ const (
 type Fault struct {
 	Kind       Kind
 	Bytes      int64         // ResetAfterBytes: body bytes read before the RST; StopReading: before stopping (0 = half)
-	Hold       time.Duration // Hold: how long; 0 = forever
+	Hold       time.Duration // Hold: how long; 0 = forever. Refuse: how long the server is away; 0 = until Close
 	Status     int           // Status, AnswerEarly: HTTP status; 0 = 503
 	Code       string        // Status, AnswerEarly: S3 error code in the body, e.g. SlowDown; "" = no <Code>
 	RetryAfter string        // Status, AnswerEarly: Retry-After header value; "" = none
@@ -154,6 +163,9 @@ type Rule struct {
 	// case): "x-amz-checksum-mode" selects a HEAD asking for checksums, "If-None-Match" a
 	// conditional write, so a store refusing only that header can be played.
 	Header string
+	// Window, when set, makes the rule an outage: from the request it first fires on (chosen by
+	// Nth, Times and Prob), it fires on every matching request for Window, then never again.
+	Window time.Duration
 	Fault  Fault
 }
 
@@ -181,18 +193,22 @@ const closeBound = 10 * time.Second
 type Proxy struct {
 	cfg       Config
 	upstream  *url.URL
-	ln        net.Listener
-	srv       *http.Server
+	addr      string // the listening address, kept across a Refuse
 	transport *http.Transport
 	signer    *v4.Signer
-	serveDone chan struct{}
 
 	// ctx is every request's base context; Close cancels it to release held requests.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	closed   bool
+	mu     sync.Mutex
+	closed bool
+	// srv serves ln until Close, or until a Refuse takes it away (nil while away); serveDone
+	// closes when its Serve returns; back restarts it after a Refuse.
+	srv       *http.Server
+	serveDone chan struct{}
+	back      *time.Timer
+
 	inFlight sync.WaitGroup // handlers; Add only under mu while !closed
 	rules    []ruleState
 	rng      *rand.Rand
@@ -209,6 +225,7 @@ type Proxy struct {
 type ruleState struct {
 	Rule
 	matched, fired int
+	until          time.Time // the end of the Window, once it opened
 }
 
 // Start listens on 127.0.0.1:0 and serves until Close.
@@ -228,19 +245,10 @@ func Start(cfg Config) (*Proxy, error) {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("faultproxy: listen: %w", err)
-	}
-	if cfg.TLSCert != nil {
-		// HTTP/1.1 only: the faults hijack connections, which HTTP/2 streams cannot be.
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*cfg.TLSCert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
 		cfg:      cfg,
 		upstream: u,
-		ln:       ln,
 		transport: &http.Transport{
 			DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 			DisableCompression:    true, // bodies pass through as the store sent them
@@ -249,35 +257,113 @@ func Start(cfg Config) (*Proxy, error) {
 			ExpectContinueTimeout: time.Second,
 			TLSClientConfig:       upstreamTLS,
 		},
-		signer:    v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }),
-		serveDone: make(chan struct{}),
-		ctx:       ctx,
-		cancel:    cancel,
-		rng:       rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5afe_f00d)), //nolint:gosec // reproducible test faults, not security
-		stats:     Stats{Requests: map[Op]int{}, Injected: map[Kind]int{}},
-		hijacked:  map[net.Conn]struct{}{},
+		signer:   v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }),
+		ctx:      ctx,
+		cancel:   cancel,
+		rng:      rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5afe_f00d)), //nolint:gosec // reproducible test faults, not security
+		stats:    Stats{Requests: map[Op]int{}, Injected: map[Kind]int{}},
+		hijacked: map[net.Conn]struct{}{},
 	}
-	p.srv = &http.Server{
+	ln, err := p.listen("127.0.0.1:0")
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	p.addr = ln.Addr().String()
+	p.mu.Lock()
+	p.serve(ln)
+	p.mu.Unlock()
+	return p, nil
+}
+
+// listen listens at addr, over TLS when the proxy serves it.
+func (p *Proxy) listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("faultproxy: listen: %w", err)
+	}
+	if p.cfg.TLSCert != nil {
+		// HTTP/1.1 only: the faults hijack connections, which HTTP/2 streams cannot be.
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*p.cfg.TLSCert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+	}
+	return ln, nil
+}
+
+// serve serves ln with a server of its own (one that a Refuse closed cannot serve again). p.mu
+// is held.
+func (p *Proxy) serve(ln net.Listener) {
+	srv := &http.Server{
 		Handler:           http.HandlerFunc(p.serveHTTP),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return p.ctx },
 		ReadHeaderTimeout: 30 * time.Second,
 		// Its complaints about the connections we break on purpose are noise, and t.Logf must
 		// not be called once a test has ended.
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
+	done := make(chan struct{})
+	p.srv, p.serveDone = srv, done
 	go func() {
-		defer close(p.serveDone)
-		_ = p.srv.Serve(ln)
+		defer close(done)
+		_ = srv.Serve(ln)
 	}()
-	return p, nil
+}
+
+// goAway takes the server away for d (0: until Close): the listener and every client connection
+// close, so connections are refused until it listens again at the same address.
+func (p *Proxy) goAway(d time.Duration) {
+	p.mu.Lock()
+	srv, done := p.srv, p.serveDone
+	if p.closed || srv == nil {
+		p.mu.Unlock()
+		return // closing, or away already
+	}
+	p.srv = nil
+	for conn := range p.hijacked {
+		_ = conn.Close()
+		delete(p.hijacked, conn)
+	}
+	p.mu.Unlock()
+	_ = srv.Close() // the listener and every connection it tracks
+	<-done
+	p.logf("away (connections refused) for %v", d)
+	if d <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.back = time.AfterFunc(d, p.comeBack)
+	}
+}
+
+// comeBack listens again at the proxy's address after a Refuse. The port was ours a moment ago;
+// should another socket hold it still, it tries again for a while.
+func (p *Proxy) comeBack() {
+	for range 50 {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		ln, err := p.listen(p.addr)
+		if err == nil {
+			p.serve(ln)
+			p.mu.Unlock()
+			p.logf("back at %s", p.addr)
+			return
+		}
+		p.mu.Unlock()
+		p.logf("listening again: %v", err)
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // URL is the proxy's base URL, to use as the adapter's endpoint.
 func (p *Proxy) URL() string {
 	if p.cfg.TLSCert != nil {
-		return "https://" + p.ln.Addr().String()
+		return "https://" + p.addr
 	}
-	return "http://" + p.ln.Addr().String()
+	return "http://" + p.addr
 }
 
 // Close stops the proxy: held and stalled requests are released, every client connection is
@@ -289,23 +375,30 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
+	srv, done := p.srv, p.serveDone
+	if p.back != nil {
+		p.back.Stop()
+	}
 	p.mu.Unlock()
 
 	p.cancel()
-	err := p.srv.Close() // listener and every connection not hijacked
-	<-p.serveDone
+	var err error
+	if srv != nil { // nil while a Refuse keeps it away
+		err = srv.Close() // listener and every connection not hijacked
+		<-done
+	}
 	p.mu.Lock()
 	for conn := range p.hijacked {
 		_ = conn.Close()
 	}
 	p.mu.Unlock()
-	done := make(chan struct{})
+	drained := make(chan struct{})
 	go func() {
 		p.inFlight.Wait()
-		close(done)
+		close(drained)
 	}()
 	select {
-	case <-done:
+	case <-drained:
 	case <-time.After(closeBound):
 		err = errors.Join(err, fmt.Errorf("faultproxy: requests still running %v after Close", closeBound))
 	}
@@ -369,13 +462,26 @@ func (p *Proxy) decide(op Op, t target) (Fault, bool) {
 			continue
 		}
 		r.matched++
-		if fired || (r.Nth != 0 && r.matched != r.Nth) || (r.Times != 0 && r.fired >= r.Times) {
+		if fired {
+			continue
+		}
+		if !r.until.IsZero() { // a Window that opened: every request until it ends, then none
+			if time.Now().Before(r.until) {
+				r.fired++
+				fault, fired = r.Fault, true
+			}
+			continue
+		}
+		if (r.Nth != 0 && r.matched != r.Nth) || (r.Times != 0 && r.fired >= r.Times) {
 			continue
 		}
 		if r.Prob > 0 && p.rng.Float64() >= r.Prob {
 			continue
 		}
 		r.fired++
+		if r.Window > 0 {
+			r.until = time.Now().Add(r.Window)
+		}
 		fault, fired = r.Fault, true
 	}
 	if fired {

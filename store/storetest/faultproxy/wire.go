@@ -76,6 +76,9 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.ignorePrefix(w, r)
 	case OpaqueETag:
 		p.opaqueETag(w, r)
+	case Refuse:
+		p.hijackClose(w, true)
+		p.goAway(fault.Hold)
 	default:
 		p.writeError(w, r, http.StatusInternalServerError, "FaultProxyUnknownKind", fmt.Sprintf("unknown fault kind %q", fault.Kind))
 	}
