@@ -132,7 +132,7 @@ var vanishCases = []struct {
 }
 
 // mustBeVanished checks a write's failure for an upload dropped from the side: Transient,
-// UploadGone, the store's NoSuchUpload kept, and a message that says the upload was aborted
+// UploadGone, the store's NoSuchUpload kept (Ceph RGW answers NoSuchKey), and a message that says the upload was aborted
 // elsewhere; stream: the message also says a stream cannot go on.
 func mustBeVanished(t *testing.T, err error, stream bool) *sperrors.Error {
 	t.Helper()
@@ -140,7 +140,7 @@ func mustBeVanished(t *testing.T, err error, stream bool) *sperrors.Error {
 	if !errors.As(err, &e) {
 		t.Fatalf("err %v, want a classified error", err)
 	}
-	if e.Kind != sperrors.Transient || !e.UploadGone || e.Code != "NoSuchUpload" || e.ObjectLeft || e.AbortFailed {
+	if e.Kind != sperrors.Transient || !e.UploadGone || (e.Code != "NoSuchUpload" && e.Code != "NoSuchKey") || e.ObjectLeft || e.AbortFailed {
 		t.Fatalf("err %v: kind %s, upload gone %v, code %q, object left %v, abort failed %v; want transient, upload gone, NoSuchUpload, nothing left",
 			err, e.Kind, e.UploadGone, e.Code, e.ObjectLeft, e.AbortFailed)
 	}
