@@ -5,14 +5,14 @@
 # Debian's Ceph RGW, valgrind and (when no rustc is on PATH) rustc at pinned versions.
 #   SAFEPUT_SKIP_LINT=1   skip gofmt/vet/golangci-lint (quick local loops; CI never sets it)
 #   SAFEPUT_TEST_ARGS     extra arguments for go test (e.g. "-run Contract")
-#   SAFEPUT_TEST_JOBS     test jobs at once (default 3): modules, or shares of a long package
+#   SAFEPUT_TEST_JOBS     test jobs at once (default 2): modules, or shares of a long package
 #
 # Why jobs run side by side, and tests on the three servers in parallel (s3test.ForEach):
 # most of an integration test's time is spent waiting on a server (its answers, stall windows,
 # backoff), so one test at a time left a core idle for most of the run. Every module still runs
-# under -race, on every server, through both adapters. Three jobs: the writer's -race shares
-# keep a CPU busy each, while most other jobs mostly wait; the table at the end says how busy
-# the machine was.
+# under -race, on every server, through both adapters. Two jobs by default: with three, the
+# machine was busy 98 % of the run and tests with sub-second stall windows on Ceph failed; the
+# table at the end says how busy the machine was.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=s3server.sh
@@ -199,7 +199,7 @@ for m in $modules; do
 done
 
 status=0
-jobs_max=${SAFEPUT_TEST_JOBS:-3}
+jobs_max=${SAFEPUT_TEST_JOBS:-2}
 declare -A names=()
 finish_one() {
 	local pid name rc=0
