@@ -92,13 +92,18 @@ func newMinioStore(srv s3test.Server) (store.Store, error) {
 	return miniogo.New(miniogo.Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PathStyle: true, CABundle: srv.CABundle})
 }
 
+// flushUploader is the one Uploader at its defaults that a safeput row's workers share.
+func flushUploader(newStore func(s3test.Server) (store.Store, error), srv s3test.Server) (*writer.Uploader, error) {
+	st, err := newStore(srv)
+	if err != nil {
+		return nil, err
+	}
+	return writer.NewUploader(st)
+}
+
 func flushSafeputUpload(newStore func(s3test.Server) (store.Store, error)) func(s3test.Server, string, Params) (FlushPut, error) {
 	return func(srv s3test.Server, bucket string, _ Params) (FlushPut, error) {
-		st, err := newStore(srv)
-		if err != nil {
-			return nil, err
-		}
-		up, err := writer.NewUploader(st)
+		up, err := flushUploader(newStore, srv)
 		if err != nil {
 			return nil, err
 		}
@@ -114,11 +119,7 @@ func flushSafeputUpload(newStore func(s3test.Server) (store.Store, error)) func(
 
 func flushSafeputWriter(newStore func(s3test.Server) (store.Store, error)) func(s3test.Server, string, Params) (FlushPut, error) {
 	return func(srv s3test.Server, bucket string, _ Params) (FlushPut, error) {
-		st, err := newStore(srv)
-		if err != nil {
-			return nil, err
-		}
-		up, err := writer.NewUploader(st)
+		up, err := flushUploader(newStore, srv)
 		if err != nil {
 			return nil, err
 		}

@@ -74,20 +74,7 @@ func TestStreamGrowsItsFirstBuffer(t *testing.T) {
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	mem := memstore.New(memstore.WithBuckets("b"))
-	budget, err := writer.NewBudget(2 * part)
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := writer.NewUploader(mem, func(o *writer.Options) {
-		o.Profile = "minio"
-		o.PartSize = part
-		o.Concurrency = 2
-		o.MemoryBudget = budget
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, up, budget := budgetedUploader(t, part, 2)
 	ctx := context.Background()
 	for _, size := range sizes {
 		want := data[:size]
@@ -146,20 +133,7 @@ func (s *shortReader) Read(p []byte) (int, error) {
 // room waits holding nothing. Three writers, room for two parts.
 func TestGrowingBuffersShareABudget(t *testing.T) {
 	const part = 5 << 20
-	mem := memstore.New(memstore.WithBuckets("b"))
-	budget, err := writer.NewBudget(2 * part)
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := writer.NewUploader(mem, func(o *writer.Options) {
-		o.Profile = "minio"
-		o.PartSize = part
-		o.Concurrency = 1
-		o.MemoryBudget = budget
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, up, budget := budgetedUploader(t, part, 1)
 	body := bytes.Repeat([]byte("grow"), (3*part)/4+1)
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
@@ -196,4 +170,25 @@ func TestGrowingBuffersShareABudget(t *testing.T) {
 	if n, p := budget.InUse(), budget.Peak(); n != 0 || p > 2*part {
 		t.Errorf("budget in use %d after, peak %d: want 0 and ≤ %d", n, p, 2*part)
 	}
+}
+
+// budgetedUploader is an Uploader on a fresh in-memory store (profile minio, parts of part bytes,
+// concurrency parts at once) whose memory budget holds two parts.
+func budgetedUploader(t *testing.T, part int64, concurrency int) (*memstore.Store, *writer.Uploader, *writer.Budget) {
+	t.Helper()
+	mem := memstore.New(memstore.WithBuckets("b"))
+	budget, err := writer.NewBudget(2 * part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := writer.NewUploader(mem, func(o *writer.Options) {
+		o.Profile = "minio"
+		o.PartSize = part
+		o.Concurrency = concurrency
+		o.MemoryBudget = budget
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mem, up, budget
 }
