@@ -192,6 +192,10 @@ rgw_thread_pool_size = 64
 rgw_crypt_s3_kms_backend = testing
 rgw_crypt_s3_kms_encryption_keys = ${SAFEPUT_S3_KMS_KEY_ID:-safeput-kms-key}=${safeput_kms_secret:-$(head -c 32 /dev/urandom | base64)}
 rgw_crypt_require_ssl = false
+# Deleted objects' and aborted uploads' data is freed after a minute, not RGW's two hours: the
+# tests remove their buckets as they end, and the OSD's file on disk grows only to what is live.
+rgw_gc_obj_min_wait = 60
+rgw_gc_processor_period = 30
 EOF
 }
 

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -238,7 +239,61 @@ func NewBucket(t testing.TB, s Server) string {
 	if _, err := s.RawClient().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 		t.Fatalf("create bucket %s: %v", name, err)
 	}
+	// Emptied and removed when the test ends: a whole run writes over 20 GB, and MinIO refuses
+	// every write (507 XMinioStorageFull) once its disk has less than about 1 GiB free, which
+	// a run that kept its objects brought about on a smaller disk.
+	if os.Getenv("SAFEPUT_KEEP_BUCKETS") == "" {
+		t.Cleanup(func() {
+			if err := s.removeBucket(name); err != nil {
+				t.Logf("remove bucket %s (set SAFEPUT_KEEP_BUCKETS=1 to keep buckets): %v", name, err)
+			}
+		})
+	}
 	return name
+}
+
+// removeBucket aborts the bucket's incomplete uploads, deletes its objects, then the bucket.
+func (s Server) removeBucket(bucket string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := s.RawClient()
+	var errs []error
+	uploads := &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)}
+	for {
+		out, err := c.ListMultipartUploads(ctx, uploads)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		for _, u := range out.Uploads {
+			if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: u.Key, UploadId: u.UploadId}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		uploads.KeyMarker, uploads.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+	objects := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	for objects.HasMorePages() {
+		page, err := objects.NextPage(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		for _, o := range page.Contents {
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) == 0 {
+		if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // BucketName turns a test name into a valid, unique bucket name.
