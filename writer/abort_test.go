@@ -3,8 +3,10 @@ package writer_test
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"testing"
+	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
@@ -87,5 +89,85 @@ func TestAbortThatNeverTakesIsReported(t *testing.T) {
 	}
 	if st.aborts != 4 { // fastPolicy's attempt limit
 		t.Errorf("%d aborts, want 4 (the policy's attempt limit)", st.aborts)
+	}
+}
+
+// reappearingStore plays Versity's posix backend when a part request it has taken in full is
+// cut before its answer and the write aborts: the abort is taken and ListParts finds the upload
+// gone, but the part, still being finished, makes the upload again a moment later. Part 2 is
+// taken in full and never answered; part 1 is refused once part 2 is in.
+type reappearingStore struct {
+	store.Store
+	partTaken chan struct{}
+	mu        sync.Mutex
+	aborts    int
+	goneUntil time.Time
+}
+
+func (s *reappearingStore) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
+	switch in.PartNumber {
+	case 2:
+		_, _ = io.Copy(io.Discard, in.Body)
+		store.ReportRequestWritten(ctx)
+		close(s.partTaken)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case 1:
+		select {
+		case <-s.partTaken:
+		case <-time.After(10 * time.Second):
+		}
+		return nil, &store.ResponseError{Op: "UploadPart", StatusCode: 403, Code: "AccessDenied", Message: "Access Denied"}
+	}
+	return s.Store.UploadPart(ctx, in)
+}
+
+func (s *reappearingStore) AbortMultipartUpload(ctx context.Context, in *store.AbortMultipartUploadInput) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.aborts++
+	if s.aborts == 1 {
+		s.goneUntil = time.Now().Add(200 * time.Millisecond) // then part 2 makes it again
+		return nil
+	}
+	return s.Store.AbortMultipartUpload(ctx, in)
+}
+
+func (s *reappearingStore) ListParts(ctx context.Context, in *store.ListPartsInput) (*store.ListPartsOutput, error) {
+	s.mu.Lock()
+	gone := time.Now().Before(s.goneUntil)
+	s.mu.Unlock()
+	if gone {
+		return nil, &store.ResponseError{Op: "ListParts", StatusCode: 404, Code: "NoSuchUpload", Message: "The specified upload does not exist."}
+	}
+	return s.Store.ListParts(ctx, in)
+}
+
+// A failed write whose part request was taken in full but cut before its answer looks for its
+// aborted upload once more, and aborts it again when the late part made it anew: nothing is left.
+func TestAbortLooksAgainAfterUnansweredPart(t *testing.T) {
+	mem := memstore.New()
+	mem.CreateBucket("b")
+	st := &reappearingStore{Store: mem, partTaken: make(chan struct{})}
+	w, err := writer.New(context.Background(), st, "b", "k", func(o *writer.Options) {
+		o.Profile = "minio"
+		o.PartSize = part
+		o.Concurrency = 2
+		o.Retry = fastPolicy()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write(s3test.RandomBytes(2*part + 1))
+	err = w.Close()
+	var se *sperrors.Error
+	if !errors.As(err, &se) || se.Kind != sperrors.Permanent {
+		t.Fatalf("Close: %v, want the part's AccessDenied (Permanent)", err)
+	}
+	if ups := mem.Uploads("b"); len(ups) != 0 {
+		t.Errorf("the upload the late part made again was left: %+v (%d aborts)", ups, st.aborts)
+	}
+	if st.aborts != 2 {
+		t.Errorf("%d aborts, want 2 (the first, then again once the upload was back)", st.aborts)
 	}
 }

@@ -76,6 +76,9 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	ctx, cancel := w.cleanupContext(parent)
 	defer cancel()
 	why, err := w.abortConfirmed(ctx, id)
+	if err == nil && why == "" && w.partUnanswered.Load() {
+		err = w.lookAgainAfterAbort(ctx, id)
+	}
 	w.emit(Event{Type: EventAbort, UploadID: id, Err: err})
 	if err == nil && why != "" {
 		note := fmt.Sprintf("abort of upload %s sent, answered with success, not confirmable: the store does not support ListParts (%s)", id, why)
@@ -130,6 +133,29 @@ func (w *Writer) abortConfirmed(ctx context.Context, id string) (unconfirmed str
 			return nil
 		})
 	return unconfirmed, err
+}
+
+// unansweredPartSettle is how long after a confirmed abort the upload is looked for once more
+// when a part request had been written out in full without an answer: the store may still be
+// finishing it, and Versity's posix backend then makes the aborted upload's directory again.
+const unansweredPartSettle = time.Second
+
+// lookAgainAfterAbort waits unansweredPartSettle (within ctx), then aborts the upload again if
+// ListParts finds it back.
+func (w *Writer) lookAgainAfterAbort(ctx context.Context, id string) error {
+	t := time.NewTimer(unansweredPartSettle)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+	if listed, _ := w.uploadStillListed(ctx, id); !listed {
+		return nil
+	}
+	w.log.Warn("aborted upload listed again (a part request unanswered at the abort landed after it): aborting again",
+		zap.String("bucket", w.bucket), zap.String("key", w.key), zap.String("upload_id", id))
+	_, err := w.abortConfirmed(ctx, id)
+	return err
 }
 
 // uploadStillListed reports whether ListParts still finds the upload after an abort. Any error

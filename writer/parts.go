@@ -4,11 +4,13 @@ import (
 	"context"
 	stderrors "errors"
 	"io"
+	"sync/atomic"
 	"time"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/bufpool"
 	"github.com/safeput/safeput/internal/integrity"
+	"github.com/safeput/safeput/internal/progress"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"go.uber.org/zap"
@@ -141,9 +143,14 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		}
 		w.bytesSent.Add(size)
 		sendCtx, sent := w.bodySent(ctx, n, part)
+		var written atomic.Bool
+		sendCtx = progress.OnWritten(sendCtx, func(err error) { written.Store(err == nil) })
 		out, err := w.st.UploadPart(sendCtx, in)
 		sent()
 		if err != nil {
+			if re := (*store.ResponseError)(nil); written.Load() && !(stderrors.As(err, &re) && re.StatusCode != 0) {
+				w.partUnanswered.Store(true)
+			}
 			if attempt > 1 && ctx.Err() == nil && unanswered(err) {
 				// Unanswered again: an outage, or a store that drops the connection on a part
 				// of an upload it no longer has; only the latter ends the part's retries.

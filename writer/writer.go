@@ -170,6 +170,9 @@ type outcome struct {
 	// keyDeleted: this writer deleted the object at the key (its own damaged or unproven one),
 	// so an earlier Upload attempt's object is no longer there.
 	keyDeleted atomic.Bool
+	// partUnanswered: a part request was written out in full and got no answer, so the store
+	// may still be finishing it after the abort (abortUpload looks again).
+	partUnanswered atomic.Bool
 	// leftUploads and unswept: what a failed write's error names as left behind (uploads it could
 	// not abort, why the look for a lost create's upload failed), for a later Upload attempt.
 	leftUploads []string
