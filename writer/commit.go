@@ -378,6 +378,17 @@ func (w *Writer) complete() error {
 			return w.fail(w.uploadVanished("CompleteMultipartUpload", 0, err,
 				"a part in flight when it was aborted re-created it without its checksum mode (Versity's posix backend does), and the store refused the Complete: nothing landed"))
 		}
+		if e := asError(err); e != nil && e.Kind == sperrors.Transient {
+			// Its retries spent: the upload may have been aborted under it, which some stores
+			// never say to a Complete (Ceph RGW answers 500 "completion already in progress").
+			// Judged like a Complete answered NoSuchUpload: by what is at the key.
+			if gone := w.uploadGone(); gone != nil {
+				w.mu.Lock()
+				w.completeGone = true
+				w.mu.Unlock()
+				return w.landedAlready(gone, want, res)
+			}
+		}
 		return w.fail(err)
 	}
 	w.mu.Lock()

@@ -98,7 +98,7 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 	case keyHeadFailed:
 		return w.fail(herr)
 	case keyGone:
-		return w.fail(w.uploadVanished("CompleteMultipartUpload", 0, cause, goneAtCommit(herr, w.decider().completeLost)))
+		return w.fail(w.uploadVanished("CompleteMultipartUpload", 0, cause, goneAtCommit(cause, herr, w.decider().completeLost)))
 	case keyOurCommitWrong:
 		// Our own Complete landed (its answer was lost, or the 412 met it) and assembled our
 		// parts as the store holds them, but that is not what was written: a part was damaged
@@ -116,10 +116,11 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 	}
 }
 
-// goneAtCommit says what the HEAD found after a Complete answered NoSuchUpload (keyGone): headErr
-// is its failure, nil when it found an object that is not this write's. lost: an earlier attempt
-// of the Complete went unanswered.
-func goneAtCommit(headErr error, lost bool) string {
+// goneAtCommit says what the HEAD found after a Complete answered NoSuchUpload, or failed and
+// ListParts then answered it (gone is that answer) (keyGone): headErr is its failure, nil when it
+// found an object that is not this write's. lost: an earlier attempt of the Complete went
+// unanswered.
+func goneAtCommit(gone, headErr error, lost bool) string {
 	var found string
 	switch {
 	case headErr == nil:
@@ -128,6 +129,9 @@ func goneAtCommit(headErr error, lost bool) string {
 		found = "no object is at the key"
 	default:
 		found = "the key could not be checked (" + brief(headErr) + "), but no Complete of this write had been sent before"
+	}
+	if re := (*store.ResponseError)(nil); stderrors.As(gone, &re) && re.Op == "ListParts" {
+		return "CompleteMultipartUpload failed and ListParts then found the upload gone, and " + found + ": the write did not land"
 	}
 	if lost {
 		return "CompleteMultipartUpload was answered NoSuchUpload after an attempt whose answer was lost, and " + found +

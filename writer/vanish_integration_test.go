@@ -3,7 +3,6 @@ package writer_test
 import (
 	"bytes"
 	"context"
-	stderrors "errors"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -61,26 +60,15 @@ func TestRealServerUploadVanished(t *testing.T) {
 
 					d := &dropper{Store: st, side: sideAbort(srv), op: c.op, part: c.part, limit: 1}
 					res, err := writer.Upload(context.Background(), d, bucket, "file", fileOf(t, data), testOpts(env, c.opts)...)
-					if err != nil && srv.Name == "ceph" && c.op == faulty.OpCompleteMultipart {
-						// Known gap: Ceph RGW answers a Complete of an upload aborted under it
-						// "500 InternalError: This multipart completion is already in progress"
-						// on every attempt, never NoSuchUpload, so the write cannot tell the
-						// upload was dropped. It must still fail classified and leave nothing.
-						if e := (*sperrors.Error)(nil); !stderrors.As(err, &e) || e.Kind != sperrors.Transient {
-							t.Fatalf("%s: file source on ceph: %v, want a Transient failure", a.Name, err)
-						}
-						mustLeaveNothing(t, srv, bucket, "file")
-					} else {
-						if err != nil {
-							t.Fatalf("%s: file source: %v", a.Name, err)
-						}
-						mustNoteVanished(t, res)
-						if got := s3test.ReadAll(t, srv, bucket, "file"); !bytes.Equal(got, data) {
-							t.Fatalf("%s: read back %d bytes, not the %d written", a.Name, len(got), len(data))
-						}
-						if ups := s3test.IncompleteUploads(t, srv, bucket, "file"); len(ups) != 0 || d.droppedCount(t) != 1 || d.createCount() != 2 {
-							t.Fatalf("%s: uploads left %v, %d dropped, %d created; want none left, 1 dropped, one new upload", a.Name, ups, d.droppedCount(t), d.createCount())
-						}
+					if err != nil {
+						t.Fatalf("%s: file source: %v", a.Name, err)
+					}
+					mustNoteVanished(t, res)
+					if got := s3test.ReadAll(t, srv, bucket, "file"); !bytes.Equal(got, data) {
+						t.Fatalf("%s: read back %d bytes, not the %d written", a.Name, len(got), len(data))
+					}
+					if ups := s3test.IncompleteUploads(t, srv, bucket, "file"); len(ups) != 0 || d.droppedCount(t) != 1 || d.createCount() != 2 {
+						t.Fatalf("%s: uploads left %v, %d dropped, %d created; want none left, 1 dropped, one new upload", a.Name, ups, d.droppedCount(t), d.createCount())
 					}
 
 					// One part at a time, so no part is in flight when the upload is aborted: on
@@ -89,15 +77,7 @@ func TestRealServerUploadVanished(t *testing.T) {
 					// between the adapters below would depend on the timing.
 					d = &dropper{Store: st, side: sideAbort(srv), op: c.op, part: c.part}
 					_, err = streamTo(t, d, bucket, "stream", data, testOpts(env, c.opts, func(o *writer.Options) { o.Concurrency = 1 })...)
-					if srv.Name == "ceph" && c.op == faulty.OpCompleteMultipart { // the known gap above
-						e := (*sperrors.Error)(nil)
-						if !stderrors.As(err, &e) || e.Kind != sperrors.Transient {
-							t.Fatalf("%s: stream on ceph: %v, want a Transient failure", a.Name, err)
-						}
-						failures[a.Name] = e
-					} else {
-						failures[a.Name] = mustBeVanished(t, err, true)
-					}
+					failures[a.Name] = mustBeVanished(t, err, true)
 					if d.droppedCount(t) != 1 {
 						t.Fatalf("%s: %d uploads dropped, want 1", a.Name, d.droppedCount(t))
 					}

@@ -34,6 +34,9 @@ type dropper struct {
 	// silent: every part of a dropped upload ends without an answer, as when the store closes the
 	// connection before the client reads its NoSuchUpload (Versity with the aws adapter).
 	silent bool
+	// inProgress: a Complete of a dropped upload is answered 500 "This multipart completion is
+	// already in progress" every time, never NoSuchUpload (Ceph RGW).
+	inProgress bool
 
 	mu      sync.Mutex
 	dropped map[string]bool // uploads already dropped
@@ -114,6 +117,12 @@ func (d *dropper) ListParts(ctx context.Context, in *store.ListPartsInput) (*sto
 func (d *dropper) CompleteMultipartUpload(ctx context.Context, in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
 	if d.drop(ctx, faulty.OpCompleteMultipart, in.Bucket, in.Key, in.UploadID, 0) && d.loseAnswer {
 		return nil, errAnswerLost
+	}
+	d.mu.Lock()
+	inProgress := d.inProgress && d.dropped[in.UploadID]
+	d.mu.Unlock()
+	if inProgress {
+		return nil, &store.ResponseError{Op: "CompleteMultipartUpload", StatusCode: 500, Code: "InternalError", Message: "This multipart completion is already in progress"}
 	}
 	return d.Store.CompleteMultipartUpload(ctx, in)
 }
@@ -250,6 +259,25 @@ func TestUploadVanished(t *testing.T) {
 		mem = newMem(minioLike)
 		d = &dropper{Store: mem, side: mem.AbortMultipartUpload, op: faulty.OpCompleteMultipart, loseAnswer: true, limit: 1}
 		res, err := writer.Upload(context.Background(), d, unitBucket, "k", bytes.NewReader(data), opts(func(*writer.Options) {})...)
+		mustLand(t, mem, "k", data, res, err, res.Verified)
+		mustNoteVanished(t, res)
+	})
+	t.Run("Complete answered 500 for a dropped upload", func(t *testing.T) {
+		// The store never says NoSuchUpload to the Complete; once its retries are spent, ListParts
+		// does, and the HEAD finds nothing: the upload was dropped.
+		fast := func(o *writer.Options) { o.Retry = retry.New(func(o *retry.Options) { o.InitialInterval = time.Millisecond }) }
+		mem := newMem(minioLike)
+		d := &dropper{Store: mem, side: mem.AbortMultipartUpload, op: faulty.OpCompleteMultipart, inProgress: true}
+		_, err := write(t, d, "k", data, fast)
+		e := mustBeVanished(t, err, true)
+		if !strings.Contains(e.Message, "ListParts then found the upload gone") {
+			t.Fatalf("message %q does not say what the evidence showed", e.Message)
+		}
+		mustBeAbsent(t, mem, "k")
+
+		mem = newMem(minioLike)
+		d = &dropper{Store: mem, side: mem.AbortMultipartUpload, op: faulty.OpCompleteMultipart, inProgress: true, limit: 1}
+		res, err := writer.Upload(context.Background(), d, unitBucket, "k", bytes.NewReader(data), opts(fast)...)
 		mustLand(t, mem, "k", data, res, err, res.Verified)
 		mustNoteVanished(t, res)
 	})
