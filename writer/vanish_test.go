@@ -265,7 +265,9 @@ func TestUploadVanished(t *testing.T) {
 	t.Run("Complete answered 500 for a dropped upload", func(t *testing.T) {
 		// The store never says NoSuchUpload to the Complete; once its retries are spent, ListParts
 		// does, and the HEAD finds nothing: the upload was dropped.
-		fast := func(o *writer.Options) { o.Retry = retry.New(func(o *retry.Options) { o.InitialInterval = time.Millisecond }) }
+		fast := func(o *writer.Options) {
+			o.Retry = retry.New(func(o *retry.Options) { o.InitialInterval = time.Millisecond })
+		}
 		mem := newMem(minioLike)
 		d := &dropper{Store: mem, side: mem.AbortMultipartUpload, op: faulty.OpCompleteMultipart, inProgress: true}
 		_, err := write(t, d, "k", data, fast)
