@@ -163,11 +163,19 @@ shards() {
 # first as the last runs measured them: the long ones start at once, and the short ones fill in
 # at the end beside whichever long one finishes last. The writer package is the longest by far:
 # under -race it keeps a CPU busy (two shares), without it it mostly waits (on servers, stall
-# windows, backoff: two shares).
+# windows, backoff: two shares), so the two kinds alternate.
 jobs=()
 if [[ ",${SAFEPUT_S3_SERVERS:-}," == *",$race_server,"* && -n "$other_servers" ]]; then
 	shards writer-race race "$race_server" ./writer 2
+	race_shares=("${jobs[@]}")
+	jobs=()
 	shards writer norace "$other_servers" ./writer 2
+	# Each -race share beside a race-free one: one keeps a CPU busy, the other mostly waits.
+	free_shares=("${jobs[@]}")
+	jobs=()
+	for ((i = 0; i < ${#race_shares[@]}; i++)); do
+		jobs+=("${race_shares[$i]}" "${free_shares[$i]}")
+	done
 	root_rest=". root-race race $race_server $root_pkgs"
 	jobs+=(". root norace $other_servers $server_pkgs")
 else
