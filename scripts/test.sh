@@ -33,14 +33,16 @@ mkdir -p "$out"
 # times: one line per step, "LABEL<TAB>WALL<TAB>CPU" (seconds; CPU "-" where not counted), for
 # the table at the end.
 
-# The lint runs while the tools install and the servers start (their time is mostly waiting on
-# the servers); the tests start once both are done. Its output is printed when it ends.
+# The lint runs in the background from the start: beside the tools installing and the servers
+# starting (mostly waiting on the servers), then as one of the test jobs below (it takes one of
+# their places until it ends). Its output is printed when it ends; a lint failure fails the
+# command as a test failure does.
 lint_pid=""
 if [[ "${SAFEPUT_SKIP_LINT:-}" != "1" ]]; then
 	(
 		start=$SECONDS rc=0
 		bash scripts/lint.sh >"$out/lint.log" 2>&1 || rc=$?
-		printf 'lint (gofmt, go mod tidy, go vet, golangci-lint), beside the servers starting\t%d\t-\n' $((SECONDS - start)) >"$out/lint.time"
+		printf 'lint (gofmt, go mod tidy, go vet, golangci-lint), from the start\t%d\t-\n' $((SECONDS - start)) >"$out/lint.time"
 		exit $rc
 	) &
 	lint_pid=$!
@@ -73,16 +75,6 @@ step_start=$SECONDS
 start_s3_server
 printf 'install (first run) and start the servers\t%d\t-\n' $((SECONDS - step_start)) >>"$out/times"
 wait "$prebuild_pid" || true
-if [[ -n "$lint_pid" ]]; then
-	lint_rc=0
-	wait "$lint_pid" || lint_rc=$?
-	cat "$out/lint.log" >&2
-	cat "$out/lint.time" >>"$out/times"
-	if [[ $lint_rc -ne 0 ]]; then
-		echo "FAIL: lint (above)" >&2
-		exit 1
-	fi
-fi
 
 # busy_jiffies: "BUSY TOTAL" of all CPUs from /proc/stat (nothing where there is none), to say
 # at the end how busy the machine was while the tests ran.
@@ -171,11 +163,19 @@ shards() {
 # first as the last runs measured them: the long ones start at once, and the short ones fill in
 # at the end beside whichever long one finishes last. The writer package is the longest by far:
 # under -race it keeps a CPU busy (two shares), without it it mostly waits (on servers, stall
-# windows, backoff: two shares).
+# windows, backoff: two shares), so the two kinds alternate.
 jobs=()
 if [[ ",${SAFEPUT_S3_SERVERS:-}," == *",$race_server,"* && -n "$other_servers" ]]; then
 	shards writer-race race "$race_server" ./writer 2
+	race_shares=("${jobs[@]}")
+	jobs=()
 	shards writer norace "$other_servers" ./writer 2
+	# Each -race share beside a race-free one: one keeps a CPU busy, the other mostly waits.
+	free_shares=("${jobs[@]}")
+	jobs=()
+	for ((i = 0; i < ${#race_shares[@]}; i++)); do
+		jobs+=("${race_shares[$i]}" "${free_shares[$i]}")
+	done
 	root_rest=". root-race race $race_server $root_pkgs"
 	jobs+=(". root norace $other_servers $server_pkgs")
 else
@@ -199,6 +199,7 @@ for m in $modules; do
 done
 
 status=0
+lint_failed="" tests_failed=""
 jobs_max=${SAFEPUT_TEST_JOBS:-2}
 declare -A names=()
 finish_one() {
@@ -206,11 +207,17 @@ finish_one() {
 	wait -n -p pid || rc=$?
 	name=${names[$pid]:-}
 	[[ -z "$name" ]] && return 0 # not a job of ours (a server that ended)
-	[[ $rc -eq 0 ]] || status=1
+	unset "names[$pid]"
+	if [[ "$name" == lint ]]; then
+		cat "$out/lint.log" >&2
+		[[ $rc -eq 0 ]] || { status=1 lint_failed=1; }
+		return 0
+	fi
+	[[ $rc -eq 0 ]] || { status=1 tests_failed=1; }
 	echo "== go test $(cut -f1 "$out/$name.time") $(cut -f2 "$out/$name.time") s"
 	cat "$out/$name.log"
-	unset "names[$pid]"
 }
+[[ -n "$lint_pid" ]] && names[$lint_pid]=lint
 read -r busy0 total0 <<<"$(busy_jiffies)"
 tests_start=$SECONDS
 for job in "${jobs[@]}"; do
@@ -230,6 +237,7 @@ if [[ -n "${total0:-}" && -n "${total1:-}" && $((total1 - total0)) -gt 0 ]]; the
 	busy=$((100 * (busy1 - busy0) / (total1 - total0)))
 fi
 
+[[ -n "$lint_pid" ]] && cat "$out/lint.time" >>"$out/times"
 for job in "${jobs[@]}"; do
 	read -r _ name _ <<<"$job"
 	cat "$out/$name.time" >>"$out/times"
@@ -237,7 +245,10 @@ done
 printf 'the tests, %d jobs at a time on %s CPUs (busy %s %%)\t%d\t-\n' "$jobs_max" "$(nproc 2>/dev/null || echo '?')" "$busy" $((SECONDS - tests_start)) >>"$out/times"
 "$out/testreport" summary "$out/times" "$out"/*.json
 
-if [[ $status -ne 0 ]]; then
+if [[ -n "$lint_failed" ]]; then
+	echo "FAIL: lint (its output is above)" >&2
+fi
+if [[ -n "$tests_failed" ]]; then
 	echo "FAIL: tests failed (server logs:${safeput_s3_logs:- external endpoint})" >&2
 	for log in ${safeput_s3_logs:-}; do
 		echo "== tail $log" >&2
