@@ -172,12 +172,16 @@ mgr_data = $ceph_data/mgr/\$cluster-\$id
 [osd]
 osd_data = $ceph_data/osd/\$cluster-\$id
 # BlueStore on a sparse file in the data dir: the tests write more than RAM should hold (a
-# 4 GiB memstore filled up during one package's tests, and a full OSD makes RGW hang).
+# 4 GiB memstore filled up during one package's tests, and a full OSD makes RGW hang). Freed
+# space is not given back to the file system, and the allocator moves forward through the device
+# before it reuses any: the file's size on disk grows toward bluestore_block_size whatever is
+# live. 8 GiB holds what the tests keep at once (they remove their buckets as they end) and caps
+# what a run takes of the disk.
 osd_objectstore = bluestore
 # Outside osd_data: BlueStore puts a "block" symlink there pointing at this file.
 bluestore_block_path = $ceph_data/osd/ceph-0.block
 bluestore_block_create = true
-bluestore_block_size = 68719476736
+bluestore_block_size = 8589934592
 bluestore_cache_size = 268435456
 osd_memory_target = 939524096
 osd_op_num_shards = 1

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -65,6 +66,10 @@ type app struct {
 	hugePages bool
 	// insecureWarned: the warning that certificate verification is off is printed once a run.
 	insecureWarned bool
+	// storeAnswered: a request of this run got an answer from the store itself. Until one has,
+	// a store that takes no requests is a wrong endpoint, not an outage to ride out
+	// (retry.Op.FirstContact).
+	storeAnswered atomic.Bool
 }
 
 func newApp(stdin *os.File, stdout, stderr io.Writer) *app {
@@ -267,8 +272,12 @@ func (a *app) do(ctx context.Context, op string, u s3URL, fn func(ctx context.Co
 		return err
 	}
 	var gone error
-	_, err = p.Do(ctx, retry.Op{Name: op, Bucket: u.Bucket, Key: u.Key}, func(ctx context.Context, _ int) error {
+	_, err = p.Do(ctx, retry.Op{Name: op, Bucket: u.Bucket, Key: u.Key, FirstContact: !a.storeAnswered.Load()}, func(ctx context.Context, _ int) error {
 		err := fn(ctx)
+		var re *store.ResponseError
+		if err == nil || (stderrors.As(err, &re) && re.StatusCode > 0 && re.StatusCode != 502 && re.StatusCode != 503 && re.StatusCode != 504) {
+			a.storeAnswered.Store(true) // not a balancer's 502, 503 or 504 with nothing behind it
+		}
 		if isNoSuchUpload(err) {
 			gone = err
 			return nil

@@ -227,3 +227,22 @@ func TestSecretKeyFileOnServers(t *testing.T) {
 		}
 	})
 }
+
+// A store that has answered nothing in this run is a wrong endpoint, not an outage to ride
+// out: verify and sweep against a closed port give up after the policy's attempts, as put does,
+// instead of retrying for the outage allowance.
+func TestClosedPortIsNotAnOutage(t *testing.T) {
+	env := append(cleanEnv(), "AWS_ENDPOINT_URL=http://127.0.0.1:9", "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s")
+	src := writeFile(t, []byte("data"))
+	for name, args := range map[string][]string{
+		"put":    {"put", src, "s3://bucket/k"},
+		"verify": {"verify", src, "s3://bucket/k"},
+		"sweep":  {"sweep", "s3://bucket/prefix/"},
+	} {
+		r := runWith(t, env, nil, append([]string{"--path-style"}, args...)...)
+		expectCode(t, r, 3, name)
+		if !strings.Contains(r.stderr, "attempts=3") {
+			t.Errorf("%s: not ended after the policy's 3 attempts:\n%s", name, r.stderr)
+		}
+	}
+}

@@ -239,9 +239,9 @@ func NewBucket(t testing.TB, s Server) string {
 	if _, err := s.RawClient().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 		t.Fatalf("create bucket %s: %v", name, err)
 	}
-	// Emptied and removed when the test ends: a whole run writes over 20 GB, and MinIO refuses
-	// every write (507 XMinioStorageFull) once its disk has less than about 1 GiB free, which
-	// a run that kept its objects brought about on a smaller disk.
+	// Emptied and removed when the test ends: a whole run writes more than a small disk holds,
+	// and MinIO refuses every write (507 XMinioStorageFull) once its disk is under its
+	// free-space floor, which a run that kept its objects brought about.
 	if os.Getenv("SAFEPUT_KEEP_BUCKETS") == "" {
 		t.Cleanup(func() {
 			if err := s.removeBucket(name); err != nil {
