@@ -21,7 +21,7 @@ var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "vec", Type: arrow.FixedSizeListOf(Dim, arrow.PrimitiveTypes.Float32)},
 }, nil)
 
-// Generator yields the table in batches, so a million rows never sit in memory at once.
+// Generator yields the table in batches, so a table of any size never sits in memory at once.
 type Generator struct {
 	Rows      int64
 	BatchSize int64
