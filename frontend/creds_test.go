@@ -259,10 +259,10 @@ type slowReader struct {
 }
 
 func (s *slowReader) Read(p []byte) (int, error) {
-	if len(p) > s.rate/10 {
-		p = p[:s.rate/10]
+	if len(p) > s.rate/40 {
+		p = p[:s.rate/40]
 	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(25 * time.Millisecond)
 	return s.r.Read(p)
 }
 
@@ -282,18 +282,19 @@ func TestIMDSPutRenewsMidUpload(t *testing.T) {
 func testIMDSPut(t *testing.T, srv s3test.Server, backend string) {
 	bucket := s3test.NewBucket(t, srv)
 	isolate(t)
-	// Keys for 6 s (RFC 3339 keeps whole seconds: 5 to 6), due for renewal a quarter early; the
-	// upload takes about 8 s.
-	m := &imdsEmulator{accessKey: srv.AccessKey, secretKey: srv.SecretKey, region: srv.Region, life: 6 * time.Second}
+	// Keys for 3 s (RFC 3339 keeps whole seconds: 2 to 3), due for renewal a quarter early; the
+	// upload takes about 4 s.
+	m := &imdsEmulator{accessKey: srv.AccessKey, secretKey: srv.SecretKey, region: srv.Region, life: 3 * time.Second}
 	serveIMDS(t, m)
 	st, err := NewStore(Conn{Endpoint: srv.Endpoint, Backend: backend, PathStyle: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	data := s3test.RandomBytes(16 << 20)
+	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := writer.Upload(ctx, st, bucket, "imds.bin", &slowReader{r: bytes.NewReader(data), rate: 2 << 20},
+	res, err := writer.Upload(ctx, st, bucket, "imds.bin", &slowReader{r: bytes.NewReader(data), rate: 4 << 20},
 		func(o *writer.Options) { o.PartSize = 5 << 20; o.Concurrency = 2 })
 	if err != nil {
 		t.Fatalf("upload with instance role keys: %v", err)
@@ -308,7 +309,7 @@ func testIMDSPut(t *testing.T, srv s3test.Server, backend string) {
 	if fetches < 2 || untokened != 0 {
 		t.Errorf("IMDS key fetches %d (GETs without the token %d); want the keys fetched again mid-upload over IMDSv2", fetches, untokened)
 	}
-	t.Logf("%s: %d key fetches from IMDS over the upload", backend, fetches)
+	t.Logf("%s: %d key fetches from IMDS over the upload (%v)", backend, fetches, time.Since(t0))
 }
 
 // An IAM Identity Center profile (sso_session) signs in with the token `aws sso login` cached
