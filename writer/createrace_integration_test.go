@@ -32,6 +32,7 @@ const createRaceRounds = 5
 // object where its own should be leaves it alone), the key holds a winner's bytes, nothing is
 // left behind.
 func TestCreateOnlyRace(t *testing.T) {
+	t.Parallel() // mostly waiting on the racing writers: beside the other waiting tests
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		for _, profile := range []string{multipart.DefaultProfile, env.Profile()} {
 			for _, c := range []struct {

@@ -57,6 +57,7 @@ func outages(d time.Duration) []struct {
 // between attempts are shortened (ThrottleInterval), to keep the test short.
 // TestWireRestartAtDefaults rides out the default-scale outage with nothing shortened.
 func TestWireOutageRiddenOut(t *testing.T) {
+	t.Parallel() // mostly waiting out the outage: beside the other waiting tests
 	const outage = 3 * time.Second
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		proxy, st := wirekit.Proxied(t, env, 5)
@@ -108,6 +109,7 @@ func failures(res *writer.Result) map[sperrors.Kind]int {
 // policy, clean-up bound), on every server through both adapters: the write lands verified
 // within the documented bound, the outage plus the longest retry sleep (20 s) and the requests.
 func TestWireRestartAtDefaults(t *testing.T) {
+	t.Parallel() // mostly waiting out the outage: beside the other waiting tests
 	const outage = 30 * time.Second
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		proxy, st := wirekit.Proxied(t, env, 6)
@@ -134,6 +136,7 @@ func TestWireRestartAtDefaults(t *testing.T) {
 // as its abort is sent: the abort rides that out at the default clean-up bound, so the write
 // fails with its own error and leaves no upload behind.
 func TestWireAbortRidesOutOutage(t *testing.T) {
+	t.Parallel() // mostly waiting out the outage: beside the other waiting tests
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		proxy, st := wirekit.Proxied(t, env, 7)
 		proxy.SetRules(
