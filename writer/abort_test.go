@@ -149,12 +149,7 @@ func TestAbortLooksAgainAfterUnansweredPart(t *testing.T) {
 	mem := memstore.New()
 	mem.CreateBucket("b")
 	st := &reappearingStore{Store: mem, partTaken: make(chan struct{})}
-	w, err := writer.New(context.Background(), st, "b", "k", func(o *writer.Options) {
-		o.Profile = "minio"
-		o.PartSize = part
-		o.Concurrency = 2
-		o.Retry = fastPolicy()
-	})
+	w, err := writer.New(context.Background(), st, "b", "k", minioParts(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,5 +164,16 @@ func TestAbortLooksAgainAfterUnansweredPart(t *testing.T) {
 	}
 	if st.aborts != 2 {
 		t.Errorf("%d aborts, want 2 (the first, then again once the upload was back)", st.aborts)
+	}
+}
+
+// minioParts: the minio profile's rules with the tests' part size, conc parts at once, and the
+// fast retry policy.
+func minioParts(conc int) func(*writer.Options) {
+	return func(o *writer.Options) {
+		o.Profile = "minio"
+		o.PartSize = part
+		o.Concurrency = conc
+		o.Retry = fastPolicy()
 	}
 }

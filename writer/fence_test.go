@@ -172,12 +172,7 @@ func TestLateSourceReadEndsBeforeUpload(t *testing.T) {
 		time.Sleep(2 * time.Second) // longer than the rest of the upload takes
 		close(src.open)
 	}()
-	_, err := writer.Upload(context.Background(), st, "b", "k", src, func(o *writer.Options) {
-		o.Profile = "minio"
-		o.PartSize = part
-		o.Concurrency = 1
-		o.Retry = fastPolicy()
-	})
+	_, err := writer.Upload(context.Background(), st, "b", "k", src, minioParts(1))
 	if err != nil {
 		t.Fatal(err)
 	}
