@@ -152,3 +152,25 @@ func TestPlainHTTPIgnoresTheEnvironmentsCABundle(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPlainHTTPStoreWithCABundle is the set-up of a store at a plain-HTTP endpoint with the
+// keys in the environment, no region, and AWS_CA_BUNDLE naming the system's bundle (exported for
+// other endpoints), as the CLI does once per run: none of the bundle's certificates is parsed.
+func BenchmarkPlainHTTPStoreWithCABundle(b *testing.B) {
+	const bundle = "/etc/ssl/certs/ca-certificates.crt"
+	if _, err := os.Stat(bundle); err != nil {
+		b.Skip("no system CA bundle at " + bundle)
+	}
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "", "AWS_DEFAULT_REGION": "",
+		"AWS_PROFILE": "", "AWS_CA_BUNDLE": bundle, "AWS_CONFIG_FILE": "/nonexistent/c", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/c",
+		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_S3": "", "AWS_EC2_METADATA_DISABLED": "true"} {
+		b.Setenv(k, v)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		resetConfigs()
+		if _, err := NewStore(Conn{Endpoint: "http://127.0.0.1:1", Backend: "aws"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
