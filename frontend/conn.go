@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -119,7 +120,8 @@ func (c Conn) Resolve() (Resolved, error) {
 // the shared files could (keys, region, endpoint, and a CA bundle or no need of one), as the
 // SDK's precedence would keep it: nothing is left for the files to give, so the SDK's
 // configuration is not loaded (which touches code and data that count in the CLI's peak RSS on
-// a stream; creds.go). AWS_PROFILE does not outrank keys in the environment; --profile
+// a stream; creds.go). For a plain-HTTP endpoint without a region the region comes from the
+// shared files alone (profileRegion). AWS_PROFILE does not outrank keys in the environment; --profile
 // does. (Unlike the SDK, an AWS_PROFILE naming no profile is not an error then.)
 func (c Conn) fromFlagsAndEnv(r *Resolved) bool {
 	if r.AccessKey == "" {
@@ -140,6 +142,14 @@ func (c Conn) fromFlagsAndEnv(r *Resolved) bool {
 	if ca == "" && !c.InsecureSkipVerify && !plainHTTP(endpoint) {
 		ca = os.Getenv("AWS_CA_BUNDLE")
 	}
+	if region == "" && plainHTTP(endpoint) {
+		// The region is all the files could still give. The SDK's loading would also parse every
+		// certificate of AWS_CA_BUNDLE (or fail on a bundle it cannot read), which a plain-HTTP
+		// endpoint never uses: the region is read from the shared files alone.
+		if r, ok := profileRegion(c.Profile); ok {
+			region = cmp.Or(r, defaultRegion)
+		}
+	}
 	if region == "" || endpoint == "" || (ca == "" && !c.InsecureSkipVerify && !plainHTTP(endpoint)) {
 		if c.AccessKey == "" {
 			r.AccessKey, r.SecretKey, r.SessionToken = "", "", c.SessionToken
@@ -148,6 +158,37 @@ func (c Conn) fromFlagsAndEnv(r *Resolved) bool {
 	}
 	r.Region, r.Endpoint, r.CABundle = region, endpoint, ca
 	return true
+}
+
+// defaultRegion is the region AWS tools assume when none is set (loadConfig's too).
+const defaultRegion = "us-east-1"
+
+// profileRegion is the region the shared files give the profile named (else AWS_PROFILE, else
+// AWS_DEFAULT_PROFILE, else default), read from the files AWS_CONFIG_FILE and
+// AWS_SHARED_CREDENTIALS_FILE name (else ~/.aws/config and ~/.aws/credentials) as the SDK reads
+// them, and nothing else of its configuration; "" when the profile sets none, or is the
+// default one and absent. ok is false when the files cannot say (a profile named but absent,
+// a file that does not parse): the SDK's loading then decides, and words the error.
+func profileRegion(named string) (region string, ok bool) {
+	profile := cmp.Or(named, os.Getenv("AWS_PROFILE"), os.Getenv("AWS_DEFAULT_PROFILE"))
+	explicit := profile != ""
+	sc, err := config.LoadSharedConfigProfile(context.Background(), cmp.Or(profile, "default"), func(o *config.LoadSharedConfigOptions) {
+		if f := os.Getenv("AWS_CONFIG_FILE"); f != "" {
+			o.ConfigFiles = []string{f}
+		}
+		if f := os.Getenv("AWS_SHARED_CREDENTIALS_FILE"); f != "" {
+			o.CredentialsFiles = []string{f}
+		}
+	})
+	var missing config.SharedConfigProfileNotExistError
+	switch {
+	case err == nil:
+		return sc.Region, true
+	case !explicit && errors.As(err, &missing):
+		return "", true
+	default:
+		return "", false
+	}
 }
 
 // checkEndpoint refuses an endpoint that is not http(s); minio-go, which needs one, gets the

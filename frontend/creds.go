@@ -113,7 +113,7 @@ func loadConfig(ctx context.Context, profile, region string) (aws.Config, error)
 		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(credentialTimeout)),
 		config.WithProcessCredentialOptions(func(o *processcreds.Options) { o.Timeout = credentialTimeout }),
 		// An STS call needs a region; the one AWS tools assume when none is set.
-		config.WithDefaultRegion("us-east-1"),
+		config.WithDefaultRegion(defaultRegion),
 		// The SDK's own warnings (an IMDSv1 fallback, say) would land on the CLI's stderr and a C
 		// caller's; what matters reaches the error.
 		config.WithLogger(logging.Nop{}),

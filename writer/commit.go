@@ -83,8 +83,12 @@ func (w *Writer) putSingle() error {
 	// The answer proves the bytes without their MD5 only on an endpoint known to check checksums;
 	// elsewhere the MD5 is needed right after it (its ETag, or the HEAD's, is compared with it),
 	// so it is taken while the bytes are on the wire: one pass, beside the request, not after it.
+	// What the endpoint was known to check as the PUT went decides what its answer can prove: a
+	// probe that answers meanwhile (startPutProbe) serves the later writes, so that this one's
+	// evidence does not depend on which answer came first.
+	checking := w.facts.checking()
 	var early *earlyMD5
-	if w.decider().md5Early(rec.hasMD5, w.facts.checking()) {
+	if w.decider().md5Early(rec.hasMD5, checking) {
 		early = startMD5(data)
 		defer early.wait() // before the deferred release gives the buffer back
 	}
@@ -159,6 +163,11 @@ func (w *Writer) putSingle() error {
 			rec.md5, rec.hasMD5 = early.wait(), true
 			w.md5Bytes.Add(int64(len(data)))
 		}
+		if !rec.hasMD5 && checking == yes && (in.Checksum.IsZero() || o.Checksums.Get(in.Checksum.Algorithm) == "") {
+			// The MD5 was left out for an echo this answer does not carry: taken now, from the
+			// bytes still held, it checks the receipt's ETag and may stand for the HEAD.
+			w.lateETag()
+		}
 		receipt := integrity.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
 		if _, err := integrity.CheckReceipt(receipt, o.ETag, o.Checksums, w.putReceiptTrusted()); err != nil {
 			if in.IfNoneMatch {
@@ -173,6 +182,12 @@ func (w *Writer) putSingle() error {
 		}
 		out = o
 		return nil
+	}
+	if !w.caps.probing {
+		// Beside the PUT: the store is known to take the checksum header. One only offered
+		// waits for the PUT's answer, as the multipart probe waits for the create's, so that a
+		// store refusing it is sent it once.
+		w.startPutProbe(in)
 	}
 	err := w.doSized("PutObject", 0, int64(len(data)), put)
 	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
@@ -201,6 +216,9 @@ func (w *Writer) putSingle() error {
 		return w.fail(err)
 	}
 	res.ETag, res.VersionID = out.ETag, out.VersionID
+	if w.caps.probing {
+		w.startPutProbe(in) // the header was taken (a refusal dropped it from in and caps)
+	}
 	if out.ETag == "" {
 		w.note("the store's PutObject answer carried no ETag; the HEAD decided")
 	}
@@ -210,7 +228,7 @@ func (w *Writer) putSingle() error {
 		return w.verifyLanded(want, res)
 	}
 	d := w.decider()
-	if d.putProves(out.Checksums, out.ETag, in.Checksum, want.Checksum, w.facts.checking()) {
+	if d.putProves(out.Checksums, out.ETag, in.Checksum, want.Checksum, checking) {
 		return w.provenByAnswer("PutObject", integrity.MethodFor(want.Checksum.Algorithm), want, res)
 	}
 	if d.etagProves(out.ETag, rec.md5, rec.hasMD5, in.ContentMD5 != "", w.cfg.rules.ContentMD5) {

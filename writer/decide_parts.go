@@ -174,6 +174,20 @@ func (d decider) probes(checking tri) bool {
 	return d.md5Late && d.probeSaving && d.checksumSent && checking == unknown
 }
 
+// probesBesidePut decides whether a single PUT sends the checksum probe (probe.go) beside its
+// request, so that the Uploader's later single PUTs may be proven by the checksum their answers
+// echo and take no MD5 (putProves): only when such a PUT could then go without its MD5 (none is
+// taken up front: not for Content-MD5, nor for a HEAD the endpoint is known to need it for), its
+// answer may stand for the HEAD (answerMayStand: not with server-side encryption, whose ETags
+// and applied encryption only the HEAD settles), the savings the probe serves are on, a
+// checksum the probe can get wrong goes with it, the endpoint's checking is not known yet, and
+// the Uploader makes later writes (not a package shorthand's, dropped after its one call). The
+// PUT itself keeps its MD5: the answer comes after its own.
+func (d decider) probesBesidePut(checking tri) bool {
+	return !d.md5Upfront && d.answerMayStand() && d.probeSaving && d.echoTrust && d.lateSaving &&
+		d.checksumSent && checking == unknown && !d.oneCall
+}
+
 // probeAnswer is what the probe's answer err shows about the endpoint: taken, it checks nothing
 // (no); refused as a digest mismatch, it checks (yes: the answer asked for, not a failure);
 // anything else (a throttle, a 5xx, a lost answer, a refusal of the credentials) says nothing.

@@ -544,6 +544,34 @@ func TestDecideProbe(t *testing.T) {
 	}
 }
 
+func TestDecideProbeBesidePut(t *testing.T) {
+	asks := decider{probeSaving: true, echoTrust: true, lateSaving: true, rereadSaving: true, checksumSent: true}
+	with := func(f func(*decider)) decider { d := asks; f(&d); return d }
+	for _, c := range []struct {
+		name     string
+		d        decider
+		checking tri
+		want     bool
+	}{
+		{"a fresh endpoint (TestSinglePutsLearnTheStoreChecks)", asks, unknown, true},
+		{"the endpoint's answer known already", asks, yes, false},
+		{"known not to check", asks, no, false},
+		{"a package shorthand's one call: nothing learned serves a later write", with(func(d *decider) { d.oneCall = true }), unknown, false},
+		{"the MD5 taken up front anyway (Content-MD5, a HEAD known to need it)", with(func(d *decider) { d.md5Upfront = true }), unknown, false},
+		{"encrypted: the HEAD stays, the answer proves nothing", with(func(d *decider) { d.encrypted = true }), unknown, false},
+		{"ReadBack: the object is read whatever proved it", with(func(d *decider) { d.readBack = true }), unknown, false},
+		{"SaveRereads off: the HEAD stays", with(func(d *decider) { d.rereadSaving = false }), unknown, false},
+		{"SaveProbe off", with(func(d *decider) { d.probeSaving = false }), unknown, false},
+		{"SaveEchoTrust off: no echo would spare an MD5", with(func(d *decider) { d.echoTrust = false }), unknown, false},
+		{"SaveLateMD5 off: every MD5 taken as the bytes arrive", with(func(d *decider) { d.lateSaving = false }), unknown, false},
+		{"no checksum sent: nothing to get wrong", with(func(d *decider) { d.checksumSent = false }), unknown, false},
+	} {
+		if got := c.d.probesBesidePut(c.checking); got != c.want {
+			t.Errorf("%s: probesBesidePut = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 func TestDecideCreatesAtStart(t *testing.T) {
 	const threshold = 5 << 20
 	for _, c := range []struct {

@@ -32,8 +32,9 @@ func processCPU(b *testing.B) time.Duration {
 // sent on each receipt, its HEAD reports the full-object checksum the Complete named, and it
 // refuses a part whose checksum is wrong (MinIO, the gateway); it checks only bodies of up to
 // 1 KiB (the writer's checksum probe's part, in an upload of its own), which answers the writer as checking every body would,
-// without the store's CRCs in the figure. Otherwise it ignores checksum headers and its ETags are the parts' MD5s and
-// MD5-of-MD5s-N (Ceph RGW 16.2): the MD5s it computes are in the figure, the same before and
+// without the store's CRCs in the figure; a PUT's ETag is still its body's MD5 (as MinIO's and
+// the gateway's are). Otherwise it ignores checksum headers and its ETags are the parts' MD5s and
+// MD5-of-MD5s-N (Ceph RGW 16.2). The MD5s it computes are in the figure, the same before and
 // after any change of the writer.
 type parrotStore struct {
 	echo bool
@@ -45,9 +46,10 @@ type parrotStore struct {
 }
 
 // drain reads r to the end; it returns the body when it is small (echo: for the checksum check).
-func (s *parrotStore) drain(r io.Reader) (int64, [md5.Size]byte, []byte, error) {
+// The body's MD5 is taken when the store makes MD5 ETags of it (md5ETag).
+func (s *parrotStore) drain(r io.Reader, md5ETag bool) (int64, [md5.Size]byte, []byte, error) {
 	var sum [md5.Size]byte
-	if s.echo {
+	if !md5ETag {
 		small := make([]byte, 1<<10+1)
 		n, err := io.ReadFull(r, small)
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
@@ -66,7 +68,9 @@ func (s *parrotStore) drain(r io.Reader) (int64, [md5.Size]byte, []byte, error) 
 }
 
 func (s *parrotStore) PutObject(_ context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
-	n, sum, _, err := s.drain(in.Body)
+	// A PUT's ETag is the MD5 of its body, echoing or not (MinIO, the gateway and Ceph RGW make
+	// them so).
+	n, sum, _, err := s.drain(in.Body, true)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +110,7 @@ func (s *parrotStore) CreateMultipartUpload(context.Context, *store.CreateMultip
 }
 
 func (s *parrotStore) UploadPart(_ context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
-	n, sum, small, err := s.drain(in.Body)
+	n, sum, small, err := s.drain(in.Body, !s.echo)
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,8 @@ import (
 // server, writes from one Uploader end strongly verified by the store's own evidence (no
 // read-back), and hash by MD5 only what that evidence needs: on a server that checks, echoes and
 // reports the checksum (the gateway, MinIO) no multipart write hashes anything, the first
-// included (the server refused the probe's wrong checksum), and the first single PUT its body
-// (it sends no probe); on one that ignores checksum headers (Ceph RGW) every byte, for the MD5
+// included (the server refused the probe's wrong checksum), and a fresh Uploader's first single
+// PUT its body (the probe it sends answers after its own PUT); on one that ignores checksum headers (Ceph RGW) every byte, for the MD5
 // ETags that prove it there.
 func TestRealServerMD5OnlyWhenNeeded(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {

@@ -148,7 +148,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		out, err := w.st.UploadPart(sendCtx, in)
 		sent()
 		if err != nil {
-			if re := (*store.ResponseError)(nil); written.Load() && !(stderrors.As(err, &re) && re.StatusCode != 0) {
+			if re := (*store.ResponseError)(nil); written.Load() && (!stderrors.As(err, &re) || re.StatusCode == 0) {
 				w.partUnanswered.Store(true)
 			}
 			if attempt > 1 && ctx.Err() == nil && unanswered(err) {
@@ -264,7 +264,11 @@ func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Check
 	case md5Held:
 		return nil
 	case md5AskEcho:
-		w.facts.awaitAnswer(w.ctx) // whether the store checks is the probe's answer
+		if part.early == nil {
+			// Whether the store checks is the probe's answer. A single PUT whose MD5 is being
+			// taken beside it has it anyway: it does not wait for a probe out meanwhile.
+			w.facts.awaitAnswer(w.ctx)
+		}
 		switch d.afterEcho(sent, echoed.Get(sent.Algorithm), w.facts.checking()) {
 		case echoTrusted:
 			return nil

@@ -23,14 +23,17 @@ import (
 // multipart upload of its own on the write's key (the write's rights, encryption and checksum
 // algorithm), sent beside the write's own CreateMultipartUpload (after it, when the checksum
 // header is only offered and the create's answer says whether the store takes it): it creates
-// that upload, sends it one tiny part whose checksum is wrong on purpose, and aborts it. The
-// answer to that part:
+// that upload, sends it one tiny part whose checksum is wrong on purpose, and aborts it. An
+// Uploader that writes only single PUTs (a flush of small objects) asks the same way from its
+// first one, beside the PUT or after its answer likewise (startPutProbe), so that its later PUTs
+// may be proven by their answers' echo (putProves) without an MD5. The answer to that part:
 //   - refused as a digest mismatch (BadDigest, MinIO's XAmzContentChecksumMismatch): the store
 //     checks the checksums of parts, so a part it took with the checksum echoed arrived as sent;
 //   - taken: it checks nothing, and every part gets its MD5;
 //   - refused as Permanent with 403 (AccessDenied, a key the store no longer knows), to the part
 //     or the create: an answer to the write's credentials on the write's key, not to the probe's
-//     checksum, so the write fails with it as its own request would (one answer, one meaning);
+//     checksum, so a multipart write fails with it as its own request would (one answer, one
+//     meaning; a single PUT's own answer spoke for the credentials already): nothing is known;
 //   - anything else (a throttle, a 5xx, a lost answer, none within probeTimeout): not known, and
 //     the write hashes every part.
 //
@@ -96,8 +99,11 @@ type lostCreate struct {
 // Writer.mu).
 type probeRun struct {
 	done chan struct{} // closed once the probe's upload is aborted or given up; nil: no probe
-	left []string      // the probe's upload, when it could not be aborted
-	lost *lostCreate   // the probe's create got no answer
+	// besidePut: sent beside a single PUT, for the Uploader's later ones (startPutProbe): its
+	// question is not cut when the write ends, since its answer is all it is for.
+	besidePut bool
+	left      []string    // the probe's upload, when it could not be aborted
+	lost      *lostCreate // the probe's create got no answer
 }
 
 // markProbe returns ctx marking its requests as the probe's: ctx.Value(SaveProbe) is true.
@@ -111,6 +117,37 @@ func (w *Writer) startProbe(in *store.CreateMultipartUploadInput) {
 	if !w.decider().probes(w.facts.checking()) {
 		return
 	}
+	w.launchProbe(in, false)
+}
+
+// startPutProbe starts the probe beside a single PUT (its request in), when that PUT's answer
+// cannot be proven by its echo yet but a later one's could (probesBesidePut): a flush of small
+// objects sends no multipart write, so without it an Uploader would never learn that its store
+// checks checksums, and every single PUT would take its MD5. The probe asks in an upload of its
+// own on the PUT's key, with the PUT's encryption, headers and checksum algorithm; the PUT does
+// not wait for it and keeps its MD5, and so do the writes that run meanwhile. Close waits for
+// the probe's answer and its upload's abort (endProbe), so nothing of it outlives the write:
+// an Uploader has no Close of its own, and a process that writes one object and exits would
+// otherwise leave the probe's upload behind.
+func (w *Writer) startPutProbe(in *store.PutObjectInput) {
+	if !w.decider().probesBesidePut(w.facts.checking()) {
+		return
+	}
+	create := &store.CreateMultipartUploadInput{
+		Bucket: in.Bucket, Key: in.Key, ContentType: in.ContentType, Metadata: in.Metadata,
+		Headers: in.Headers, Encryption: in.Encryption, ChecksumAlgorithm: in.Checksum.Algorithm,
+		ChecksumType: store.ChecksumTypeComposite,
+	}
+	if w.caps.fullObject {
+		create.ChecksumType = store.ChecksumTypeFullObject
+	}
+	w.launchProbe(create, true)
+}
+
+// launchProbe sends the probe with the create in, unless the endpoint was asked already; beside a
+// single PUT (besidePut), a refusal of the credentials does not fail the write, whose own PUT
+// answered for them.
+func (w *Writer) launchProbe(in *store.CreateMultipartUploadInput, besidePut bool) {
 	asked := w.facts.claimProbe()
 	if asked == nil {
 		return
@@ -118,24 +155,28 @@ func (w *Writer) startProbe(in *store.CreateMultipartUploadInput) {
 	p := &checksumProbe{st: w.st, policy: w.policy.With(sendOnce), create: *in, customerKey: w.customerKey(), log: w.log}
 	done := make(chan struct{})
 	w.mu.Lock()
-	w.probeRun.done = done
+	w.probeRun.done, w.probeRun.besidePut = done, besidePut
 	w.mu.Unlock()
 	go func() {
 		defer close(done)
 		defer w.recoverTo("AbortMultipartUpload", 0)
-		w.cleanUpProbe(w.askProbe(p, asked))
+		w.cleanUpProbe(w.askProbe(p, asked, besidePut))
 	}()
 }
 
 // askProbe runs the probe's create and part, publishes the answer to every write of the endpoint
-// (closing asked), and fails this write on a refusal of its credentials.
-func (w *Writer) askProbe(p *checksumProbe, asked chan struct{}) (a probeAsked) {
+// (closing asked), and fails this write on a refusal of its credentials, unless the probe went
+// beside a single PUT (besidePut).
+func (w *Writer) askProbe(p *checksumProbe, asked chan struct{}, besidePut bool) (a probeAsked) {
 	defer func() { w.facts.answered(a.verdict, asked) }()
 	defer w.recoverTo("CreateMultipartUpload", 0)
 	ctx, cancel := context.WithTimeout(markProbe(w.ctx), probeTimeout)
 	defer cancel()
 	a = p.ask(ctx)
-	if a.refused != nil {
+	if a.refused != nil && besidePut {
+		w.log.Info("the checksum probe's own upload of this key was refused: whether the store checks checksums is not known, and single PUTs keep their MD5",
+			zap.Error(a.refused))
+	} else if a.refused != nil {
 		_ = w.fail(annotated(a.refused, func(e *sperrors.Error) {
 			e.UploadID = w.currentUploadID()
 			e.Message = joinMessage(e.Message, "refused to the checksum probe's own upload of this key, with the write's credentials")
@@ -242,15 +283,19 @@ func (w *Writer) cleanUpProbe(a probeAsked) {
 }
 
 // endProbe ends this write's probe, if it sent one: a question still out is cut (its answer is
-// then not known), and the abort of its upload waited for, which its own bound ends.
+// then not known), unless it went beside a single PUT (then it runs to its answer, within
+// probeTimeout, or until the caller's context ends), and the abort of its upload waited for,
+// which its own bound ends.
 func (w *Writer) endProbe() {
 	w.mu.Lock()
-	done := w.probeRun.done
+	done, besidePut := w.probeRun.done, w.probeRun.besidePut
 	w.mu.Unlock()
 	if done == nil {
 		return
 	}
-	w.cancel()
+	if !besidePut {
+		w.cancel()
+	}
 	<-done
 }
 

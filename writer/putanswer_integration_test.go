@@ -50,12 +50,14 @@ func recordPutEvidence(server, adapter, kase string, res *writer.Result, request
 
 // TestSinglePutAnswerOnRealServers: a flush of small objects through a fresh Uploader, on every
 // server and adapter, counted at the wire (the fault proxy sees every request): at defaults and
-// with the server's own profile each object costs one PutObject and no HEAD, its answer's ETag
-// being the MD5 of the bytes sent (Ceph RGW, with its profile, is sent Content-MD5, which it
+// with the server's own profile the first object costs one PutObject and no HEAD, its answer's
+// ETag being the MD5 of the bytes sent (Ceph RGW, with its profile, is sent Content-MD5, which it
 // checks); with SaveRereads off each gets its HEAD; where the ETag is not an MD5 (the proxy makes
-// it opaque, as AWS does under SSE-KMS) the HEAD stays and, where the HEAD reports the checksum,
-// later writes hash nothing by MD5. Every object reads back equal. Run with -v, it prints the
-// table of docs/verification.md.
+// it opaque, as AWS does under SSE-KMS) the first write's HEAD stays. On a server that checks
+// the checksum header (MinIO, the gateway) the first write also sends the checksum probe, in an
+// upload of its own, aborted, and every later write (SaveRereads on) is one PutObject proven by
+// the checksum its answer echoes, with no MD5. Every object reads back equal. Run with -v, it
+// prints the table of docs/verification.md (each server's first write).
 func TestSinglePutAnswerOnRealServers(t *testing.T) {
 	t.Cleanup(func() { printPutEvidence(t) })
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
@@ -97,6 +99,17 @@ func TestSinglePutAnswerOnRealServers(t *testing.T) {
 					// Nothing but the bytes can prove it: read back, within the default limit.
 					want, method, by = append(want, "GetObject"), verify.MethodReadBack, "GetObject"
 				}
+				// Where the server checks the checksum header, the first write sends the checksum
+				// probe (its own upload: create, part, abort) unless the HEAD is asked for after
+				// every write; the probe shows the server checks, so every later write is proven
+				// by the checksum its answer echoes, with no HEAD and no MD5.
+				probed := checks && c.name != "SaveRereads off"
+				laterWant, laterMethod, laterBy := want, method, by
+				probeRequests := 0
+				if probed {
+					laterWant, laterMethod, laterBy = []string{"PutObject"}, verify.MethodCRC32C, "PutObject"
+					probeRequests = 3
+				}
 				var opts []func(*writer.Options)
 				if c.opts != nil {
 					opts = append(opts, c.opts)
@@ -120,11 +133,18 @@ func TestSinglePutAnswerOnRealServers(t *testing.T) {
 					if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, data) {
 						t.Fatalf("%s: read back %d bytes, not the %d written", key, len(got), len(data))
 					}
+					want, method, by := want, method, by
+					if i > 0 {
+						want, method, by = laterWant, laterMethod, laterBy
+					}
 					if res.Multipart || !res.VerifiedStrong || res.Verified != method || res.VerifiedBy != by {
 						t.Fatalf("%s: verified %q by %q (strong %v, multipart %v), want %q by %q", key, res.Verified, res.VerifiedBy, res.VerifiedStrong, res.Multipart, method, by)
 					}
 					if res.Requests != len(want) {
 						t.Fatalf("%s: Result.Requests %d, want %d (%v)", key, res.Requests, len(want), want)
+					}
+					if probed && i > 0 && writer.MD5Bytes(w) != 0 {
+						t.Fatalf("%s: hashed %d bytes by MD5, though the probe showed the server checks the checksum", key, writer.MD5Bytes(w))
 					}
 					if c.opaque && checks && i > 0 && writer.MD5Bytes(w) != 0 {
 						t.Fatalf("%s: hashed %d bytes by MD5, though the first write showed the ETags are not MD5s", key, writer.MD5Bytes(w))
@@ -136,12 +156,15 @@ func TestSinglePutAnswerOnRealServers(t *testing.T) {
 				after := proxy.Stats().Requests
 				for _, op := range []faultproxy.Op{faultproxy.PutObject, faultproxy.HeadObject, faultproxy.GetObject} {
 					got := after[op] - before[op]
-					if n := flushObjects * count(want, string(op)); got != n {
+					if n := count(want, string(op)) + (flushObjects-1)*count(laterWant, string(op)); got != n {
 						t.Errorf("%s: %d at the wire for %d writes, want %d", op, got, flushObjects, n)
 					}
 				}
-				if got, n := total(after)-total(before), flushObjects*len(want); got != n {
-					t.Errorf("%d requests at the wire for %d writes, want %d", got, flushObjects, n)
+				if got, n := total(after)-total(before), len(want)+(flushObjects-1)*len(laterWant)+probeRequests; got != n {
+					t.Errorf("%d requests at the wire for %d writes, want %d (%d of them the probe's)", got, flushObjects, n, probeRequests)
+				}
+				if probed && after[faultproxy.AbortMultipartUpload]-before[faultproxy.AbortMultipartUpload] != 1 {
+					t.Errorf("the probe's upload was not aborted once: %d aborts", after[faultproxy.AbortMultipartUpload]-before[faultproxy.AbortMultipartUpload])
 				}
 			})
 		}
@@ -290,6 +313,78 @@ func TestSinglePutDamagedOnTheWire(t *testing.T) {
 						t.Fatalf("%s: %d HEADs, want none", key, n)
 					}
 				})
+			}
+		}
+	})
+}
+
+// TestWireSinglePutDamagedOnceKnownToCheck: on a server that checks the checksum header (MinIO,
+// the gateway), through both adapters, an Uploader that writes only single PUTs learns from its
+// first one's probe that the server checks, and then takes no MD5 for a PUT whose answer echoes
+// the checksum sent. A body damaged on the way (the proxy stores half of it, or flips a byte,
+// with its checksum headers dropped or recomputed over the altered bytes, and the server answers
+// 200) gets an answer without that echo: the MD5 is taken then, the answer's ETag shows the
+// damage at the receipt, and the bytes still held go again, a stream's too. Every write lands
+// the bytes written, the re-sent one proven by its answer's echo; nothing is left at the key
+// wrong. (With SaveRereads off no probe goes and the HEAD decides: TestSinglePutDamagedOnTheWire.)
+func TestWireSinglePutDamagedOnceKnownToCheck(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		if env.Srv.IgnoresChecksums() {
+			t.Skip("the server checks no checksum header: it is never known to check (TestSinglePutDamagedOnTheWire covers it)")
+		}
+		proxy, st := wirekit.Proxied(t, env, 9)
+		defer proxy.SetRules()
+		for _, kind := range []faultproxy.Kind{faultproxy.StoreTruncated, faultproxy.StoreFlipped} {
+			for _, rechecksum := range []bool{false, true} {
+				for _, src := range []source{replayable, stream} {
+					name := fmt.Sprintf("%s/rechecksum-%v/%s", kind, rechecksum, src)
+					t.Run(name, func(t *testing.T) {
+						proxy.SetRules()
+						u, err := writer.NewUploader(st, func(o *writer.Options) { o.Retry = noHangPolicy() })
+						if err != nil {
+							t.Fatal(err)
+						}
+						prefix := "known-to-check/" + strings.ReplaceAll(name, "/", "-") + "/"
+						write := func(key string, data []byte) (*writer.Result, int64, error) {
+							if src == replayable {
+								res, err := u.Upload(context.Background(), env.Bucket, key, bytes.NewReader(data))
+								return res, -1, err
+							}
+							w, err := u.New(context.Background(), env.Bucket, key)
+							if err != nil {
+								t.Fatal(err)
+							}
+							res, err := closeWith(w, data)
+							return res, writer.MD5Bytes(w), err
+						}
+						// The first write sends the probe; the second is proven by its echo.
+						for i, key := range []string{"first", "learned"} {
+							data := s3test.RandomBytes(flushSize)
+							res, hashed, err := write(prefix+key, data)
+							checkOutcome(t, env, prefix+key, data, res, err, sperrors.Unknown)
+							want := verify.MethodETagMD5
+							if i == 1 {
+								want = verify.MethodCRC32C
+							}
+							if res.Verified != want || res.VerifiedBy != "PutObject" || (i == 1 && hashed > 0) {
+								t.Fatalf("%s: verified %s by %s, %d bytes hashed: want %s from PutObject (and no MD5 once the probe answered)", key, res.Verified, res.VerifiedBy, hashed, want)
+							}
+						}
+						proxy.SetRules(faultproxy.Rule{Op: faultproxy.PutObject, Nth: 1, Fault: faultproxy.Fault{Kind: kind, Rechecksum: rechecksum}})
+						injected := proxy.Stats().Injected[kind]
+						data := s3test.RandomBytes(flushSize)
+						key := prefix + "damaged"
+						res, _, err := write(key, data)
+						if proxy.Stats().Injected[kind] == injected {
+							t.Fatal("the damage was never injected")
+						}
+						checkOutcome(t, env, key, data, res, err, sperrors.Unknown)
+						if res.Failures[sperrors.Integrity] != 1 || res.Verified != verify.MethodCRC32C || res.VerifiedBy != "PutObject" {
+							t.Fatalf("%s: failures %v, verified %s by %s: want the damage caught at the receipt, the re-sent PUT proven by its echo",
+								key, res.Failures, res.Verified, res.VerifiedBy)
+						}
+					})
+				}
 			}
 		}
 	})

@@ -42,6 +42,9 @@ type Uploader struct {
 	// endpoint is the store's (store.Endpointer), "" when it names none: the provider rules that
 	// go by endpoint read it (multipart.ForEndpoint).
 	endpoint string
+	// oneCall: a package shorthand's Uploader, dropped after its one call, so nothing its writes
+	// learn serves a later write (no checksum probe beside a single PUT: probesBesidePut).
+	oneCall bool
 }
 
 // NewUploader returns an Uploader for st. optFns set the defaults of every write it makes (a
@@ -101,7 +104,9 @@ func newUploader(st store.Store, opts Options, cfg config) *Uploader {
 // for one call.
 func shorthand(st store.Store) *Uploader {
 	opts := defaultOptions()
-	return newUploader(st, opts, opts.config(nil))
+	u := newUploader(st, opts, opts.config(nil))
+	u.oneCall = true
+	return u
 }
 
 // config returns what a write runs with: u's options with the write's own functions applied.

@@ -60,7 +60,7 @@ func ExampleUploader() {
 	}
 	_, landed := st.Object("logs", "day-2.log")
 	fmt.Println(landed, w.Result().Size, "bytes,", w.Result().Verified, "verified")
-	// Output: true 9 bytes, etag-md5 verified
+	// Output: true 9 bytes, crc32c verified
 }
 
 // With a journal, an Uploader records every multipart upload, so a run that died mid-write

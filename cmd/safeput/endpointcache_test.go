@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"regexp"
 	"strconv"
@@ -73,6 +74,62 @@ func TestPutKeepsEndpointFacts(t *testing.T) {
 				}
 				if entries, err := os.ReadDir(cache); err != nil || len(entries) != 0 {
 					t.Errorf("--no-endpoint-cache wrote %v (%v) into the cache directory", entries, err)
+				}
+			})
+		}
+	})
+}
+
+// TestPutSingleLearnsTheEndpoint: a run that puts one small object (a single PUT) teaches the
+// next run whether the server checks the checksum header: its PUT sends the checksum probe, and
+// the run keeps the answer in the cache. Where the server checks and echoes the checksum (the
+// gateway, MinIO) the first run is proven by its answer's MD5 ETag, the next by the checksum its
+// answer echoes, hashing nothing by MD5 and sending no probe; `--json` says which
+// ("verified", "verified_by"). Where it does not (Ceph RGW) no probe goes and every run is
+// proven by its MD5 ETag. Every run lands, read back equal.
+func TestPutSingleLearnsTheEndpoint(t *testing.T) {
+	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
+	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
+		bucket := s3test.NewBucket(t, s)
+		data := s3test.RandomBytes(64 << 10)
+		for _, backend := range []string{"aws", "minio"} {
+			t.Run(backend, func(t *testing.T) {
+				env := append(serverEnv(s), "XDG_CACHE_HOME="+t.TempDir())
+				type putJSON struct {
+					Verified   string `json:"verified"`
+					VerifiedBy string `json:"verified_by"`
+					Requests   int    `json:"requests"`
+				}
+				put := func(key string) (res putJSON, hashed int64, probed bool) {
+					t.Helper()
+					r := runWith(t, env, bytes.NewReader(data), "--path-style", "--backend", backend, "--log-level", "debug", "--json",
+						"put", "-", "s3://"+bucket+"/"+key)
+					expectCode(t, r, 0, "put "+key)
+					if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+						t.Fatalf("put --json: %v\n%s", err, r.stdout)
+					}
+					if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+						t.Fatalf("put %s: the stored object differs from what was sent", key)
+					}
+					m := md5BytesLogged.FindStringSubmatch(r.stderr)
+					if m == nil {
+						t.Fatalf("put %s: no md5_bytes in the debug log:\n%s", key, r.stderr)
+					}
+					hashed, _ = strconv.ParseInt(m[1], 10, 64)
+					return res, hashed, strings.Contains(r.stderr, "probed whether the store checks part checksums")
+				}
+				res, hashed, probed := put(backend + "/single-first")
+				if res.Verified != "etag-md5" || res.VerifiedBy != "PutObject" || res.Requests != 1 || hashed != int64(len(data)) || probed == s.IgnoresChecksums() {
+					t.Errorf("first run: %+v, %d bytes hashed, probed %v: want etag-md5 from PutObject, one request, every byte hashed, probed unless the server ignores checksums",
+						res, hashed, probed)
+				}
+				want := putJSON{Verified: "crc32c", VerifiedBy: "PutObject", Requests: 1}
+				wantHashed := int64(0)
+				if s.IgnoresChecksums() {
+					want.Verified, wantHashed = "etag-md5", int64(len(data))
+				}
+				if res, hashed, probed := put(backend + "/single-second"); res != want || hashed != wantHashed || probed {
+					t.Errorf("second run: %+v, %d bytes hashed, probed %v: want %+v, %d bytes hashed, no probe", res, hashed, probed, want, wantHashed)
 				}
 			})
 		}
