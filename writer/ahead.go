@@ -104,7 +104,7 @@ func (w *Writer) takeAhead(section *io.SectionReader) (partDone, bool) {
 		return partDone{}, false
 	}
 	_, off, _ := section.Outer()
-	off -= w.sectionBase
+	off -= w.intake.sectionBase
 	a.mu.Lock()
 	s := a.sums[off]
 	delete(a.sums, off)

@@ -20,7 +20,7 @@ func (w *Writer) cleanup(err error) error {
 	aerr := w.abortUpload(w.ctx)
 	if aerr != nil {
 		w.mu.Lock()
-		w.leftUploads = append(w.leftUploads, aerr.UploadID)
+		w.outcome.leftUploads = append(w.outcome.leftUploads, aerr.UploadID)
 		w.mu.Unlock()
 		return afterAbort(err, aerr, "")
 	}
@@ -40,8 +40,8 @@ func joinMessage(msg, more string) string {
 func (w *Writer) takeAbortUnconfirmed() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n := w.abortUnconfirmed
-	w.abortUnconfirmed = ""
+	n := w.outcome.abortUnconfirmed
+	w.outcome.abortUnconfirmed = ""
 	return n
 }
 
@@ -76,7 +76,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	ctx, cancel := w.cleanupContext(parent)
 	defer cancel()
 	why, err := w.abortConfirmed(ctx, id)
-	if err == nil && why == "" && w.partUnanswered.Load() {
+	if err == nil && why == "" && w.outcome.partUnanswered.Load() {
 		err = w.lookAgainAfterAbort(ctx, id)
 	}
 	w.emit(Event{Type: EventAbort, UploadID: id, Err: err})
@@ -86,7 +86,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 			zap.String("upload_id", id), zap.String("why", why))
 		w.note(note)
 		w.mu.Lock()
-		w.abortUnconfirmed = note
+		w.outcome.abortUnconfirmed = note
 		w.mu.Unlock()
 	}
 	if err != nil {
@@ -100,7 +100,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	}
 	w.log.Debug("upload aborted", zap.String("upload_id", id))
 	w.mu.Lock()
-	w.uploadID = ""
+	w.session.uploadID = ""
 	w.mu.Unlock()
 	w.journalForget(id) // journal hook: the upload is gone, so is its record
 	return nil
@@ -261,7 +261,7 @@ func (w *Writer) deleteObject() error {
 		return w.st.DeleteObject(ctx, &store.DeleteObjectInput{Bucket: w.bucket, Key: w.key})
 	})
 	if err == nil {
-		w.keyDeleted.Store(true)
+		w.outcome.keyDeleted.Store(true)
 	}
 	return err
 }

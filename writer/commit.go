@@ -24,42 +24,42 @@ func (w *Writer) commit() error {
 		w.wg.Wait()
 		return w.fail(w.canceled("Close", err))
 	}
-	if w.cfg.sizeHint >= 0 && w.size != w.cfg.sizeHint {
+	if w.cfg.sizeHint >= 0 && w.intake.size != w.cfg.sizeHint {
 		w.wg.Wait()
-		return w.fail(w.errorf(sperrors.Permanent, "Close", nil, "source ended at %d bytes, shorter than the declared size %d", w.size, w.cfg.sizeHint))
+		return w.fail(w.errorf(sperrors.Permanent, "Close", nil, "source ended at %d bytes, shorter than the declared size %d", w.intake.size, w.cfg.sizeHint))
 	}
-	if atClose(w.section != nil, w.currentUploadID() != "", w.size, w.plan.Threshold) == closeSinglePut {
+	if atClose(w.intake.section != nil, w.currentUploadID() != "", w.intake.size, w.plan.Threshold) == closeSinglePut {
 		return w.putSingle()
 	}
 	// The held data is the tail: send it as the final part.
-	if w.section == nil {
-		switch closingTail(w.buf != nil, w.fill, w.pending != nil) {
+	if w.intake.section == nil {
+		switch closingTail(w.intake.buf != nil, w.intake.fill, w.intake.pending != nil) {
 		case tailPendingThenFill, tailFillFinal:
-			if w.pending != nil {
-				full := w.pending
-				w.pending = nil // dispatch owns it now, even on error
-				if err := w.dispatch(partBody{buf: full, crc: w.pendingCRC}, false); err != nil {
+			if w.intake.pending != nil {
+				full := w.intake.pending
+				w.intake.pending = nil // dispatch owns it now, even on error
+				if err := w.dispatch(partBody{buf: full, crc: w.intake.pendingCRC}, false); err != nil {
 					return err
 				}
 			}
-			tail := w.buf[:w.fill]
-			w.buf = nil
-			if err := w.dispatch(partBody{buf: tail, crc: w.fillCRC}, true); err != nil {
+			tail := w.intake.buf[:w.intake.fill]
+			w.intake.buf = nil
+			if err := w.dispatch(partBody{buf: tail, crc: w.intake.fillCRC}, true); err != nil {
 				return err
 			}
 		case tailPendingFinal:
-			if w.buf != nil {
-				w.release(w.buf)
-				w.buf = nil
+			if w.intake.buf != nil {
+				w.release(w.intake.buf)
+				w.intake.buf = nil
 			}
-			full := w.pending
-			w.pending = nil
-			if err := w.dispatch(partBody{buf: full, crc: w.pendingCRC}, true); err != nil {
+			full := w.intake.pending
+			w.intake.pending = nil
+			if err := w.dispatch(partBody{buf: full, crc: w.intake.pendingCRC}, true); err != nil {
 				return err
 			}
 		case tailDropEmpty:
-			w.release(w.buf)
-			w.buf = nil
+			w.release(w.intake.buf)
+			w.intake.buf = nil
 		case tailNone:
 		}
 	}
@@ -72,9 +72,9 @@ func (w *Writer) commit() error {
 
 // single-PUT path: everything is in one buffer.
 func (w *Writer) putSingle() error {
-	data, crc := w.pending, w.pendingCRC
-	if data == nil && w.buf != nil {
-		data, crc = w.buf[:w.fill], w.fillCRC
+	data, crc := w.intake.pending, w.intake.pendingCRC
+	if data == nil && w.intake.buf != nil {
+		data, crc = w.intake.buf[:w.intake.fill], w.intake.fillCRC
 	}
 	fence := new(bodyFence)
 	defer w.releaseHeldLent(fence)
@@ -93,7 +93,7 @@ func (w *Writer) putSingle() error {
 		defer early.wait() // before the deferred release gives the buffer back
 	}
 	// The bytes are held until the check is done: their MD5 is taken only if the evidence needs it.
-	w.lateETag = func() string {
+	w.verifying.lateETag = func() string {
 		if !rec.hasMD5 {
 			if early != nil {
 				rec.md5 = early.wait()
@@ -101,18 +101,18 @@ func (w *Writer) putSingle() error {
 				_, rec.md5 = integrity.MD5Base64(data)
 			}
 			rec.hasMD5 = true
-			w.md5Bytes.Add(int64(len(data)))
+			w.tally.md5Bytes.Add(int64(len(data)))
 		}
 		return fmt.Sprintf("%x", rec.md5)
 	}
-	defer func() { w.lateETag = nil }()
+	defer func() { w.verifying.lateETag = nil }()
 	in := &store.PutObjectInput{
 		Bucket: w.bucket, Key: w.key, ContentLength: int64(len(data)),
 		ContentType: w.cfg.contentType, Metadata: w.cfg.metadata, Headers: w.cfg.headers,
 		Encryption: w.cfg.sse,
 	}
 	guard := w.guardCreate(w.cfg.rules.ConditionalPut, optCondPut)
-	in.IfNoneMatch, w.createUnguarded = guard.header, guard.unguarded
+	in.IfNoneMatch, w.verifying.createUnguarded = guard.header, guard.unguarded
 	if w.caps.alg != store.ChecksumNone {
 		in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
 	}
@@ -136,7 +136,7 @@ func (w *Writer) putSingle() error {
 	var damagedLeft error // why this write's own damaged create-only object could not be removed
 	put := func(ctx context.Context, _ int) error {
 		in.Body = newFencedReader(data, fence)
-		w.bytesSent.Add(int64(len(data)))
+		w.tally.bytesSent.Add(int64(len(data)))
 		o, err := w.st.PutObject(ctx, in)
 		// A "not supported" answer to a request with both headers is taken for If-None-Match's
 		// first (the conditionRefused below): the commit sent again without it tells whether the
@@ -146,7 +146,7 @@ func (w *Writer) putSingle() error {
 			w.dropOfferedChecksum("PutObject", err)
 			in.Checksum = store.Checksum{}
 			in.Body = newFencedReader(data, fence)
-			w.bytesSent.Add(int64(len(data)))
+			w.tally.bytesSent.Add(int64(len(data)))
 			o, err = w.st.PutObject(ctx, in)
 		}
 		if err != nil {
@@ -161,12 +161,12 @@ func (w *Writer) putSingle() error {
 		if !rec.hasMD5 && early != nil {
 			// Taken for the answer's ETag (md5Early): it checks the receipt too.
 			rec.md5, rec.hasMD5 = early.wait(), true
-			w.md5Bytes.Add(int64(len(data)))
+			w.tally.md5Bytes.Add(int64(len(data)))
 		}
 		if !rec.hasMD5 && checking == yes && (in.Checksum.IsZero() || o.Checksums.Get(in.Checksum.Algorithm) == "") {
 			// The MD5 was left out for an echo this answer does not carry: taken now, from the
 			// bytes still held, it checks the receipt's ETag and may stand for the HEAD.
-			w.lateETag()
+			w.verifying.lateETag()
 		}
 		receipt := integrity.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
 		if _, err := integrity.CheckReceipt(receipt, o.ETag, o.Checksums, w.putReceiptTrusted()); err != nil {
@@ -193,7 +193,7 @@ func (w *Writer) putSingle() error {
 	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
 		// The store stored nothing; write again without the header, the key checked by a HEAD.
 		w.conditionUnsupported(optCondPut, refused.err)
-		in.IfNoneMatch, w.createUnguarded = false, true
+		in.IfNoneMatch, w.verifying.createUnguarded = false, true
 		if done, err := w.precheckCreateOnly(want, res); done {
 			return err
 		}
@@ -224,7 +224,7 @@ func (w *Writer) putSingle() error {
 	}
 	// An unguarded create-only commit keeps its HEAD whatever its answer proves: only the HEAD can
 	// see another writer's object committed over or right after ours (othersAtKey).
-	if w.createUnguarded {
+	if w.verifying.createUnguarded {
 		return w.verifyLanded(want, res)
 	}
 	d := w.decider()
@@ -242,14 +242,14 @@ func (w *Writer) putSingle() error {
 func (w *Writer) complete() error {
 	uploadID := w.currentUploadID()
 	w.mu.Lock()
-	parts := make([]partDone, 0, len(w.parts))
-	for _, p := range w.parts {
+	parts := make([]partDone, 0, len(w.session.parts))
+	for _, p := range w.session.parts {
 		parts = append(parts, p)
 	}
 	w.mu.Unlock()
 	sort.Slice(parts, func(i, j int) bool { return parts[i].number < parts[j].number })
-	if len(parts) != int(w.nextPart) {
-		return w.fail(w.errorf(sperrors.Internal, "Complete", nil, "%d of %d parts recorded", len(parts), w.nextPart))
+	if len(parts) != int(w.intake.nextPart) {
+		return w.fail(w.errorf(sperrors.Internal, "Complete", nil, "%d of %d parts recorded", len(parts), w.intake.nextPart))
 	}
 
 	// Before commit: the store must list exactly what was sent (when it can list parts), unless
@@ -257,8 +257,8 @@ func (w *Writer) complete() error {
 	var listed []store.Part
 	canList := false
 	var err error
-	w.unlisted = !w.decider().listsBeforeComplete(parts, w.facts.checking())
-	if !w.unlisted {
+	w.verifying.unlisted = !w.decider().listsBeforeComplete(parts, w.facts.checking())
+	if !w.verifying.unlisted {
 		if listed, canList, err = w.listPartsForCheck(uploadID); err != nil {
 			if isNoSuchUpload(err) {
 				err = w.uploadVanished("ListParts", 0, err, "")
@@ -267,7 +267,7 @@ func (w *Writer) complete() error {
 		}
 	} else {
 		w.log.Debug("ListParts left out: every part's receipt echoed its checksum from a store that checks it",
-			zap.String("upload_id", uploadID), zap.Int("parts", len(parts)), zap.Int64("size", w.size))
+			zap.String("upload_id", uploadID), zap.Int("parts", len(parts)), zap.Int64("size", w.intake.size))
 	}
 	receipts := make([]integrity.Receipt, len(parts))
 	etags := make(map[int32]string, len(parts))
@@ -314,11 +314,11 @@ func (w *Writer) complete() error {
 
 	in := &store.CompleteMultipartUploadInput{
 		Bucket: w.bucket, Key: w.key, UploadID: uploadID, Parts: completed,
-		ObjectSize: w.size, SSECustomerKey: w.customerKey(),
+		ObjectSize: w.intake.size, SSECustomerKey: w.customerKey(),
 	}
 	guard := w.guardCreate(w.cfg.rules.ConditionalComplete, optCondComplete)
-	in.IfNoneMatch, w.createUnguarded = guard.header, guard.unguarded
-	want := integrity.Expected{Size: w.size}
+	in.IfNoneMatch, w.verifying.createUnguarded = guard.header, guard.unguarded
+	want := integrity.Expected{Size: w.intake.size}
 	if crc != nil {
 		// The full-object value, combined from the parts' CRCs: no second pass over the data.
 		want.Checksum = store.Checksum{Algorithm: w.caps.local, Value: crc.String()}
@@ -334,7 +334,7 @@ func (w *Writer) complete() error {
 		want.ETag = integrity.MultipartETag(md5s)
 	}
 	res := &Result{
-		Bucket: w.bucket, Key: w.key, Size: w.size, Checksum: want.Checksum, Multipart: true,
+		Bucket: w.bucket, Key: w.key, Size: w.intake.size, Checksum: want.Checksum, Multipart: true,
 		Parts: len(parts), PartSize: w.plan.PartSize, UploadID: uploadID,
 	}
 	if guard.headFirst {
@@ -364,15 +364,15 @@ func (w *Writer) complete() error {
 		out = o
 		return nil
 	}
-	err = w.doSized("CompleteMultipartUpload", 0, w.size, completeOnce)
+	err = w.doSized("CompleteMultipartUpload", 0, w.intake.size, completeOnce)
 	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
 		// Nothing was committed; complete again without the header, the key checked by a HEAD.
 		w.conditionUnsupported(optCondComplete, refused.err)
-		in.IfNoneMatch, w.createUnguarded = false, true
+		in.IfNoneMatch, w.verifying.createUnguarded = false, true
 		if done, err := w.precheckCreateOnly(want, res); done {
 			return err
 		}
-		err = w.doSized("CompleteMultipartUpload", 0, w.size, completeOnce)
+		err = w.doSized("CompleteMultipartUpload", 0, w.intake.size, completeOnce)
 	}
 	switch w.decider().afterCommit(err, false) {
 	case commitLanded:
@@ -380,7 +380,7 @@ func (w *Writer) complete() error {
 		lost := (*lostResponse)(nil)
 		stderrors.As(err, &lost)
 		w.mu.Lock()
-		w.completeLost, w.completeGone = lost.retried, true
+		w.session.completeLost, w.session.completeGone = lost.retried, true
 		w.mu.Unlock()
 		return w.landedAlready(lost.err, want, res)
 	case commitKeyTaken:
@@ -388,7 +388,7 @@ func (w *Writer) complete() error {
 	case commitListFirst:
 		w.log.Warn("Complete refused a part whose receipt echoed its checksum; listing the parts to find it",
 			zap.String("upload_id", uploadID), zap.Error(err))
-		w.unlisted, w.mustList = false, true
+		w.verifying.unlisted, w.verifying.mustList = false, true
 		return w.complete()
 	default:
 		if in.ChecksumType != store.ChecksumTypeNone && recreatedWithoutChecksum(err) {
@@ -402,7 +402,7 @@ func (w *Writer) complete() error {
 			// Judged like a Complete answered NoSuchUpload: by what is at the key.
 			if gone := w.uploadGone(); gone != nil {
 				w.mu.Lock()
-				w.completeGone = true
+				w.session.completeGone = true
 				w.mu.Unlock()
 				return w.landedAlready(gone, want, res)
 			}
@@ -410,13 +410,13 @@ func (w *Writer) complete() error {
 		return w.fail(err)
 	}
 	w.mu.Lock()
-	w.uploadID = "" // committed: nothing to abort any more
+	w.session.uploadID = "" // committed: nothing to abort any more
 	w.mu.Unlock()
 	res.ETag, res.VersionID = out.ETag, out.VersionID
 	if out.ETag == "" {
 		w.note("the store's CompleteMultipartUpload answer carried no ETag; the HEAD decided")
 	}
-	if !w.createUnguarded && w.decider().completeProves(out.Checksums, out.ETag, want.Checksum) {
+	if !w.verifying.createUnguarded && w.decider().completeProves(out.Checksums, out.ETag, want.Checksum) {
 		return w.provenByAnswer("CompleteMultipartUpload", integrity.MethodFor(want.Checksum.Algorithm), want, res)
 	}
 	return w.verifyLanded(want, res)
@@ -432,13 +432,13 @@ func (w *Writer) noteListedTwice(listed []store.Part, etags map[int32]string) {
 	}
 	for _, p := range listed {
 		n := count[p.PartNumber]
-		if n < 2 || w.listedTwice[p.PartNumber] {
+		if n < 2 || w.verifying.listedTwice[p.PartNumber] {
 			continue
 		}
-		if w.listedTwice == nil {
-			w.listedTwice = map[int32]bool{}
+		if w.verifying.listedTwice == nil {
+			w.verifying.listedTwice = map[int32]bool{}
 		}
-		w.listedTwice[p.PartNumber] = true
+		w.verifying.listedTwice[p.PartNumber] = true
 		w.log.Warn("the store listed a part more than once (one entry per attempt); the entry matching the kept attempt's receipt decides",
 			zap.Int32("part", p.PartNumber), zap.Int("entries", n), zap.String("etag", etags[p.PartNumber]),
 			zap.String("upload_id", w.currentUploadID()))
@@ -451,10 +451,10 @@ func (w *Writer) noteListedTwice(listed []store.Part, etags map[int32]string) {
 // decides it). It reports whether every part went out again; complete then re-checks the layout
 // from scratch.
 func (w *Writer) resend(bad []int32, parts []partDone) bool {
-	w.resent = true
+	w.verifying.resent = true
 	// The layout check found the store keeping something other than what was sent: count it.
 	w.mu.Lock()
-	w.stats.ByKind[sperrors.Integrity] += len(bad)
+	w.tally.stats.ByKind[sperrors.Integrity] += len(bad)
 	w.mu.Unlock()
 	sizes := make(map[int32]int64, len(parts))
 	for _, p := range parts {

@@ -187,13 +187,13 @@ func (w *Writer) dropOfferedChecksum(op string, err error) {
 // note records something the store did that the caller should know (Result.Notes).
 func (w *Writer) note(s string) {
 	w.mu.Lock()
-	w.notes = append(w.notes, s)
+	w.outcome.notes = append(w.outcome.notes, s)
 	w.mu.Unlock()
 }
 
 func (w *Writer) takeNotes(res *Result) {
 	w.mu.Lock()
-	res.Notes = append(res.Notes, w.notes...)
+	res.Notes = append(res.Notes, w.outcome.notes...)
 	w.mu.Unlock()
 }
 
@@ -233,10 +233,10 @@ type judgement struct {
 // teaches the endpoint's facts what this HEAD showed.
 func (w *Writer) judge(want integrity.Expected, head *store.HeadObjectOutput, multipart bool) judgement {
 	ev := integrity.Assess(want, head, w.etagTrusted(multipart))
-	if !ev.Strong() && ev.Mismatch == nil && want.ETag == "" && w.lateETag != nil {
+	if !ev.Strong() && ev.Mismatch == nil && want.ETag == "" && w.verifying.lateETag != nil {
 		// The checksum did not decide it and the body's MD5 was left for this moment: the
 		// single PUT's bytes are still held.
-		want.ETag = w.lateETag()
+		want.ETag = w.verifying.lateETag()
 		ev = integrity.Assess(want, head, w.etagTrusted(multipart))
 	}
 	w.learn(ev, want, multipart)
@@ -302,7 +302,7 @@ func (w *Writer) learn(ev integrity.Evidence, want integrity.Expected, multipart
 // would report the checksum (caps.md5Late) and it did not: the price of that expectation, paid
 // once per Uploader and bucket (the endpoint's facts then say so, and later writes compute MD5s).
 func (w *Writer) readBackAllowed(size int64) bool {
-	return w.cfg.readBack || w.cfg.replayable || (w.cfg.readBackLimit > 0 && (size <= w.cfg.readBackLimit || w.md5Skipped.Load()))
+	return w.cfg.readBack || w.cfg.replayable || (w.cfg.readBackLimit > 0 && (size <= w.cfg.readBackLimit || w.verifying.md5Skipped.Load()))
 }
 
 // unverifiable is the error of a landed object nothing could prove (verdictUnproven and

@@ -49,7 +49,7 @@ func (w *Writer) doSized(op string, part int32, size int64, fn func(ctx context.
 			return err
 		})
 	w.mu.Lock()
-	w.stats.Add(stats)
+	w.tally.stats.Add(stats)
 	w.mu.Unlock()
 	if err != nil {
 		if e := asError(err); e != nil {
@@ -75,10 +75,10 @@ func (w *Writer) fail(err error) error {
 		return nil
 	}
 	w.mu.Lock()
-	if w.err == nil {
-		w.err = err
+	if w.outcome.err == nil {
+		w.outcome.err = err
 	}
-	first := w.err
+	first := w.outcome.err
 	w.mu.Unlock()
 	w.cancel()
 	return first
@@ -87,7 +87,7 @@ func (w *Writer) fail(err error) error {
 func (w *Writer) firstErr() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.err
+	return w.outcome.err
 }
 
 func (w *Writer) errorf(k sperrors.Kind, op string, cause error, format string, args ...any) *sperrors.Error {

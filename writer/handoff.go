@@ -52,10 +52,10 @@ type handoffs struct {
 // bodySent returns ctx with a hook that notes when this request for part n has been written
 // out, and a function to call once the request has returned.
 func (w *Writer) bodySent(ctx context.Context, n int32, part partBody) (context.Context, func()) {
-	if w.pace == nil || part.hand == nil {
+	if w.intake.pace == nil || part.hand == nil {
 		return ctx, func() {}
 	}
-	h := &w.pace.hand
+	h := &w.intake.pace.hand
 	h.sending.Add(1)
 	var once sync.Once
 	ended := func(written bool) {
@@ -72,14 +72,14 @@ func (w *Writer) bodySent(ctx context.Context, n int32, part partBody) (context.
 // handOff gives part's slot to the next part, once per part, while fewer than handOffBelow
 // parts wait for their answers this way.
 func (w *Writer) handOff(n int32, size int64, part *handoff) {
-	h := &w.pace.hand
+	h := &w.intake.pace.hand
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.waiting >= handOffBelow || part.given {
 		return
 	}
 	select {
-	case <-w.slots: // this part's own token: there is always one while it is in flight
+	case <-w.intake.slots: // this part's own token: there is always one while it is in flight
 	default:
 		return
 	}
@@ -94,13 +94,13 @@ func (w *Writer) handOff(n int32, size int64, part *handoff) {
 // where parts are not paced: only such a part may hand its slot on, since only it gives one back
 // (slotBack); a part re-sent after the layout check holds none. It is marked as going in a
 // handed-off slot while any is not yet taken: slots are alike, so it is the next to go after the
-// hand-off. Called by the goroutine that set w.pace (sendSections), after it did.
+// hand-off. Called by the goroutine that set w.intake.pace (sendSections), after it did.
 func (w *Writer) newHandoff() *handoff {
-	if w.pace == nil {
+	if w.intake.pace == nil {
 		return nil
 	}
 	part := new(handoff)
-	h := &w.pace.hand
+	h := &w.intake.pace.hand
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.freed > 0 {
@@ -112,10 +112,10 @@ func (w *Writer) newHandoff() *handoff {
 
 // slotBack gives back the slot a section part holds, unless it gave it away already (handOff).
 func (w *Writer) slotBack(part *handoff) {
-	if part != nil && w.pace.hand.settle(part) {
+	if part != nil && w.intake.pace.hand.settle(part) {
 		return
 	}
-	<-w.slots
+	<-w.intake.slots
 }
 
 // settle ends part's hand-off record and reports whether it gave its slot away.

@@ -27,8 +27,8 @@ func (w *Writer) write(p []byte) (int, error) {
 	}
 	written := 0
 	for len(p) > 0 {
-		if w.buf == nil {
-			if declaredAllIn(w.cfg.sizeHint, w.size) {
+		if w.intake.buf == nil {
+			if declaredAllIn(w.cfg.sizeHint, w.intake.size) {
 				// The declared size is all in: say so, rather than let the part the plan has no
 				// room for fail as a layout error.
 				return written, w.account(int64(len(p)))
@@ -36,21 +36,21 @@ func (w *Writer) write(p []byte) (int, error) {
 			if err := w.nextBuffer(len(p)); err != nil {
 				return written, err
 			}
-		} else if w.fill == len(w.buf) && !w.growBuffer(len(p)) {
+		} else if w.intake.fill == len(w.intake.buf) && !w.growBuffer(len(p)) {
 			// Only a buffer that may grow is kept full (holdFull); one that could not would
 			// otherwise take no byte, for ever.
 			w.holdFull()
 			continue
 		}
-		w.mapAhead(w.fill + min(len(p), len(w.buf)-w.fill))
-		n := copy(w.buf[w.fill:], p)
+		w.mapAhead(w.intake.fill + min(len(p), len(w.intake.buf)-w.intake.fill))
+		n := copy(w.intake.buf[w.intake.fill:], p)
 		w.filled(n)
 		written += n
 		p = p[n:]
 		if err := w.account(int64(n)); err != nil {
 			return written, err
 		}
-		if w.fill == len(w.buf) && !w.bufferGrows() {
+		if w.intake.fill == len(w.intake.buf) && !w.bufferGrows() {
 			w.holdFull()
 		}
 	}
@@ -75,16 +75,16 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 	for {
 		// How much the reader has is unknown: a first buffer starts small, and a full one
 		// grows fourfold (want 0).
-		if w.buf == nil {
+		if w.intake.buf == nil {
 			if err := w.nextBuffer(0); err != nil {
 				return total, err
 			}
-		} else if w.fill == len(w.buf) && !w.growBuffer(0) {
+		} else if w.intake.fill == len(w.intake.buf) && !w.growBuffer(0) {
 			w.holdFull() // as in write
 			continue
 		}
-		room := w.buf[w.fill:min(len(w.buf), w.fill+readChunk)]
-		w.mapAhead(w.fill + len(room))
+		room := w.intake.buf[w.intake.fill:min(len(w.intake.buf), w.intake.fill+readChunk)]
+		w.mapAhead(w.intake.fill + len(room))
 		n, err := r.Read(room)
 		if n < 0 || n > len(room) {
 			return total, w.fail(sperrors.New(sperrors.Internal, "ReadFrom", "reader returned invalid count %d", n))
@@ -94,7 +94,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 		if aerr := w.account(int64(n)); aerr != nil {
 			return total, aerr
 		}
-		if err == nil && w.fill == len(w.buf) {
+		if err == nil && w.intake.fill == len(w.intake.buf) {
 			// Probe one byte before taking a new buffer (or growing this one): a stream that
 			// ends exactly here must not start a multipart upload (or a part) it does not need.
 			var probe [1]byte
@@ -116,7 +116,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			}
 			continue
 		}
-		if w.fill == len(w.buf) && !w.bufferGrows() {
+		if w.intake.fill == len(w.intake.buf) && !w.bufferGrows() {
 			w.holdFull()
 		}
 		if err == io.EOF {
@@ -134,9 +134,9 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 // filled takes in the n bytes just added at the end of buf[:fill], adding them to its CRC.
 func (w *Writer) filled(n int) {
 	if n > 0 && w.caps.local != store.ChecksumNone {
-		w.fillCRC = integrity.Update(w.caps.local, w.fillCRC, w.buf[w.fill:w.fill+n])
+		w.intake.fillCRC = integrity.Update(w.caps.local, w.intake.fillCRC, w.intake.buf[w.intake.fill:w.intake.fill+n])
 	}
-	w.fill += n
+	w.intake.fill += n
 }
 
 // mapAhead has the pages of a fresh buffer up to end mapped before they are written, a step
@@ -145,8 +145,8 @@ func (w *Writer) filled(n int) {
 // costs more than its few faults, and the Go heap hands out such buffers mostly from pages
 // it has mapped already.
 func (w *Writer) mapAhead(end int) {
-	if end > w.mapped && len(w.buf) >= prefaultMin && w.cfg.saves(SavePrefault) {
-		w.mapped = prefault.Ahead(w.buf, w.mapped, end)
+	if end > w.intake.mapped && len(w.intake.buf) >= prefaultMin && w.cfg.saves(SavePrefault) {
+		w.intake.mapped = prefault.Ahead(w.intake.buf, w.intake.mapped, end)
 	}
 }
 
@@ -156,13 +156,13 @@ const prefaultMin = prefault.Step
 // holdFull holds the full buffer back as pending, with its CRC, until more data shows it is
 // not the last part.
 func (w *Writer) holdFull() {
-	w.pending, w.pendingCRC = w.buf, w.fillCRC
-	w.buf, w.fill, w.fillCRC = nil, 0, 0
+	w.intake.pending, w.intake.pendingCRC = w.intake.buf, w.intake.fillCRC
+	w.intake.buf, w.intake.fill, w.intake.fillCRC = nil, 0, 0
 }
 
 func (w *Writer) checkWritable() error {
 	w.mu.Lock()
-	closed, err := w.closed, w.err
+	closed, err := w.outcome.closed, w.outcome.err
 	w.mu.Unlock()
 	if err != nil {
 		return err // sticky: the first failure, or the caller's Abort
@@ -178,11 +178,11 @@ func (w *Writer) checkWritable() error {
 
 // account adds n accepted bytes and enforces the declared size and the plan's ceiling.
 func (w *Writer) account(n int64) error {
-	w.size += n
-	if w.cfg.sizeHint >= 0 && w.size > w.cfg.sizeHint {
-		return w.fail(w.errorf(sperrors.Permanent, "Write", nil, "source is longer than the declared size %d: it yielded at least %d bytes", w.cfg.sizeHint, w.size))
+	w.intake.size += n
+	if w.cfg.sizeHint >= 0 && w.intake.size > w.cfg.sizeHint {
+		return w.fail(w.errorf(sperrors.Permanent, "Write", nil, "source is longer than the declared size %d: it yielded at least %d bytes", w.cfg.sizeHint, w.intake.size))
 	}
-	if w.plan.Ceiling > 0 && w.size > w.plan.Ceiling {
+	if w.plan.Ceiling > 0 && w.intake.size > w.plan.Ceiling {
 		return w.fail(w.errorf(sperrors.Compatibility, "Write", nil,
 			"object grew past %s, the most %d parts of %s can hold under profile %s; set Options.ExpectedMaxSize or Options.Size",
 			bytesize.Format(w.plan.Ceiling), w.cfg.rules.MaxParts, bytesize.Format(w.plan.PartSize), w.cfg.rules.Name))
@@ -194,36 +194,36 @@ func (w *Writer) account(n int64) error {
 // fresh buffer, waiting for a slot and for memory budget. want is how many bytes are about to
 // come, which sizes the first buffer of a stream of unknown size (firstBufferSize).
 func (w *Writer) nextBuffer(want int) error {
-	if w.pending != nil {
-		full := w.pending
-		w.pending = nil // dispatch owns it now, even on error
-		if err := w.dispatch(partBody{buf: full, crc: w.pendingCRC}, false); err != nil {
+	if w.intake.pending != nil {
+		full := w.intake.pending
+		w.intake.pending = nil // dispatch owns it now, even on error
+		if err := w.dispatch(partBody{buf: full, crc: w.intake.pendingCRC}, false); err != nil {
 			return err
 		}
 	}
 	select {
-	case w.slots <- struct{}{}:
+	case w.intake.slots <- struct{}{}:
 	case <-w.ctx.Done():
 		return w.fail(w.canceled("Write", w.ctx.Err()))
 	}
-	size := partBufferSize(w.plan.PartSize, w.cfg.sizeHint, w.size)
+	size := partBufferSize(w.plan.PartSize, w.cfg.sizeHint, w.intake.size)
 	var t0 time.Time
 	if w.cfg.span != nil {
 		t0 = time.Now()
 	}
-	buf, fresh, waited, err := w.cfg.budget.getGrowable(w.ctx, int(size), firstBufferSize(size, w.cfg.sizeHint, w.size, want))
+	buf, fresh, waited, err := w.cfg.budget.getGrowable(w.ctx, int(size), firstBufferSize(size, w.cfg.sizeHint, w.intake.size, want))
 	if waited && w.cfg.span != nil {
 		w.emit(Event{Type: EventBudgetWait, Size: size, Elapsed: time.Since(t0), Err: err})
 	}
 	if err != nil {
-		<-w.slots
+		<-w.intake.slots
 		return w.fail(w.canceled("Write", err))
 	}
-	w.buf, w.fill, w.fillCRC = buf, 0, 0
-	w.mapped = len(buf) // a reused buffer's pages are mapped already
+	w.intake.buf, w.intake.fill, w.intake.fillCRC = buf, 0, 0
+	w.intake.mapped = len(buf) // a reused buffer's pages are mapped already
 	if fresh {
-		w.mapped = 0
-		w.advise(w.buf)
+		w.intake.mapped = 0
+		w.advise(w.intake.buf)
 	}
 	return nil
 }
@@ -231,18 +231,18 @@ func (w *Writer) nextBuffer(want int) error {
 // bufferGrows reports whether the buffer being filled is the first of a stream of unknown size,
 // still smaller than a part (firstBufferSize): full, it grows rather than being held as a part.
 func (w *Writer) bufferGrows() bool {
-	return w.cfg.sizeHint < 0 && int64(len(w.buf)) < w.plan.PartSize
+	return w.cfg.sizeHint < 0 && int64(len(w.intake.buf)) < w.plan.PartSize
 }
 
 // growBuffer gives the full buffer being filled room for want more bytes (grownSize), within the
 // part the budget charged it for, and reports whether it did.
 func (w *Writer) growBuffer(want int) bool {
-	buf := w.cfg.budget.grow(w.buf, w.fill, grownSize(len(w.buf), want, w.plan.PartSize))
-	if len(buf) <= len(w.buf) {
+	buf := w.cfg.budget.grow(w.intake.buf, w.intake.fill, grownSize(len(w.intake.buf), want, w.plan.PartSize))
+	if len(buf) <= len(w.intake.buf) {
 		return false
 	}
-	w.buf, w.mapped = buf, w.fill // the copy mapped the pages it wrote
-	w.advise(w.buf)
+	w.intake.buf, w.intake.mapped = buf, w.intake.fill // the copy mapped the pages it wrote
+	w.advise(w.intake.buf)
 	return true
 }
 
@@ -297,7 +297,7 @@ func (w *Writer) release(buf []byte) {
 		return
 	}
 	w.cfg.budget.put(buf)
-	<-w.slots
+	<-w.intake.slots
 }
 
 // releaseLent releases bufs that were lent to requests through f. When a request that has
@@ -311,11 +311,11 @@ func (w *Writer) releaseLent(f *bodyFence, part int32, bufs ...[]byte) {
 			continue
 		}
 		if busy {
-			w.lentDropped.Add(1)
+			w.tally.lentDropped.Add(1)
 			w.log.Debug("a returned request still reads this buffer: not reused", zap.Int32("part", part), zap.Int("size", cap(buf)),
 				zap.String("upload_id", w.currentUploadID()))
 			w.cfg.budget.drop(buf)
-			<-w.slots
+			<-w.intake.slots
 			continue
 		}
 		w.release(buf)
@@ -327,6 +327,6 @@ func (w *Writer) releaseHeld() { w.releaseHeldLent(nil) }
 // releaseHeldLent releases the buffers the writer holds, which were lent to requests through f
 // (nil: not lent).
 func (w *Writer) releaseHeldLent(f *bodyFence) {
-	w.releaseLent(f, 0, w.buf, w.pending)
-	w.buf, w.pending = nil, nil
+	w.releaseLent(f, 0, w.intake.buf, w.intake.pending)
+	w.intake.buf, w.intake.pending = nil, nil
 }

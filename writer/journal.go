@@ -88,9 +88,9 @@ func (w *Writer) journalCreating() (func(), error) {
 	}
 	return func() {
 		w.mu.Lock()
-		keep := w.createAmbiguous
+		keep := w.session.createAmbiguous
 		if keep {
-			w.jr.creating = id
+			w.session.jr.creating = id
 		}
 		w.mu.Unlock()
 		if keep {
@@ -108,8 +108,8 @@ func (w *Writer) journalCreating() (func(), error) {
 // Close and Abort.
 func (w *Writer) journalSettleCreate(swept bool) {
 	w.mu.Lock()
-	id := w.jr.creating
-	w.jr.creating = journal.ID{}
+	id := w.session.jr.creating
+	w.session.jr.creating = journal.ID{}
 	w.mu.Unlock()
 	if id == (journal.ID{}) {
 		return
@@ -140,7 +140,7 @@ func (w *Writer) journalBegin(uploadID string) error {
 		return w.journalError("the new upload", err)
 	}
 	w.mu.Lock()
-	w.jr.id, w.jr.held = id, true
+	w.session.jr.id, w.session.jr.held = id, true
 	w.mu.Unlock()
 	return nil
 }
@@ -148,7 +148,7 @@ func (w *Writer) journalBegin(uploadID string) error {
 // journalPart records a part the store acknowledged and safeput verified. Hook: uploadPart.
 func (w *Writer) journalPart(p partDone) error {
 	w.mu.Lock()
-	id, held := w.jr.id, w.jr.held
+	id, held := w.session.jr.id, w.session.jr.held
 	w.mu.Unlock()
 	if !held {
 		return nil
@@ -168,7 +168,7 @@ func (w *Writer) journalPart(p partDone) error {
 // journalIntend records the object Complete is about to create. Hook: complete.
 func (w *Writer) journalIntend(want integrity.Expected) error {
 	w.mu.Lock()
-	id, held := w.jr.id, w.jr.held
+	id, held := w.session.jr.id, w.session.jr.held
 	w.mu.Unlock()
 	if !held {
 		return nil
@@ -186,9 +186,9 @@ func (w *Writer) journalForget(uploadID string) {
 		return
 	}
 	w.mu.Lock()
-	id, held := w.jr.id, w.jr.held
+	id, held := w.session.jr.id, w.session.jr.held
 	if held && id.UploadID == uploadID {
-		w.jr.held = false
+		w.session.jr.held = false
 	}
 	w.mu.Unlock()
 	if !held || id.UploadID != uploadID {
@@ -205,8 +205,8 @@ func (w *Writer) journalForget(uploadID string) {
 // end of Close and Abort.
 func (w *Writer) journalSettle(err error) {
 	w.mu.Lock()
-	id, held := w.jr.id, w.jr.held
-	w.jr.held = false
+	id, held := w.session.jr.id, w.session.jr.held
+	w.session.jr.held = false
 	w.mu.Unlock()
 	if !held {
 		return
@@ -226,10 +226,10 @@ func (w *Writer) journalSettle(err error) {
 // skipResumedPart reports whether the next part was resumed from the journal, and accounts for
 // it as dispatched. Hook: sendSections.
 func (w *Writer) skipResumedPart() bool {
-	if !w.jr.reused[w.nextPart+1] {
+	if !w.session.jr.reused[w.intake.nextPart+1] {
 		return false
 	}
-	w.nextPart++
+	w.intake.nextPart++
 	return true
 }
 
@@ -237,7 +237,7 @@ func (w *Writer) skipResumedPart() bool {
 // the journal and continues it. landed is non-nil when that upload's Complete had already landed
 // the exact object: nothing is left to send. Errors are store or journal failures.
 func (w *Writer) resumeFromJournal() (landed *Result, err error) {
-	if !w.journalOn() || w.section == nil || w.cfg.sizeHint <= w.plan.Threshold {
+	if !w.journalOn() || w.intake.section == nil || w.cfg.sizeHint <= w.plan.Threshold {
 		return nil, nil
 	}
 	err = journalDirReady(w.cfg.journalDir, true) // a first write finds an empty journal, not an error
@@ -382,15 +382,15 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 		reusedBytes += p.Size
 	}
 	w.mu.Lock()
-	w.uploadID = rec.UploadID
-	w.uploadIDs[rec.UploadID] = true
-	w.jr.id, w.jr.held = rec.ID, true
-	w.jr.reused, w.jr.source = reused, sizes
+	w.session.uploadID = rec.UploadID
+	w.session.uploadIDs[rec.UploadID] = true
+	w.session.jr.id, w.session.jr.held = rec.ID, true
+	w.session.jr.reused, w.session.jr.source = reused, sizes
 	for n, p := range parts {
-		w.parts[n] = p
+		w.session.parts[n] = p
 	}
 	w.mu.Unlock()
-	w.bytesDone.Add(reusedBytes)
+	w.tally.bytesDone.Add(reusedBytes)
 	log.Info("resuming a journaled upload", zap.Int("parts_reused", len(reused)), zap.Int64("bytes_reused", reusedBytes),
 		zap.Int("parts_recorded", len(rec.Parts)), zap.Int("parts_listed", len(listed)))
 	return nil, true, nil
@@ -433,7 +433,7 @@ func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 	if crc.String() != want.Checksum.Value {
 		return nil, nil
 	}
-	w.bytesDone.Add(w.cfg.sizeHint)
+	w.tally.bytesDone.Add(w.cfg.sizeHint)
 	w.log.Info("journaled upload had landed before the crash", zap.String("upload_id", rec.UploadID))
 	return &Result{
 		Bucket: w.bucket, Key: w.key, Size: want.Size, ETag: head.ETag, VersionID: head.VersionID, Checksum: want.Checksum,
@@ -460,7 +460,7 @@ func trimQuotes(s string) string {
 // closeLanded ends a write whose journaled upload had already landed this source.
 func (w *Writer) closeLanded(res *Result) (*Result, error) {
 	w.mu.Lock()
-	w.closed = true
+	w.outcome.closed = true
 	w.mu.Unlock()
 	_ = w.finish(res)
 	w.cancel()
@@ -474,7 +474,7 @@ func (w *Writer) withResumed(res *Result) *Result {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, size := range w.jr.source {
+	for _, size := range w.session.jr.source {
 		res.ResumedParts++
 		res.ResumedBytes += size
 	}

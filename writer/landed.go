@@ -104,7 +104,7 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 		// parts as the store holds them, but that is not what was written: a part was damaged
 		// on the way. The object is ours, not another writer's: remove it.
 		w.mu.Lock()
-		w.uploadID = "" // committed: nothing to abort any more
+		w.session.uploadID = "" // committed: nothing to abort any more
 		w.mu.Unlock()
 		return w.fail(w.removeDamaged(w.integrity("Verify", 0, fmt.Errorf("the object this write's Complete assembled is not what was written: %w", j.mismatch)), "corrupt"))
 	default: // keyTaken
@@ -164,7 +164,7 @@ func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 	j := w.judge(want, head, res.Multipart)
 	w.emit(Event{Type: EventVerify, Size: want.Size, Method: j.method, Err: j.mismatch})
 	ownCommit := sameETag(head.ETag, res.ETag) || (res.Multipart && w.assembledFromOurParts(head))
-	if othersAtKey(w.createUnguarded, j.mismatch != nil, ownCommit) {
+	if othersAtKey(w.verifying.createUnguarded, j.mismatch != nil, ownCommit) {
 		// Another create-only writer's commit may have landed over or after ours: a lost race,
 		// and that object is the winner's, not this write's to delete.
 		e := w.errorf(sperrors.Precondition, "Verify", j.mismatch, "the object at the key is not the one written and was left untouched: most likely another writer's create-only commit, landed over or after this write's (the store is not known to refuse a commit onto a taken key)")
@@ -258,20 +258,20 @@ func (w *Writer) readBack(want integrity.Expected) (verify.Method, error) {
 
 func (w *Writer) finish(res *Result) error {
 	w.mu.Lock()
-	res.BytesSent = w.bytesSent.Load()
-	res.Requests = w.stats.Attempts
-	res.Failures = make(map[sperrors.Kind]int, len(w.stats.ByKind))
-	for k, v := range w.stats.ByKind {
+	res.BytesSent = w.tally.bytesSent.Load()
+	res.Requests = w.tally.stats.Attempts
+	res.Failures = make(map[sperrors.Kind]int, len(w.tally.stats.ByKind))
+	for k, v := range w.tally.stats.ByKind {
 		res.Failures[k] = v
 	}
 	res.UploadAttempts = 1
-	res.Elapsed = time.Since(w.start)
-	w.result = res
+	res.Elapsed = time.Since(w.tally.start)
+	w.outcome.result = res
 	w.mu.Unlock()
 	w.emit(Event{Type: EventDone, Size: res.Size, Method: res.Verified, BytesDone: res.Size, Elapsed: res.Elapsed})
 	w.log.Debug("write landed", zap.Int64("size", res.Size), zap.Int("parts", res.Parts),
 		zap.String("verified", string(res.Verified)), zap.Bool("already_existed", res.AlreadyExisted),
-		zap.Int64("md5_bytes", w.md5Bytes.Load()))
+		zap.Int64("md5_bytes", w.tally.md5Bytes.Load()))
 	return nil
 }
 
@@ -304,8 +304,8 @@ func (w *Writer) removeDamaged(e *sperrors.Error, what string) *sperrors.Error {
 // content cannot.
 func (w *Writer) assembledFromOurParts(head *store.HeadObjectOutput) bool {
 	w.mu.Lock()
-	parts := make([]partDone, 0, len(w.parts))
-	for _, p := range w.parts {
+	parts := make([]partDone, 0, len(w.session.parts))
+	for _, p := range w.session.parts {
 		parts = append(parts, p)
 	}
 	w.mu.Unlock()

@@ -118,36 +118,36 @@ type pacing struct {
 func (w *Writer) startPacing() {
 	conc := w.cfg.concurrency
 	w.mu.Lock()
-	rtt := w.createTook
+	rtt := w.session.createTook
 	w.mu.Unlock()
-	if w.pace != nil || !widens(conc, rtt) {
+	if w.intake.pace != nil || !widens(conc, rtt) {
 		return
 	}
 	slots := make(chan struct{}, maxWidening*conc)
 	for range maxWidening*conc - conc {
 		slots <- struct{}{}
 	}
-	w.slots = slots
-	w.pace = &pacing{decide: newWidening(conc, time.Now()), reserved: maxWidening*conc - conc}
+	w.intake.slots = slots
+	w.intake.pace = &pacing{decide: newWidening(conc, time.Now()), reserved: maxWidening*conc - conc}
 	w.log.Debug("parts in flight may widen: a far store", zap.Duration("create_rtt", rtt), zap.Int("concurrency", conc),
 		zap.String("upload_id", w.currentUploadID()), zap.Int64("size", w.cfg.sizeHint))
 }
 
 // paced records an acknowledged part of size bytes, and widens when the decision says so.
 func (w *Writer) paced(part int32, size int64, hand *handoff) {
-	if w.pace == nil {
+	if w.intake.pace == nil {
 		return
 	}
 	var handed time.Time
 	if hand != nil {
 		handed = hand.handed
 	}
-	p := w.pace
+	p := w.intake.pace
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	add := min(p.decide.partDone(time.Now(), handed, size), p.reserved)
 	for range add {
-		<-w.slots // a reserved token: there are always at least p.reserved in the channel
+		<-w.intake.slots // a reserved token: there are always at least p.reserved in the channel
 		p.reserved--
 	}
 	if add > 0 {

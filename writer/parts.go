@@ -71,14 +71,14 @@ func (w *Writer) dispatch(body partBody, final bool) error {
 		w.releaseBody(body)
 		return err
 	}
-	w.nextPart++
-	n := w.nextPart
+	w.intake.nextPart++
+	n := w.intake.nextPart
 	if err := w.plan.CheckPart(int(n), body.size(), final); err != nil {
 		w.releaseBody(body)
 		return w.fail(classifyRule("UploadPart", w.bucket, w.key, err))
 	}
 	body.part = n
-	if body.buf != nil || (body.section != nil && !w.sectionInFile) {
+	if body.buf != nil || (body.section != nil && !w.intake.sectionInFile) {
 		body.fence = new(bodyFence)
 	}
 	w.wg.Add(1)
@@ -95,7 +95,7 @@ func (w *Writer) dispatch(body partBody, final bool) error {
 // free: parts in flight stay within the concurrency, as with buffers.
 func (w *Writer) dispatchSection(off, size int64, final bool) error {
 	select {
-	case w.slots <- struct{}{}:
+	case w.intake.slots <- struct{}{}:
 	case <-w.ctx.Done():
 		return w.fail(w.canceled("UploadPart", w.ctx.Err()))
 	}
@@ -106,7 +106,7 @@ func (w *Writer) dispatchSection(off, size int64, final bool) error {
 
 // sectionPart is [off, off+size) of the object in the ReaderAt source.
 func (w *Writer) sectionPart(off, size int64) partBody {
-	return partBody{section: io.NewSectionReader(w.section, w.sectionBase+off, size)}
+	return partBody{section: io.NewSectionReader(w.intake.section, w.intake.sectionBase+off, size)}
 }
 
 // uploadPart sends one part with retries. The body of every attempt is a fresh reader over the
@@ -141,7 +141,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		if w.caps.sendMD5 && rec.hasMD5 {
 			in.ContentMD5 = md5Header(rec.md5)
 		}
-		w.bytesSent.Add(size)
+		w.tally.bytesSent.Add(size)
 		sendCtx, sent := w.bodySent(ctx, n, part)
 		var written atomic.Bool
 		sendCtx = progress.OnWritten(sendCtx, func(err error) { written.Store(err == nil) })
@@ -149,7 +149,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		sent()
 		if err != nil {
 			if re := (*store.ResponseError)(nil); written.Load() && (!stderrors.As(err, &re) || re.StatusCode == 0) {
-				w.partUnanswered.Store(true)
+				w.outcome.partUnanswered.Store(true)
 			}
 			if attempt > 1 && ctx.Err() == nil && unanswered(err) {
 				// Unanswered again: an outage, or a store that drops the connection on a part
@@ -173,7 +173,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		return nil
 	})
 	if err == nil && w.decider().md5Spared(done.hasMD5) {
-		w.md5Skipped.Store(true)
+		w.verifying.md5Skipped.Store(true)
 	}
 	if err != nil {
 		_ = w.fail(w.partFailed(n, err))
@@ -185,10 +185,10 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		return
 	}
 	w.mu.Lock()
-	w.parts[n] = done
+	w.session.parts[n] = done
 	w.mu.Unlock()
 	w.paced(n, size, part.hand)
-	total := w.bytesDone.Add(size)
+	total := w.tally.bytesDone.Add(size)
 	w.emit(Event{Type: EventPartDone, UploadID: uploadID, PartNumber: n, Size: size, BytesDone: total})
 }
 
@@ -241,7 +241,7 @@ func (w *Writer) uploadGone() error {
 			return err
 		})
 	w.mu.Lock()
-	w.stats.Add(stats)
+	w.tally.stats.Add(stats)
 	w.mu.Unlock()
 	if isNoSuchUpload(err) {
 		return err
@@ -285,13 +285,13 @@ func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Check
 func (w *Writer) partMD5(n int32, part partBody, rec *partDone) error {
 	if part.early != nil {
 		rec.md5, rec.hasMD5 = part.early.wait(), true
-		w.md5Bytes.Add(int64(len(part.buf)))
+		w.tally.md5Bytes.Add(int64(len(part.buf)))
 		return nil
 	}
 	if part.section == nil {
 		_, rec.md5 = integrity.MD5Base64(part.buf)
 		rec.hasMD5 = true
-		w.md5Bytes.Add(int64(len(part.buf)))
+		w.tally.md5Bytes.Add(int64(len(part.buf)))
 		return nil
 	}
 	h := newMD5()
@@ -307,7 +307,7 @@ func (w *Writer) partMD5(n int32, part partBody, rec *partDone) error {
 	}
 	copy(rec.md5[:], h.Sum(nil))
 	rec.hasMD5 = true
-	w.md5Bytes.Add(m)
+	w.tally.md5Bytes.Add(m)
 	return nil
 }
 
@@ -365,7 +365,7 @@ func (w *Writer) sumSection(n int32, section *io.SectionReader, s sums) (partDon
 	if md5h != nil {
 		copy(rec.md5[:], md5h.Sum(nil))
 		rec.hasMD5 = true
-		w.md5Bytes.Add(read)
+		w.tally.md5Bytes.Add(read)
 	}
 	return rec, nil
 }
@@ -435,6 +435,6 @@ func (w *Writer) checksumFilled(rec *partDone, data []byte, crc uint64) {
 	if w.caps.md5 {
 		_, rec.md5 = integrity.MD5Base64(data)
 		rec.hasMD5 = true
-		w.md5Bytes.Add(int64(len(data)))
+		w.tally.md5Bytes.Add(int64(len(data)))
 	}
 }

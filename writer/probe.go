@@ -155,7 +155,7 @@ func (w *Writer) launchProbe(in *store.CreateMultipartUploadInput, besidePut boo
 	p := &checksumProbe{st: w.st, policy: w.policy.With(sendOnce), create: *in, customerKey: w.customerKey(), log: w.log}
 	done := make(chan struct{})
 	w.mu.Lock()
-	w.probeRun.done, w.probeRun.besidePut = done, besidePut
+	w.outcome.probeRun.done, w.outcome.probeRun.besidePut = done, besidePut
 	w.mu.Unlock()
 	go func() {
 		defer close(done)
@@ -278,7 +278,7 @@ func (w *Writer) cleanUpProbe(a probeAsked) {
 		}
 	}
 	w.mu.Lock()
-	w.probeRun.left, w.probeRun.lost = left, a.lost
+	w.outcome.probeRun.left, w.outcome.probeRun.lost = left, a.lost
 	w.mu.Unlock()
 }
 
@@ -288,7 +288,7 @@ func (w *Writer) cleanUpProbe(a probeAsked) {
 // which its own bound ends.
 func (w *Writer) endProbe() {
 	w.mu.Lock()
-	done, besidePut := w.probeRun.done, w.probeRun.besidePut
+	done, besidePut := w.outcome.probeRun.done, w.outcome.probeRun.besidePut
 	w.mu.Unlock()
 	if done == nil {
 		return
@@ -305,15 +305,15 @@ func (w *Writer) endProbe() {
 func (w *Writer) lostCreateWindow() (ambiguous bool, from, to, cut time.Time, waited time.Duration, ours map[string]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ambiguous, from, to, ours = w.createAmbiguous, w.createStart, w.createEnd, w.uploadIDs
-	cut, waited = w.createCut, w.createCutWaited
-	if len(w.probeRun.left) > 0 {
+	ambiguous, from, to, ours = w.session.createAmbiguous, w.session.createStart, w.session.createEnd, w.session.uploadIDs
+	cut, waited = w.session.createCut, w.session.createCutWaited
+	if len(w.outcome.probeRun.left) > 0 {
 		ours = maps.Clone(ours)
-		for _, id := range w.probeRun.left {
+		for _, id := range w.outcome.probeRun.left {
 			ours[id] = true
 		}
 	}
-	p := w.probeRun.lost
+	p := w.outcome.probeRun.lost
 	switch {
 	case p == nil:
 	case !ambiguous:
@@ -336,7 +336,7 @@ func (w *Writer) lostCreateWindow() (ambiguous bool, from, to, cut time.Time, wa
 func (w *Writer) probeLeftBehind() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.Clone(w.probeRun.left)
+	return slices.Clone(w.outcome.probeRun.left)
 }
 
 // claimProbe makes the caller the one write that asks this endpoint, when its answer is not known

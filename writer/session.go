@@ -50,7 +50,7 @@ func (w *Writer) createEarly() {
 		return
 	}
 	done := make(chan struct{})
-	w.early = done
+	w.session.early = done
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -64,8 +64,8 @@ func (w *Writer) createEarly() {
 // create when one was started (bounded as every request is, and ended by the write's context),
 // so two creates never race.
 func (w *Writer) ensureUpload() error {
-	if w.early != nil {
-		<-w.early
+	if w.session.early != nil {
+		<-w.session.early
 	}
 	return w.createUpload()
 }
@@ -104,7 +104,7 @@ func (w *Writer) createUpload() error {
 		w.startProbe(in)
 	}
 	var id string
-	w.createStart = time.Now()
+	w.session.createStart = time.Now()
 	err = w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
 		ctx = w.createSent(ctx) // the first parts are hashed while it is on the wire (ahead.go)
 		sent := time.Now()
@@ -122,10 +122,10 @@ func (w *Writer) createUpload() error {
 				// the adapter refused, or a request that never left (refused, TLS handshake
 				// failed), was never sent: nothing can have been created.)
 				w.mu.Lock()
-				w.createAmbiguous = true
+				w.session.createAmbiguous = true
 				if ctx.Err() != nil {
 					// We stopped waiting; the store need not have stopped working on it.
-					w.createCut, w.createCutWaited = time.Now(), time.Since(sent)
+					w.session.createCut, w.session.createCutWaited = time.Now(), time.Since(sent)
 				}
 				w.mu.Unlock()
 			}
@@ -134,20 +134,20 @@ func (w *Writer) createUpload() error {
 		id = out.UploadID
 		took := time.Since(sent)
 		w.mu.Lock()
-		w.createTook = took
+		w.session.createTook = took
 		w.mu.Unlock()
 		return nil
 	})
 	w.mu.Lock()
-	w.createEnd = time.Now()
+	w.session.createEnd = time.Now()
 	w.mu.Unlock()
 	w.createReturned()
 	if err != nil {
 		return w.fail(err)
 	}
 	w.mu.Lock()
-	w.uploadID = id
-	w.uploadIDs[id] = true
+	w.session.uploadID = id
+	w.session.uploadIDs[id] = true
 	w.mu.Unlock()
 	w.log.Debug("multipart upload created", zap.String("upload_id", id), zap.Int64("part_size", w.plan.PartSize))
 	// Journal hook: the upload id is on disk before the first part is sent.
@@ -163,7 +163,7 @@ func (w *Writer) createUpload() error {
 func (w *Writer) currentUploadID() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.uploadID
+	return w.session.uploadID
 }
 
 // notSent reports whether err is a request's failure before any of its bytes left (a

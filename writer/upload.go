@@ -302,14 +302,14 @@ func (u *Uploader) uploadOnce(ctx context.Context, bucket, key string, r io.Read
 	res, err := w.uploadFrom(r, ra, base, useReaderAt)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return res, spent{stats: w.stats, bytesSent: w.bytesSent.Load(), keyDeleted: w.keyDeleted.Load(),
-		leftUploads: w.leftUploads, unswept: w.unswept, uploads: slices.Collect(maps.Keys(w.uploadIDs))}, err
+	return res, spent{stats: w.tally.stats, bytesSent: w.tally.bytesSent.Load(), keyDeleted: w.outcome.keyDeleted.Load(),
+		leftUploads: w.outcome.leftUploads, unswept: w.outcome.unswept, uploads: slices.Collect(maps.Keys(w.session.uploadIDs))}, err
 }
 
 func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool) (*Result, error) {
 	if sendsSections(useReaderAt, w.cfg.sizeHint, w.plan.Threshold) {
-		w.section, w.sectionBase = ra, base
-		w.sectionInFile = bufpool.FileBacked(ra)
+		w.intake.section, w.intake.sectionBase = ra, base
+		w.intake.sectionInFile = bufpool.FileBacked(ra)
 		// A journaled upload of this source that a dead process left: continue it, or find
 		// that it had landed.
 		landed, err := w.resumeFromJournal()
@@ -371,7 +371,7 @@ func (w *Writer) sendSections() error {
 			return err
 		}
 	}
-	w.size = total
+	w.intake.size = total
 	return nil
 }
 

@@ -110,12 +110,12 @@ type Writer struct {
 	op sync.Mutex
 	mu sync.Mutex
 
-	// The write's state by step, embedded so each file names its fields directly.
-	intake    // the bytes on their way into parts, owned by the writing goroutine
-	session   // the multipart upload and its journal record (session.go), guarded by mu
-	verifying // what the checks of the object will need
-	outcome   // how the write ended and what it left, guarded by mu
-	tally     // what the write counted, for its Result and log
+	// The write's state by step.
+	intake    intake    // the bytes on their way into parts, owned by the writing goroutine
+	session   session   // the multipart upload and its journal record (session.go), guarded by mu
+	verifying verifying // what the checks of the object will need
+	outcome   outcome   // how the write ended and what it left, guarded by mu
+	tally     tally     // what the write counted, for its Result and log
 }
 
 // intake is the writing goroutine's: the part being filled, the one held back, and where the
@@ -346,20 +346,20 @@ func (w *Writer) Close() error {
 	w.op.Lock()
 	defer w.op.Unlock()
 	w.mu.Lock()
-	if w.closed {
-		err := w.closeErr
+	if w.outcome.closed {
+		err := w.outcome.closeErr
 		w.mu.Unlock()
 		return err
 	}
-	w.closed = true
+	w.outcome.closed = true
 	w.mu.Unlock()
 
 	err := w.commit()
 	if err != nil {
 		uploadID := w.currentUploadID() // before cleanup aborts it and forgets the id
 		err = w.cleanup(err)
-		w.emit(Event{Type: EventFailed, UploadID: uploadID, Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.start)})
-		w.log.Warn("write failed", zap.Int64("size", w.size), zap.String("upload_id", uploadID), zap.Error(err))
+		w.emit(Event{Type: EventFailed, UploadID: uploadID, Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.tally.start)})
+		w.log.Warn("write failed", zap.Int64("size", w.intake.size), zap.String("upload_id", uploadID), zap.Error(err))
 	}
 	w.endProbe() // its upload aborted before the sweep looks, and what it left reported with the write's
 	left, unswept := w.sweepLostCreates()
@@ -367,16 +367,16 @@ func (w *Writer) Close() error {
 		// Say so, in the Result or the error, so a sweep can find them.
 		if err == nil {
 			w.mu.Lock()
-			w.result.LeftBehind = left
+			w.outcome.result.LeftBehind = left
 			if unswept != nil {
-				w.result.MaybeLeftBehind = true
-				w.result.Notes = append(w.result.Notes, unsweptNote(unswept))
+				w.outcome.result.MaybeLeftBehind = true
+				w.outcome.result.Notes = append(w.outcome.result.Notes, unsweptNote(unswept))
 			}
 			w.mu.Unlock()
 		} else {
 			err = withLeftBehind(err, left, unswept)
 			w.mu.Lock()
-			w.leftUploads, w.unswept = append(w.leftUploads, left...), unswept
+			w.outcome.leftUploads, w.outcome.unswept = append(w.outcome.leftUploads, left...), unswept
 			w.mu.Unlock()
 		}
 	}
@@ -385,8 +385,8 @@ func (w *Writer) Close() error {
 	w.journalSettleCreate(len(left) == 0 && unswept == nil) // journal hook: a lost create's placeholder
 	w.journalSettle(err)                                    // journal hook: record removed if landed, else kept for recovery
 	w.mu.Lock()
-	w.closeErr = err
-	res := w.result
+	w.outcome.closeErr = err
+	res := w.outcome.result
 	w.mu.Unlock()
 	if w.cfg.ownSpan {
 		if err != nil {
@@ -401,7 +401,7 @@ func (w *Writer) Close() error {
 func (w *Writer) Result() *Result {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.result
+	return w.outcome.result
 }
 
 // Abort discards the write: in-flight parts stop, the multipart upload is aborted, nothing is
@@ -413,15 +413,15 @@ func (w *Writer) Abort(ctx context.Context) error {
 	}
 	aborted := w.errorf(sperrors.Canceled, "Abort", context.Canceled, "write aborted by the caller")
 	w.mu.Lock()
-	if w.closed {
+	if w.outcome.closed {
 		w.mu.Unlock()
 		return nil
 	}
-	w.closed = true
-	if w.err == nil {
-		w.err = aborted
+	w.outcome.closed = true
+	if w.outcome.err == nil {
+		w.outcome.err = aborted
 	}
-	w.closeErr = w.err
+	w.outcome.closeErr = w.outcome.err
 	w.mu.Unlock()
 	// Cancel first: a Write blocked on a part slot or on the memory budget returns at once and
 	// gives up the buffers it owns.
@@ -445,12 +445,12 @@ func (w *Writer) Abort(ctx context.Context) error {
 	}
 	w.facts.keep()
 	w.journalSettleCreate(len(left) == 0 && unswept == nil) // journal hook: a lost create's placeholder
-	w.journalSettle(w.closeErr)                             // journal hook: kept for recovery when the abort failed
+	w.journalSettle(w.outcome.closeErr)                     // journal hook: kept for recovery when the abort failed
 	if w.cfg.ownSpan {
 		if err != nil {
 			endSpan(w.cfg.span, nil, err)
 		} else {
-			endSpan(w.cfg.span, nil, w.closeErr)
+			endSpan(w.cfg.span, nil, w.outcome.closeErr)
 		}
 	}
 	return err
