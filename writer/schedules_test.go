@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"math/rand"
 	"os"
 	"slices"
@@ -91,6 +92,9 @@ type scheduledFault struct {
 
 func (f scheduledFault) String() string {
 	s := fmt.Sprintf("%s@%s#%d", f.kind, f.op, f.nth)
+	if f.nth == 0 {
+		s = fmt.Sprintf("%s@%s#every", f.kind, f.op)
+	}
 	if f.part > 0 {
 		s = fmt.Sprintf("%s@%s(part %d)", f.kind, f.op, f.part)
 	}
@@ -115,6 +119,11 @@ type schedule struct {
 }
 
 func (s schedule) multipart() bool { return s.size > part }
+
+// drops reports whether s has the write's upload aborted from the side.
+func (s schedule) drops() bool {
+	return slices.ContainsFunc(s.faults, func(f scheduledFault) bool { return f.kind == "nosuchupload" })
+}
 
 func (s schedule) String() string {
 	var fs []string
@@ -144,6 +153,16 @@ var (
 	anyOp  = []faultproxy.Op(nil)
 	bodyOp = []faultproxy.Op{faultproxy.PutObject, faultproxy.UploadPart}
 	goneOp = []faultproxy.Op{faultproxy.UploadPart, faultproxy.ListParts, faultproxy.CompleteMultipartUpload}
+)
+
+// persistent are the kinds that may hit every request of one of commitOps (nth 0) rather than
+// one: a step the store keeps failing, which fails the write, mostly after its upload was
+// created, so the clean-up is tested as often as the ride-through. Not the HEAD, the abort or
+// ListParts: a write that cannot check what it committed says so (ObjectLeft) rather than
+// deleting it, and an abort the store always refuses leaves the upload it names (AbortFailed).
+var (
+	persistent = map[string]bool{"reset": true, "500": true, "503": true, "slowdown": true}
+	commitOps  = []faultproxy.Op{faultproxy.PutObject, faultproxy.CreateMultipartUpload, faultproxy.UploadPart, faultproxy.CompleteMultipartUpload}
 )
 
 // scheduleKinds is the fault vocabulary: what a drawn fault can be, on which requests.
@@ -236,16 +255,19 @@ func drawSchedule(seed int64) schedule {
 		if k.ops != nil {
 			ops = intersect(path, k.ops)
 		}
-		if len(ops) == 0 {
-			continue // not on this write's path: draw again
+		if len(ops) == 0 || (k.name == "nosuchupload" && s.drops()) {
+			continue // not on this write's path, or a second drop (which fails any write): draw again
 		}
 		f := scheduledFault{kind: k.name, op: ops[rng.Intn(len(ops))], nth: 1 + rng.Intn(2)}
 		if f.op == faultproxy.UploadPart {
 			f.nth = 1 + rng.Intn(parts+1)
 		}
+		if persistent[k.name] && slices.Contains(commitOps, f.op) && rng.Intn(5) == 0 {
+			f.nth = 0 // every request of op: a fault no retry gets past, so the write fails and cleans up
+		}
 		switch k.name {
 		case "nosuchupload":
-			f.nth = 0
+			f.nth = 1 // the dropper drops the upload at the first request of op
 			if f.op == faultproxy.UploadPart {
 				f.part = int32(1 + rng.Intn(parts))
 			}
@@ -384,6 +406,7 @@ func TestFaultSchedules(t *testing.T) {
 			s := drawSchedule(seed)
 			w := runSchedule(t, env, proxy, st, s)
 			tally.add(env, s, w)
+			t.Logf("write %s: %s in %v (bound %v), injected %v", s, w.outcome, w.took.Round(time.Millisecond), w.bound, w.injected)
 			if len(w.problems) > 0 {
 				t.Errorf("write %s on %s/%s broke the promise:\n  %s\n  replay it alone: %s",
 					s, env.Server, env.Adapter, strings.Join(w.problems, "\n  "), replayCommand(env, seed))
@@ -423,7 +446,6 @@ func runSchedule(t *testing.T, env testkit.Env, proxy *faultproxy.Proxy, st stor
 				faultproxy.CompleteMultipartUpload: faulty.OpCompleteMultipart}[f.op]
 			d = &dropper{Store: st, side: sideAbort(env.Srv), op: op, part: f.part, limit: 1}
 			st = d
-			break // one upload dropped per write: a second drop fails any write (docs/memory-and-retries.md)
 		}
 	}
 	window := campaignWindow(env)
@@ -636,7 +658,11 @@ func (ty *scheduleTally) render(servers []string, took time.Duration) string {
 	// not recorded, so they are counted only among the injections below.
 	fmt.Fprintf(&b, "| background throttling | %d | |\n\n", ty.drawn["background throttling"])
 	b.WriteString("Faults injected, by what the proxy or the side did:\n\n")
-	table("injected", ty.injected)
+	b.WriteString("| injected | times |\n|---|---|\n")
+	for _, k := range slices.Sorted(maps.Keys(ty.injected)) {
+		fmt.Fprintf(&b, "| %s | %d |\n", k, ty.injected[k])
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "Slowest write: %v of its %v bound (seed %d on %s, %s). Closest to its bound: %.0f %% (%v of %v, seed %d).\n\n",
 		ty.slowest.took.Round(time.Millisecond), ty.slowest.bound, ty.slowSeed, ty.slowEnv, ty.slowest.outcome,
 		100*ty.tightest, ty.tightRun.took.Round(time.Millisecond), ty.tightRun.bound, ty.tightSeed)
@@ -680,6 +706,7 @@ func replaceBlock(doc, from, to, body string) (string, error) {
 func TestFaultScheduleDraws(t *testing.T) {
 	seen := map[int64]bool{}
 	drawn := map[string]int{}
+	every := 0
 	sources := map[scheduleSource]int{}
 	sizes := map[string]int{}
 	for i := range 2000 {
@@ -697,6 +724,9 @@ func TestFaultScheduleDraws(t *testing.T) {
 		}
 		for _, f := range s.faults {
 			drawn[f.kind]++
+			if f.nth == 0 {
+				every++
+			}
 			if !slices.Contains(s.pathOps(), f.op) && f.op != faultproxy.OpAny {
 				t.Fatalf("seed %d: %s is on a request the write does not send", seed, f)
 			}
@@ -721,6 +751,9 @@ func TestFaultScheduleDraws(t *testing.T) {
 		if drawn[k.name] == 0 {
 			t.Errorf("fault kind %s never drawn in 2000 schedules", k.name)
 		}
+	}
+	if every == 0 {
+		t.Error("no fault on every request of a step drawn in 2000 schedules")
 	}
 	if len(sources) != int(srcCount) || len(sizes) != 3 {
 		t.Errorf("sources %v, sizes %v: want every source and size class", sources, sizes)
