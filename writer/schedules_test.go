@@ -564,7 +564,11 @@ func judgeSchedule(t *testing.T, env testkit.Env, key string, data, old []byte, 
 	}
 	switch there := s3test.Exists(t, env.Srv, env.Bucket, key); {
 	case there && !existed:
-		problems = append(problems, fmt.Sprintf("failed, and left an object at a key that held none: %v", err))
+		what := "damaged: not the bytes written"
+		if bytes.Equal(s3test.ReadAll(t, env.Srv, env.Bucket, key), data) {
+			what = "the bytes written"
+		}
+		problems = append(problems, fmt.Sprintf("failed, and left an object at a key that held none (%s): %v", what, err))
 	case there && !bytes.Equal(s3test.ReadAll(t, env.Srv, env.Bucket, key), old):
 		problems = append(problems, fmt.Sprintf("failed, and the object that was at the key before is changed: %v", err))
 	case existed && !there:
