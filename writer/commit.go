@@ -170,13 +170,14 @@ func (w *Writer) putSingle() error {
 		}
 		receipt := integrity.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
 		if _, err := integrity.CheckReceipt(receipt, o.ETag, o.Checksums, w.putReceiptTrusted()); err != nil {
-			if in.IfNoneMatch {
-				// The key was free (the create-only PUT was accepted), so the damaged object is
-				// this request's: remove it, or the retry meets it as a 412 and it stays.
-				if derr := w.deleteObject(); derr != nil {
-					w.log.Error("could not delete the damaged object this create-only PUT stored", zap.Error(derr))
-					damagedLeft = derr
-				}
+			// The store answered 200 for bytes other than those sent, so the object at the key is
+			// this request's damaged copy: remove it now. A retry would replace it, but one that
+			// then fails would leave it there under a Transient error; and a create-only retry
+			// would meet it as a 412.
+			damagedLeft = nil
+			if derr := w.deleteObject(); derr != nil {
+				w.log.Error("could not delete the damaged object this PUT stored", zap.Error(derr))
+				damagedLeft = derr
 			}
 			return w.integrity("PutObject", 0, err)
 		}
@@ -213,6 +214,12 @@ func (w *Writer) putSingle() error {
 	case commitKeyTaken:
 		return w.landedAlready(err, want, res)
 	default:
+		if damagedLeft != nil {
+			err = annotated(err, func(e *sperrors.Error) {
+				e.ObjectLeft = true
+				e.Message = joinMessage(e.Message, "an attempt left a damaged copy of the body at the key (the receipt did not match) and it could not be deleted: "+damagedLeft.Error())
+			})
+		}
 		return w.fail(err)
 	}
 	res.ETag, res.VersionID = out.ETag, out.VersionID
