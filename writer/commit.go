@@ -5,11 +5,13 @@ import (
 	stderrors "errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
+	"github.com/safeput/safeput/internal/progress"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/verify"
 )
@@ -134,10 +136,16 @@ func (w *Writer) putSingle() error {
 	}
 	var out *store.PutObjectOutput
 	var damagedLeft error // why this write's own damaged create-only object could not be removed
+	var answerLost atomic.Bool // an attempt was sent whole and got no answer: it may have landed
 	put := func(ctx context.Context, _ int) error {
 		in.Body = newFencedReader(data, fence)
 		w.tally.bytesSent.Add(int64(len(data)))
-		o, err := w.st.PutObject(ctx, in)
+		var written atomic.Bool
+		o, err := w.st.PutObject(progress.OnWritten(ctx, func(err error) { written.Store(err == nil) }), in)
+		if re := (*store.ResponseError)(nil); err != nil && written.Load() && (!stderrors.As(err, &re) || re.StatusCode == 0) {
+			answerLost.Store(true)
+			w.facts.requestTaken() // the HEAD that judges it rides out an outage
+		}
 		// A "not supported" answer to a request with both headers is taken for If-None-Match's
 		// first (the conditionRefused below): the commit sent again without it tells whether the
 		// offered checksum is refused too.
@@ -219,6 +227,8 @@ func (w *Writer) putSingle() error {
 				e.ObjectLeft = true
 				e.Message = joinMessage(e.Message, "an attempt left a damaged copy of the body at the key (the receipt did not match) and it could not be deleted: "+damagedLeft.Error())
 			})
+		} else if e := asError(err); answerLost.Load() && e != nil && (e.Kind == sperrors.Transient || e.Kind == sperrors.Throttled) {
+			return w.afterLostPut(err, want, res)
 		}
 		return w.fail(err)
 	}
@@ -427,6 +437,34 @@ func (w *Writer) complete() error {
 		return w.provenByAnswer("CompleteMultipartUpload", integrity.MethodFor(want.Checksum.Algorithm), want, res)
 	}
 	return w.verifyLanded(want, res)
+}
+
+// afterLostPut judges a single PUT whose retries failed (err) after an attempt sent whole went
+// unanswered: that attempt may have stored the object. A HEAD decides: this write's object at
+// the key, proven, is a landing; nothing there, or an object that is not proven to be this
+// write's (an older one is left untouched), leaves the failure as it was; a HEAD that fails
+// leaves the key unchecked, and the error says the object may be there.
+func (w *Writer) afterLostPut(err error, want integrity.Expected, res *Result) error {
+	head, herr := w.headWithChecksum()
+	switch {
+	case herr == nil:
+		j := w.judge(want, head, false)
+		if w.decider().judged(j, false) != verdictProven {
+			return w.fail(annotated(err, func(e *sperrors.Error) {
+				e.Message = joinMessage(e.Message, "an attempt's answer was lost, and the object at the key is not proven to be this write's: it was left untouched")
+			}))
+		}
+		w.note("an attempt of PutObject went unanswered and the retries failed; the HEAD found this write's object at the key")
+		res.ETag, res.VersionID = head.ETag, head.VersionID
+		return w.accept(j, res, true)
+	case isNotFound(herr):
+		return w.fail(err)
+	default:
+		return w.fail(annotated(err, func(e *sperrors.Error) {
+			e.ObjectLeft = true
+			e.Message = joinMessage(e.Message, "an attempt's answer was lost and the key could not be checked ("+brief(herr)+"): this write's object may be at the key, unproven")
+		}))
+	}
 }
 
 // noteListedTwice logs and notes each part number the store listed more than once (one entry

@@ -89,6 +89,11 @@ func (f *endpointFacts) storeAnswered(err error) {
 	}
 }
 
+// requestTaken records that a request was written out whole to the store: something there took
+// it, so the endpoint is a store's, and a later failure to reach it is an outage to ride out, not
+// a wrong endpoint (its answer, even if lost, may have been carried out).
+func (f *endpointFacts) requestTaken() { f.reached.Store(true) }
+
 // firstContact reports whether no request to this store has been answered yet.
 func (f *endpointFacts) firstContact() bool { return !f.reached.Load() }
 
