@@ -135,7 +135,7 @@ func (w *Writer) putSingle() error {
 		}
 	}
 	var out *store.PutObjectOutput
-	var damagedLeft error // why this write's own damaged create-only object could not be removed
+	var damagedLeft error      // why this write's own damaged create-only object could not be removed
 	var answerLost atomic.Bool // an attempt was sent whole and got no answer: it may have landed
 	put := func(ctx context.Context, _ int) error {
 		in.Body = newFencedReader(data, fence)
