@@ -316,7 +316,7 @@ var (
 // failure of a kind its faults do not explain, and any unreported leftover upload.
 func TestWireCampaign(t *testing.T) {
 	seed := int64(envInt("SAFEPUT_WIRE_SEED", 20261130))
-	uploads := envInt("SAFEPUT_WIRE_UPLOADS", 4*len(wireFaults))
+	uploads := envInt("SAFEPUT_WIRE_UPLOADS", 3*len(wireFaults))
 	const bound = 60 * time.Second // per upload: many times the worst case of one fault plus background throttles
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		rng := rand.New(rand.NewSource(seed))

@@ -29,7 +29,7 @@ func killRuns() int {
 	if n, err := strconv.Atoi(os.Getenv("SAFEPUT_KILL_RUNS")); err == nil && n > 0 {
 		return n
 	}
-	return 24
+	return 16
 }
 
 // killInstant is the kill instant of run i of runs for the backend numbered backend (0 or 1):
