@@ -142,6 +142,10 @@ func assertNothingLanded(t *testing.T, env testkit.Env, key string, err error, w
 // faultRows makes about 13 MiB of Parquet (three 5 MiB parts), enough for a part-2 fault.
 const faultRows = 250_000
 
+// footerRows makes a little over one 5 MiB part of Parquet: the first part is sent before the
+// footer fails, so there is a multipart upload to abort.
+const footerRows = 120_000
+
 // TestFaultMidStream: UploadPart of part 2 is Forbidden while the columnar writer is still
 // writing. The error reaches the caller, the upload is aborted, nothing is visible.
 func TestFaultMidStream(t *testing.T) {
@@ -199,7 +203,7 @@ func TestFooterFailure(t *testing.T) {
 			}
 			return nil
 		}
-		gen := &Generator{Rows: faultRows, Mem: checkedAlloc(t)}
+		gen := &Generator{Rows: footerRows, Mem: checkedAlloc(t)}
 		_, err = writeParquet(sink, gen)
 		if footerHits != 1 {
 			t.Fatalf("footer magic written %d times through the sink, want 1", footerHits)
