@@ -27,11 +27,17 @@ func (s parrot) UploadPart(ctx context.Context, in *store.UploadPartInput) (*sto
 	out, err := s.Store.UploadPart(ctx, in)
 	if out != nil && !in.Checksum.IsZero() {
 		o := *out
-		o.Checksums = store.Checksums{}
-		o.Checksums.Set(in.Checksum.Algorithm, in.Checksum.Value)
+		o.Checksums = parroted(in.Checksum)
 		return &o, err
 	}
 	return out, err
+}
+
+// parroted is the checksums of a parrot's answer: the one sent, and no other.
+func parroted(sent store.Checksum) store.Checksums {
+	var cs store.Checksums
+	cs.Set(sent.Algorithm, sent.Value)
+	return cs
 }
 
 // writeProbing is writeCounting through u to mem, also returning how many probes it sent.

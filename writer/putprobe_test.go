@@ -27,8 +27,7 @@ func (s putParrot) PutObject(ctx context.Context, in *store.PutObjectInput) (*st
 	out, err := s.Store.PutObject(ctx, in)
 	if out != nil && !in.Checksum.IsZero() {
 		o := *out
-		o.Checksums = store.Checksums{}
-		o.Checksums.Set(in.Checksum.Algorithm, in.Checksum.Value)
+		o.Checksums = parroted(in.Checksum)
 		return &o, err
 	}
 	return out, err
