@@ -11,7 +11,6 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
-	"github.com/safeput/safeput/internal/progress"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/verify"
 )
@@ -140,9 +139,9 @@ func (w *Writer) putSingle() error {
 	put := func(ctx context.Context, _ int) error {
 		in.Body = newFencedReader(data, fence)
 		w.tally.bytesSent.Add(int64(len(data)))
-		var written atomic.Bool
-		o, err := w.st.PutObject(progress.OnWritten(ctx, func(err error) { written.Store(err == nil) }), in)
-		if re := (*store.ResponseError)(nil); err != nil && written.Load() && (!stderrors.As(err, &re) || re.StatusCode == 0) {
+		sendCtx, lostAfterSent := sentWhole(ctx)
+		o, err := w.st.PutObject(sendCtx, in)
+		if lostAfterSent(err) {
 			answerLost.Store(true)
 			w.facts.requestTaken() // the HEAD that judges it rides out an outage
 		}

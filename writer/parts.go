@@ -143,12 +143,11 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		}
 		w.tally.bytesSent.Add(size)
 		sendCtx, sent := w.bodySent(ctx, n, part)
-		var written atomic.Bool
-		sendCtx = progress.OnWritten(sendCtx, func(err error) { written.Store(err == nil) })
+		sendCtx, lostAfterSent := sentWhole(sendCtx)
 		out, err := w.st.UploadPart(sendCtx, in)
 		sent()
 		if err != nil {
-			if re := (*store.ResponseError)(nil); written.Load() && (!stderrors.As(err, &re) || re.StatusCode == 0) {
+			if lostAfterSent(err) {
 				w.outcome.partUnanswered.Store(true)
 			}
 			if attempt > 1 && ctx.Err() == nil && unanswered(err) {
@@ -211,6 +210,18 @@ func (w *Writer) partFailed(n int32, err error) error {
 	w.log.Warn("a part's requests ended without an answer and ListParts found the upload gone",
 		zap.Int32("part", n), zap.String("upload_id", w.currentUploadID()), zap.Error(err))
 	return w.uploadVanished("UploadPart", n, gone, "")
+}
+
+// sentWhole returns ctx with a hook that notes the request written out whole, and a function
+// telling whether the call's error then came without an answer from the store (no HTTP status):
+// the store took the request and may have carried it out.
+func sentWhole(ctx context.Context) (context.Context, func(err error) bool) {
+	var written atomic.Bool
+	ctx = progress.OnWritten(ctx, func(err error) { written.Store(err == nil) })
+	return ctx, func(err error) bool {
+		var re *store.ResponseError
+		return err != nil && written.Load() && (!stderrors.As(err, &re) || re.StatusCode == 0)
+	}
 }
 
 // writeEnded reports whether the write's context ended (it failed, or the caller stopped it).
