@@ -16,7 +16,7 @@ import (
 func (w *Writer) cleanup(err error) error {
 	w.cancel()
 	w.wg.Wait()
-	w.releaseHeld()
+	w.intake.releaseHeld()
 	aerr := w.abortUpload(w.ctx)
 	if aerr != nil {
 		w.mu.Lock()

@@ -50,7 +50,7 @@ func (w *Writer) commit() error {
 			}
 		case tailPendingFinal:
 			if w.intake.buf != nil {
-				w.release(w.intake.buf)
+				w.intake.release(w.intake.buf)
 				w.intake.buf = nil
 			}
 			full := w.intake.pending
@@ -59,7 +59,7 @@ func (w *Writer) commit() error {
 				return err
 			}
 		case tailDropEmpty:
-			w.release(w.intake.buf)
+			w.intake.release(w.intake.buf)
 			w.intake.buf = nil
 		case tailNone:
 		}
@@ -78,7 +78,7 @@ func (w *Writer) putSingle() error {
 		data, crc = w.intake.buf[:w.intake.fill], w.intake.fillCRC
 	}
 	fence := new(bodyFence)
-	defer w.releaseHeldLent(fence)
+	defer w.intake.releaseHeldLent(fence)
 	var rec partDone
 	w.checksumFilled(&rec, data, crc)
 	// The answer proves the bytes without their MD5 only on an endpoint known to check checksums;

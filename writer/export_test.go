@@ -22,7 +22,7 @@ var PartsShowDamage = partsShowDamage
 
 // LentDropped is how many part buffers w left to the garbage collector because a request that
 // had returned still read them.
-func LentDropped(w *Writer) int64 { return w.tally.lentDropped.Load() }
+func LentDropped(w *Writer) int64 { return w.intake.lentDropped.Load() }
 
 // MD5Bytes is how many bytes w hashed by MD5.
 func MD5Bytes(w *Writer) int64 { return w.tally.md5Bytes.Load() }

@@ -79,7 +79,7 @@ func (w *Writer) handOff(n int32, size int64, part *handoff) {
 		return
 	}
 	select {
-	case <-w.intake.slots: // this part's own token: there is always one while it is in flight
+	case <-w.intake.cfg.slots.ch: // this part's own token: there is always one while it is in flight
 	default:
 		return
 	}
@@ -115,7 +115,7 @@ func (w *Writer) slotBack(part *handoff) {
 	if part != nil && w.intake.pace.hand.settle(part) {
 		return
 	}
-	<-w.intake.slots
+	<-w.intake.cfg.slots.ch
 }
 
 // settle ends part's hand-off record and reports whether it gave its slot away.

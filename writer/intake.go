@@ -1,7 +1,9 @@
 package writer
 
 import (
+	"context"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/safeput/safeput/bytesize"
@@ -12,6 +14,62 @@ import (
 	"github.com/safeput/safeput/store"
 	"go.uber.org/zap"
 )
+
+// intake takes the caller's bytes into pooled part buffers: the part being filled (its CRC kept
+// as the bytes land), the full one held back until more data shows it is not the last, and the
+// buffers' return to the memory budget with their slots. It owns that state and the part count;
+// it is the writing goroutine's, but for the release of a part's buffer (releaseLent, from the
+// part's goroutine once it is done), which touches only the budget, the slots and lentDropped.
+// It sends nothing: the Writer dispatches the parts it fills (parts.go). For a ReaderAt source it
+// holds no buffer and records where the object's bytes are (section, sectionBase).
+type intake struct {
+	buf        []byte // part being filled; nil when none is held
+	fill       int
+	fillCRC    uint64 // the CRC of buf[:fill], kept as bytes arrive (while they are in cache)
+	mapped     int    // buf[:mapped] has its pages mapped (mapAhead); all of a reused buffer
+	pending    []byte // a full part held back until more data shows it is not the last
+	pendingCRC uint64 // the CRC of pending
+	size       int64
+	nextPart   int32
+	pace       *pacing     // set when a ReaderAt source's parts in flight may widen (pacing.go)
+	section    io.ReaderAt // set by Upload for a ReaderAt source: parts come from it, no buffers
+	// sectionBase is the source's offset where the object starts.
+	sectionBase int64
+	// sectionInFile: the source is a file (or a section of one), whose bytes the kernel sends:
+	// no request reads the caller's memory, so its parts need no fence.
+	sectionInFile bool
+	// lentDropped counts part buffers left to the garbage collector because a request that had
+	// returned still read them (releaseLent).
+	lentDropped atomic.Int64
+
+	cfg intakeConfig
+}
+
+// intakeConfig is what the intake is given (init).
+type intakeConfig struct {
+	slots     *partSlots // shared with the part sender: one token per part this write holds
+	budget    *Budget
+	partSize  int64
+	sizeHint  int64                   // the declared size, -1 for none
+	local     store.ChecksumAlgorithm // the CRC taken as bytes land ("" for none)
+	hugePages bool
+	prefault  bool // SavePrefault: map a fresh buffer's pages ahead of the bytes (mapAhead)
+	log       *zap.Logger
+	uploadID  func() string // for the log
+}
+
+// partSlots bounds the parts a write holds at once: one token per part buffer (intake) or per
+// section of a ReaderAt source in flight (partSender). Shared by the two; a ReaderAt source's
+// pacing deepens it before its first part (partSender.startPacing).
+type partSlots struct{ ch chan struct{} }
+
+// init gives in what it reads of the write's configuration.
+func (in *intake) init(cfg config, partSize int64, local store.ChecksumAlgorithm, slots *partSlots, log *zap.Logger, uploadID func() string) {
+	in.cfg = intakeConfig{
+		slots: slots, budget: cfg.budget, partSize: partSize, sizeHint: cfg.sizeHint, local: local,
+		hugePages: cfg.hugePages, prefault: cfg.saves(SavePrefault), log: log, uploadID: uploadID,
+	}
+}
 
 // Write copies p into part buffers. It sends nothing until a part is full and more data
 // follows, so small writes (a Parquet writer's 4-byte magic) cannot fail on the network.
@@ -36,22 +94,22 @@ func (w *Writer) write(p []byte) (int, error) {
 			if err := w.nextBuffer(len(p)); err != nil {
 				return written, err
 			}
-		} else if w.intake.fill == len(w.intake.buf) && !w.growBuffer(len(p)) {
+		} else if w.intake.fill == len(w.intake.buf) && !w.intake.growBuffer(len(p)) {
 			// Only a buffer that may grow is kept full (holdFull); one that could not would
 			// otherwise take no byte, for ever.
-			w.holdFull()
+			w.intake.holdFull()
 			continue
 		}
-		w.mapAhead(w.intake.fill + min(len(p), len(w.intake.buf)-w.intake.fill))
+		w.intake.mapAhead(w.intake.fill + min(len(p), len(w.intake.buf)-w.intake.fill))
 		n := copy(w.intake.buf[w.intake.fill:], p)
-		w.filled(n)
+		w.intake.filled(n)
 		written += n
 		p = p[n:]
 		if err := w.account(int64(n)); err != nil {
 			return written, err
 		}
-		if w.intake.fill == len(w.intake.buf) && !w.bufferGrows() {
-			w.holdFull()
+		if w.intake.fill == len(w.intake.buf) && !w.intake.bufferGrows() {
+			w.intake.holdFull()
 		}
 	}
 	return written, nil
@@ -79,17 +137,17 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			if err := w.nextBuffer(0); err != nil {
 				return total, err
 			}
-		} else if w.intake.fill == len(w.intake.buf) && !w.growBuffer(0) {
-			w.holdFull() // as in write
+		} else if w.intake.fill == len(w.intake.buf) && !w.intake.growBuffer(0) {
+			w.intake.holdFull() // as in write
 			continue
 		}
 		room := w.intake.buf[w.intake.fill:min(len(w.intake.buf), w.intake.fill+readChunk)]
-		w.mapAhead(w.intake.fill + len(room))
+		w.intake.mapAhead(w.intake.fill + len(room))
 		n, err := r.Read(room)
 		if n < 0 || n > len(room) {
 			return total, w.fail(sperrors.New(sperrors.Internal, "ReadFrom", "reader returned invalid count %d", n))
 		}
-		w.filled(n)
+		w.intake.filled(n)
 		total += int64(n)
 		if aerr := w.account(int64(n)); aerr != nil {
 			return total, aerr
@@ -99,8 +157,8 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			// ends exactly here must not start a multipart upload (or a part) it does not need.
 			var probe [1]byte
 			m, perr := io.ReadFull(r, probe[:])
-			if !w.bufferGrows() {
-				w.holdFull()
+			if !w.intake.bufferGrows() {
+				w.intake.holdFull()
 			}
 			if m == 0 && (perr == io.EOF || perr == io.ErrUnexpectedEOF) {
 				return total, nil
@@ -116,8 +174,8 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			}
 			continue
 		}
-		if w.intake.fill == len(w.intake.buf) && !w.bufferGrows() {
-			w.holdFull()
+		if w.intake.fill == len(w.intake.buf) && !w.intake.bufferGrows() {
+			w.intake.holdFull()
 		}
 		if err == io.EOF {
 			return total, nil
@@ -132,11 +190,11 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 }
 
 // filled takes in the n bytes just added at the end of buf[:fill], adding them to its CRC.
-func (w *Writer) filled(n int) {
-	if n > 0 && w.caps.local != store.ChecksumNone {
-		w.intake.fillCRC = integrity.Update(w.caps.local, w.intake.fillCRC, w.intake.buf[w.intake.fill:w.intake.fill+n])
+func (in *intake) filled(n int) {
+	if n > 0 && in.cfg.local != store.ChecksumNone {
+		in.fillCRC = integrity.Update(in.cfg.local, in.fillCRC, in.buf[in.fill:in.fill+n])
 	}
-	w.intake.fill += n
+	in.fill += n
 }
 
 // mapAhead has the pages of a fresh buffer up to end mapped before they are written, a step
@@ -144,9 +202,9 @@ func (w *Writer) filled(n int) {
 // what that saves). A buffer smaller than prefaultMin is left to fault in: the system call
 // costs more than its few faults, and the Go heap hands out such buffers mostly from pages
 // it has mapped already.
-func (w *Writer) mapAhead(end int) {
-	if end > w.intake.mapped && len(w.intake.buf) >= prefaultMin && w.cfg.saves(SavePrefault) {
-		w.intake.mapped = prefault.Ahead(w.intake.buf, w.intake.mapped, end)
+func (in *intake) mapAhead(end int) {
+	if end > in.mapped && len(in.buf) >= prefaultMin && in.cfg.prefault {
+		in.mapped = prefault.Ahead(in.buf, in.mapped, end)
 	}
 }
 
@@ -155,9 +213,9 @@ const prefaultMin = prefault.Step
 
 // holdFull holds the full buffer back as pending, with its CRC, until more data shows it is
 // not the last part.
-func (w *Writer) holdFull() {
-	w.intake.pending, w.intake.pendingCRC = w.intake.buf, w.intake.fillCRC
-	w.intake.buf, w.intake.fill, w.intake.fillCRC = nil, 0, 0
+func (in *intake) holdFull() {
+	in.pending, in.pendingCRC = in.buf, in.fillCRC
+	in.buf, in.fill, in.fillCRC = nil, 0, 0
 }
 
 func (w *Writer) checkWritable() error {
@@ -201,55 +259,69 @@ func (w *Writer) nextBuffer(want int) error {
 			return err
 		}
 	}
-	select {
-	case w.intake.slots <- struct{}{}:
-	case <-w.ctx.Done():
-		return w.fail(w.canceled("Write", w.ctx.Err()))
-	}
-	size := partBufferSize(w.plan.PartSize, w.cfg.sizeHint, w.intake.size)
-	var t0 time.Time
-	if w.cfg.span != nil {
-		t0 = time.Now()
-	}
-	buf, fresh, waited, err := w.cfg.budget.getGrowable(w.ctx, int(size), firstBufferSize(size, w.cfg.sizeHint, w.intake.size, want))
+	size, waited, took, err := w.intake.takeBuffer(w.ctx, want, w.cfg.span != nil)
 	if waited && w.cfg.span != nil {
-		w.emit(Event{Type: EventBudgetWait, Size: size, Elapsed: time.Since(t0), Err: err})
+		w.emit(Event{Type: EventBudgetWait, Size: size, Elapsed: took, Err: err})
 	}
 	if err != nil {
-		<-w.intake.slots
 		return w.fail(w.canceled("Write", err))
-	}
-	w.intake.buf, w.intake.fill, w.intake.fillCRC = buf, 0, 0
-	w.intake.mapped = len(buf) // a reused buffer's pages are mapped already
-	if fresh {
-		w.intake.mapped = 0
-		w.advise(w.intake.buf)
 	}
 	return nil
 }
 
+// takeBuffer takes a fresh buffer to fill, waiting for a slot and then for memory budget, and
+// returns the size charged for it, whether it waited for the budget and, when timed, how long
+// the budget took. err is ctx's when it ended first; then it holds nothing more.
+func (in *intake) takeBuffer(ctx context.Context, want int, timed bool) (size int64, waited bool, took time.Duration, err error) {
+	select {
+	case in.cfg.slots.ch <- struct{}{}:
+	case <-ctx.Done():
+		return 0, false, 0, ctx.Err()
+	}
+	size = partBufferSize(in.cfg.partSize, in.cfg.sizeHint, in.size)
+	var t0 time.Time
+	if timed {
+		t0 = time.Now()
+	}
+	buf, fresh, waited, err := in.cfg.budget.getGrowable(ctx, int(size), firstBufferSize(size, in.cfg.sizeHint, in.size, want))
+	if timed {
+		took = time.Since(t0)
+	}
+	if err != nil {
+		<-in.cfg.slots.ch
+		return size, waited, took, err
+	}
+	in.buf, in.fill, in.fillCRC = buf, 0, 0
+	in.mapped = len(buf) // a reused buffer's pages are mapped already
+	if fresh {
+		in.mapped = 0
+		in.advise(in.buf)
+	}
+	return size, waited, took, nil
+}
+
 // bufferGrows reports whether the buffer being filled is the first of a stream of unknown size,
 // still smaller than a part (firstBufferSize): full, it grows rather than being held as a part.
-func (w *Writer) bufferGrows() bool {
-	return w.cfg.sizeHint < 0 && int64(len(w.intake.buf)) < w.plan.PartSize
+func (in *intake) bufferGrows() bool {
+	return in.cfg.sizeHint < 0 && int64(len(in.buf)) < in.cfg.partSize
 }
 
 // growBuffer gives the full buffer being filled room for want more bytes (grownSize), within the
 // part the budget charged it for, and reports whether it did.
-func (w *Writer) growBuffer(want int) bool {
-	buf := w.cfg.budget.grow(w.intake.buf, w.intake.fill, grownSize(len(w.intake.buf), want, w.plan.PartSize))
-	if len(buf) <= len(w.intake.buf) {
+func (in *intake) growBuffer(want int) bool {
+	buf := in.cfg.budget.grow(in.buf, in.fill, grownSize(len(in.buf), want, in.cfg.partSize))
+	if len(buf) <= len(in.buf) {
 		return false
 	}
-	w.intake.buf, w.intake.mapped = buf, w.intake.fill // the copy mapped the pages it wrote
-	w.advise(w.intake.buf)
+	in.buf, in.mapped = buf, in.fill // the copy mapped the pages it wrote
+	in.advise(in.buf)
 	return true
 }
 
 // advise asks for huge pages for a fresh part buffer, when the write wants them, unless it is the
 // small first buffer of a stream (bufferGrows), which gains nothing from them.
-func (w *Writer) advise(buf []byte) {
-	if w.cfg.hugePages && !w.bufferGrows() {
+func (in *intake) advise(buf []byte) {
+	if in.cfg.hugePages && !in.bufferGrows() {
 		hugepage.Advise(buf)
 	}
 }
@@ -292,41 +364,43 @@ func grownSize(have, want int, partSize int64) int {
 	return int(min(n, partSize))
 }
 
-func (w *Writer) release(buf []byte) {
+// release gives buf back to the budget, and its slot.
+func (in *intake) release(buf []byte) {
 	if buf == nil {
 		return
 	}
-	w.cfg.budget.put(buf)
-	<-w.intake.slots
+	in.cfg.budget.put(buf)
+	<-in.cfg.slots.ch
 }
 
 // releaseLent releases bufs that were lent to requests through f. When a request that has
 // already returned is still reading (bodyFence), they go to the garbage collector instead of
 // back to the budget's free list, where the next part would overwrite what is being sent; the
 // budget counts them free either way. part is the part they were sent as, 0 for a single PUT.
-func (w *Writer) releaseLent(f *bodyFence, part int32, bufs ...[]byte) {
+// A part's goroutine calls it as the part ends, beside the writing goroutine.
+func (in *intake) releaseLent(f *bodyFence, part int32, bufs ...[]byte) {
 	busy := f != nil && f.close()
 	for _, buf := range bufs {
 		if buf == nil {
 			continue
 		}
 		if busy {
-			w.tally.lentDropped.Add(1)
-			w.log.Debug("a returned request still reads this buffer: not reused", zap.Int32("part", part), zap.Int("size", cap(buf)),
-				zap.String("upload_id", w.currentUploadID()))
-			w.cfg.budget.drop(buf)
-			<-w.intake.slots
+			in.lentDropped.Add(1)
+			in.cfg.log.Debug("a returned request still reads this buffer: not reused", zap.Int32("part", part), zap.Int("size", cap(buf)),
+				zap.String("upload_id", in.cfg.uploadID()))
+			in.cfg.budget.drop(buf)
+			<-in.cfg.slots.ch
 			continue
 		}
-		w.release(buf)
+		in.release(buf)
 	}
 }
 
-func (w *Writer) releaseHeld() { w.releaseHeldLent(nil) }
+func (in *intake) releaseHeld() { in.releaseHeldLent(nil) }
 
 // releaseHeldLent releases the buffers the writer holds, which were lent to requests through f
 // (nil: not lent).
-func (w *Writer) releaseHeldLent(f *bodyFence) {
-	w.releaseLent(f, 0, w.intake.buf, w.intake.pending)
-	w.intake.buf, w.intake.pending = nil, nil
+func (in *intake) releaseHeldLent(f *bodyFence) {
+	in.releaseLent(f, 0, in.buf, in.pending)
+	in.buf, in.pending = nil, nil
 }

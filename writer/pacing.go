@@ -127,7 +127,7 @@ func (w *Writer) startPacing() {
 	for range maxWidening*conc - conc {
 		slots <- struct{}{}
 	}
-	w.intake.slots = slots
+	w.intake.cfg.slots.ch = slots
 	w.intake.pace = &pacing{decide: newWidening(conc, time.Now()), reserved: maxWidening*conc - conc}
 	w.log.Debug("parts in flight may widen: a far store", zap.Duration("create_rtt", rtt), zap.Int("concurrency", conc),
 		zap.String("upload_id", w.currentUploadID()), zap.Int64("size", w.cfg.sizeHint))
@@ -147,7 +147,7 @@ func (w *Writer) paced(part int32, size int64, hand *handoff) {
 	defer p.mu.Unlock()
 	add := min(p.decide.partDone(time.Now(), handed, size), p.reserved)
 	for range add {
-		<-w.intake.slots // a reserved token: there are always at least p.reserved in the channel
+		<-w.intake.cfg.slots.ch // a reserved token: there are always at least p.reserved in the channel
 		p.reserved--
 	}
 	if add > 0 {

@@ -61,7 +61,7 @@ func (w *Writer) releaseBody(b partBody) {
 		w.slotBack(b.hand)
 		return
 	}
-	w.releaseLent(b.fence, b.part, b.buf)
+	w.intake.releaseLent(b.fence, b.part, b.buf)
 }
 
 // dispatch sends body as the next part in the background, starting the multipart upload first
@@ -95,7 +95,7 @@ func (w *Writer) dispatch(body partBody, final bool) error {
 // free: parts in flight stay within the concurrency, as with buffers.
 func (w *Writer) dispatchSection(off, size int64, final bool) error {
 	select {
-	case w.intake.slots <- struct{}{}:
+	case w.intake.cfg.slots.ch <- struct{}{}:
 	case <-w.ctx.Done():
 		return w.fail(w.canceled("UploadPart", w.ctx.Err()))
 	}

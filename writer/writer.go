@@ -10,7 +10,6 @@ import (
 	"context"
 	stderrors "errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"sync"
@@ -118,27 +117,6 @@ type Writer struct {
 	tally     tally     // what the write counted, for its Result and log
 }
 
-// intake is the writing goroutine's: the part being filled, the one held back, and where the
-// next part's bytes come from (intake.go, parts.go).
-type intake struct {
-	buf        []byte // part being filled; nil when none is held
-	fill       int
-	fillCRC    uint64 // the CRC of buf[:fill], kept as bytes arrive (while they are in cache)
-	mapped     int    // buf[:mapped] has its pages mapped (mapAhead); all of a reused buffer
-	pending    []byte // a full part held back until more data shows it is not the last
-	pendingCRC uint64 // the CRC of pending
-	size       int64
-	nextPart   int32
-	slots      chan struct{} // one token per part buffer this writer may hold
-	pace       *pacing       // set when a ReaderAt source's parts in flight may widen (pacing.go)
-	section    io.ReaderAt   // set by Upload for a ReaderAt source: parts come from it, no buffers
-	// sectionBase is the source's offset where the object starts.
-	sectionBase int64
-	// sectionInFile: the source is a file (or a section of one), whose bytes the kernel sends:
-	// no request reads the caller's memory, so its parts need no fence.
-	sectionInFile bool
-}
-
 // verifying is what the checks before and after commit need beyond the parts' receipts
 // (commit.go, landed.go, evidence.go).
 type verifying struct {
@@ -192,9 +170,6 @@ type tally struct {
 	bytesSent atomic.Int64
 	bytesDone atomic.Int64
 	md5Bytes  atomic.Int64 // bytes hashed by MD5 (logged when the write lands)
-	// lentDropped counts part buffers left to the garbage collector because a request that had
-	// returned still read them (releaseLent).
-	lentDropped atomic.Int64
 }
 
 // checksumCaps is what this write sends, given the algorithm asked for and the store's rules.
@@ -331,12 +306,12 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		plan:    plan,
 		facts:   u.facts.forBucket(factsKey(bucket, cfg.sse)),
 		policy:  cfg.policy,
-		intake:  intake{slots: make(chan struct{}, cfg.concurrency)},
 		session: session{parts: map[int32]partDone{}, uploadIDs: map[string]bool{}},
 		tally:   tally{start: time.Now(), stats: retry.Stats{ByKind: map[sperrors.Kind]int{}}},
 	}
 	w.caps = chooseChecksum(cfg, w.facts)
 	w.log = cfg.logger.With(zap.String("bucket", bucket), zap.String("key", key))
+	w.intake.init(cfg, plan.PartSize, w.caps.local, &partSlots{ch: make(chan struct{}, cfg.concurrency)}, w.log, w.currentUploadID)
 	return w, nil
 }
 
@@ -429,7 +404,7 @@ func (w *Writer) Abort(ctx context.Context) error {
 	w.op.Lock()
 	defer w.op.Unlock()
 	w.wg.Wait()
-	w.releaseHeld()
+	w.intake.releaseHeld()
 	var err error
 	if aerr := w.abortUpload(ctx); aerr != nil {
 		err = aerr
