@@ -112,7 +112,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 				}
 			}
 			if perr != nil && perr != io.EOF {
-				return total, w.fail(w.sourceError("ReadFrom", 0, perr))
+				return total, w.fail(w.errs.sourceError("ReadFrom", 0, perr))
 			}
 			continue
 		}
@@ -123,10 +123,10 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			return total, nil
 		}
 		if err != nil {
-			return total, w.fail(w.sourceError("ReadFrom", 0, err))
+			return total, w.fail(w.errs.sourceError("ReadFrom", 0, err))
 		}
 		if err := w.ctx.Err(); err != nil {
-			return total, w.fail(w.canceled("ReadFrom", err))
+			return total, w.fail(w.errs.canceled("ReadFrom", err))
 		}
 	}
 }
@@ -168,10 +168,10 @@ func (w *Writer) checkWritable() error {
 		return err // sticky: the first failure, or the caller's Abort
 	}
 	if closed {
-		return w.errorf(sperrors.Permanent, "Write", ErrClosed, "write after Close")
+		return w.errs.errorf(sperrors.Permanent, "Write", ErrClosed, "write after Close")
 	}
 	if err := w.ctx.Err(); err != nil {
-		return w.fail(w.canceled("Write", err))
+		return w.fail(w.errs.canceled("Write", err))
 	}
 	return nil
 }
@@ -180,10 +180,10 @@ func (w *Writer) checkWritable() error {
 func (w *Writer) account(n int64) error {
 	w.intake.size += n
 	if w.cfg.sizeHint >= 0 && w.intake.size > w.cfg.sizeHint {
-		return w.fail(w.errorf(sperrors.Permanent, "Write", nil, "source is longer than the declared size %d: it yielded at least %d bytes", w.cfg.sizeHint, w.intake.size))
+		return w.fail(w.errs.errorf(sperrors.Permanent, "Write", nil, "source is longer than the declared size %d: it yielded at least %d bytes", w.cfg.sizeHint, w.intake.size))
 	}
 	if w.plan.Ceiling > 0 && w.intake.size > w.plan.Ceiling {
-		return w.fail(w.errorf(sperrors.Compatibility, "Write", nil,
+		return w.fail(w.errs.errorf(sperrors.Compatibility, "Write", nil,
 			"object grew past %s, the most %d parts of %s can hold under profile %s; set Options.ExpectedMaxSize or Options.Size",
 			bytesize.Format(w.plan.Ceiling), w.cfg.rules.MaxParts, bytesize.Format(w.plan.PartSize), w.cfg.rules.Name))
 	}
@@ -204,7 +204,7 @@ func (w *Writer) nextBuffer(want int) error {
 	select {
 	case w.intake.slots <- struct{}{}:
 	case <-w.ctx.Done():
-		return w.fail(w.canceled("Write", w.ctx.Err()))
+		return w.fail(w.errs.canceled("Write", w.ctx.Err()))
 	}
 	size := partBufferSize(w.plan.PartSize, w.cfg.sizeHint, w.intake.size)
 	var t0 time.Time
@@ -213,11 +213,11 @@ func (w *Writer) nextBuffer(want int) error {
 	}
 	buf, fresh, waited, err := w.cfg.budget.getGrowable(w.ctx, int(size), firstBufferSize(size, w.cfg.sizeHint, w.intake.size, want))
 	if waited && w.cfg.span != nil {
-		w.emit(Event{Type: EventBudgetWait, Size: size, Elapsed: time.Since(t0), Err: err})
+		w.req.events.emit(Event{Type: EventBudgetWait, Size: size, Elapsed: time.Since(t0), Err: err})
 	}
 	if err != nil {
 		<-w.intake.slots
-		return w.fail(w.canceled("Write", err))
+		return w.fail(w.errs.canceled("Write", err))
 	}
 	w.intake.buf, w.intake.fill, w.intake.fillCRC = buf, 0, 0
 	w.intake.mapped = len(buf) // a reused buffer's pages are mapped already
