@@ -57,7 +57,7 @@ func (w *Writer) hashAhead(total, partSize int64) {
 			go pass()
 		}
 	})
-	w.ahead = a
+	w.intake.ahead = a
 }
 
 // passAhead registers part's section [off, off+n) in a and returns its pass, for the caller to
@@ -80,7 +80,7 @@ func (w *Writer) passAhead(a *sumsAhead, part int32, off, n int64, want sums) fu
 // written (the store's request-written signal: see store.ReportRequestWritten); with a store that
 // gives none they start when its create returns.
 func (w *Writer) createSent(ctx context.Context) context.Context {
-	a := w.ahead
+	a := w.intake.ahead
 	if a == nil {
 		return ctx
 	}
@@ -90,8 +90,8 @@ func (w *Writer) createSent(ctx context.Context) context.Context {
 // createReturned starts the passes ahead if the create's request did not: they then serve the
 // parts as usual, or stop at once after a failed create.
 func (w *Writer) createReturned() {
-	if w.ahead != nil {
-		w.ahead.start()
+	if w.intake.ahead != nil {
+		w.intake.ahead.start()
 	}
 }
 
@@ -99,7 +99,7 @@ func (w *Writer) createReturned() {
 // there is one and it holds what this write now wants (an MD5 too, if the create's refusal of an
 // offered checksum made MD5s the proof).
 func (w *Writer) takeAhead(section *io.SectionReader) (partDone, bool) {
-	a := w.ahead
+	a := w.intake.ahead
 	if a == nil {
 		return partDone{}, false
 	}

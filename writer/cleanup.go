@@ -79,7 +79,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	if err == nil && why == "" && w.outcome.partUnanswered.Load() {
 		err = w.lookAgainAfterAbort(ctx, id)
 	}
-	w.emit(Event{Type: EventAbort, UploadID: id, Err: err})
+	w.req.events.emit(Event{Type: EventAbort, UploadID: id, Err: err})
 	if err == nil && why != "" {
 		note := fmt.Sprintf("abort of upload %s sent, answered with success, not confirmable: the store does not support ListParts (%s)", id, why)
 		w.log.Warn("abort answered with success but not confirmable: the store cannot list parts",
@@ -113,7 +113,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 // the store's answer, not elapsed time, decides that the upload is gone. unconfirmed says why
 // the store could not be asked (it does not support ListParts) after it took the abort.
 func (w *Writer) abortConfirmed(ctx context.Context, id string) (unconfirmed string, err error) {
-	_, err = w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: id, FirstContact: w.facts.firstContact()},
+	_, err = w.cfg.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: id, FirstContact: w.facts.firstContact()},
 		func(ctx context.Context, attempt int) error {
 			unconfirmed = ""
 			err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: id})
@@ -212,7 +212,7 @@ func (w *Writer) sweepLost() (leftBehind []string, unswept error) {
 	// Under the retry policy: a transient failure here would otherwise leave the lost upload
 	// behind unnamed.
 	var out *store.ListMultipartUploadsOutput
-	_, err := w.policy.Do(ctx, retry.Op{Name: "ListMultipartUploads", Bucket: w.bucket, Key: w.key, FirstContact: w.facts.firstContact()}, func(ctx context.Context, _ int) error {
+	_, err := w.cfg.policy.Do(ctx, retry.Op{Name: "ListMultipartUploads", Bucket: w.bucket, Key: w.key, FirstContact: w.facts.firstContact()}, func(ctx context.Context, _ int) error {
 		var err error
 		out, err = w.st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: w.bucket, Prefix: w.key})
 		return err
@@ -229,7 +229,7 @@ func (w *Writer) sweepLost() (leftBehind []string, unswept error) {
 			continue
 		}
 		var parts *store.ListPartsOutput
-		_, err := w.policy.Do(ctx, retry.Op{Name: "ListParts", Bucket: w.bucket, Key: w.key, UploadID: u.UploadID, FirstContact: w.facts.firstContact()}, func(ctx context.Context, _ int) error {
+		_, err := w.cfg.policy.Do(ctx, retry.Op{Name: "ListParts", Bucket: w.bucket, Key: w.key, UploadID: u.UploadID, FirstContact: w.facts.firstContact()}, func(ctx context.Context, _ int) error {
 			var err error
 			parts, err = w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: u.UploadID})
 			return err
@@ -257,7 +257,7 @@ func (w *Writer) sweepLost() (leftBehind []string, unswept error) {
 func (w *Writer) deleteObject() error {
 	ctx, cancel := w.cleanupContext(w.ctx)
 	defer cancel()
-	_, err := w.policy.Do(ctx, retry.Op{Name: "DeleteObject", Bucket: w.bucket, Key: w.key, FirstContact: w.facts.firstContact()}, func(ctx context.Context, _ int) error {
+	_, err := w.cfg.policy.Do(ctx, retry.Op{Name: "DeleteObject", Bucket: w.bucket, Key: w.key, FirstContact: w.facts.firstContact()}, func(ctx context.Context, _ int) error {
 		return w.st.DeleteObject(ctx, &store.DeleteObjectInput{Bucket: w.bucket, Key: w.key})
 	})
 	if err == nil {

@@ -23,11 +23,11 @@ func (w *Writer) commit() error {
 	}
 	if err := w.ctx.Err(); err != nil {
 		w.wg.Wait()
-		return w.fail(w.canceled("Close", err))
+		return w.fail(w.errs.canceled("Close", err))
 	}
 	if w.cfg.sizeHint >= 0 && w.intake.size != w.cfg.sizeHint {
 		w.wg.Wait()
-		return w.fail(w.errorf(sperrors.Permanent, "Close", nil, "source ended at %d bytes, shorter than the declared size %d", w.intake.size, w.cfg.sizeHint))
+		return w.fail(w.errs.errorf(sperrors.Permanent, "Close", nil, "source ended at %d bytes, shorter than the declared size %d", w.intake.size, w.cfg.sizeHint))
 	}
 	if atClose(w.intake.section != nil, w.currentUploadID() != "", w.intake.size, w.plan.Threshold) == closeSinglePut {
 		return w.putSingle()
@@ -186,7 +186,7 @@ func (w *Writer) putSingle() error {
 				w.log.Error("could not delete the damaged object this PUT stored", zap.Error(derr))
 				damagedLeft = derr
 			}
-			return w.integrity("PutObject", 0, err)
+			return w.errs.integrity("PutObject", 0, err)
 		}
 		out = o
 		return nil
@@ -197,7 +197,7 @@ func (w *Writer) putSingle() error {
 		// store refusing it is sent it once.
 		w.startPutProbe(in)
 	}
-	err := w.doSized("PutObject", 0, int64(len(data)), put)
+	err := w.req.doSized("PutObject", 0, int64(len(data)), put)
 	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
 		// The store stored nothing; write again without the header, the key checked by a HEAD.
 		w.conditionUnsupported(optCondPut, refused.err)
@@ -205,7 +205,7 @@ func (w *Writer) putSingle() error {
 		if done, err := w.precheckCreateOnly(want, res); done {
 			return err
 		}
-		err = w.doSized("PutObject", 0, int64(len(data)), put)
+		err = w.req.doSized("PutObject", 0, int64(len(data)), put)
 	}
 	if rec.hasMD5 && want.ETag == "" {
 		want.ETag = fmt.Sprintf("%x", rec.md5)
@@ -214,7 +214,7 @@ func (w *Writer) putSingle() error {
 	case commitLanded:
 	case commitOwnDamagedLeft:
 		// The retry met this write's own damaged object, not another writer's.
-		e := w.integrity("PutObject", 0, err)
+		e := w.errs.integrity("PutObject", 0, err)
 		e.Message = "the store kept a damaged copy of the body (the receipt did not match) and it could not be deleted: " + damagedLeft.Error()
 		e.ObjectLeft = true
 		return w.fail(e)
@@ -265,7 +265,7 @@ func (w *Writer) complete() error {
 	w.mu.Unlock()
 	sort.Slice(parts, func(i, j int) bool { return parts[i].number < parts[j].number })
 	if len(parts) != int(w.intake.nextPart) {
-		return w.fail(w.errorf(sperrors.Internal, "Complete", nil, "%d of %d parts recorded", len(parts), w.intake.nextPart))
+		return w.fail(w.errs.errorf(sperrors.Internal, "Complete", nil, "%d of %d parts recorded", len(parts), w.intake.nextPart))
 	}
 
 	// Before commit: the store must list exactly what was sent (when it can list parts), unless
@@ -277,7 +277,7 @@ func (w *Writer) complete() error {
 	if !w.verifying.unlisted {
 		if listed, canList, err = w.listPartsForCheck(uploadID); err != nil {
 			if isNoSuchUpload(err) {
-				err = w.uploadVanished("ListParts", 0, err, "")
+				err = w.errs.uploadVanished("ListParts", 0, err, "")
 			}
 			return w.fail(err)
 		}
@@ -320,11 +320,11 @@ func (w *Writer) complete() error {
 		case layoutCommit:
 		case layoutResend:
 			if !w.resend(bad, parts) {
-				return w.fail(w.integrity("ListParts", 0, err))
+				return w.fail(w.errs.integrity("ListParts", 0, err))
 			}
 			return w.complete()
 		default:
-			return w.fail(w.integrity("ListParts", 0, err))
+			return w.fail(w.errs.integrity("ListParts", 0, err))
 		}
 	}
 
@@ -380,7 +380,7 @@ func (w *Writer) complete() error {
 		out = o
 		return nil
 	}
-	err = w.doSized("CompleteMultipartUpload", 0, w.intake.size, completeOnce)
+	err = w.req.doSized("CompleteMultipartUpload", 0, w.intake.size, completeOnce)
 	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
 		// Nothing was committed; complete again without the header, the key checked by a HEAD.
 		w.conditionUnsupported(optCondComplete, refused.err)
@@ -388,7 +388,7 @@ func (w *Writer) complete() error {
 		if done, err := w.precheckCreateOnly(want, res); done {
 			return err
 		}
-		err = w.doSized("CompleteMultipartUpload", 0, w.intake.size, completeOnce)
+		err = w.req.doSized("CompleteMultipartUpload", 0, w.intake.size, completeOnce)
 	}
 	switch w.decider().afterCommit(err, false) {
 	case commitLanded:
@@ -409,7 +409,7 @@ func (w *Writer) complete() error {
 	default:
 		if in.ChecksumType != store.ChecksumTypeNone && recreatedWithoutChecksum(err) {
 			// The upload this write created is gone; the one the store holds under its id is not it.
-			return w.fail(w.uploadVanished("CompleteMultipartUpload", 0, err,
+			return w.fail(w.errs.uploadVanished("CompleteMultipartUpload", 0, err,
 				"a part in flight when it was aborted re-created it without its checksum mode (Versity's posix backend does), and the store refused the Complete: nothing landed"))
 		}
 		if e := asError(err); e != nil && e.Kind == sperrors.Transient {
@@ -497,9 +497,7 @@ func (w *Writer) noteListedTwice(listed []store.Part, etags map[int32]string) {
 func (w *Writer) resend(bad []int32, parts []partDone) bool {
 	w.verifying.resent = true
 	// The layout check found the store keeping something other than what was sent: count it.
-	w.mu.Lock()
-	w.tally.stats.ByKind[sperrors.Integrity] += len(bad)
-	w.mu.Unlock()
+	w.tally.countFailed(sperrors.Integrity, len(bad))
 	sizes := make(map[int32]int64, len(parts))
 	for _, p := range parts {
 		sizes[p.number] = p.size

@@ -79,7 +79,7 @@ func (w *Writer) checkEncryption(head *store.HeadObjectOutput, res *Result, ours
 	if why == "" {
 		return nil
 	}
-	e := w.errorf(sperrors.Compatibility, "Verify", nil, "the store answered 200 but did not apply the encryption asked for (%s): asked for %s, the store reports %s",
+	e := w.errs.errorf(sperrors.Compatibility, "Verify", nil, "the store answered 200 but did not apply the encryption asked for (%s): asked for %s, the store reports %s",
 		why, asked, head.Encryption)
 	e.Code = sperrors.CodeEncryptionNotApplied
 	w.log.Error("the object landed without the encryption asked for", zap.Stringer("asked", asked),
@@ -102,7 +102,7 @@ func (w *Writer) headPlainAfterRefusal(err error) *store.HeadObjectOutput {
 		return nil
 	}
 	var head *store.HeadObjectOutput
-	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+	herr := w.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
 		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key})
 		head = h
 		return err

@@ -313,7 +313,7 @@ func (w *Writer) readBackAllowed(size int64) bool {
 // unverifiable is the error of a landed object nothing could prove (verdictUnproven and
 // verdictUnprovenLeft): Integrity, coded Unverifiable, saying what evidence was missing.
 func (w *Writer) unverifiable(j judgement) *sperrors.Error {
-	e := w.errorf(sperrors.Integrity, "Verify", nil, "the object landed but its content could not be proven: %s", strings.Join(j.missing, "; "))
+	e := w.errs.errorf(sperrors.Integrity, "Verify", nil, "the object landed but its content could not be proven: %s", strings.Join(j.missing, "; "))
 	e.Code = sperrors.CodeUnverifiable
 	return e
 }

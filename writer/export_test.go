@@ -15,7 +15,7 @@ func BudgetRoundTrip(b *Budget, size int) {
 }
 
 // PolicyOf is the retry policy w runs its requests with.
-func PolicyOf(w *Writer) *retry.Policy { return w.policy }
+func PolicyOf(w *Writer) *retry.Policy { return w.cfg.policy }
 
 // PartsShowDamage exposes partsShowDamage: when Recover may call a commit damaged.
 var PartsShowDamage = partsShowDamage

@@ -6,68 +6,13 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/multipart"
-	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 )
-
-// do runs one store operation under the retry policy and folds its stats into the writer's.
-func (w *Writer) do(op string, part int32, fn func(ctx context.Context, attempt int) error) error {
-	return w.doSized(op, part, 0, fn)
-}
-
-// doSized is do for a request with a body of size bytes (logged with every retry).
-func (w *Writer) doSized(op string, part int32, size int64, fn func(ctx context.Context, attempt int) error) error {
-	uploadID := w.currentUploadID()
-	var last error
-	var lastEnd time.Time
-	stats, err := w.policy.Do(w.ctx, retry.Op{Name: op, Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: part, Size: size,
-		FirstContact: w.facts.firstContact()},
-		func(ctx context.Context, attempt int) error {
-			if attempt > 1 {
-				// The event says why this attempt is a retry: the previous attempt's failure.
-				w.emit(Event{Type: EventRetry, UploadID: uploadID, PartNumber: part, Size: size, Attempt: attempt,
-					Kind: sperrors.ClassifyContext(w.ctx, last).Kind, Err: last, Elapsed: time.Since(lastEnd)})
-			}
-			err := fn(ctx, attempt)
-			w.facts.storeAnswered(err)
-			last = err
-			if err != nil {
-				lastEnd = time.Now()
-				// The policy cut this attempt (its stall window or timeout) while the write goes
-				// on: the request saw only "context canceled"; the next attempt's event names
-				// the cut, as the final error would (Code errors.CodeStalled).
-				if cause := context.Cause(ctx); ctx.Err() != nil && w.ctx.Err() == nil && cause != nil && !stderrors.Is(err, cause) {
-					last = fmt.Errorf("attempt cut: %w: %w", cause, err)
-				}
-			}
-			return err
-		})
-	w.mu.Lock()
-	w.tally.stats.Add(stats)
-	w.mu.Unlock()
-	if err != nil {
-		if e := asError(err); e != nil {
-			if e.Bucket == "" && e.Key == "" {
-				e.Bucket, e.Key = w.bucket, w.key
-			}
-			if e.UploadID == "" {
-				e.UploadID = uploadID
-			}
-			if e.PartNumber == 0 {
-				e.PartNumber = part
-			}
-		}
-		w.log.Debug("operation failed", zap.String("op", op), zap.Int32("part", part), zap.Int64("size", size),
-			zap.String("upload_id", uploadID), zap.Int("attempt", stats.Attempts), zap.Error(err))
-	}
-	return err
-}
 
 // fail records the first error (sticky) and cancels in-flight work; it returns the sticky error.
 func (w *Writer) fail(err error) error {
@@ -90,12 +35,23 @@ func (w *Writer) firstErr() error {
 	return w.outcome.err
 }
 
-func (w *Writer) errorf(k sperrors.Kind, op string, cause error, format string, args ...any) *sperrors.Error {
-	return &sperrors.Error{Kind: k, Op: op, Bucket: w.bucket, Key: w.key, UploadID: w.currentUploadID(), Message: fmt.Sprintf(format, args...), Err: cause}
+// errorSite builds the write's classified errors: each names the bucket, the key and the upload
+// the write is in when it is made. It owns nothing that changes; every step that fails takes one.
+type errorSite struct {
+	// ctx is the write's: a source failing after it ended is the write being cancelled.
+	ctx         context.Context
+	bucket, key string
+	uploadID    func() string
+	// replayable: the source can be read again, so a vanished upload is not the write's end.
+	replayable bool
 }
 
-func (w *Writer) integrity(op string, part int32, cause error) *sperrors.Error {
-	e := w.errorf(sperrors.Integrity, op, cause, "%v", cause)
+func (s errorSite) errorf(k sperrors.Kind, op string, cause error, format string, args ...any) *sperrors.Error {
+	return &sperrors.Error{Kind: k, Op: op, Bucket: s.bucket, Key: s.key, UploadID: s.uploadID(), Message: fmt.Sprintf(format, args...), Err: cause}
+}
+
+func (s errorSite) integrity(op string, part int32, cause error) *sperrors.Error {
+	e := s.errorf(sperrors.Integrity, op, cause, "%v", cause)
 	e.PartNumber = part
 	return e
 }
@@ -115,8 +71,8 @@ const vanishedStream = "the source is a stream whose bytes already sent are gone
 // kept, and a message that says the upload was aborted elsewhere, not a generic transient
 // failure. Upload starts a new upload for a source it can read again (decider.uploadAnew); a
 // stream's write ends here, and the message says why. detail adds what the write found.
-func (w *Writer) uploadVanished(op string, part int32, cause error, detail string) *sperrors.Error {
-	e := w.errorf(sperrors.Transient, op, cause, "%s", vanishedMessage)
+func (s errorSite) uploadVanished(op string, part int32, cause error, detail string) *sperrors.Error {
+	e := s.errorf(sperrors.Transient, op, cause, "%s", vanishedMessage)
 	e.PartNumber, e.UploadGone = part, true
 	if ce := asError(cause); ce != nil {
 		e.StatusCode, e.Code, e.RequestID, e.Attempts = ce.StatusCode, ce.Code, ce.RequestID, ce.Attempts
@@ -132,7 +88,7 @@ func (w *Writer) uploadVanished(op string, part int32, cause error, detail strin
 	if detail != "" {
 		e.Message += "; " + detail
 	}
-	if !w.cfg.replayable {
+	if !s.replayable {
 		e.Message += "; " + vanishedStream
 	}
 	return e
@@ -140,41 +96,49 @@ func (w *Writer) uploadVanished(op string, part int32, cause error, detail strin
 
 // sourceError classifies a failure to read the caller's source: Canceled when it is the
 // context ending (a reader that honours ctx), else Permanent (retrying the store cannot help).
-func (w *Writer) sourceError(op string, part int32, err error) *sperrors.Error {
-	if w.ctx.Err() != nil || stderrors.Is(err, context.Canceled) || stderrors.Is(err, context.DeadlineExceeded) {
-		e := w.canceled(op, err)
+func (s errorSite) sourceError(op string, part int32, err error) *sperrors.Error {
+	if s.ctx.Err() != nil || stderrors.Is(err, context.Canceled) || stderrors.Is(err, context.DeadlineExceeded) {
+		e := s.canceled(op, err)
 		e.PartNumber = part
 		return e
 	}
-	e := w.errorf(sperrors.Permanent, op, err, "reading the source failed")
+	e := s.errorf(sperrors.Permanent, op, err, "reading the source failed")
 	e.PartNumber = part
 	return e
 }
 
-func (w *Writer) canceled(op string, cause error) *sperrors.Error {
-	return w.errorf(sperrors.Canceled, op, cause, "the write's context ended")
+func (s errorSite) canceled(op string, cause error) *sperrors.Error {
+	return s.errorf(sperrors.Canceled, op, cause, "the write's context ended")
 }
 
 // recoverTo turns a panic in a part goroutine into an Internal error instead of a crash.
 func (w *Writer) recoverTo(op string, part int32) {
 	if r := recover(); r != nil {
-		e := w.errorf(sperrors.Internal, op, nil, "recovered panic: %v", r)
+		e := w.errs.errorf(sperrors.Internal, op, nil, "recovered panic: %v", r)
 		e.PartNumber = part
 		w.log.Error("panic recovered", zap.String("op", op), zap.Int32("part", part), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 		_ = w.fail(e)
 	}
 }
 
-func (w *Writer) emit(e Event) {
-	if w.cfg.observer == nil && w.cfg.span == nil {
+// emitter delivers the write's events to the caller's observer and the write's span, stamped
+// with the bucket and key; a panic in either stays theirs.
+type emitter struct {
+	bucket, key string
+	observer    func(Event)
+	span        WriteSpan
+}
+
+func (m emitter) emit(e Event) {
+	if m.observer == nil && m.span == nil {
 		return
 	}
-	e.Bucket, e.Key = w.bucket, w.key
-	if w.cfg.span != nil {
-		safeCall(w.cfg.span.Event, e)
+	e.Bucket, e.Key = m.bucket, m.key
+	if m.span != nil {
+		safeCall(m.span.Event, e)
 	}
-	if w.cfg.observer != nil {
-		safeCall(w.cfg.observer, e)
+	if m.observer != nil {
+		safeCall(m.observer, e)
 	}
 }
 

@@ -41,6 +41,8 @@ type intake struct {
 	// lentDropped counts part buffers left to the garbage collector because a request that had
 	// returned still read them (releaseLent).
 	lentDropped atomic.Int64
+	// ahead holds the section's first parts' sums, hashed while the create was on the wire (ahead.go).
+	ahead *sumsAhead
 
 	cfg intakeConfig
 }
@@ -170,7 +172,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 				}
 			}
 			if perr != nil && perr != io.EOF {
-				return total, w.fail(w.sourceError("ReadFrom", 0, perr))
+				return total, w.fail(w.errs.sourceError("ReadFrom", 0, perr))
 			}
 			continue
 		}
@@ -181,10 +183,10 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 			return total, nil
 		}
 		if err != nil {
-			return total, w.fail(w.sourceError("ReadFrom", 0, err))
+			return total, w.fail(w.errs.sourceError("ReadFrom", 0, err))
 		}
 		if err := w.ctx.Err(); err != nil {
-			return total, w.fail(w.canceled("ReadFrom", err))
+			return total, w.fail(w.errs.canceled("ReadFrom", err))
 		}
 	}
 }
@@ -226,10 +228,10 @@ func (w *Writer) checkWritable() error {
 		return err // sticky: the first failure, or the caller's Abort
 	}
 	if closed {
-		return w.errorf(sperrors.Permanent, "Write", ErrClosed, "write after Close")
+		return w.errs.errorf(sperrors.Permanent, "Write", ErrClosed, "write after Close")
 	}
 	if err := w.ctx.Err(); err != nil {
-		return w.fail(w.canceled("Write", err))
+		return w.fail(w.errs.canceled("Write", err))
 	}
 	return nil
 }
@@ -238,10 +240,10 @@ func (w *Writer) checkWritable() error {
 func (w *Writer) account(n int64) error {
 	w.intake.size += n
 	if w.cfg.sizeHint >= 0 && w.intake.size > w.cfg.sizeHint {
-		return w.fail(w.errorf(sperrors.Permanent, "Write", nil, "source is longer than the declared size %d: it yielded at least %d bytes", w.cfg.sizeHint, w.intake.size))
+		return w.fail(w.errs.errorf(sperrors.Permanent, "Write", nil, "source is longer than the declared size %d: it yielded at least %d bytes", w.cfg.sizeHint, w.intake.size))
 	}
 	if w.plan.Ceiling > 0 && w.intake.size > w.plan.Ceiling {
-		return w.fail(w.errorf(sperrors.Compatibility, "Write", nil,
+		return w.fail(w.errs.errorf(sperrors.Compatibility, "Write", nil,
 			"object grew past %s, the most %d parts of %s can hold under profile %s; set Options.ExpectedMaxSize or Options.Size",
 			bytesize.Format(w.plan.Ceiling), w.cfg.rules.MaxParts, bytesize.Format(w.plan.PartSize), w.cfg.rules.Name))
 	}
@@ -261,10 +263,10 @@ func (w *Writer) nextBuffer(want int) error {
 	}
 	size, waited, took, err := w.intake.takeBuffer(w.ctx, want, w.cfg.span != nil)
 	if waited && w.cfg.span != nil {
-		w.emit(Event{Type: EventBudgetWait, Size: size, Elapsed: took, Err: err})
+		w.req.events.emit(Event{Type: EventBudgetWait, Size: size, Elapsed: took, Err: err})
 	}
 	if err != nil {
-		return w.fail(w.canceled("Write", err))
+		return w.fail(w.errs.canceled("Write", err))
 	}
 	return nil
 }

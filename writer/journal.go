@@ -61,7 +61,7 @@ type journalRun struct {
 func (w *Writer) journalOn() bool { return w.cfg.journal != nil && w.cfg.journalEndpoint != "" }
 
 func (w *Writer) journalError(what string, err error) *sperrors.Error {
-	return w.errorf(sperrors.Permanent, "Journal", err, "the upload journal could not record %s: the write stops rather than run unrecoverable", what)
+	return w.errs.errorf(sperrors.Permanent, "Journal", err, "the upload journal could not record %s: the write stops rather than run unrecoverable", what)
 }
 
 // journalCreating writes the placeholder record of an upload about to be created; the returned
@@ -306,7 +306,7 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 	log := w.log.With(zap.String("upload_id", rec.UploadID))
 	var listed []store.Part
 	gone := false
-	lerr := w.do("ListParts", 0, func(ctx context.Context, _ int) error {
+	lerr := w.req.do("ListParts", 0, func(ctx context.Context, _ int) error {
 		out, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: rec.UploadID})
 		if isNoSuchUpload(err) {
 			gone = true
@@ -401,7 +401,7 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 	want := expectedOf(*rec.Object)
 	var head *store.HeadObjectOutput
-	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+	herr := w.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
 		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true, SSECustomerKey: w.customerKey()})
 		head = h
 		return err

@@ -36,7 +36,7 @@ func (l *lostResponse) Unwrap() error { return l.err }
 // known to make conditional (createGuard.headFirst): it finds an object already there, not one
 // another writer commits after it. done is true when the key exists: err is then the outcome.
 func (w *Writer) precheckCreateOnly(want integrity.Expected, res *Result) (done bool, err error) {
-	herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+	herr := w.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
 		_, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
 		return err
 	})
@@ -51,7 +51,7 @@ func (w *Writer) precheckCreateOnly(want integrity.Expected, res *Result) (done 
 	if w.headPlainAfterRefusal(herr) != nil {
 		// The key holds an object not under this write's SSE-C key (refused with the key, there
 		// without it): not ours, whatever its bytes.
-		e := w.errorf(sperrors.Precondition, "HeadObject", herr, "an object already exists at the key, not encrypted with this write's SSE-C key; it was left untouched")
+		e := w.errs.errorf(sperrors.Precondition, "HeadObject", herr, "an object already exists at the key, not encrypted with this write's SSE-C key; it was left untouched")
 		e.StatusCode, e.Code = 412, "PreconditionFailed"
 		return true, w.fail(e)
 	}
@@ -87,7 +87,7 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 		// so what is there is (most likely) ours to remove; with it, it may be another writer's.
 		return w.accept(j, res, ours)
 	case keyEmpty:
-		e := w.errorf(sperrors.Transient, "Complete", cause, "the answer was lost and no object is at the key: the write did not land")
+		e := w.errs.errorf(sperrors.Transient, "Complete", cause, "the answer was lost and no object is at the key: the write did not land")
 		if ce := asError(cause); ce != nil {
 			e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
 		}
@@ -98,7 +98,7 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 	case keyHeadFailed:
 		return w.fail(herr)
 	case keyGone:
-		return w.fail(w.uploadVanished("CompleteMultipartUpload", 0, cause, goneAtCommit(cause, herr, w.decider().completeLost)))
+		return w.fail(w.errs.uploadVanished("CompleteMultipartUpload", 0, cause, goneAtCommit(cause, herr, w.decider().completeLost)))
 	case keyOurCommitWrong:
 		// Our own Complete landed (its answer was lost, or the 412 met it) and assembled our
 		// parts as the store holds them, but that is not what was written: a part was damaged
@@ -106,9 +106,9 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 		w.mu.Lock()
 		w.session.uploadID = "" // committed: nothing to abort any more
 		w.mu.Unlock()
-		return w.fail(w.removeDamaged(w.integrity("Verify", 0, fmt.Errorf("the object this write's Complete assembled is not what was written: %w", j.mismatch)), "corrupt"))
+		return w.fail(w.removeDamaged(w.errs.integrity("Verify", 0, fmt.Errorf("the object this write's Complete assembled is not what was written: %w", j.mismatch)), "corrupt"))
 	default: // keyTaken
-		e := w.errorf(sperrors.Precondition, "Complete", cause, "an object already exists at the key and is not the one written; it was left untouched")
+		e := w.errs.errorf(sperrors.Precondition, "Complete", cause, "an object already exists at the key and is not the one written; it was left untouched")
 		if ce := asError(cause); ce != nil {
 			e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
 		}
@@ -162,12 +162,12 @@ func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 		return w.fail(e)
 	}
 	j := w.judge(want, head, res.Multipart)
-	w.emit(Event{Type: EventVerify, Size: want.Size, Method: j.method, Err: j.mismatch})
+	w.req.events.emit(Event{Type: EventVerify, Size: want.Size, Method: j.method, Err: j.mismatch})
 	ownCommit := sameETag(head.ETag, res.ETag) || (res.Multipart && w.assembledFromOurParts(head))
 	if othersAtKey(w.verifying.createUnguarded, j.mismatch != nil, ownCommit) {
 		// Another create-only writer's commit may have landed over or after ours: a lost race,
 		// and that object is the winner's, not this write's to delete.
-		e := w.errorf(sperrors.Precondition, "Verify", j.mismatch, "the object at the key is not the one written and was left untouched: most likely another writer's create-only commit, landed over or after this write's (the store is not known to refuse a commit onto a taken key)")
+		e := w.errs.errorf(sperrors.Precondition, "Verify", j.mismatch, "the object at the key is not the one written and was left untouched: most likely another writer's create-only commit, landed over or after this write's (the store is not known to refuse a commit onto a taken key)")
 		return w.fail(e)
 	}
 	if res.ETag == "" {
@@ -183,7 +183,7 @@ func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
 func (w *Writer) provenByAnswer(op string, method verify.Method, want integrity.Expected, res *Result) error {
 	w.log.Debug("HEAD left out: the commit's answer proved the object", zap.String("op", op),
 		zap.String("upload_id", res.UploadID), zap.Int64("size", want.Size), zap.String("method", string(method)))
-	w.emit(Event{Type: EventVerify, Size: want.Size, Method: method})
+	w.req.events.emit(Event{Type: EventVerify, Size: want.Size, Method: method})
 	return w.accept(judgement{method: method, by: op}, res, true)
 }
 
@@ -199,7 +199,7 @@ func (w *Writer) accept(j judgement, res *Result, ours bool) error {
 		w.log.Warn("accepted on length only (Options.AllowWeakVerification): the content was not proven",
 			zap.Int64("size", res.Size), zap.String("upload_id", res.UploadID), zap.String("missing", strings.Join(j.missing, "; ")))
 	case verdictCorrupt:
-		return w.fail(w.removeDamaged(w.integrity("Verify", 0, j.mismatch), "corrupt"))
+		return w.fail(w.removeDamaged(w.errs.integrity("Verify", 0, j.mismatch), "corrupt"))
 	case verdictUnproven:
 		return w.fail(w.removeDamaged(w.unverifiable(j), "unproven"))
 	default: // verdictUnprovenLeft
@@ -219,7 +219,7 @@ func (w *Writer) readBack(want integrity.Expected) (verify.Method, error) {
 	}
 	var got uint64
 	var n int64
-	err := w.do("GetObject", 0, func(ctx context.Context, _ int) error {
+	err := w.req.do("GetObject", 0, func(ctx context.Context, _ int) error {
 		out, err := w.st.GetObject(ctx, &store.GetObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
 		if err != nil {
 			return err
@@ -257,18 +257,16 @@ func (w *Writer) readBack(want integrity.Expected) (verify.Method, error) {
 }
 
 func (w *Writer) finish(res *Result) error {
+	stats := w.tally.statsNow()
 	w.mu.Lock()
 	res.BytesSent = w.tally.bytesSent.Load()
-	res.Requests = w.tally.stats.Attempts
-	res.Failures = make(map[sperrors.Kind]int, len(w.tally.stats.ByKind))
-	for k, v := range w.tally.stats.ByKind {
-		res.Failures[k] = v
-	}
+	res.Requests = stats.Attempts
+	res.Failures = stats.ByKind
 	res.UploadAttempts = 1
 	res.Elapsed = time.Since(w.tally.start)
 	w.outcome.result = res
 	w.mu.Unlock()
-	w.emit(Event{Type: EventDone, Size: res.Size, Method: res.Verified, BytesDone: res.Size, Elapsed: res.Elapsed})
+	w.req.events.emit(Event{Type: EventDone, Size: res.Size, Method: res.Verified, BytesDone: res.Size, Elapsed: res.Elapsed})
 	w.log.Debug("write landed", zap.Int64("size", res.Size), zap.Int("parts", res.Parts),
 		zap.String("verified", string(res.Verified)), zap.Bool("already_existed", res.AlreadyExisted),
 		zap.Int64("md5_bytes", w.tally.md5Bytes.Load()))
@@ -278,7 +276,7 @@ func (w *Writer) finish(res *Result) error {
 // leftUnchecked is the error of a write whose committed object is at the key but whose check
 // (the HEAD) failed with headErr: the HEAD's kind and status, and ObjectLeft.
 func (w *Writer) leftUnchecked(headErr error, message string) *sperrors.Error {
-	e := w.errorf(sperrors.KindOf(headErr), "HeadObject", headErr, "%s", message)
+	e := w.errs.errorf(sperrors.KindOf(headErr), "HeadObject", headErr, "%s", message)
 	if he := asError(headErr); he != nil {
 		e.StatusCode, e.Code, e.RequestID, e.Attempts = he.StatusCode, he.Code, he.RequestID, he.Attempts
 	}

@@ -116,7 +116,7 @@ func (w *Writer) listPartsForCheck(uploadID string) (listed []store.Part, ok boo
 		w.skipped(check, optListParts, why, instead)
 		return nil, false, nil
 	}
-	err = w.do("ListParts", 0, func(ctx context.Context, _ int) error {
+	err = w.req.do("ListParts", 0, func(ctx context.Context, _ int) error {
 		out, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: uploadID})
 		if err != nil {
 			return err
@@ -143,7 +143,7 @@ func (w *Writer) headWithChecksum() (*store.HeadObjectOutput, error) {
 		mode = false
 	}
 	var head *store.HeadObjectOutput
-	err := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+	err := w.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
 		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: mode, SSECustomerKey: w.customerKey()})
 		if err != nil && mode && store.Unsupported(err) {
 			w.skipped(check, optHeadChecksumMode, w.lacksOp(optHeadChecksumMode, err), instead)

@@ -97,7 +97,7 @@ func (w *Writer) dispatchSection(off, size int64, final bool) error {
 	select {
 	case w.intake.cfg.slots.ch <- struct{}{}:
 	case <-w.ctx.Done():
-		return w.fail(w.canceled("UploadPart", w.ctx.Err()))
+		return w.fail(w.errs.canceled("UploadPart", w.ctx.Err()))
 	}
 	body := w.sectionPart(off, size)
 	body.hand = w.newHandoff()
@@ -116,16 +116,16 @@ func (w *Writer) sectionPart(off, size int64) partBody {
 func (w *Writer) uploadPart(n int32, part partBody) {
 	size := part.size()
 	uploadID := w.currentUploadID()
-	w.emit(Event{Type: EventPartStarted, UploadID: uploadID, PartNumber: n, Size: size})
+	w.req.events.emit(Event{Type: EventPartStarted, UploadID: uploadID, PartNumber: n, Size: size})
 	var done partDone
 	first := true
-	err := w.doSized("UploadPart", n, size, func(ctx context.Context, attempt int) error {
+	err := w.req.doSized("UploadPart", n, size, func(ctx context.Context, attempt int) error {
 		body, rec, err := w.prepareBody(n, part, first)
 		if err != nil {
 			return err
 		}
 		if !first && rec.crc != done.crc {
-			return w.errorf(sperrors.Internal, "UploadPart", nil, "part %d bytes changed between attempts (checksum %s then %s)", n, done.sum, rec.sum)
+			return w.errs.errorf(sperrors.Internal, "UploadPart", nil, "part %d bytes changed between attempts (checksum %s then %s)", n, done.sum, rec.sum)
 		}
 		if first {
 			done = rec
@@ -165,7 +165,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		receipt := integrity.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
 		// A store whose multipart ETags are MD5-of-part-MD5s makes part ETags that are MD5s.
 		if _, err := integrity.CheckReceipt(receipt, out.ETag, out.Checksums, w.etagTrusted(false) || w.etagTrusted(true)); err != nil {
-			return w.integrity("UploadPart", n, err)
+			return w.errs.integrity("UploadPart", n, err)
 		}
 		done.etag, done.md5, done.hasMD5 = out.ETag, rec.md5, rec.hasMD5
 		done.echoed = in.Checksum.Value != "" && out.Checksums.Get(in.Checksum.Algorithm) == in.Checksum.Value
@@ -188,7 +188,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 	w.mu.Unlock()
 	w.paced(n, size, part.hand)
 	total := w.tally.bytesDone.Add(size)
-	w.emit(Event{Type: EventPartDone, UploadID: uploadID, PartNumber: n, Size: size, BytesDone: total})
+	w.req.events.emit(Event{Type: EventPartDone, UploadID: uploadID, PartNumber: n, Size: size, BytesDone: total})
 }
 
 // partFailed is the write's error for part n, whose request failed with err after its retries:
@@ -198,7 +198,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 // its answer (Versity answers before it reads the body), so the part itself never hears why.
 func (w *Writer) partFailed(n int32, err error) error {
 	if isNoSuchUpload(err) {
-		return w.uploadVanished("UploadPart", n, err, "")
+		return w.errs.uploadVanished("UploadPart", n, err, "")
 	}
 	if e := asError(err); e == nil || e.Kind != sperrors.Transient || !unanswered(err) {
 		return err
@@ -209,7 +209,7 @@ func (w *Writer) partFailed(n int32, err error) error {
 	}
 	w.log.Warn("a part's requests ended without an answer and ListParts found the upload gone",
 		zap.Int32("part", n), zap.String("upload_id", w.currentUploadID()), zap.Error(err))
-	return w.uploadVanished("UploadPart", n, gone, "")
+	return w.errs.uploadVanished("UploadPart", n, gone, "")
 }
 
 // sentWhole returns ctx with a hook that notes the request written out whole, and a function
@@ -246,14 +246,12 @@ func (w *Writer) uploadGone() error {
 		return nil
 	}
 	id := w.currentUploadID()
-	stats, err := w.policy.With(sendOnce).Do(w.ctx, retry.Op{Name: "ListParts", Bucket: w.bucket, Key: w.key, UploadID: id},
+	stats, err := w.cfg.policy.With(sendOnce).Do(w.ctx, retry.Op{Name: "ListParts", Bucket: w.bucket, Key: w.key, UploadID: id},
 		func(ctx context.Context, _ int) error {
 			_, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})
 			return err
 		})
-	w.mu.Lock()
-	w.tally.stats.Add(stats)
-	w.mu.Unlock()
+	w.tally.addStats(stats)
 	if isNoSuchUpload(err) {
 		return err
 	}
@@ -311,10 +309,10 @@ func (w *Writer) partMD5(n int32, part partBody, rec *partDone) error {
 	defer sectionChunks.Put(chunkBuf)
 	m, err := io.CopyBuffer(h, io.LimitReader(section, part.size()), *chunkBuf)
 	if err != nil {
-		return w.sourceError("UploadPart", n, err)
+		return w.errs.sourceError("UploadPart", n, err)
 	}
 	if m != part.size() {
-		return w.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", m, n, part.size(), w.cfg.sizeHint)
+		return w.errs.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", m, n, part.size(), w.cfg.sizeHint)
 	}
 	copy(rec.md5[:], h.Sum(nil))
 	rec.hasMD5 = true
@@ -364,11 +362,11 @@ func (w *Writer) sumSection(n int32, section *io.SectionReader, s sums) (partDon
 			break
 		}
 		if err != nil {
-			return rec, w.sourceError("UploadPart", n, err)
+			return rec, w.errs.sourceError("UploadPart", n, err)
 		}
 	}
 	if read != size {
-		return rec, w.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", read, n, size, w.cfg.sizeHint)
+		return rec, w.errs.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", read, n, size, w.cfg.sizeHint)
 	}
 	if s.local != store.ChecksumNone {
 		rec.crc, rec.sum = crc, integrity.EncodeCRCValue(s.local, crc)

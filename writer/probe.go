@@ -152,7 +152,7 @@ func (w *Writer) launchProbe(in *store.CreateMultipartUploadInput, besidePut boo
 	if asked == nil {
 		return
 	}
-	p := &checksumProbe{st: w.st, policy: w.policy.With(sendOnce), create: *in, customerKey: w.customerKey(), log: w.log}
+	p := &checksumProbe{st: w.st, policy: w.cfg.policy.With(sendOnce), create: *in, customerKey: w.customerKey(), log: w.log}
 	done := make(chan struct{})
 	w.mu.Lock()
 	w.outcome.probeRun.done, w.outcome.probeRun.besidePut = done, besidePut
@@ -257,7 +257,7 @@ func (w *Writer) cleanUpProbe(a probeAsked) {
 		if a.partUnanswered {
 			unconfirmed, err = w.abortConfirmed(ctx, a.uploadID)
 		} else {
-			_, err = w.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: a.uploadID},
+			_, err = w.cfg.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: a.uploadID},
 				func(ctx context.Context, _ int) error {
 					err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: a.uploadID})
 					if isNoSuchUpload(err) {

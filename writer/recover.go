@@ -396,7 +396,7 @@ func settleCreating(ctx context.Context, up *Uploader, j journal.Journal, rec jo
 	}
 	defer w.cancel()
 	var list *store.ListMultipartUploadsOutput
-	if err := w.do("ListMultipartUploads", 0, func(ctx context.Context, _ int) (err error) {
+	if err := w.req.do("ListMultipartUploads", 0, func(ctx context.Context, _ int) (err error) {
 		list, err = st.ListMultipartUploads(ctx, &store.ListMultipartUploadsInput{Bucket: rec.Bucket, Prefix: rec.Key})
 		return err
 	}); err != nil {
@@ -417,7 +417,7 @@ func settleCreating(ctx context.Context, up *Uploader, j journal.Journal, rec jo
 			continue
 		}
 		var parts *store.ListPartsOutput
-		lerr := w.do("ListParts", 0, func(ctx context.Context, _ int) (err error) {
+		lerr := w.req.do("ListParts", 0, func(ctx context.Context, _ int) (err error) {
 			parts, err = st.ListParts(ctx, &store.ListPartsInput{Bucket: rec.Bucket, Key: rec.Key, UploadID: u.UploadID})
 			return err
 		})
@@ -461,7 +461,7 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 	if rec.Object != nil {
 		want := expectedOf(*rec.Object)
 		var head *store.HeadObjectOutput
-		herr := w.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+		herr := w.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
 			h, err := st.HeadObject(ctx, &store.HeadObjectInput{Bucket: rec.Bucket, Key: rec.Key, ChecksumMode: true, SSECustomerKey: w.customerKey()})
 			head = h
 			return err
@@ -507,7 +507,7 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 		}
 	}
 	exists := true
-	lerr := w.do("ListParts", 0, func(ctx context.Context, _ int) error {
+	lerr := w.req.do("ListParts", 0, func(ctx context.Context, _ int) error {
 		_, err := st.ListParts(ctx, &store.ListPartsInput{Bucket: rec.Bucket, Key: rec.Key, UploadID: rec.UploadID})
 		if isNoSuchUpload(err) {
 			exists = false
@@ -532,7 +532,7 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 		// The dead writer's Complete landed a part damaged on the way, and it died before its
 		// check. Not "gone": readers of the key see those bytes. Recover never touches an
 		// object, so it says so and keeps the record until the key is rewritten.
-		e := w.integrity("Verify", 0, fmt.Errorf("the key holds the object this upload's Complete assembled, and it is not the object the crashed write intended: %w", damaged))
+		e := w.errs.integrity("Verify", 0, fmt.Errorf("the key holds the object this upload's Complete assembled, and it is not the object the crashed write intended: %w", damaged))
 		e.ObjectLeft = true
 		e.Message += "; rewrite the key (recover leaves objects alone)"
 		return RecoverFailed, nil, e

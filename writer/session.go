@@ -105,7 +105,7 @@ func (w *Writer) createUpload() error {
 	}
 	var id string
 	w.session.createStart = time.Now()
-	err = w.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
+	err = w.req.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
 		ctx = w.createSent(ctx) // the first parts are hashed while it is on the wire (ahead.go)
 		sent := time.Now()
 		out, err := w.st.CreateMultipartUpload(ctx, in)

@@ -302,7 +302,7 @@ func (u *Uploader) uploadOnce(ctx context.Context, bucket, key string, r io.Read
 	res, err := w.uploadFrom(r, ra, base, useReaderAt)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return res, spent{stats: w.tally.stats, bytesSent: w.tally.bytesSent.Load(), keyDeleted: w.outcome.keyDeleted.Load(),
+	return res, spent{stats: w.tally.statsNow(), bytesSent: w.tally.bytesSent.Load(), keyDeleted: w.outcome.keyDeleted.Load(),
 		leftUploads: w.outcome.leftUploads, unswept: w.outcome.unswept, uploads: slices.Collect(maps.Keys(w.session.uploadIDs))}, err
 }
 

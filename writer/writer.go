@@ -22,7 +22,6 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/multipart"
-	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 )
 
@@ -99,22 +98,23 @@ type Writer struct {
 	caps   checksumCaps
 	facts  *endpointFacts // what writes learned about this store's endpoint (evidence.go)
 	log    *zap.Logger
-	policy *retry.Policy
 
 	wg sync.WaitGroup
-	// ahead holds the first parts' sums, hashed while the create was on the wire (ahead.go).
-	ahead *sumsAhead
 	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from
 	// another goroutine.
 	op sync.Mutex
 	mu sync.Mutex
+
+	// steps
+	req  *requester // every store request goes through it (requests.go)
+	errs errorSite  // the write's classified errors (failures.go)
 
 	// The write's state by step.
 	intake    intake    // the bytes on their way into parts, owned by the writing goroutine
 	session   session   // the multipart upload and its journal record (session.go), guarded by mu
 	verifying verifying // what the checks of the object will need
 	outcome   outcome   // how the write ended and what it left, guarded by mu
-	tally     tally     // what the write counted, for its Result and log
+	tally     *tally    // what the write counted, for its Result and log (requests.go)
 }
 
 // verifying is what the checks before and after commit need beyond the parts' receipts
@@ -160,16 +160,6 @@ type outcome struct {
 	abortUnconfirmed string
 	// probeRun is the checksum probe this write sent, if any, and what it left (probe.go).
 	probeRun probeRun
-}
-
-// tally is what the write counted: requests and failures (stats, guarded by Writer.mu), bytes,
-// and when it began.
-type tally struct {
-	start     time.Time
-	stats     retry.Stats
-	bytesSent atomic.Int64
-	bytesDone atomic.Int64
-	md5Bytes  atomic.Int64 // bytes hashed by MD5 (logged when the write lands)
 }
 
 // checksumCaps is what this write sends, given the algorithm asked for and the store's rules.
@@ -305,12 +295,14 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		cfg:     cfg,
 		plan:    plan,
 		facts:   u.facts.forBucket(factsKey(bucket, cfg.sse)),
-		policy:  cfg.policy,
 		session: session{parts: map[int32]partDone{}, uploadIDs: map[string]bool{}},
-		tally:   tally{start: time.Now(), stats: retry.Stats{ByKind: map[sperrors.Kind]int{}}},
+		tally:   newTally(),
 	}
 	w.caps = chooseChecksum(cfg, w.facts)
 	w.log = cfg.logger.With(zap.String("bucket", bucket), zap.String("key", key))
+	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, uploadID: w.currentUploadID, replayable: cfg.replayable}
+	w.req = &requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, uploadID: w.currentUploadID,
+		facts: w.facts, events: emitter{bucket: bucket, key: key, observer: cfg.observer, span: cfg.span}, tally: w.tally, log: w.log}
 	w.intake.init(cfg, plan.PartSize, w.caps.local, &partSlots{ch: make(chan struct{}, cfg.concurrency)}, w.log, w.currentUploadID)
 	return w, nil
 }
@@ -333,7 +325,7 @@ func (w *Writer) Close() error {
 	if err != nil {
 		uploadID := w.currentUploadID() // before cleanup aborts it and forgets the id
 		err = w.cleanup(err)
-		w.emit(Event{Type: EventFailed, UploadID: uploadID, Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.tally.start)})
+		w.req.events.emit(Event{Type: EventFailed, UploadID: uploadID, Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.tally.start)})
 		w.log.Warn("write failed", zap.Int64("size", w.intake.size), zap.String("upload_id", uploadID), zap.Error(err))
 	}
 	w.endProbe() // its upload aborted before the sweep looks, and what it left reported with the write's
@@ -386,7 +378,7 @@ func (w *Writer) Abort(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	aborted := w.errorf(sperrors.Canceled, "Abort", context.Canceled, "write aborted by the caller")
+	aborted := w.errs.errorf(sperrors.Canceled, "Abort", context.Canceled, "write aborted by the caller")
 	w.mu.Lock()
 	if w.outcome.closed {
 		w.mu.Unlock()
@@ -414,7 +406,7 @@ func (w *Writer) Abort(ctx context.Context) error {
 	left, unswept := w.sweepLostCreates()
 	if len(left) > 0 || unswept != nil {
 		if err == nil {
-			err = w.errorf(sperrors.Transient, "Abort", nil, "write aborted by the caller")
+			err = w.errs.errorf(sperrors.Transient, "Abort", nil, "write aborted by the caller")
 		}
 		err = withLeftBehind(err, left, unswept)
 	}
