@@ -20,7 +20,7 @@ import (
 // begun before it, they compete with its send for the CPU and delay it. Only a part's first
 // attempt takes its sum from here; a retry hashes its bytes again.
 
-// sumsAhead holds the sums of the first parts, by the part's offset in the object.
+// sumsAhead holds the first parts' sums, by the section's offset in the source.
 type sumsAhead struct {
 	mu   sync.Mutex
 	sums map[int64]*aheadSum
@@ -35,52 +35,55 @@ type aheadSum struct {
 	ok   bool
 }
 
-// hashAhead prepares the hashing of the first parts of the source (as many as go at once) for
-// createUpload to start. They are counted in the Writer's goroutines now, so Close waits for them
-// as for the parts whatever happens to the create. It hashes nothing when the write has its
-// upload already or has nothing to hash.
-func (w *Writer) hashAhead(total, partSize int64) {
-	if w.currentUploadID() != "" || (w.caps.local == store.ChecksumNone && !w.caps.md5) || partSize <= 0 {
+// hashAhead prepares the hashing of the first parts of the object in the source ([base,
+// base+total) of src: as many as go at once) for the create to start (createSent,
+// createReturned). They are counted in goroutines (the write's, which Close waits for) now, so
+// Close waits for them as for the parts whatever happens to the create; recoverTo, deferred by
+// each pass, makes its panic the write's failure. It hashes nothing when the write has its
+// upload already (hasUpload) or has nothing to hash.
+func (s *partSender) hashAhead(src io.ReaderAt, base, total, partSize int64, hasUpload bool, goroutines *sync.WaitGroup, recoverTo func(op string, part int32)) {
+	if hasUpload || (s.caps.local == store.ChecksumNone && !s.caps.md5) || partSize <= 0 {
 		return
 	}
 	a := &sumsAhead{sums: map[int64]*aheadSum{}}
-	want := sums{local: w.caps.local, md5: w.caps.md5, ahead: true}
+	want := sums{local: s.caps.local, md5: s.caps.md5, ahead: true}
 	var passes []func()
-	for i := 0; i < w.cfg.concurrency && int64(i)*partSize < total; i++ {
+	for i := 0; i < s.cfg.concurrency && int64(i)*partSize < total; i++ {
 		off := int64(i) * partSize
 		n, _ := sectionSpan(off, total, partSize)
-		passes = append(passes, w.passAhead(a, int32(i+1), off, n, want))
+		passes = append(passes, s.passAhead(a, int32(i+1), io.NewSectionReader(src, base+off, n), want, goroutines, recoverTo))
 	}
-	w.wg.Add(len(passes))
+	goroutines.Add(len(passes))
 	a.start = sync.OnceFunc(func() {
 		for _, pass := range passes {
 			go pass()
 		}
 	})
-	w.intake.ahead = a
+	s.ahead = a
 }
 
-// passAhead registers part's section [off, off+n) in a and returns its pass, for the caller to
-// count in the Writer's goroutines and start.
-func (w *Writer) passAhead(a *sumsAhead, part int32, off, n int64, want sums) func() {
-	s := &aheadSum{done: make(chan struct{})}
+// passAhead registers part's section in a and returns its pass, for the caller to count in
+// goroutines and start.
+func (s *partSender) passAhead(a *sumsAhead, part int32, section *io.SectionReader, want sums, goroutines *sync.WaitGroup, recoverTo func(op string, part int32)) func() {
+	sum := &aheadSum{done: make(chan struct{})}
+	_, off, _ := section.Outer()
 	a.mu.Lock()
-	a.sums[off] = s
+	a.sums[off] = sum
 	a.mu.Unlock()
 	return func() {
-		defer w.wg.Done()
-		defer close(s.done)
-		defer w.recoverTo("UploadPart", part)
-		rec, err := w.sumSection(part, w.sectionPart(off, n).section, want)
-		s.rec, s.ok = rec, err == nil
+		defer goroutines.Done()
+		defer close(sum.done)
+		defer recoverTo("UploadPart", part)
+		rec, err := s.sumSection(part, section, want)
+		sum.rec, sum.ok = rec, err == nil
 	}
 }
 
 // createSent returns ctx with a hook that starts the passes ahead once the create's request is
 // written (the store's request-written signal: see store.ReportRequestWritten); with a store that
 // gives none they start when its create returns.
-func (w *Writer) createSent(ctx context.Context) context.Context {
-	a := w.intake.ahead
+func (s *partSender) createSent(ctx context.Context) context.Context {
+	a := s.ahead
 	if a == nil {
 		return ctx
 	}
@@ -89,32 +92,31 @@ func (w *Writer) createSent(ctx context.Context) context.Context {
 
 // createReturned starts the passes ahead if the create's request did not: they then serve the
 // parts as usual, or stop at once after a failed create.
-func (w *Writer) createReturned() {
-	if w.intake.ahead != nil {
-		w.intake.ahead.start()
+func (s *partSender) createReturned() {
+	if s.ahead != nil {
+		s.ahead.start()
 	}
 }
 
-// takeAhead returns the sum hashed ahead for the section at off, waiting for its pass, when
-// there is one and it holds what this write now wants (an MD5 too, if the create's refusal of an
-// offered checksum made MD5s the proof).
-func (w *Writer) takeAhead(section *io.SectionReader) (partDone, bool) {
-	a := w.intake.ahead
+// takeAhead returns the sum hashed ahead for section, waiting for its pass, when there is one
+// and it holds what this write now wants (an MD5 too, if the create's refusal of an offered
+// checksum made MD5s the proof).
+func (s *partSender) takeAhead(section *io.SectionReader) (partDone, bool) {
+	a := s.ahead
 	if a == nil {
 		return partDone{}, false
 	}
 	_, off, _ := section.Outer()
-	off -= w.intake.sectionBase
 	a.mu.Lock()
-	s := a.sums[off]
+	sum := a.sums[off]
 	delete(a.sums, off)
 	a.mu.Unlock()
-	if s == nil {
+	if sum == nil {
 		return partDone{}, false
 	}
-	<-s.done
-	if !s.ok || (w.caps.md5 && !s.rec.hasMD5) {
+	<-sum.done
+	if !sum.ok || (s.caps.md5 && !sum.rec.hasMD5) {
 		return partDone{}, false
 	}
-	return s.rec, true
+	return sum.rec, true
 }

@@ -16,7 +16,7 @@ import (
 func (w *Writer) cleanup(err error) error {
 	w.cancel()
 	w.wg.Wait()
-	w.intake.releaseHeld()
+	w.intake.releaseHeld(w.currentUploadID())
 	aerr := w.abortUpload(w.ctx)
 	if aerr != nil {
 		w.mu.Lock()
@@ -76,7 +76,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	ctx, cancel := w.cleanupContext(parent)
 	defer cancel()
 	why, err := w.abortConfirmed(ctx, id)
-	if err == nil && why == "" && w.outcome.partUnanswered.Load() {
+	if err == nil && why == "" && w.parts.unanswered.Load() {
 		err = w.lookAgainAfterAbort(ctx, id)
 	}
 	w.req.events.emit(Event{Type: EventAbort, UploadID: id, Err: err})

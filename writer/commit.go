@@ -78,9 +78,9 @@ func (w *Writer) putSingle() error {
 		data, crc = w.intake.buf[:w.intake.fill], w.intake.fillCRC
 	}
 	fence := new(bodyFence)
-	defer w.intake.releaseHeldLent(fence)
+	defer w.intake.releaseHeldLent(fence, "") // a single PUT has no upload
 	var rec partDone
-	w.checksumFilled(&rec, data, crc)
+	w.parts.checksumFilled(&rec, data, crc)
 	// The answer proves the bytes without their MD5 only on an endpoint known to check checksums;
 	// elsewhere the MD5 is needed right after it (its ETag, or the HEAD's, is compared with it),
 	// so it is taken while the bytes are on the wire: one pass, beside the request, not after it.
@@ -162,7 +162,7 @@ func (w *Writer) putSingle() error {
 			}
 			return err
 		}
-		if err := w.lateMD5(0, partBody{buf: data, early: early}, &rec, in.Checksum, o.Checksums); err != nil {
+		if err := w.parts.lateMD5(0, partBody{buf: data, early: early}, &rec, in.Checksum, o.Checksums, w.decider()); err != nil {
 			return err
 		}
 		if !rec.hasMD5 && early != nil {
@@ -416,7 +416,7 @@ func (w *Writer) complete() error {
 			// Its retries spent: the upload may have been aborted under it, which some stores
 			// never say to a Complete (Ceph RGW answers 500 "completion already in progress").
 			// Judged like a Complete answered NoSuchUpload: by what is at the key.
-			if gone := w.uploadGone(); gone != nil {
+			if gone := w.parts.uploadGone(w.currentUploadID()); gone != nil {
 				w.mu.Lock()
 				w.session.completeGone = true
 				w.mu.Unlock()
@@ -510,7 +510,7 @@ func (w *Writer) resend(bad []int32, parts []partDone) bool {
 		off := int64(n-1) * w.plan.PartSize
 		w.log.Warn("re-sending a part the store did not keep as sent", zap.Int32("part", n), zap.Int64("size", size),
 			zap.String("upload_id", w.currentUploadID()))
-		w.uploadPart(n, w.sectionPart(off, size))
+		w.sendPart(n, w.intake.sectionPart(off, size), w.currentUploadID())
 		if w.firstErr() != nil {
 			return false
 		}

@@ -49,19 +49,19 @@ type handoffs struct {
 	freed   int // slots given away and not yet taken by a part
 }
 
-// bodySent returns ctx with a hook that notes when this request for part n has been written
-// out, and a function to call once the request has returned.
-func (w *Writer) bodySent(ctx context.Context, n int32, part partBody) (context.Context, func()) {
-	if w.intake.pace == nil || part.hand == nil {
+// bodySent returns ctx with a hook that notes when this request for part n of upload uploadID
+// has been written out, and a function to call once the request has returned.
+func (s *partSender) bodySent(ctx context.Context, n int32, part partBody, uploadID string) (context.Context, func()) {
+	if s.pace == nil || part.hand == nil {
 		return ctx, func() {}
 	}
-	h := &w.intake.pace.hand
+	h := &s.pace.hand
 	h.sending.Add(1)
 	var once sync.Once
 	ended := func(written bool) {
 		once.Do(func() {
 			if h.sending.Add(-1) < handOffBelow && written {
-				w.handOff(n, part.size(), part.hand)
+				s.handOff(n, part.size(), part.hand, uploadID)
 			}
 		})
 	}
@@ -71,36 +71,36 @@ func (w *Writer) bodySent(ctx context.Context, n int32, part partBody) (context.
 
 // handOff gives part's slot to the next part, once per part, while fewer than handOffBelow
 // parts wait for their answers this way.
-func (w *Writer) handOff(n int32, size int64, part *handoff) {
-	h := &w.intake.pace.hand
+func (s *partSender) handOff(n int32, size int64, part *handoff, uploadID string) {
+	h := &s.pace.hand
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.waiting >= handOffBelow || part.given {
 		return
 	}
 	select {
-	case <-w.intake.cfg.slots.ch: // this part's own token: there is always one while it is in flight
+	case <-s.slots.ch: // this part's own token: there is always one while it is in flight
 	default:
 		return
 	}
 	part.given = true
 	h.waiting++
 	h.freed++
-	w.log.Debug("part written out with fewer than two others still being sent: the next part goes before its answer",
-		zap.Int32("part", n), zap.Int64("size", size), zap.String("upload_id", w.currentUploadID()), zap.Int("waiting", h.waiting))
+	s.log.Debug("part written out with fewer than two others still being sent: the next part goes before its answer",
+		zap.Int32("part", n), zap.Int64("size", size), zap.String("upload_id", uploadID), zap.Int("waiting", h.waiting))
 }
 
-// newHandoff is the hand-off record of a part that has just taken its slot (dispatchSection), nil
+// newHandoff is the hand-off record of a part that has just taken its slot (takeSection), nil
 // where parts are not paced: only such a part may hand its slot on, since only it gives one back
 // (slotBack); a part re-sent after the layout check holds none. It is marked as going in a
 // handed-off slot while any is not yet taken: slots are alike, so it is the next to go after the
-// hand-off. Called by the goroutine that set w.intake.pace (sendSections), after it did.
-func (w *Writer) newHandoff() *handoff {
-	if w.intake.pace == nil {
+// hand-off. Called by the goroutine that set s.pace (startPacing, from sendSections), after it did.
+func (s *partSender) newHandoff() *handoff {
+	if s.pace == nil {
 		return nil
 	}
 	part := new(handoff)
-	h := &w.intake.pace.hand
+	h := &s.pace.hand
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.freed > 0 {
@@ -111,11 +111,11 @@ func (w *Writer) newHandoff() *handoff {
 }
 
 // slotBack gives back the slot a section part holds, unless it gave it away already (handOff).
-func (w *Writer) slotBack(part *handoff) {
-	if part != nil && w.intake.pace.hand.settle(part) {
+func (s *partSender) slotBack(part *handoff) {
+	if part != nil && s.pace.hand.settle(part) {
 		return
 	}
-	<-w.intake.cfg.slots.ch
+	<-s.slots.ch
 }
 
 // settle ends part's hand-off record and reports whether it gave its slot away.

@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,12 +18,18 @@ import (
 
 // intake takes the caller's bytes into pooled part buffers: the part being filled (its CRC kept
 // as the bytes land), the full one held back until more data shows it is not the last, and the
-// buffers' return to the memory budget with their slots. It owns that state and the part count;
-// it is the writing goroutine's, but for the release of a part's buffer (releaseLent, from the
-// part's goroutine once it is done), which touches only the budget, the slots and lentDropped.
-// It sends nothing: the Writer dispatches the parts it fills (parts.go). For a ReaderAt source it
-// holds no buffer and records where the object's bytes are (section, sectionBase).
+// buffers' return to the memory budget with their slots. It owns that state, the bytes taken in
+// (size) and the count of parts dispatched (nextPart, which the Writer advances as it dispatches).
+// It is the writing goroutine's (op), but for the release of a part's buffer (releaseLent, from
+// the part's goroutine once it is done), which touches only the budget, the slots and
+// lentDropped. It sends nothing: the Writer dispatches the parts it fills to the part sender
+// (parts.go). For a ReaderAt source it holds no buffer and records where the object's bytes are
+// (section, sectionBase, sectionInFile); the slots are the part sender's (partSlots).
 type intake struct {
+	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from
+	// another goroutine: the calls that touch the intake's buffers.
+	op sync.Mutex
+
 	buf        []byte // part being filled; nil when none is held
 	fill       int
 	fillCRC    uint64 // the CRC of buf[:fill], kept as bytes arrive (while they are in cache)
@@ -31,7 +38,6 @@ type intake struct {
 	pendingCRC uint64 // the CRC of pending
 	size       int64
 	nextPart   int32
-	pace       *pacing     // set when a ReaderAt source's parts in flight may widen (pacing.go)
 	section    io.ReaderAt // set by Upload for a ReaderAt source: parts come from it, no buffers
 	// sectionBase is the source's offset where the object starts.
 	sectionBase int64
@@ -41,15 +47,13 @@ type intake struct {
 	// lentDropped counts part buffers left to the garbage collector because a request that had
 	// returned still read them (releaseLent).
 	lentDropped atomic.Int64
-	// ahead holds the section's first parts' sums, hashed while the create was on the wire (ahead.go).
-	ahead *sumsAhead
 
 	cfg intakeConfig
 }
 
 // intakeConfig is what the intake is given (init).
 type intakeConfig struct {
-	slots     *partSlots // shared with the part sender: one token per part this write holds
+	slots     *partSlots // the part sender's: one token per part this write holds
 	budget    *Budget
 	partSize  int64
 	sizeHint  int64                   // the declared size, -1 for none
@@ -57,27 +61,26 @@ type intakeConfig struct {
 	hugePages bool
 	prefault  bool // SavePrefault: map a fresh buffer's pages ahead of the bytes (mapAhead)
 	log       *zap.Logger
-	uploadID  func() string // for the log
 }
 
-// partSlots bounds the parts a write holds at once: one token per part buffer (intake) or per
-// section of a ReaderAt source in flight (partSender). Shared by the two; a ReaderAt source's
-// pacing deepens it before its first part (partSender.startPacing).
+// partSlots bounds the parts a write holds at once: one token per part buffer (taken by the
+// intake) or per section of a ReaderAt source in flight. The part sender owns them: a ReaderAt
+// source's pacing deepens them before its first part (partSender.startPacing).
 type partSlots struct{ ch chan struct{} }
 
 // init gives in what it reads of the write's configuration.
-func (in *intake) init(cfg config, partSize int64, local store.ChecksumAlgorithm, slots *partSlots, log *zap.Logger, uploadID func() string) {
+func (in *intake) init(cfg config, partSize int64, local store.ChecksumAlgorithm, slots *partSlots, log *zap.Logger) {
 	in.cfg = intakeConfig{
 		slots: slots, budget: cfg.budget, partSize: partSize, sizeHint: cfg.sizeHint, local: local,
-		hugePages: cfg.hugePages, prefault: cfg.saves(SavePrefault), log: log, uploadID: uploadID,
+		hugePages: cfg.hugePages, prefault: cfg.saves(SavePrefault), log: log,
 	}
 }
 
 // Write copies p into part buffers. It sends nothing until a part is full and more data
 // follows, so small writes (a Parquet writer's 4-byte magic) cannot fail on the network.
 func (w *Writer) Write(p []byte) (int, error) {
-	w.op.Lock()
-	defer w.op.Unlock()
+	w.intake.op.Lock()
+	defer w.intake.op.Unlock()
 	return w.write(p)
 }
 
@@ -123,8 +126,8 @@ const readChunk = 256 << 10
 
 // ReadFrom reads r to EOF straight into part buffers (no intermediate copy).
 func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
-	w.op.Lock()
-	defer w.op.Unlock()
+	w.intake.op.Lock()
+	defer w.intake.op.Unlock()
 	if err := w.checkWritable(); err != nil {
 		return 0, err
 	}
@@ -378,9 +381,10 @@ func (in *intake) release(buf []byte) {
 // releaseLent releases bufs that were lent to requests through f. When a request that has
 // already returned is still reading (bodyFence), they go to the garbage collector instead of
 // back to the budget's free list, where the next part would overwrite what is being sent; the
-// budget counts them free either way. part is the part they were sent as, 0 for a single PUT.
-// A part's goroutine calls it as the part ends, beside the writing goroutine.
-func (in *intake) releaseLent(f *bodyFence, part int32, bufs ...[]byte) {
+// budget counts them free either way. part is the part they were sent as, 0 for a single PUT, of
+// upload uploadID (for the log). A part's goroutine calls it as the part ends, beside the writing
+// goroutine.
+func (in *intake) releaseLent(f *bodyFence, part int32, uploadID string, bufs ...[]byte) {
 	busy := f != nil && f.close()
 	for _, buf := range bufs {
 		if buf == nil {
@@ -389,7 +393,7 @@ func (in *intake) releaseLent(f *bodyFence, part int32, bufs ...[]byte) {
 		if busy {
 			in.lentDropped.Add(1)
 			in.cfg.log.Debug("a returned request still reads this buffer: not reused", zap.Int32("part", part), zap.Int("size", cap(buf)),
-				zap.String("upload_id", in.cfg.uploadID()))
+				zap.String("upload_id", uploadID))
 			in.cfg.budget.drop(buf)
 			<-in.cfg.slots.ch
 			continue
@@ -398,11 +402,12 @@ func (in *intake) releaseLent(f *bodyFence, part int32, bufs ...[]byte) {
 	}
 }
 
-func (in *intake) releaseHeld() { in.releaseHeldLent(nil) }
+// releaseHeld releases the buffers the writer holds (for a write of upload uploadID, "" for none).
+func (in *intake) releaseHeld(uploadID string) { in.releaseHeldLent(nil, uploadID) }
 
 // releaseHeldLent releases the buffers the writer holds, which were lent to requests through f
-// (nil: not lent).
-func (in *intake) releaseHeldLent(f *bodyFence) {
-	in.releaseLent(f, 0, in.buf, in.pending)
+// (nil: not lent), for a write of upload uploadID.
+func (in *intake) releaseHeldLent(f *bodyFence, uploadID string) {
+	in.releaseLent(f, 0, uploadID, in.buf, in.pending)
 	in.buf, in.pending = nil, nil
 }

@@ -360,10 +360,10 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 			continue
 		}
 		// The source must still hold these bytes: recompute, compare with the record.
-		section := w.sectionPart(off, p.Size)
-		_, src, perr := w.prepareBody(p.Number, section, false)
+		section := w.intake.sectionPart(off, p.Size)
+		_, src, perr := w.parts.prepareBody(p.Number, section, false)
 		if perr == nil && p.MD5 != "" && !src.hasMD5 {
-			perr = w.partMD5(p.Number, section, &src) // the record holds one (caps.md5Late): compare it too
+			perr = w.parts.partMD5(p.Number, section, &src) // the record holds one (caps.md5Late): compare it too
 		}
 		if perr != nil {
 			return nil, false, perr
@@ -424,7 +424,7 @@ func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 	for off := int64(0); off < w.cfg.sizeHint; off += w.plan.PartSize {
 		n++
 		size := min(w.plan.PartSize, w.cfg.sizeHint-off)
-		_, src, perr := w.prepareBody(n, w.sectionPart(off, size), false)
+		_, src, perr := w.parts.prepareBody(n, w.intake.sectionPart(off, size), false)
 		if perr != nil {
 			return nil, perr
 		}

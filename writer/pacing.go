@@ -114,44 +114,42 @@ type pacing struct {
 	hand     handoffs // parts that hand their slot on before their answer (handoff.go)
 }
 
-// startPacing lets this write's parts in flight widen (sendSections, before the first part).
-func (w *Writer) startPacing() {
-	conc := w.cfg.concurrency
-	w.mu.Lock()
-	rtt := w.session.createTook
-	w.mu.Unlock()
-	if w.intake.pace != nil || !widens(conc, rtt) {
+// startPacing lets this write's parts in flight widen when its create's answered round trip
+// (rtt) shows a far store (sendSections, before the first part of upload uploadID).
+func (s *partSender) startPacing(rtt time.Duration, uploadID string) {
+	conc := s.cfg.concurrency
+	if s.pace != nil || !widens(conc, rtt) {
 		return
 	}
 	slots := make(chan struct{}, maxWidening*conc)
 	for range maxWidening*conc - conc {
 		slots <- struct{}{}
 	}
-	w.intake.cfg.slots.ch = slots
-	w.intake.pace = &pacing{decide: newWidening(conc, time.Now()), reserved: maxWidening*conc - conc}
-	w.log.Debug("parts in flight may widen: a far store", zap.Duration("create_rtt", rtt), zap.Int("concurrency", conc),
-		zap.String("upload_id", w.currentUploadID()), zap.Int64("size", w.cfg.sizeHint))
+	s.slots.ch = slots
+	s.pace = &pacing{decide: newWidening(conc, time.Now()), reserved: maxWidening*conc - conc}
+	s.log.Debug("parts in flight may widen: a far store", zap.Duration("create_rtt", rtt), zap.Int("concurrency", conc),
+		zap.String("upload_id", uploadID), zap.Int64("size", s.cfg.sizeHint))
 }
 
 // paced records an acknowledged part of size bytes, and widens when the decision says so.
-func (w *Writer) paced(part int32, size int64, hand *handoff) {
-	if w.intake.pace == nil {
+func (s *partSender) paced(part int32, size int64, hand *handoff, uploadID string) {
+	if s.pace == nil {
 		return
 	}
 	var handed time.Time
 	if hand != nil {
 		handed = hand.handed
 	}
-	p := w.intake.pace
+	p := s.pace
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	add := min(p.decide.partDone(time.Now(), handed, size), p.reserved)
 	for range add {
-		<-w.intake.cfg.slots.ch // a reserved token: there are always at least p.reserved in the channel
+		<-s.slots.ch // a reserved token: there are always at least p.reserved in the channel
 		p.reserved--
 	}
 	if add > 0 {
-		w.log.Debug("parts in flight widened", zap.Int("in_flight", p.decide.limit), zap.Float64("prior_mib_per_s", p.decide.lastRate/(1<<20)),
-			zap.Int32("part", part), zap.String("upload_id", w.currentUploadID()))
+		s.log.Debug("parts in flight widened", zap.Int("in_flight", p.decide.limit), zap.Float64("prior_mib_per_s", p.decide.lastRate/(1<<20)),
+			zap.Int32("part", part), zap.String("upload_id", uploadID))
 	}
 }

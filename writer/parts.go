@@ -29,6 +29,55 @@ type partDone struct {
 	echoed bool
 }
 
+// partSender sends a write's parts. It takes a part (its number and its bytes, a partBody value)
+// and the upload's id, and returns the part's checked receipt (partDone) or a classified error.
+// It owns what sending parts needs beyond one part: the sums of the first parts of a ReaderAt
+// source, taken while the create is on the wire (ahead.go); the pacing of such a source's parts
+// in flight and their hand-offs of slots (pacing.go, handoff.go); whether a part's request went
+// out whole and got no answer (unanswered). It does not own the upload (it is given its id), the
+// part numbers, the record of the parts acknowledged or the journal: the Writer dispatches each
+// part, records its receipt and decides what a failure means for the write. Its dependencies are
+// the store, the retry runner (requester), the error constructors (errorSite), the events, the
+// write's counters (tally), what the write learned of the endpoint (endpointFacts), and the
+// slots and buffers the intake shares with it.
+type partSender struct {
+	ctx         context.Context // the write's: when it ends (a failure, the caller), every part stops
+	st          store.Store
+	bucket, key string
+	log         *zap.Logger
+	req         *requester
+	errs        errorSite
+	events      emitter
+	policy      *retry.Policy // uploadGone's ListParts, sent once
+	tally       *tally
+	facts       *endpointFacts
+	// caps is the write's checksum choice: only the create changes it (dropOfferedChecksum),
+	// before any part goes.
+	caps    *checksumCaps
+	slots   partSlots      // one token per part this write holds, taken by the intake for a buffer
+	buffers bufferReleaser // the intake, to which a buffer part's buffer goes back
+	cfg     partsConfig
+
+	// Its own state.
+	ahead *sumsAhead // the first parts' sums, hashed while the create was on the wire (ahead.go)
+	pace  *pacing    // set when a ReaderAt source's parts in flight may widen (pacing.go)
+	// unanswered: a part request was written out in full and got no answer, so the store may
+	// still be finishing it after the abort (abortUpload looks again).
+	unanswered atomic.Bool
+}
+
+// partsConfig is what the part sender reads of the write's options.
+type partsConfig struct {
+	customerKey store.CustomerKey // SSE-C: every part carries it (nil for none)
+	sizeHint    int64             // the declared size (a ReaderAt source's), for the errors of a short one
+	concurrency int
+}
+
+// bufferReleaser takes back a part buffer lent to requests through a fence (intake.releaseLent).
+type bufferReleaser interface {
+	releaseLent(f *bodyFence, part int32, uploadID string, bufs ...[]byte)
+}
+
 // partBody is one part's bytes: a pooled buffer the writer filled, or a section of the caller's
 // io.ReaderAt source, sent with no copy. Either way it holds one of the writer's slots, which
 // releaseBody gives back, so one dispatch path serves both sources.
@@ -49,32 +98,33 @@ func (b partBody) size() int64 {
 	return int64(len(b.buf))
 }
 
-// releaseBody gives back what b holds: the buffer (with its slot) to the budget, or the slot.
+// releaseBody gives back what b holds: the buffer (with its slot) to the intake, or the slot.
 // A buffer a finished request still reads is not recycled (releaseLent); a read of the caller's
 // source still under way is waited for, briefly, since the caller may reuse it once Upload returns.
-func (w *Writer) releaseBody(b partBody) {
+func (s *partSender) releaseBody(b partBody, uploadID string) {
 	if b.section != nil {
 		if b.fence != nil && !b.fence.closeAndWait(lateReadWait) {
-			w.log.Warn("a request that has returned still reads the source", zap.Int32("part", b.part), zap.Int64("size", b.section.Size()),
-				zap.String("upload_id", w.currentUploadID()), zap.Duration("waited", lateReadWait))
+			s.log.Warn("a request that has returned still reads the source", zap.Int32("part", b.part), zap.Int64("size", b.section.Size()),
+				zap.String("upload_id", uploadID), zap.Duration("waited", lateReadWait))
 		}
-		w.slotBack(b.hand)
+		s.slotBack(b.hand)
 		return
 	}
-	w.intake.releaseLent(b.fence, b.part, b.buf)
+	s.buffers.releaseLent(b.fence, b.part, uploadID, b.buf)
 }
 
 // dispatch sends body as the next part in the background, starting the multipart upload first
 // if needed. What body holds is released when the part is done, or at once when it cannot go.
 func (w *Writer) dispatch(body partBody, final bool) error {
 	if err := w.ensureUpload(); err != nil {
-		w.releaseBody(body)
+		w.parts.releaseBody(body, w.currentUploadID())
 		return err
 	}
 	w.intake.nextPart++
 	n := w.intake.nextPart
+	uploadID := w.currentUploadID()
 	if err := w.plan.CheckPart(int(n), body.size(), final); err != nil {
-		w.releaseBody(body)
+		w.parts.releaseBody(body, uploadID)
 		return w.fail(classifyRule("UploadPart", w.bucket, w.key, err))
 	}
 	body.part = n
@@ -84,9 +134,9 @@ func (w *Writer) dispatch(body partBody, final bool) error {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		defer w.releaseBody(body)
+		defer w.parts.releaseBody(body, uploadID)
 		defer w.recoverTo("UploadPart", n)
-		w.uploadPart(n, body)
+		w.sendPart(n, body, uploadID)
 	}()
 	return nil
 }
@@ -94,88 +144,39 @@ func (w *Writer) dispatch(body partBody, final bool) error {
 // dispatchSection sends [off, off+size) of the ReaderAt source as the next part once a slot is
 // free: parts in flight stay within the concurrency, as with buffers.
 func (w *Writer) dispatchSection(off, size int64, final bool) error {
-	select {
-	case w.intake.cfg.slots.ch <- struct{}{}:
-	case <-w.ctx.Done():
-		return w.fail(w.errs.canceled("UploadPart", w.ctx.Err()))
+	body, err := w.parts.takeSection(w.intake.sectionPart(off, size))
+	if err != nil {
+		return w.fail(err)
 	}
-	body := w.sectionPart(off, size)
-	body.hand = w.newHandoff()
 	return w.dispatch(body, final)
 }
 
-// sectionPart is [off, off+size) of the object in the ReaderAt source.
-func (w *Writer) sectionPart(off, size int64) partBody {
-	return partBody{section: io.NewSectionReader(w.intake.section, w.intake.sectionBase+off, size)}
+// takeSection waits for a slot for body, a section of the ReaderAt source, and gives it its
+// hand-off record; the error is Canceled when the write ended first.
+func (s *partSender) takeSection(body partBody) (partBody, error) {
+	select {
+	case s.slots.ch <- struct{}{}:
+	case <-s.ctx.Done():
+		return body, s.errs.canceled("UploadPart", s.ctx.Err())
+	}
+	body.hand = s.newHandoff()
+	return body, nil
 }
 
-// uploadPart sends one part with retries. The body of every attempt is a fresh reader over the
-// same held bytes. A buffer's first attempt sends the CRC taken as the bytes arrived; every retry
-// recomputes it from the held bytes and must agree, so a retry can never carry a stale checksum
-// and bytes changed in memory since they were written are caught.
-func (w *Writer) uploadPart(n int32, part partBody) {
-	size := part.size()
-	uploadID := w.currentUploadID()
-	w.req.events.emit(Event{Type: EventPartStarted, UploadID: uploadID, PartNumber: n, Size: size})
-	var done partDone
-	first := true
-	err := w.req.doSized("UploadPart", n, size, func(ctx context.Context, attempt int) error {
-		body, rec, err := w.prepareBody(n, part, first)
-		if err != nil {
-			return err
-		}
-		if !first && rec.crc != done.crc {
-			return w.errs.errorf(sperrors.Internal, "UploadPart", nil, "part %d bytes changed between attempts (checksum %s then %s)", n, done.sum, rec.sum)
-		}
-		if first {
-			done = rec
-			first = false
-		}
-		in := &store.UploadPartInput{
-			Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: n,
-			Body: body, ContentLength: size, SSECustomerKey: w.customerKey(),
-		}
-		if w.caps.alg != store.ChecksumNone {
-			in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
-		}
-		if w.caps.sendMD5 && rec.hasMD5 {
-			in.ContentMD5 = md5Header(rec.md5)
-		}
-		w.tally.bytesSent.Add(size)
-		sendCtx, sent := w.bodySent(ctx, n, part)
-		sendCtx, lostAfterSent := sentWhole(sendCtx)
-		out, err := w.st.UploadPart(sendCtx, in)
-		sent()
-		if err != nil {
-			if lostAfterSent(err) {
-				w.outcome.partUnanswered.Store(true)
-			}
-			if attempt > 1 && ctx.Err() == nil && unanswered(err) {
-				// Unanswered again: an outage, or a store that drops the connection on a part
-				// of an upload it no longer has; only the latter ends the part's retries.
-				if gone := w.uploadGone(); gone != nil {
-					return gone
-				}
-			}
-			return err
-		}
-		if err := w.lateMD5(n, part, &rec, in.Checksum, out.Checksums); err != nil {
-			return err
-		}
-		receipt := integrity.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
-		// A store whose multipart ETags are MD5-of-part-MD5s makes part ETags that are MD5s.
-		if _, err := integrity.CheckReceipt(receipt, out.ETag, out.Checksums, w.etagTrusted(false) || w.etagTrusted(true)); err != nil {
-			return w.errs.integrity("UploadPart", n, err)
-		}
-		done.etag, done.md5, done.hasMD5 = out.ETag, rec.md5, rec.hasMD5
-		done.echoed = in.Checksum.Value != "" && out.Checksums.Get(in.Checksum.Algorithm) == in.Checksum.Value
-		return nil
-	})
-	if err == nil && w.decider().md5Spared(done.hasMD5) {
+// sectionPart is [off, off+size) of the object in the ReaderAt source.
+func (in *intake) sectionPart(off, size int64) partBody {
+	return partBody{section: io.NewSectionReader(in.section, in.sectionBase+off, size)}
+}
+
+// sendPart sends part n of upload uploadID and records its receipt; a failure is the write's.
+func (w *Writer) sendPart(n int32, body partBody, uploadID string) {
+	d := w.decider()
+	done, err := w.parts.send(n, body, uploadID, d)
+	if err == nil && d.md5Spared(done.hasMD5) {
 		w.verifying.md5Skipped.Store(true)
 	}
 	if err != nil {
-		_ = w.fail(w.partFailed(n, err))
+		_ = w.fail(err)
 		return
 	}
 	// Journal hook: the verified part's receipt, for resume and recovery.
@@ -186,9 +187,85 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 	w.mu.Lock()
 	w.session.parts[n] = done
 	w.mu.Unlock()
-	w.paced(n, size, part.hand)
-	total := w.tally.bytesDone.Add(size)
-	w.req.events.emit(Event{Type: EventPartDone, UploadID: uploadID, PartNumber: n, Size: size, BytesDone: total})
+	w.parts.acknowledged(n, body, uploadID)
+}
+
+// send sends part n of upload uploadID with retries and returns its receipt, checked against
+// what was sent, or the part's classified error (partFailed). The body of every attempt is a
+// fresh reader over the same held bytes. A buffer's first attempt sends the CRC taken as the
+// bytes arrived; every retry recomputes it from the held bytes and must agree, so a retry can
+// never carry a stale checksum and bytes changed in memory since they were written are caught.
+// d is the write's decisions, of which the part's MD5 ones are read (lateMD5).
+func (s *partSender) send(n int32, part partBody, uploadID string, d decider) (partDone, error) {
+	size := part.size()
+	s.events.emit(Event{Type: EventPartStarted, UploadID: uploadID, PartNumber: n, Size: size})
+	var done partDone
+	first := true
+	err := s.req.doSized("UploadPart", n, size, func(ctx context.Context, attempt int) error {
+		body, rec, err := s.prepareBody(n, part, first)
+		if err != nil {
+			return err
+		}
+		if !first && rec.crc != done.crc {
+			return s.errs.errorf(sperrors.Internal, "UploadPart", nil, "part %d bytes changed between attempts (checksum %s then %s)", n, done.sum, rec.sum)
+		}
+		if first {
+			done = rec
+			first = false
+		}
+		in := &store.UploadPartInput{
+			Bucket: s.bucket, Key: s.key, UploadID: uploadID, PartNumber: n,
+			Body: body, ContentLength: size, SSECustomerKey: s.cfg.customerKey,
+		}
+		if s.caps.alg != store.ChecksumNone {
+			in.Checksum = store.Checksum{Algorithm: s.caps.alg, Value: rec.sum}
+		}
+		if s.caps.sendMD5 && rec.hasMD5 {
+			in.ContentMD5 = md5Header(rec.md5)
+		}
+		s.tally.bytesSent.Add(size)
+		sendCtx, sent := s.bodySent(ctx, n, part, uploadID)
+		sendCtx, lostAfterSent := sentWhole(sendCtx)
+		out, err := s.st.UploadPart(sendCtx, in)
+		sent()
+		if err != nil {
+			if lostAfterSent(err) {
+				s.unanswered.Store(true)
+			}
+			if attempt > 1 && ctx.Err() == nil && unanswered(err) {
+				// Unanswered again: an outage, or a store that drops the connection on a part
+				// of an upload it no longer has; only the latter ends the part's retries.
+				if gone := s.uploadGone(uploadID); gone != nil {
+					return gone
+				}
+			}
+			return err
+		}
+		if err := s.lateMD5(n, part, &rec, in.Checksum, out.Checksums, d); err != nil {
+			return err
+		}
+		receipt := integrity.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
+		// A store whose multipart ETags are MD5-of-part-MD5s makes part ETags that are MD5s.
+		if _, err := integrity.CheckReceipt(receipt, out.ETag, out.Checksums, s.caps.etagIsMD5 || s.caps.mpETagMD5); err != nil {
+			return s.errs.integrity("UploadPart", n, err)
+		}
+		done.etag, done.md5, done.hasMD5 = out.ETag, rec.md5, rec.hasMD5
+		done.echoed = in.Checksum.Value != "" && out.Checksums.Get(in.Checksum.Algorithm) == in.Checksum.Value
+		return nil
+	})
+	if err != nil {
+		return done, s.partFailed(n, err, uploadID)
+	}
+	return done, nil
+}
+
+// acknowledged counts part's bytes done, once the Writer has recorded its receipt, and paces
+// the parts in flight by it.
+func (s *partSender) acknowledged(n int32, part partBody, uploadID string) {
+	size := part.size()
+	s.paced(n, size, part.hand, uploadID)
+	total := s.tally.bytesDone.Add(size)
+	s.events.emit(Event{Type: EventPartDone, UploadID: uploadID, PartNumber: n, Size: size, BytesDone: total})
 }
 
 // partFailed is the write's error for part n, whose request failed with err after its retries:
@@ -196,20 +273,20 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 // without an answer (a reset, a timeout) and ListParts, asked once, finds the upload gone. A store
 // may close the connection on a request for an upload it no longer has before the client has read
 // its answer (Versity answers before it reads the body), so the part itself never hears why.
-func (w *Writer) partFailed(n int32, err error) error {
+func (s *partSender) partFailed(n int32, err error, uploadID string) error {
 	if isNoSuchUpload(err) {
-		return w.errs.uploadVanished("UploadPart", n, err, "")
+		return s.errs.uploadVanished("UploadPart", n, err, "")
 	}
 	if e := asError(err); e == nil || e.Kind != sperrors.Transient || !unanswered(err) {
 		return err
 	}
-	gone := w.uploadGone()
+	gone := s.uploadGone(uploadID)
 	if gone == nil {
 		return err
 	}
-	w.log.Warn("a part's requests ended without an answer and ListParts found the upload gone",
-		zap.Int32("part", n), zap.String("upload_id", w.currentUploadID()), zap.Error(err))
-	return w.errs.uploadVanished("UploadPart", n, gone, "")
+	s.log.Warn("a part's requests ended without an answer and ListParts found the upload gone",
+		zap.Int32("part", n), zap.String("upload_id", uploadID), zap.Error(err))
+	return s.errs.uploadVanished("UploadPart", n, gone, "")
 }
 
 // sentWhole returns ctx with a hook that notes the request written out whole, and a function
@@ -224,9 +301,6 @@ func sentWhole(ctx context.Context) (context.Context, func(err error) bool) {
 	}
 }
 
-// writeEnded reports whether the write's context ended (it failed, or the caller stopped it).
-func (w *Writer) writeEnded() bool { return w.ctx.Err() != nil }
-
 // unanswered reports a request whose connection ended without the store's answer (reset,
 // closed); not one cut for a stall or a timeout, which the stall window already bounds and
 // whose store a ListParts would wait on as long.
@@ -238,20 +312,19 @@ func unanswered(err error) bool {
 	return !sperrors.IsTimeout(err) && !stderrors.Is(err, context.Canceled)
 }
 
-// uploadGone asks ListParts, once (under the stall window), whether the write's upload is still
+// uploadGone asks ListParts, once (under the stall window), whether upload uploadID is still
 // there, and returns the store's NoSuchUpload answer when it is gone; nil when it is there, or
-// when the store cannot say (it lacks ListParts, or does not answer either).
-func (w *Writer) uploadGone() error {
-	if w.writeEnded() || w.facts.lacking(optListParts) != "" {
+// when the store cannot say (it lacks ListParts, or does not answer either), or the write ended.
+func (s *partSender) uploadGone(uploadID string) error {
+	if s.ctx.Err() != nil || s.facts.lacking(optListParts) != "" {
 		return nil
 	}
-	id := w.currentUploadID()
-	stats, err := w.cfg.policy.With(sendOnce).Do(w.ctx, retry.Op{Name: "ListParts", Bucket: w.bucket, Key: w.key, UploadID: id},
+	stats, err := s.policy.With(sendOnce).Do(s.ctx, retry.Op{Name: "ListParts", Bucket: s.bucket, Key: s.key, UploadID: uploadID},
 		func(ctx context.Context, _ int) error {
-			_, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})
+			_, err := s.st.ListParts(ctx, &store.ListPartsInput{Bucket: s.bucket, Key: s.key, UploadID: uploadID})
 			return err
 		})
-	w.tally.addStats(stats)
+	s.tally.addStats(stats)
 	if isNoSuchUpload(err) {
 		return err
 	}
@@ -267,8 +340,9 @@ func (w *Writer) uploadGone() error {
 // catches a part damaged on the way before Complete. A receipt without the echo makes the
 // endpoint's receipts useless for this: later parts and writes (and, through the endpoint cache,
 // later processes) take their MD5s without asking again.
-func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Checksum, echoed store.Checksums) error {
-	d := w.decider()
+//
+// d is the write's decisions (of which afterReceipt and afterEcho are taken here).
+func (s *partSender) lateMD5(n int32, part partBody, rec *partDone, sent store.Checksum, echoed store.Checksums, d decider) error {
 	switch d.afterReceipt(rec.hasMD5, sent) {
 	case md5Held:
 		return nil
@@ -276,31 +350,31 @@ func (w *Writer) lateMD5(n int32, part partBody, rec *partDone, sent store.Check
 		if part.early == nil {
 			// Whether the store checks is the probe's answer. A single PUT whose MD5 is being
 			// taken beside it has it anyway: it does not wait for a probe out meanwhile.
-			w.facts.awaitAnswer(w.ctx)
+			s.facts.awaitAnswer(s.ctx)
 		}
-		switch d.afterEcho(sent, echoed.Get(sent.Algorithm), w.facts.checking()) {
+		switch d.afterEcho(sent, echoed.Get(sent.Algorithm), s.facts.checking()) {
 		case echoTrusted:
 			return nil
 		case echoMissing:
-			w.facts.update(func(f *endpointFacts) { f.checksParts = no })
+			s.facts.update(func(f *endpointFacts) { f.checksParts = no })
 		case echoUntrusted:
 		}
 	case md5Take:
 	}
-	return w.partMD5(n, part, rec)
+	return s.partMD5(n, part, rec)
 }
 
 // partMD5 sets rec's MD5 from the part's bytes: its buffer, or its section of the source re-read.
-func (w *Writer) partMD5(n int32, part partBody, rec *partDone) error {
+func (s *partSender) partMD5(n int32, part partBody, rec *partDone) error {
 	if part.early != nil {
 		rec.md5, rec.hasMD5 = part.early.wait(), true
-		w.tally.md5Bytes.Add(int64(len(part.buf)))
+		s.tally.md5Bytes.Add(int64(len(part.buf)))
 		return nil
 	}
 	if part.section == nil {
 		_, rec.md5 = integrity.MD5Base64(part.buf)
 		rec.hasMD5 = true
-		w.tally.md5Bytes.Add(int64(len(part.buf)))
+		s.tally.md5Bytes.Add(int64(len(part.buf)))
 		return nil
 	}
 	h := newMD5()
@@ -309,20 +383,20 @@ func (w *Writer) partMD5(n int32, part partBody, rec *partDone) error {
 	defer sectionChunks.Put(chunkBuf)
 	m, err := io.CopyBuffer(h, io.LimitReader(section, part.size()), *chunkBuf)
 	if err != nil {
-		return w.errs.sourceError("UploadPart", n, err)
+		return s.errs.sourceError("UploadPart", n, err)
 	}
 	if m != part.size() {
-		return w.errs.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", m, n, part.size(), w.cfg.sizeHint)
+		return s.errs.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", m, n, part.size(), s.cfg.sizeHint)
 	}
 	copy(rec.md5[:], h.Sum(nil))
 	rec.hasMD5 = true
-	w.tally.md5Bytes.Add(m)
+	s.tally.md5Bytes.Add(m)
 	return nil
 }
 
 // sums names what a pass over a part's bytes takes: the CRC of algorithm local (none for ""),
 // and the MD5. A pass ahead of the create is given them (the create may still change the caps),
-// and stops early, with errAheadStopped, once the write has failed.
+// and stops early, with errAheadStopped, once the write has failed (which ends its context).
 type sums struct {
 	local store.ChecksumAlgorithm
 	md5   bool
@@ -332,12 +406,12 @@ type sums struct {
 var errAheadStopped = stderrors.New("the write failed before its part was sent")
 
 // sumSection reads section once and returns its part's record with the sums s asks for.
-func (w *Writer) sumSection(n int32, section *io.SectionReader, s sums) (partDone, error) {
+func (s *partSender) sumSection(n int32, section *io.SectionReader, want sums) (partDone, error) {
 	size := section.Size()
 	rec := partDone{number: n, size: size}
-	crc := integrity.ChecksumOf(s.local, nil)
+	crc := integrity.ChecksumOf(want.local, nil)
 	var md5h md5Hasher
-	if s.md5 {
+	if want.md5 {
 		md5h = newMD5()
 	}
 	chunkBuf := sectionChunks.Get()
@@ -345,13 +419,13 @@ func (w *Writer) sumSection(n int32, section *io.SectionReader, s sums) (partDon
 	chunk := *chunkBuf
 	var read int64
 	for read < size {
-		if s.ahead && (w.firstErr() != nil || w.ctx.Err() != nil) {
+		if want.ahead && s.ctx.Err() != nil {
 			return rec, errAheadStopped
 		}
 		m, err := section.Read(chunk)
 		if m > 0 {
-			if s.local != store.ChecksumNone {
-				crc = integrity.Update(s.local, crc, chunk[:m])
+			if want.local != store.ChecksumNone {
+				crc = integrity.Update(want.local, crc, chunk[:m])
 			}
 			if md5h != nil {
 				_, _ = md5h.Write(chunk[:m])
@@ -362,19 +436,19 @@ func (w *Writer) sumSection(n int32, section *io.SectionReader, s sums) (partDon
 			break
 		}
 		if err != nil {
-			return rec, w.errs.sourceError("UploadPart", n, err)
+			return rec, s.errs.sourceError("UploadPart", n, err)
 		}
 	}
 	if read != size {
-		return rec, w.errs.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", read, n, size, w.cfg.sizeHint)
+		return rec, s.errs.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", read, n, size, s.cfg.sizeHint)
 	}
-	if s.local != store.ChecksumNone {
-		rec.crc, rec.sum = crc, integrity.EncodeCRCValue(s.local, crc)
+	if want.local != store.ChecksumNone {
+		rec.crc, rec.sum = crc, integrity.EncodeCRCValue(want.local, crc)
 	}
 	if md5h != nil {
 		copy(rec.md5[:], md5h.Sum(nil))
 		rec.hasMD5 = true
-		w.tally.md5Bytes.Add(read)
+		s.tally.md5Bytes.Add(read)
 	}
 	return rec, nil
 }
@@ -382,14 +456,14 @@ func (w *Writer) sumSection(n int32, section *io.SectionReader, s sums) (partDon
 // prepareBody returns a fresh reader over the part and its checksums. fillCRC takes a buffer's
 // CRC from when it was filled instead of another pass over the bytes (which, by now, have left
 // the CPU's caches).
-func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeker, partDone, error) {
+func (s *partSender) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeker, partDone, error) {
 	size := part.size()
 	rec := partDone{number: n, size: size}
 	if part.section == nil {
 		if fillCRC {
-			w.checksumFilled(&rec, part.buf, part.crc)
+			s.checksumFilled(&rec, part.buf, part.crc)
 		} else {
-			w.checksum(&rec, part.buf)
+			s.checksum(&rec, part.buf)
 		}
 		return newFencedReader(part.buf, part.fence), rec, nil
 	}
@@ -399,14 +473,14 @@ func (w *Writer) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadSeeke
 	section := io.NewSectionReader(part.section.Outer())
 	ahead, ok := partDone{}, false
 	if fillCRC {
-		ahead, ok = w.takeAhead(section) // hashed while the create was on the wire (ahead.go)
+		ahead, ok = s.takeAhead(section) // hashed while the create was on the wire (ahead.go)
 	}
 	if ok {
 		ahead.number = n
 		rec = ahead
 	} else {
 		var err error
-		if rec, err = w.sumSection(n, section, sums{local: w.caps.local, md5: w.caps.md5}); err != nil {
+		if rec, err = s.sumSection(n, section, sums{local: s.caps.local, md5: s.caps.md5}); err != nil {
 			return nil, rec, err
 		}
 	}
@@ -427,23 +501,24 @@ const lateReadWait = 5 * time.Second
 // all writers so a part costs no allocation.
 var sectionChunks = bufpool.New(256 << 10)
 
-func (w *Writer) checksum(rec *partDone, data []byte) {
+// checksum sets rec's sums of data: the CRC and, when the write takes it up front, the MD5.
+func (s *partSender) checksum(rec *partDone, data []byte) {
 	crc := uint64(0)
-	if w.caps.local != store.ChecksumNone {
-		crc = integrity.ChecksumOf(w.caps.local, data)
+	if s.caps.local != store.ChecksumNone {
+		crc = integrity.ChecksumOf(s.caps.local, data)
 	}
-	w.checksumFilled(rec, data, crc)
+	s.checksumFilled(rec, data, crc)
 }
 
 // checksumFilled is checksum with data's CRC already known (taken as the data arrived).
-func (w *Writer) checksumFilled(rec *partDone, data []byte, crc uint64) {
-	if w.caps.local != store.ChecksumNone {
+func (s *partSender) checksumFilled(rec *partDone, data []byte, crc uint64) {
+	if s.caps.local != store.ChecksumNone {
 		rec.crc = crc
-		rec.sum = integrity.EncodeCRCValue(w.caps.local, rec.crc)
+		rec.sum = integrity.EncodeCRCValue(s.caps.local, rec.crc)
 	}
-	if w.caps.md5 {
+	if s.caps.md5 {
 		_, rec.md5 = integrity.MD5Base64(data)
 		rec.hasMD5 = true
-		w.tally.md5Bytes.Add(int64(len(data)))
+		s.tally.md5Bytes.Add(int64(len(data)))
 	}
 }

@@ -72,7 +72,7 @@ func (w *Writer) ensureUpload() error {
 
 // createUpload sends CreateMultipartUpload unless the write has its upload already.
 func (w *Writer) createUpload() error {
-	defer w.createReturned() // whatever the create's fate, the passes ahead must end (ahead.go)
+	defer w.parts.createReturned() // whatever the create's fate, the passes ahead must end (ahead.go)
 	if w.currentUploadID() != "" {
 		return nil
 	}
@@ -106,7 +106,7 @@ func (w *Writer) createUpload() error {
 	var id string
 	w.session.createStart = time.Now()
 	err = w.req.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
-		ctx = w.createSent(ctx) // the first parts are hashed while it is on the wire (ahead.go)
+		ctx = w.parts.createSent(ctx) // the first parts are hashed while it is on the wire (ahead.go)
 		sent := time.Now()
 		out, err := w.st.CreateMultipartUpload(ctx, in)
 		if err != nil && w.caps.probing && headerRefused(err) {
@@ -141,7 +141,7 @@ func (w *Writer) createUpload() error {
 	w.mu.Lock()
 	w.session.createEnd = time.Now()
 	w.mu.Unlock()
-	w.createReturned()
+	w.parts.createReturned()
 	if err != nil {
 		return w.fail(err)
 	}

@@ -298,7 +298,7 @@ func (u *Uploader) uploadOnce(ctx context.Context, bucket, key string, r io.Read
 	if err != nil {
 		return nil, spent{}, err
 	}
-	w.warmConnections()
+	warmConnections(w.st, w.bucket, w.plan, w.cfg.concurrency, func() bool { return w.decider().probes(w.facts.checking()) })
 	res, err := w.uploadFrom(r, ra, base, useReaderAt)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -354,11 +354,14 @@ func (w *Writer) sendSections() error {
 	total, part := w.cfg.sizeHint, w.plan.PartSize
 	// The create first, so its round trip tells whether the parts in flight may widen (pacing.go);
 	// the first parts are hashed meanwhile (ahead.go).
-	w.hashAhead(total, part)
+	w.parts.hashAhead(w.intake.section, w.intake.sectionBase, total, part, w.currentUploadID() != "", &w.wg, w.recoverTo)
 	if err := w.ensureUpload(); err != nil {
 		return err
 	}
-	w.startPacing()
+	w.mu.Lock()
+	rtt := w.session.createTook
+	w.mu.Unlock()
+	w.parts.startPacing(rtt, w.currentUploadID())
 	for off := int64(0); off < total; off += part {
 		if err := w.firstErr(); err != nil {
 			return err

@@ -147,7 +147,7 @@ func (u *Uploader) New(ctx context.Context, bucket, key string, optFns ...func(*
 	}
 	w, err := u.newWriter(ctx, bucket, key, u.config(optFns))
 	if err == nil {
-		w.warmConnections()
+		warmConnections(w.st, w.bucket, w.plan, w.cfg.concurrency, func() bool { return w.decider().probes(w.facts.checking()) })
 		w.createEarly()
 	}
 	return w, err

@@ -100,14 +100,12 @@ type Writer struct {
 	log    *zap.Logger
 
 	wg sync.WaitGroup
-	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from
-	// another goroutine.
-	op sync.Mutex
 	mu sync.Mutex
 
 	// steps
-	req  *requester // every store request goes through it (requests.go)
-	errs errorSite  // the write's classified errors (failures.go)
+	req   *requester // every store request goes through it (requests.go)
+	errs  errorSite  // the write's classified errors (failures.go)
+	parts partSender // sends each part and returns its receipt (parts.go)
 
 	// The write's state by step.
 	intake    intake    // the bytes on their way into parts, owned by the writing goroutine
@@ -148,9 +146,6 @@ type outcome struct {
 	// keyDeleted: this writer deleted the object at the key (its own damaged or unproven one),
 	// so an earlier Upload attempt's object is no longer there.
 	keyDeleted atomic.Bool
-	// partUnanswered: a part request was written out in full and got no answer, so the store
-	// may still be finishing it after the abort (abortUpload looks again).
-	partUnanswered atomic.Bool
 	// leftUploads and unswept: what a failed write's error names as left behind (uploads it could
 	// not abort, why the look for a lost create's upload failed), for a later Upload attempt.
 	leftUploads []string
@@ -303,15 +298,21 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, uploadID: w.currentUploadID, replayable: cfg.replayable}
 	w.req = &requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, uploadID: w.currentUploadID,
 		facts: w.facts, events: emitter{bucket: bucket, key: key, observer: cfg.observer, span: cfg.span}, tally: w.tally, log: w.log}
-	w.intake.init(cfg, plan.PartSize, w.caps.local, &partSlots{ch: make(chan struct{}, cfg.concurrency)}, w.log, w.currentUploadID)
+	w.parts = partSender{
+		ctx: wctx, st: st, bucket: bucket, key: key, log: w.log,
+		req: w.req, errs: w.errs, events: w.req.events, policy: cfg.policy, tally: w.tally, facts: w.facts,
+		caps: &w.caps, slots: partSlots{ch: make(chan struct{}, cfg.concurrency)}, buffers: &w.intake,
+		cfg: partsConfig{customerKey: w.customerKey(), sizeHint: cfg.sizeHint, concurrency: cfg.concurrency},
+	}
+	w.intake.init(cfg, plan.PartSize, w.caps.local, &w.parts.slots, w.log)
 	return w, nil
 }
 
 // Close commits the object and verifies it. It returns nil only when the object landed and
 // verified; Result then reports how. A second Close returns the first Close's error (or nil).
 func (w *Writer) Close() error {
-	w.op.Lock()
-	defer w.op.Unlock()
+	w.intake.op.Lock()
+	defer w.intake.op.Unlock()
 	w.mu.Lock()
 	if w.outcome.closed {
 		err := w.outcome.closeErr
@@ -393,10 +394,10 @@ func (w *Writer) Abort(ctx context.Context) error {
 	// Cancel first: a Write blocked on a part slot or on the memory budget returns at once and
 	// gives up the buffers it owns.
 	w.cancel()
-	w.op.Lock()
-	defer w.op.Unlock()
+	w.intake.op.Lock()
+	defer w.intake.op.Unlock()
 	w.wg.Wait()
-	w.intake.releaseHeld()
+	w.intake.releaseHeld(w.currentUploadID())
 	var err error
 	if aerr := w.abortUpload(ctx); aerr != nil {
 		err = aerr
