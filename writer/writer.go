@@ -44,11 +44,15 @@ import (
 //   - uploader.go: Uploader, what its writes share; budget.go: the memory budget they share
 //   - writer.go: Writer (its state by step: intake, session, verifying, outcome, tally), New,
 //     Close, Abort
-//   - intake.go: Write and ReadFrom into pooled part buffers
+//   - intake.go: Write and ReadFrom into pooled part buffers; the intake (its buffers, their
+//     release to the budget) is a step of its own, which the Writer dispatches full parts from
 //   - session.go: the multipart upload (create, its id, acknowledged parts)
 //   - probe.go: the checksum probe, whether the store checks part checksums, asked in an upload
 //     of its own, never the caller's
-//   - parts.go: a part's body (buffer or ReaderAt section), dispatch, UploadPart and its receipt;
+//   - parts.go: a part's body (buffer or ReaderAt section), dispatch, and the part sender
+//     (partSender): UploadPart with retries and its checked receipt or classified error; beside it
+//     the pacing of a ReaderAt source's parts (pacing.go, handoff.go) and their sums hashed ahead
+//     of the create (ahead.go);
 //     fence.go: a part's buffer guarded against a request that outlives its call
 //   - commit.go: the single PUT, or ListParts check and CompleteMultipartUpload
 //   - landed.go: what landed: HEAD or read-back evidence, lost answers, create-only
