@@ -21,7 +21,7 @@ func TestReleaseBuildHasNoTestSupport(t *testing.T) {
 		}
 		return strings.Fields(string(out))
 	}
-	const testSupport = "github.com/safeput/safeput/store/storetest"
+	const testSupport = "github.com/safeput/safeput/storetest"
 	for _, p := range list() {
 		if p == testSupport || strings.HasPrefix(p, testSupport+"/") {
 			t.Errorf("the production build imports %s", p)

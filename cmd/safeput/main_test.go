@@ -23,7 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/safeput/safeput/multipart"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // bin is the safeput binary, built once: the tests run it as a user would, so flags, exit codes,
@@ -238,7 +238,7 @@ func TestReleaseBuildHasNoTestSupport(t *testing.T) {
 		}
 		return strings.Fields(string(out))
 	}
-	const testSupport = "github.com/safeput/safeput/store/storetest"
+	const testSupport = "github.com/safeput/safeput/storetest"
 	for _, p := range list() {
 		if p == testSupport || strings.HasPrefix(p, testSupport+"/") {
 			t.Errorf("the release build imports %s", p)

@@ -14,8 +14,8 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/safeput/safeput/store"
-	journal "github.com/safeput/safeput/store/storetest/journaltest"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	journal "github.com/safeput/safeput/storetest/journaltest"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // What recover says about a journal with nothing to do, and about bad input: a clear message,

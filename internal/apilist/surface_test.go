@@ -12,7 +12,7 @@ import (
 // testSupport is the tree of packages outside the compatibility promise (their docs say so): the
 // conformance suite, the in-memory store and the fault injector, which change with the tests
 // they serve.
-const testSupport = "github.com/safeput/safeput/store/storetest"
+const testSupport = "github.com/safeput/safeput/storetest"
 
 // stable reports whether a listed package is covered by the compatibility promise.
 func stable(path string) bool {

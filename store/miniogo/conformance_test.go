@@ -3,7 +3,7 @@ package miniogo_test
 import (
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/testkit"
 )
 
 // TestConformance runs the public conformance suite (store/storetest) through this adapter on

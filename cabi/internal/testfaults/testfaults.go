@@ -6,7 +6,7 @@ package testfaults
 import (
 	"github.com/safeput/safeput/cabi/internal/testhook"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/storetest/faulty"
 )
 
 // Allow makes this process honour test_faults: comma-separated OP:FAULT[:N] items (faulty.Parse).

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faultproxy"
-	"github.com/safeput/safeput/store/storetest/s3test"
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/faultproxy"
+	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
 )
 
 // Proxied starts a fault proxy in front of env's server and returns it with a store of env's

@@ -21,8 +21,8 @@ import (
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
-	"github.com/safeput/safeput/store/storetest"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // Conformance runs the public conformance suite (store/storetest) through the adapter named
