@@ -225,9 +225,9 @@ func TestReleaseBuildHasNoTestHooks(t *testing.T) {
 }
 
 // The release build's packages (go list -deps, no tags) include none of the test support under
-// store/storetest: the demo's in-memory store and fault injector are product code
+// storetest: the demo's in-memory store and fault injector are product code
 // (internal/demostore), and what reaches the test support (the --fault hook) is in
-// the test build only. The test build's list is checked to hold store/storetest/faulty, so the
+// the test build only. The test build's list is checked to hold storetest/faulty, so the
 // check is shown to see such a package.
 func TestReleaseBuildHasNoTestSupport(t *testing.T) {
 	list := func(args ...string) []string {

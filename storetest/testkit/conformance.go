@@ -25,7 +25,7 @@ import (
 	"github.com/safeput/safeput/storetest/s3test"
 )
 
-// Conformance runs the public conformance suite (store/storetest) through the adapter named
+// Conformance runs the public conformance suite (storetest) through the adapter named
 // under on every test server, with the other adapter as the reference client, so an adapter is
 // never checked only by itself; then the facts of each server no contract states (which answer
 // it picks among those S3 allows, which headers it ignores), checked with the raw client.

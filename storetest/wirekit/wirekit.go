@@ -1,4 +1,4 @@
-// Package wirekit runs integration tests through a fault proxy (store/storetest/faultproxy) in front of
+// Package wirekit runs integration tests through a fault proxy (storetest/faultproxy) in front of
 // the real test server. It is apart from testkit because faultproxy's own tests use testkit.
 //
 // Test support, outside safeput's compatibility promise (see package storetest).

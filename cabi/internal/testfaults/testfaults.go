@@ -1,5 +1,5 @@
 // Package testfaults makes the C ABI honour test_faults with the fault injector of the tests
-// (store/storetest/faulty). Only test builds import it: the library built with the safeput_faults
+// (storetest/faulty). Only test builds import it: the library built with the safeput_faults
 // tag and this module's tests.
 package testfaults
 
