@@ -77,7 +77,7 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 		}
 		res.AlreadyExisted = true
 		res.ETag, res.VersionID = head.ETag, head.VersionID
-		if w.currentUploadID() != "" {
+		if w.session.upload.current() != "" {
 			// Our own upload did not commit (the object was already there): discard it.
 			if aerr := w.abortUpload(w.ctx); aerr != nil {
 				return aerr
@@ -104,7 +104,7 @@ func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result
 		// parts as the store holds them, but that is not what was written: a part was damaged
 		// on the way. The object is ours, not another writer's: remove it.
 		w.mu.Lock()
-		w.session.uploadID = "" // committed: nothing to abort any more
+		w.session.upload.committed() // nothing to abort any more
 		w.mu.Unlock()
 		return w.fail(w.removeDamaged(w.errs.integrity("Verify", 0, fmt.Errorf("the object this write's Complete assembled is not what was written: %w", j.mismatch)), "corrupt"))
 	default: // keyTaken
@@ -287,7 +287,7 @@ func (w *Writer) leftUnchecked(headErr error, message string) *sperrors.Error {
 // removeDamaged deletes this write's own committed object, which e says is not what was written
 // (what: "corrupt" or "unproven"), and says in e whether it is gone or still at the key.
 func (w *Writer) removeDamaged(e *sperrors.Error, what string) *sperrors.Error {
-	if derr := w.deleteObject(); derr != nil {
+	if derr := w.session.upload.deleteObject(w.ctx); derr != nil {
 		e.Message += "; the " + what + " object could not be deleted: " + derr.Error()
 		e.ObjectLeft = true
 	} else {

@@ -95,7 +95,7 @@ func (w *Writer) lacksOp(op string, err error) string {
 		f.lacks[op] = err
 	})
 	w.log.Warn("the store does not support an optional operation: going on with the proof it can still give",
-		zap.String("op", op), zap.String("why", why), zap.String("upload_id", w.currentUploadID()))
+		zap.String("op", op), zap.String("why", why), zap.String("upload_id", w.session.upload.current()))
 	return why
 }
 
@@ -104,7 +104,7 @@ func (w *Writer) skipped(check, op, why, instead string) {
 	msg := fmt.Sprintf("%s did not run: the store does not support %s (%s); %s", check, op, why, instead)
 	w.note(msg)
 	w.log.Info("check skipped", zap.String("check", check), zap.String("op", op), zap.String("why", why),
-		zap.String("upload_id", w.currentUploadID()))
+		zap.String("upload_id", w.session.upload.current()))
 }
 
 // listPartsForCheck lists the upload for the pre-Complete check. ok is false when the store does
