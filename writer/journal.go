@@ -88,7 +88,7 @@ func (w *Writer) journalCreating() (func(), error) {
 	}
 	return func() {
 		w.mu.Lock()
-		keep := w.session.createAmbiguous
+		keep := w.session.upload.createLost()
 		if keep {
 			w.session.jr.creating = id
 		}
@@ -382,8 +382,7 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 		reusedBytes += p.Size
 	}
 	w.mu.Lock()
-	w.session.uploadID = rec.UploadID
-	w.session.uploadIDs[rec.UploadID] = true
+	w.session.upload.adopt(rec.UploadID)
 	w.session.jr.id, w.session.jr.held = rec.ID, true
 	w.session.jr.reused, w.session.jr.source = reused, sizes
 	for n, p := range parts {
