@@ -81,14 +81,14 @@ func (w *Writer) journalCreating() (func(), error) {
 	id := journal.ID{Endpoint: w.cfg.journalEndpoint, Bucket: w.bucket, Key: w.key, UploadID: journal.CreatingPrefix + hex.EncodeToString(nonce[:])}
 	err := w.cfg.journal.Begin(journal.Record{
 		ID: id, PartSize: w.plan.PartSize, SourceSize: w.cfg.sizeHint, ChecksumAlgorithm: string(w.caps.local), Creating: true,
-		SSE: string(w.cfg.sse.Type), SSECustomerKeyMD5: w.customerKey().MD5(),
+		SSE: string(w.cfg.sse.Type), SSECustomerKeyMD5: w.cfg.customerKey().MD5(),
 	})
 	if err != nil {
 		return nil, w.journalError("the upload about to be created", err)
 	}
 	return func() {
 		w.mu.Lock()
-		keep := w.session.createAmbiguous
+		keep := w.session.upload.createLost()
 		if keep {
 			w.session.jr.creating = id
 		}
@@ -134,7 +134,7 @@ func (w *Writer) journalBegin(uploadID string) error {
 	id := journal.ID{Endpoint: w.cfg.journalEndpoint, Bucket: w.bucket, Key: w.key, UploadID: uploadID}
 	err := w.cfg.journal.Begin(journal.Record{
 		ID: id, PartSize: w.plan.PartSize, SourceSize: w.cfg.sizeHint, ChecksumAlgorithm: string(w.caps.local),
-		SSE: string(w.cfg.sse.Type), SSECustomerKeyMD5: w.customerKey().MD5(),
+		SSE: string(w.cfg.sse.Type), SSECustomerKeyMD5: w.cfg.customerKey().MD5(),
 	})
 	if err != nil {
 		return w.journalError("the new upload", err)
@@ -255,11 +255,11 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 			r.SourceSize != w.cfg.sizeHint || r.ChecksumAlgorithm != string(w.caps.local) ||
 			// An upload created with other encryption (or another SSE-C key) cannot be finished
 			// as this write: its parts are encrypted as asked then.
-			r.SSE != string(w.cfg.sse.Type) || r.SSECustomerKeyMD5 != w.customerKey().MD5() {
+			r.SSE != string(w.cfg.sse.Type) || r.SSECustomerKeyMD5 != w.cfg.customerKey().MD5() {
 			continue
 		}
 		if why := w.facts.lacking(optListParts); why != "" {
-			w.skipped("resuming journaled upload "+r.UploadID, optListParts, why, "a new upload is started and the record is kept for Recover")
+			w.verifier.optional.skipped("resuming journaled upload "+r.UploadID, optListParts, why, "a new upload is started and the record is kept for Recover")
 			return nil, nil
 		}
 		rec, cerr := w.cfg.journal.Claim(r.ID)
@@ -272,7 +272,7 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 			// The parts the store holds cannot be listed, so nothing can be reused; the record
 			// (and its upload) stays for Recover rather than being forgotten.
 			_ = w.cfg.journal.Release(rec.ID)
-			w.skipped("resuming journaled upload "+rec.UploadID, optListParts, w.lacksOp(optListParts, rerr),
+			w.verifier.optional.skipped("resuming journaled upload "+rec.UploadID, optListParts, w.verifier.optional.lacksOp(optListParts, rerr),
 				"a new upload is started and the record is kept for Recover")
 			return nil, nil
 		case rerr != nil:
@@ -382,8 +382,7 @@ func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, er
 		reusedBytes += p.Size
 	}
 	w.mu.Lock()
-	w.session.uploadID = rec.UploadID
-	w.session.uploadIDs[rec.UploadID] = true
+	w.session.upload.adopt(rec.UploadID)
 	w.session.jr.id, w.session.jr.held = rec.ID, true
 	w.session.jr.reused, w.session.jr.source = reused, sizes
 	for n, p := range parts {
@@ -402,7 +401,7 @@ func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
 	want := expectedOf(*rec.Object)
 	var head *store.HeadObjectOutput
 	herr := w.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true, SSECustomerKey: w.customerKey()})
+		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true, SSECustomerKey: w.cfg.customerKey()})
 		head = h
 		return err
 	})

@@ -33,8 +33,7 @@ type partDone struct {
 // and the upload's id, and returns the part's checked receipt (partDone) or a classified error.
 // It owns what sending parts needs beyond one part: the sums of the first parts of a ReaderAt
 // source, taken while the create is on the wire (ahead.go); the pacing of such a source's parts
-// in flight and their hand-offs of slots (pacing.go, handoff.go); whether a part's request went
-// out whole and got no answer (unanswered). It does not own the upload (it is given its id), the
+// in flight and their hand-offs of slots (pacing.go, handoff.go); the part slots. It does not own the upload (it is given its id), the
 // part numbers, the record of the parts acknowledged or the journal: the Writer dispatches each
 // part, records its receipt and decides what a failure means for the write. Its dependencies are
 // the store, the retry runner (requester), the error constructors (errorSite), the events, the
@@ -58,13 +57,18 @@ type partSender struct {
 	buffers bufferReleaser // the intake, to which a buffer part's buffer goes back
 	cfg     partsConfig
 
+	// upload hears of a part request written out in full that got no answer: the store may
+	// still be finishing it after the abort, which then looks again (uploadSession).
+	upload unansweredNoter
+
 	// Its own state.
 	ahead *sumsAhead // the first parts' sums, hashed while the create was on the wire (ahead.go)
 	pace  *pacing    // set when a ReaderAt source's parts in flight may widen (pacing.go)
-	// unanswered: a part request was written out in full and got no answer, so the store may
-	// still be finishing it after the abort (abortUpload looks again).
-	unanswered atomic.Bool
 }
+
+// unansweredNoter is told of a part request that went out whole and got no answer
+// (uploadSession.partWentUnanswered).
+type unansweredNoter interface{ partWentUnanswered() }
 
 // partsConfig is what the part sender reads of the write's options.
 type partsConfig struct {
@@ -117,12 +121,12 @@ func (s *partSender) releaseBody(b partBody, uploadID string) {
 // if needed. What body holds is released when the part is done, or at once when it cannot go.
 func (w *Writer) dispatch(body partBody, final bool) error {
 	if err := w.ensureUpload(); err != nil {
-		w.parts.releaseBody(body, w.currentUploadID())
+		w.parts.releaseBody(body, w.session.upload.current())
 		return err
 	}
 	w.intake.nextPart++
 	n := w.intake.nextPart
-	uploadID := w.currentUploadID()
+	uploadID := w.session.upload.current()
 	if err := w.plan.CheckPart(int(n), body.size(), final); err != nil {
 		w.parts.releaseBody(body, uploadID)
 		return w.fail(classifyRule("UploadPart", w.bucket, w.key, err))
@@ -173,7 +177,7 @@ func (w *Writer) sendPart(n int32, body partBody, uploadID string) {
 	d := w.decider()
 	done, err := w.parts.send(n, body, uploadID, d)
 	if err == nil && d.md5Spared(done.hasMD5) {
-		w.verifying.md5Skipped.Store(true)
+		w.verifier.md5Skipped.Store(true)
 	}
 	if err != nil {
 		_ = w.fail(err)
@@ -230,7 +234,7 @@ func (s *partSender) send(n int32, part partBody, uploadID string, d decider) (p
 		sent()
 		if err != nil {
 			if lostAfterSent(err) {
-				s.unanswered.Store(true)
+				s.upload.partWentUnanswered()
 			}
 			if attempt > 1 && ctx.Err() == nil && unanswered(err) {
 				// Unanswered again: an outage, or a store that drops the connection on a part
@@ -246,7 +250,7 @@ func (s *partSender) send(n int32, part partBody, uploadID string, d decider) (p
 		}
 		receipt := integrity.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
 		// A store whose multipart ETags are MD5-of-part-MD5s makes part ETags that are MD5s.
-		if _, err := integrity.CheckReceipt(receipt, out.ETag, out.Checksums, s.caps.etagIsMD5 || s.caps.mpETagMD5); err != nil {
+		if _, err := integrity.CheckReceipt(receipt, out.ETag, out.Checksums, s.caps.etagTrusted(false) || s.caps.etagTrusted(true)); err != nil {
 			return s.errs.integrity("UploadPart", n, err)
 		}
 		done.etag, done.md5, done.hasMD5 = out.ETag, rec.md5, rec.hasMD5

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"slices"
 
 	"go.uber.org/zap"
@@ -302,8 +301,8 @@ func (u *Uploader) uploadOnce(ctx context.Context, bucket, key string, r io.Read
 	res, err := w.uploadFrom(r, ra, base, useReaderAt)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return res, spent{stats: w.tally.statsNow(), bytesSent: w.tally.bytesSent.Load(), keyDeleted: w.outcome.keyDeleted.Load(),
-		leftUploads: w.outcome.leftUploads, unswept: w.outcome.unswept, uploads: slices.Collect(maps.Keys(w.session.uploadIDs))}, err
+	return res, spent{stats: w.tally.statsNow(), bytesSent: w.tally.bytesSent.Load(), keyDeleted: w.session.upload.keyDeleted.Load(),
+		leftUploads: w.outcome.leftUploads, unswept: w.outcome.unswept, uploads: w.session.upload.given()}, err
 }
 
 func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool) (*Result, error) {
@@ -354,14 +353,11 @@ func (w *Writer) sendSections() error {
 	total, part := w.cfg.sizeHint, w.plan.PartSize
 	// The create first, so its round trip tells whether the parts in flight may widen (pacing.go);
 	// the first parts are hashed meanwhile (ahead.go).
-	w.parts.hashAhead(w.intake.section, w.intake.sectionBase, total, part, w.currentUploadID() != "", &w.wg, w.recoverTo)
+	w.parts.hashAhead(w.intake.section, w.intake.sectionBase, total, part, w.session.upload.current() != "", &w.wg, w.recoverTo)
 	if err := w.ensureUpload(); err != nil {
 		return err
 	}
-	w.mu.Lock()
-	rtt := w.session.createTook
-	w.mu.Unlock()
-	w.parts.startPacing(rtt, w.currentUploadID())
+	w.parts.startPacing(w.session.upload.createRoundTrip(), w.session.upload.current())
 	for off := int64(0); off < total; off += part {
 		if err := w.firstErr(); err != nil {
 			return err

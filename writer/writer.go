@@ -13,7 +13,6 @@ import (
 	"math"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -42,30 +41,34 @@ import (
 //
 // The code reads in the order of a write:
 //   - uploader.go: Uploader, what its writes share; budget.go: the memory budget they share
-//   - writer.go: Writer (its state by step: intake, session, verifying, outcome, tally), New,
+//   - writer.go: Writer (its steps, and its state by step: intake, session, outcome, tally), New,
 //     Close, Abort
 //   - intake.go: Write and ReadFrom into pooled part buffers; the intake (its buffers, their
 //     release to the budget) is a step of its own, which the Writer dispatches full parts from
-//   - session.go: the multipart upload (create, its id, acknowledged parts)
-//   - probe.go: the checksum probe, whether the store checks part checksums, asked in an upload
-//     of its own, never the caller's
+//   - session.go: uploadSession, the multipart upload step (its create and id); the parts the
+//     store acknowledged
+//   - probe.go: prober, the checksum probe step: whether the store checks part checksums, asked
+//     in an upload of its own, never the caller's
 //   - parts.go: a part's body (buffer or ReaderAt section), dispatch, and the part sender
 //     (partSender): UploadPart with retries and its checked receipt or classified error; beside it
 //     the pacing of a ReaderAt source's parts (pacing.go, handoff.go) and their sums hashed ahead
 //     of the create (ahead.go);
 //     fence.go: a part's buffer guarded against a request that outlives its call
 //   - commit.go: the single PUT, or ListParts check and CompleteMultipartUpload
-//   - landed.go: what landed: HEAD or read-back evidence, lost answers, create-only
+//   - landed.go: the verifier, the step that proves what landed: HEAD or read-back evidence, lost
+//     answers, create-only; it returns a verdict, the Writer keeps the Result or the error
 //   - evidence.go: which checksum to send and which evidence can prove the object;
-//     encryption.go: the encryption asked for, proven by the HEAD
+//     encryption.go: the encryption asked for, proven by the HEAD (both the verifier's)
 //   - decide_parts.go: the decisions before the commit (single PUT or multipart, part sizes and
 //     the final part, the tail at Close, when a part's MD5 is taken, the probe); decide.go: the
 //     decisions on the store's answers after; both apart from the I/O (decide_test.go). Whether
 //     one failed request is sent again is the retry package's decision (retry/decide.go)
-//   - cleanup.go: abort (confirmed), sweep of lost creates, delete of a wrong object
+//   - cleanup.go: uploadSession's end: abort (confirmed), sweep of lost creates, delete of a
+//     wrong object
 //   - failures.go: the retry wrapper, error constructors, events; result.go: Result and Event
-//   - optional.go: the store's optional operations (ListParts, ListMultipartUploads, conditional
-//     writes, HEAD's checksum mode) and what the write does without them
+//   - optional.go: optionalOps, the store's optional operations (ListParts, ListMultipartUploads,
+//     conditional writes, HEAD's checksum mode) and what the write does without them;
+//     notes.go: the notes every step adds for Result.Notes
 //   - upload.go: Upload for an io.Reader; journal.go, recover.go: crash consistency
 //   - savings.go: the cost-saving strategies a write may go without (Options.Savings)
 //   - endpointcache.go: what an endpoint showed, kept across processes; instrument.go: spans
@@ -99,7 +102,7 @@ type Writer struct {
 	key    string
 	cfg    config
 	plan   multipart.Plan
-	caps   checksumCaps
+	caps   *checksumCaps  // shared with the verifier, which learns from the answers what to send
 	facts  *endpointFacts // what writes learned about this store's endpoint (evidence.go)
 	log    *zap.Logger
 
@@ -107,58 +110,30 @@ type Writer struct {
 	mu sync.Mutex
 
 	// steps
-	req   *requester // every store request goes through it (requests.go)
-	errs  errorSite  // the write's classified errors (failures.go)
-	parts partSender // sends each part and returns its receipt (parts.go)
+	req      *requester // every store request goes through it (requests.go)
+	errs     errorSite  // the write's classified errors (failures.go)
+	verifier *verifier  // the checks before and after the commit (landed.go, evidence.go, encryption.go)
+	parts    partSender // sends each part and returns its receipt (parts.go)
 
 	// The write's state by step.
-	intake    intake    // the bytes on their way into parts, owned by the writing goroutine
-	session   session   // the multipart upload and its journal record (session.go), guarded by mu
-	verifying verifying // what the checks of the object will need
-	outcome   outcome   // how the write ended and what it left, guarded by mu
-	tally     *tally    // what the write counted, for its Result and log (requests.go)
-}
-
-// verifying is what the checks before and after commit need beyond the parts' receipts
-// (commit.go, landed.go, evidence.go).
-type verifying struct {
-	resent bool // parts were re-sent once after a failed layout check
-	// unlisted: the Complete now being sent was not preceded by ListParts (SaveRereads);
-	// mustList: a Complete so sent was refused for a part, so this write lists before committing.
-	unlisted, mustList bool
-	// lateETag gives the single PUT's body MD5 (hex) on demand while its buffer is held: the
-	// HEAD's evidence may need it (evidence.go). nil for a multipart write.
-	lateETag func() string
-	// md5Skipped: a part went without its MD5 because its receipt echoed the checksum sent
-	// (caps.md5Late); if the HEAD then reports no checksum, only a read-back can prove the object.
-	md5Skipped atomic.Bool
-	// listedTwice are the part numbers ListParts listed more than once, noted once each.
-	listedTwice map[int32]bool
-	// createUnguarded: a create-only commit the store is not known to keep off a taken key
-	// (createGuard.unguarded), so the object the HEAD after it finds may be another writer's.
-	createUnguarded bool
+	intake  intake  // the bytes on their way into parts, owned by the writing goroutine
+	session session // the multipart upload: its steps and what the others record of it (session.go)
+	outcome outcome // how the write ended and what it left, guarded by mu
+	tally   *tally  // what the write counted, for its Result and log (requests.go)
 }
 
 // outcome is how the write ended, and what it leaves at the store for the caller to know;
-// guarded by Writer.mu but for the atomic.
+// guarded by Writer.mu.
 type outcome struct {
 	err      error // sticky first error
 	closed   bool
 	closeErr error
 	result   *Result
-	notes    []string // Result.Notes
-	// keyDeleted: this writer deleted the object at the key (its own damaged or unproven one),
-	// so an earlier Upload attempt's object is no longer there.
-	keyDeleted atomic.Bool
+	notes    *notes // Result.Notes, added to by every step
 	// leftUploads and unswept: what a failed write's error names as left behind (uploads it could
 	// not abort, why the look for a lost create's upload failed), for a later Upload attempt.
 	leftUploads []string
 	unswept     error
-	// abortUnconfirmed is the note of an abort the store took but could not confirm (it lists no
-	// parts), for the failed write's error.
-	abortUnconfirmed string
-	// probeRun is the checksum probe this write sent, if any, and what it left (probe.go).
-	probeRun probeRun
 }
 
 // checksumCaps is what this write sends, given the algorithm asked for and the store's rules.
@@ -294,19 +269,44 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		cfg:     cfg,
 		plan:    plan,
 		facts:   u.facts.forBucket(factsKey(bucket, cfg.sse)),
-		session: session{parts: map[int32]partDone{}, uploadIDs: map[string]bool{}},
+		session: session{parts: map[int32]partDone{}},
 		tally:   newTally(),
 	}
-	w.caps = chooseChecksum(cfg, w.facts)
+	caps := chooseChecksum(cfg, w.facts)
+	w.caps = &caps
 	w.log = cfg.logger.With(zap.String("bucket", bucket), zap.String("key", key))
-	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, uploadID: w.currentUploadID, replayable: cfg.replayable}
-	w.req = &requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, uploadID: w.currentUploadID,
+	w.session.upload = newUploadSession(st, bucket, key, w.log, cfg.policy, w.facts, cfg.abortTimeout, nil)
+	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, uploadID: w.session.upload.current, replayable: cfg.replayable}
+	w.req = &requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, uploadID: w.session.upload.current,
 		facts: w.facts, events: emitter{bucket: bucket, key: key, observer: cfg.observer, span: cfg.span}, tally: w.tally, log: w.log}
+	w.outcome.notes = new(notes)
+	optional := &optionalOps{st: st, bucket: bucket, key: key, customerKey: cfg.customerKey(), createOnly: cfg.createOnly,
+		req: w.req, facts: w.facts, notes: w.outcome.notes, log: w.log, uploadID: w.session.upload.current}
+	w.session.upload.lacksOp = optional.lacksOp
+	w.verifier = &verifier{st: st, bucket: bucket, key: key, cfg: verifierConfigOf(cfg), log: w.log,
+		req: w.req, errs: w.errs, events: w.req.events, facts: w.facts, caps: w.caps, notes: w.outcome.notes, optional: optional,
+		upload: uploadHooks{
+			partETags: func() []string {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				return etagsInOrder(w.session.parts)
+			},
+			fate: func() (completeLost, completeGone bool) {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				return w.session.completeLost, w.session.completeGone
+			},
+			abort:        func() *sperrors.Error { return w.abortUpload(w.ctx) },
+			committed:    w.session.upload.committed,
+			deleteObject: func() error { return w.session.upload.deleteObject(w.ctx) },
+		}}
+	w.session.probe = &prober{st: st, bucket: bucket, key: key, log: w.log, policy: cfg.policy, facts: w.facts, abortTimeout: cfg.abortTimeout,
+		customerKey: cfg.customerKey(), errs: w.errs, fail: w.fail, abortConfirmed: w.session.upload.abortConfirmed}
 	w.parts = partSender{
 		ctx: wctx, st: st, bucket: bucket, key: key, log: w.log,
 		req: w.req, errs: w.errs, events: w.req.events, policy: cfg.policy, tally: w.tally, facts: w.facts,
-		caps: &w.caps, slots: partSlots{ch: make(chan struct{}, cfg.concurrency)}, buffers: &w.intake,
-		cfg: partsConfig{customerKey: w.customerKey(), sizeHint: cfg.sizeHint, concurrency: cfg.concurrency},
+		caps: w.caps, slots: partSlots{ch: make(chan struct{}, cfg.concurrency)}, buffers: &w.intake, upload: w.session.upload,
+		cfg: partsConfig{customerKey: cfg.customerKey(), sizeHint: cfg.sizeHint, concurrency: cfg.concurrency},
 	}
 	w.intake.init(cfg, plan.PartSize, w.caps.local, &w.parts.slots, w.log)
 	return w, nil
@@ -328,13 +328,13 @@ func (w *Writer) Close() error {
 
 	err := w.commit()
 	if err != nil {
-		uploadID := w.currentUploadID() // before cleanup aborts it and forgets the id
+		uploadID := w.session.upload.current() // before cleanup aborts it and forgets the id
 		err = w.cleanup(err)
 		w.req.events.emit(Event{Type: EventFailed, UploadID: uploadID, Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.tally.start)})
 		w.log.Warn("write failed", zap.Int64("size", w.intake.size), zap.String("upload_id", uploadID), zap.Error(err))
 	}
-	w.endProbe() // its upload aborted before the sweep looks, and what it left reported with the write's
-	left, unswept := w.sweepLostCreates()
+	probeLeft := w.session.probe.end() // its upload aborted before the sweep looks, and what it left reported with the write's
+	left, unswept := w.session.upload.sweepLostCreates(w.ctx, probeLeft)
 	if len(left) > 0 || unswept != nil {
 		// Say so, in the Result or the error, so a sweep can find them.
 		if err == nil {
@@ -401,14 +401,14 @@ func (w *Writer) Abort(ctx context.Context) error {
 	w.intake.op.Lock()
 	defer w.intake.op.Unlock()
 	w.wg.Wait()
-	w.intake.releaseHeld(w.currentUploadID())
+	w.intake.releaseHeld(w.session.upload.current())
 	var err error
 	if aerr := w.abortUpload(ctx); aerr != nil {
 		err = aerr
 	}
-	w.endProbe()
+	probeLeft := w.session.probe.end()
 	// An upload a lost CreateMultipartUpload answer left is this write's too, as in Close.
-	left, unswept := w.sweepLostCreates()
+	left, unswept := w.session.upload.sweepLostCreates(w.ctx, probeLeft)
 	if len(left) > 0 || unswept != nil {
 		if err == nil {
 			err = w.errs.errorf(sperrors.Transient, "Abort", nil, "write aborted by the caller")
