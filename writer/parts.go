@@ -316,11 +316,14 @@ func unanswered(err error) bool {
 	return !sperrors.IsTimeout(err) && !stderrors.Is(err, context.Canceled)
 }
 
+// writeEnded reports whether the write's context ended (it failed, or the caller stopped it).
+func (s *partSender) writeEnded() bool { return s.ctx.Err() != nil }
+
 // uploadGone asks ListParts, once (under the stall window), whether upload uploadID is still
 // there, and returns the store's NoSuchUpload answer when it is gone; nil when it is there, or
 // when the store cannot say (it lacks ListParts, or does not answer either), or the write ended.
 func (s *partSender) uploadGone(uploadID string) error {
-	if s.ctx.Err() != nil || s.facts.lacking(optListParts) != "" {
+	if s.writeEnded() || s.facts.lacking(optListParts) != "" {
 		return nil
 	}
 	stats, err := s.policy.With(sendOnce).Do(s.ctx, retry.Op{Name: "ListParts", Bucket: s.bucket, Key: s.key, UploadID: uploadID},
