@@ -102,7 +102,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	w.mu.Lock()
 	w.session.uploadID = ""
 	w.mu.Unlock()
-	w.journalForget(id) // journal hook: the upload is gone, so is its record
+	w.session.journal.forget(id, w.decider().recordAfterAbort()) // journal hook: the upload is gone, so is its record
 	return nil
 }
 

@@ -359,7 +359,7 @@ func (w *Writer) complete() error {
 		}
 	}
 	// Journal hook: what Complete is about to create, so recovery can tell whether it landed.
-	if err := w.journalIntend(want); err != nil {
+	if err := w.session.journal.intend(want); err != nil {
 		return w.fail(err)
 	}
 	var out *store.CompleteMultipartUploadOutput

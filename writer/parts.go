@@ -179,7 +179,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		return
 	}
 	// Journal hook: the verified part's receipt, for resume and recovery.
-	if err := w.journalPart(done); err != nil {
+	if err := w.session.journal.part(done); err != nil {
 		_ = w.fail(err)
 		return
 	}

@@ -12,7 +12,7 @@ import (
 
 // session is the state of the writer's multipart upload, guarded by Writer.mu: the upload id,
 // the parts the store acknowledged, what a lost CreateMultipartUpload answer may have left, and
-// the upload's journal record.
+// the keeper of the upload's journal record.
 type session struct {
 	uploadID string
 	parts    map[int32]partDone
@@ -29,13 +29,13 @@ type session struct {
 	uploadIDs       map[string]bool // every upload id this writer was given
 	// completeLost: a CompleteMultipartUpload's answer was lost and its retry found the upload
 	// gone, so the object may have landed; the journal record keeps what was intended until the
-	// outcome is proven (journalForget leaves it).
+	// outcome is proven (journalKeeper.forget leaves it).
 	completeLost bool
 	// completeGone: a CompleteMultipartUpload was answered NoSuchUpload, at its first attempt or
 	// at a retry (completeLost): the upload is gone, so unless the HEAD finds this write's object
 	// the write did not land (decider.atKey: keyGone).
 	completeGone bool
-	jr           journalRun // the upload's journal record (journal.go)
+	journal      *journalKeeper // the upload's record in the journal (journal.go)
 	// early is closed when the create started as the write began (createEarly) has its answer;
 	// nil when none was started. Set before any other goroutine of the write runs.
 	early chan struct{}
@@ -92,7 +92,7 @@ func (w *Writer) createUpload() error {
 	}
 	// Journal hook: a placeholder is on disk before the create is sent, so a kill before the
 	// real upload id is journaled still leaves a trace Recover can follow; removed on return.
-	createdJournaled, err := w.journalCreating()
+	createdJournaled, err := w.session.journal.creating(func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.session.createAmbiguous })
 	if err != nil {
 		return w.fail(err)
 	}
@@ -151,7 +151,7 @@ func (w *Writer) createUpload() error {
 	w.mu.Unlock()
 	w.log.Debug("multipart upload created", zap.String("upload_id", id), zap.Int64("part_size", w.plan.PartSize))
 	// Journal hook: the upload id is on disk before the first part is sent.
-	if err := w.journalBegin(id); err != nil {
+	if err := w.session.journal.begin(id); err != nil {
 		return w.fail(err)
 	}
 	if offered {

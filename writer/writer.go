@@ -39,7 +39,8 @@ import (
 //	any failure ─ abort, confirmed; a lost create swept; a wrong object gone [cleanup.go]
 //	each choice decided: before the commit (PUT or parts, MD5, probe) and    [decide_parts.go, decide.go: no I/O]
 //	  on each answer after it (commit, re-send, accept, delete, abort)
-//	the journal records each step for Recover after a crash                  [journal.go, recover.go]
+//	the journal records each step for Recover after a crash; an Upload       [journal.go, resume.go, recover.go]
+//	  continues the upload a dead process left of the same source
 //
 // The code reads in the order of a write:
 //   - uploader.go: Uploader, what its writes share; budget.go: the memory budget they share
@@ -63,7 +64,9 @@ import (
 //   - failures.go: the retry wrapper, error constructors, events; result.go: Result and Event
 //   - optional.go: the store's optional operations (ListParts, ListMultipartUploads, conditional
 //     writes, HEAD's checksum mode) and what the write does without them
-//   - upload.go: Upload for an io.Reader; journal.go, recover.go: crash consistency
+//   - upload.go: Upload for an io.Reader; journal.go, resume.go, recover.go: crash consistency
+//     (the journal keeper, which records the write; the resumer, which continues a journaled
+//     upload of the same source; Recover)
 //   - savings.go: the cost-saving strategies a write may go without (Options.Savings)
 //   - endpointcache.go: what an endpoint showed, kept across processes; instrument.go: spans
 
@@ -328,6 +331,7 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, uploadID: w.currentUploadID, replayable: cfg.replayable}
 	w.req = &requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, uploadID: w.currentUploadID,
 		facts: w.facts, events: emitter{bucket: bucket, key: key, observer: cfg.observer, span: cfg.span}, tally: w.tally, log: w.log}
+	w.session.journal = newJournalKeeper(cfg, bucket, key, plan.PartSize, w.caps.local, w.errs, w.log)
 	return w, nil
 }
 
@@ -372,9 +376,9 @@ func (w *Writer) Close() error {
 		}
 	}
 	w.cancel()
-	w.facts.keep()                                          // for the next process, when the CLI keeps an endpoint cache
-	w.journalSettleCreate(len(left) == 0 && unswept == nil) // journal hook: a lost create's placeholder
-	w.journalSettle(err)                                    // journal hook: record removed if landed, else kept for recovery
+	w.facts.keep()                                                     // for the next process, when the CLI keeps an endpoint cache
+	w.session.journal.settleCreate(len(left) == 0 && unswept == nil)   // journal hook: a lost create's placeholder
+	w.session.journal.settle(err, w.decider().recordAtEnd(err != nil)) // journal hook: record removed if landed, else kept for recovery
 	w.mu.Lock()
 	w.outcome.closeErr = err
 	res := w.outcome.result
@@ -435,8 +439,8 @@ func (w *Writer) Abort(ctx context.Context) error {
 		err = withLeftBehind(err, left, unswept)
 	}
 	w.facts.keep()
-	w.journalSettleCreate(len(left) == 0 && unswept == nil) // journal hook: a lost create's placeholder
-	w.journalSettle(w.outcome.closeErr)                     // journal hook: kept for recovery when the abort failed
+	w.session.journal.settleCreate(len(left) == 0 && unswept == nil)                                 // journal hook: a lost create's placeholder
+	w.session.journal.settle(w.outcome.closeErr, w.decider().recordAtEnd(w.outcome.closeErr != nil)) // journal hook: kept for recovery when the abort failed
 	if w.cfg.ownSpan {
 		if err != nil {
 			endSpan(w.cfg.span, nil, err)
