@@ -32,8 +32,8 @@ import (
 //	part full ─ create the upload once; beside it, on a new endpoint, the    [session.go, probe.go]
 //	  probe: an upload of its own, one wrong-checksum part, aborted
 //	  └ UploadPart in the background, retried from the held bytes; receipt   [parts.go, fence.go, failures.go]
-//	Close ─ small: one PutObject; else ListParts against what was sent       [commit.go, optional.go]
-//	  └ CompleteMultipartUpload (If-None-Match when create-only)             [commit.go]
+//	Close ─ small: one PutObject; else ListParts against what was sent       [commit.go, committer.go, optional.go]
+//	  └ CompleteMultipartUpload (If-None-Match when create-only)             [commit.go, committer.go]
 //	HEAD (or read-back), unless the commit's answer proves it (a PUT's MD5   [landed.go, evidence.go, encryption.go]
 //	  ETag, a checked checksum echoed): length, checksum, encryption
 //	any failure ─ abort, confirmed; a lost create swept; a wrong object gone [cleanup.go]
@@ -52,7 +52,9 @@ import (
 //     of its own, never the caller's
 //   - parts.go: a part's body (buffer or ReaderAt section), dispatch, UploadPart and its receipt;
 //     fence.go: a part's buffer guarded against a request that outlives its call
-//   - commit.go: the single PUT, or ListParts check and CompleteMultipartUpload
+//   - commit.go: the single PUT, or ListParts check and CompleteMultipartUpload; committer.go: the
+//     committer, which makes the Complete from the parts' receipts, checks it against ListParts
+//     and sends it
 //   - landed.go: what landed: HEAD or read-back evidence, lost answers, create-only
 //   - evidence.go: which checksum to send and which evidence can prove the object;
 //     encryption.go: the encryption asked for, proven by the HEAD
@@ -157,8 +159,6 @@ type verifying struct {
 	// md5Skipped: a part went without its MD5 because its receipt echoed the checksum sent
 	// (caps.md5Late); if the HEAD then reports no checksum, only a read-back can prove the object.
 	md5Skipped atomic.Bool
-	// listedTwice are the part numbers ListParts listed more than once, noted once each.
-	listedTwice map[int32]bool
 	// createUnguarded: a create-only commit the store is not known to keep off a taken key
 	// (createGuard.unguarded), so the object the HEAD after it finds may be another writer's.
 	createUnguarded bool
