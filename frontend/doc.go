@@ -1,10 +1,12 @@
-// Package frontend is what safeput's two front ends, the CLI (cmd/safeput) and the C ABI (cabi),
-// share so that they behave alike: a store built from the same connection settings and
-// credential sources, the same exit codes (the ABI's status codes), and the same JSON shapes for
-// a Result and a failure.
+// Package frontend is what a front end of safeput needs to behave as the project's own two do,
+// the CLI (cmd/safeput) and the C ABI (cabi): a store built from the same connection settings
+// and credential sources (Conn), the same exit codes (the ABI's status codes), and the same JSON
+// shapes for a Result and a failure (JSONResult, JSONError).
 //
-// It is a module of its own, beside the library's: the front ends' conventions (credential
-// sources, exit codes, JSON) are not the library's API, and what it links in for them stays out
-// of the library's go.mod. Its exported names serve those two programs and follow them: they are
-// not covered by the library's compatibility promise, and they are not part of api/safeput.txt.
+// Those conventions are user-visible: scripts read the CLI's exit codes and its --json output,
+// and C callers the ABI's status codes and JSON. So this module is published with the same
+// promise as the library from v0.1.0: its exported API is listed in api/frontend.txt, checked
+// by a test, and changes only compatibly. It is a module of its own, beside the library's, so
+// what it links in for credentials (the SDK's configuration, IMDS, SSO, STS) stays out of the
+// library's go.mod.
 package frontend

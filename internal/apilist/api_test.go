@@ -1,8 +1,9 @@
-// Package apilist keeps api/safeput.txt, the listing of the library's exported API, in step with
-// the code: one line per exported identifier (constant, variable, function, type, method, struct
-// field, interface method) of every non-internal package of the root module, in the style of Go's
-// own api/ files. TestAPIListing fails on any difference, so every change to the surface is a
-// deliberate diff of that file. To accept a change:
+// Package apilist keeps api/, the listings of the exported API of every published module, in
+// step with the code: one line per exported identifier (constant, variable, function, type,
+// method, struct field, interface method) of every non-internal package, in the style of Go's own
+// api/ files. api/safeput.txt is the library's (the root module); api/<dir>.txt is the module in
+// that directory (publishedModules). TestAPIListing fails on any difference, so every change to a
+// surface the project promises is a deliberate diff of its file. To accept a change:
 //
 //	go test ./internal/apilist -update
 package apilist
@@ -26,10 +27,29 @@ import (
 
 var update = flag.Bool("update", false, "rewrite api/safeput.txt from the code")
 
+// listing is the library's own.
 const listing = "../../api/safeput.txt"
 
+// publishedModules are the modules besides the root that others may import, by directory: each
+// keeps the compatibility promise from v0.1.0, so each has its listing. cmd/safeput and cabi are
+// programs, bench and examples are not for import.
+var publishedModules = []string{"frontend", "gocloud", "objstore", "otel"}
+
 func TestAPIListing(t *testing.T) {
-	got := apiLines(t)
+	checkListing(t, "", listing)
+}
+
+func TestModuleAPIListings(t *testing.T) {
+	for _, dir := range publishedModules {
+		t.Run(dir, func(t *testing.T) { checkListing(t, dir, "../../api/"+dir+".txt") })
+	}
+}
+
+// checkListing compares the exported API of the module in dir (relative to the repository root;
+// "" for the root module) with its listing file.
+func checkListing(t *testing.T, dir, listing string) {
+	t.Helper()
+	got := apiLines(t, dir)
 	if *update {
 		if err := os.WriteFile(listing, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -53,22 +73,27 @@ func TestAPIListing(t *testing.T) {
 		}
 	}
 	if len(added)+len(removed) > 0 {
-		t.Fatalf("the exported API differs from api/safeput.txt:\n%s\nIf the change is intended, regenerate the listing with:\n\tgo test ./internal/apilist -update",
-			strings.Join(append(removed, added...), "\n"))
+		t.Fatalf("the exported API differs from %s:\n%s\nIf the change is intended, regenerate the listing with:\n\tgo test ./internal/apilist -update",
+			filepath.Base(listing), strings.Join(append(removed, added...), "\n"))
 	}
 }
 
 // publicPackages loads the root module's public packages from the compiler's export data (what
 // importers of the packages see).
-func publicPackages(t *testing.T) []*types.Package {
+func publicPackages(t *testing.T, dir string) []*types.Package {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs(filepath.Join("../..", dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// GOWORK=off: ./... is then the root module alone, not the workspace's other modules.
 	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}\t{{.Module}}\t{{.DepOnly}}", "./...")
-	cmd.Dir, cmd.Env = root, append(os.Environ(), "GOWORK=off")
+	cmd.Dir = root
+	if dir == "" {
+		// GOWORK=off: ./... is then the root module alone, not the workspace's other modules.
+		// The other modules need the workspace for the library's unreleased version; ./... in
+		// their directory is still theirs alone.
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -109,11 +134,11 @@ func publicPackages(t *testing.T) []*types.Package {
 	return pkgs
 }
 
-// apiLines lists the exported API of the root module's public packages, sorted.
-func apiLines(t *testing.T) []string {
+// apiLines lists the exported API of the public packages of the module in dir, sorted.
+func apiLines(t *testing.T, dir string) []string {
 	t.Helper()
 	var lines []string
-	for _, pkg := range publicPackages(t) {
+	for _, pkg := range publicPackages(t, dir) {
 		lines = append(lines, packageLines(pkg)...)
 	}
 	slices.Sort(lines)
