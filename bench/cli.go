@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -23,7 +23,7 @@ import (
 	"github.com/minio/crc64nvme"
 
 	"github.com/safeput/safeput/bytesize"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // CLIMemConfig is a run of the CLI memory section: `safeput put - s3://…` fed a generated stream

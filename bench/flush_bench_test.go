@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/bytesize"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // BenchmarkFlush is the flush workload in go test's form, for benchstat and pprof: 16 goroutines

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/bench/internal/link"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // TestFlushTiny runs the flush workload once at a tiny scale: every implementation, loopback and

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // TestHarnessTiny runs the whole harness once at a tiny size: every implementation, both source

@@ -11,7 +11,7 @@ import (
 
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // checksumRecorder notes the checksum algorithm of every part and single PUT safeput sends.

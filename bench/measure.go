@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // Job is one upload: which implementation, which bytes, where to.

@@ -16,7 +16,7 @@ import (
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 	"github.com/safeput/safeput/writer"
 )
 

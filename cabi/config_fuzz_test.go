@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/retry"
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // headerExamples reads the JSON examples out of safeput.h: each starts on a comment line whose

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // With no keys in the config, the environment or the shared files, handles sign with the EC2

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/echostore"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/echostore"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // TestAnswersCarryNoSecret: through both backends at every log level, a handle with temporary

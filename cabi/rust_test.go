@@ -11,7 +11,7 @@ import (
 
 	"github.com/safeput/safeput/cabi"
 	"github.com/safeput/safeput/cabi/internal/abitest"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // buildRust compiles the Rust reference caller (internal/rustcaller: hand-written bindings and

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/cabi/internal/abitest"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // buildDir holds what the tests build (the shared library and the C program): a temporary

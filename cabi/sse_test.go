@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // The encryption fields are checked at Open: bad input naming the field, before any request.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/frontend"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // openSockets counts this process's open sockets.

@@ -8,9 +8,9 @@ import (
 )
 
 // The C ABI's production build (the package and the shared library's main, go list -deps with no
-// tags) includes none of the test support under store/storetest: test_faults reaches a fault
+// tags) includes none of the test support under storetest: test_faults reaches a fault
 // injector only through the hook a test build sets (internal/testhook, internal/testfaults). The
-// test build's list is checked to hold store/storetest/faulty, so the check is shown to see such
+// test build's list is checked to hold storetest/faulty, so the check is shown to see such
 // a package.
 func TestReleaseBuildHasNoTestSupport(t *testing.T) {
 	list := func(args ...string) []string {
@@ -21,7 +21,7 @@ func TestReleaseBuildHasNoTestSupport(t *testing.T) {
 		}
 		return strings.Fields(string(out))
 	}
-	const testSupport = "github.com/safeput/safeput/store/storetest"
+	const testSupport = "github.com/safeput/safeput/storetest"
 	for _, p := range list() {
 		if p == testSupport || strings.HasPrefix(p, testSupport+"/") {
 			t.Errorf("the production build imports %s", p)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // "ca_bundle" trusts a private CA for the handle's store: a write over TLS lands on every server

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/testcerts"
+	"github.com/safeput/safeput/storetest/testcerts"
 )
 
 // The CA bundle comes from the flag, else AWS_CA_BUNDLE, else ca_bundle in the profile (whoever

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // stsWithLife answers AssumeRole with keys "k1", "k2", … that live for life, or a 500 while

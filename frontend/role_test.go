@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // stsCall is one AssumeRole request a fakeSTS saw.

@@ -8,6 +8,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/safeput/safeput v0.1.0
+	github.com/safeput/safeput/storetest v0.1.0
 	go.uber.org/zap v1.28.0
 	gocloud.dev v0.49.0
 )

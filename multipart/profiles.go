@@ -58,7 +58,7 @@ var profiles = []Rules{
 	// Ceph RGW. rgw_multipart_min_part_size 5 MiB, rgw_multipart_part_upload_limit 10,000,
 	// rgw_max_put_size 5 GiB per part and per PUT (ceph/ceph src/common/options); no object cap
 	// beyond 10,000 x 5 GiB. Measured on the test command's RGW (Debian 16.2.15+ds-0+deb12u2;
-	// `safeput probe` and TestConformance's server facts, store/storetest/testkit): x-amz-checksum-* headers are ignored (a wrong value
+	// `safeput probe` and TestConformance's server facts, storetest/testkit): x-amz-checksum-* headers are ignored (a wrong value
 	// is accepted; nothing echoed, stored or returned by HEAD), Content-MD5 is checked (400
 	// BadDigest), ETags are the body MD5 and MD5-of-part-MD5s-N (HEAD; the Complete answer's
 	// ETag is empty), If-None-Match is honoured on PUT (412) and ignored on Complete. Newer
@@ -107,7 +107,7 @@ var profiles = []Rules{
 	// https://github.com/minio/minio/pull/19713 .
 	// Measured on the test command's MinIO (github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c)
 	// by `safeput probe` (TestProbe asserts it matches this profile) and the contract suite
-	// (store/storetest, store/storetest/testkit): checksums as AWS except that CRC64NVME COMPOSITE is accepted too
+	// (storetest, storetest/testkit): checksums as AWS except that CRC64NVME COMPOSITE is accepted too
 	// (SHA256 FULL_OBJECT is refused at Create; SHA1 is not probed: AWS's composite kept); ETags
 	// are MD5 and md5-of-md5s-N; HEAD returns stored checksums. Other differences safeput copes
 	// with: a wrong x-amz-checksum-* is 400 XAmzContentChecksumMismatch (Integrity), not BadDigest;

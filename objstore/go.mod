@@ -8,6 +8,7 @@ require (
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/prometheus/client_golang v1.17.0
 	github.com/safeput/safeput v0.1.0
+	github.com/safeput/safeput/storetest v0.1.0
 	github.com/thanos-io/objstore v0.0.0-20250804093838-71d60dfee488
 	gopkg.in/yaml.v2 v2.4.0
 )

@@ -12,8 +12,8 @@ import (
 	"github.com/go-kit/log"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/store/storetest/s3test"
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
 
 	safeobjstore "github.com/safeput/safeput/objstore"
 )

@@ -14,7 +14,7 @@ import (
 
 	spotel "github.com/safeput/safeput/otel"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 

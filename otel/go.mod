@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/safeput/safeput v0.1.0
+	github.com/safeput/safeput/storetest v0.1.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0

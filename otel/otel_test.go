@@ -17,10 +17,10 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	spotel "github.com/safeput/safeput/otel"
 	"github.com/safeput/safeput/retry"
-	"github.com/safeput/safeput/store/storetest/faultproxy"
-	"github.com/safeput/safeput/store/storetest/s3test"
-	"github.com/safeput/safeput/store/storetest/testkit"
-	"github.com/safeput/safeput/store/storetest/wirekit"
+	"github.com/safeput/safeput/storetest/faultproxy"
+	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
+	"github.com/safeput/safeput/storetest/wirekit"
 	"github.com/safeput/safeput/writer"
 )
 

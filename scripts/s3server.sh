@@ -12,14 +12,14 @@
 #              and _BUCKET instead.
 # Sourced by test.sh, with-s3.sh and bench.sh.
 #
-# What the Go tests see (store/storetest/s3test reads it):
+# What the Go tests see (storetest/s3test reads it):
 #   SAFEPUT_S3_SERVERS="versitygw,minio,ceph"               the servers up, in order
 #   SAFEPUT_S3_<NAME>_ENDPOINT, _ACCESS_KEY, _SECRET_KEY, _REGION   per server (NAME upper-cased)
 #   SAFEPUT_S3_ENDPOINT, _ACCESS_KEY, _SECRET_KEY, _REGION          the first server again, for
 #                                                  code that uses one server (the benchmark)
 #   SAFEPUT_S3_TLS_DIR                              a throw-away CA and a server certificate for
 #                                                  127.0.0.1 made for this run (ca.pem, ca.key,
-#                                                  server.pem, server.key; store/storetest/testcerts)
+#                                                  server.pem, server.key; storetest/testcerts)
 #   SAFEPUT_S3_KMS_KEY_ID                           the KMS key made for this run, known to MinIO's
 #                                                  built-in KMS (MINIO_KMS_SECRET_KEY) and to RGW's
 #                                                  testing KMS backend (scripts/ceph.sh), for SSE-KMS
@@ -322,7 +322,7 @@ start_s3_server() {
 	# (SAFEPUT_S3_TLS=0: none, as the benchmark wants: no second server beside the one measured).
 	if [[ "${SAFEPUT_S3_TLS:-1}" == "0" ]]; then
 		unset SAFEPUT_S3_TLS_DIR
-	elif (cd "$safeput_root" && go run ./store/storetest/testcerts/gencerts "$data/tls"); then
+	elif (cd "$safeput_root" && go run ./storetest/testcerts/gencerts "$data/tls"); then
 		export SAFEPUT_S3_TLS_DIR="$data/tls"
 	else
 		unset SAFEPUT_S3_TLS_DIR

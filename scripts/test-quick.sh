@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 while IFS= read -r v; do unset "$v"; done < <(env | grep -oE '^SAFEPUT_S3_[A-Z0-9_]*' || true)
 unset CI
 status=0
-for m in . ./cmd/safeput ./frontend; do
+for m in . ./storetest ./cmd/safeput ./frontend; do
 	# shellcheck disable=SC2086
 	(cd "$m" && go test -count=1 ${SAFEPUT_TEST_ARGS:-} ./...) || status=1
 done

@@ -119,7 +119,7 @@ test_module() {
 	return $rc
 }
 
-# The root module (the library: writer, adapters, fault proxy) runs twice. Under -race its
+# The root module (the library: writer, adapters) runs twice. Under -race its
 # server matrix (every testkit/s3test.ForEach test, through both adapters) runs on one real
 # server, $race_server; without -race the same tests run on the other servers. The writer's
 # goroutines (part senders, the memory budget, fences, stall watchdogs, retries) are the same
@@ -127,13 +127,13 @@ test_module() {
 # store plays each server's answers (memstore rules minio-like, ceph-like, refusing, opaque
 # ETags) in the unit tests, which run under -race. Every other module runs under -race on
 # every server. The race-free pass runs only the packages whose tests reach a server (they
-# import s3test, testkit or wirekit, or are s3test): the others' tests run whole under -race
+# import storetest's s3test, testkit or wirekit): the others' tests run whole under -race
 # already. It also holds the tighter allocation bounds that -race loosens.
 race_server=${SAFEPUT_RACE_SERVER:-minio}
 other_servers=$(echo "${SAFEPUT_S3_SERVERS:-}" | tr ',' '\n' | grep -vx "$race_server" | paste -sd, || true)
 root_pkgs=$(go list ./... | grep -vx github.com/safeput/safeput/writer | paste -sd,)
 server_pkgs=$(go list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./... |
-	grep -E ' github.com/safeput/safeput/store/storetest/(s3test|testkit|wirekit)( |$)|^github.com/safeput/safeput/store/storetest/s3test ' |
+	grep -E ' github.com/safeput/safeput/storetest/(s3test|testkit|wirekit)( |$)' |
 	cut -d' ' -f1 | grep -vx github.com/safeput/safeput/writer | paste -sd,)
 
 # shards NAME RACE MATRIX DIR N: N jobs for the one package DIR (relative to the root module),
@@ -183,7 +183,7 @@ else
 	shards writer-race race all ./writer 2
 	root_rest=". root-race race all $root_pkgs"
 fi
-for m in ./cmd/safeput ./examples ./cabi "$root_rest" ./frontend ./objstore ./gocloud ./bench ./otel; do
+for m in ./cmd/safeput ./examples ./cabi "$root_rest" ./storetest ./frontend ./objstore ./gocloud ./bench ./otel; do
 	if [[ "$m" == ". "* ]]; then
 		jobs+=("$m")
 	elif [[ -f "$m/go.mod" ]]; then
@@ -192,7 +192,7 @@ for m in ./cmd/safeput ./examples ./cabi "$root_rest" ./frontend ./objstore ./go
 done
 # A module not named above (a new one) runs last, under -race on every server.
 for m in $modules; do
-	case " . ./cmd/safeput ./examples ./cabi ./frontend ./objstore ./gocloud ./bench ./otel " in
+	case " . ./cmd/safeput ./examples ./cabi ./storetest ./frontend ./objstore ./gocloud ./bench ./otel " in
 	*" $m "*) ;;
 	*) jobs+=("$m $(basename "$m") race all ./...") ;;
 	esac

@@ -36,10 +36,14 @@ func ReportProgress(ctx context.Context) {
 
 // ReportRequestWritten tells the writer of ctx, if any, that the call's request has been written
 // out, body included. Call it once the store has taken the whole body, before answering; a second
-// call does nothing more.
+// call does nothing more. The news goes where net/http's would, to the WroteRequest hooks of ctx's
+// httptrace.ClientTrace: whoever drives a Store hears it the same way from any store.
 func ReportRequestWritten(ctx context.Context) {
-	if fn := progress.Written(ctx); fn != nil {
-		fn(nil)
+	if ctx == nil {
+		return
+	}
+	if tr := httptrace.ContextClientTrace(ctx); tr != nil && tr.WroteRequest != nil {
+		tr.WroteRequest(httptrace.WroteRequestInfo{})
 	}
 }
 

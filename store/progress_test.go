@@ -2,8 +2,12 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"net/http/httptrace"
 	"testing"
+
+	"github.com/safeput/safeput/internal/progress"
 )
 
 type sizeRecorder struct {
@@ -43,4 +47,22 @@ func TestProgressBodyWritesItselfInChunks(t *testing.T) {
 	if _, ok := plain.(io.WriterTo); ok {
 		t.Error("a body without WriteTo gained one")
 	}
+}
+
+// TestReportRequestWrittenReachesHooks: a Store not on net/http reports its request written to
+// the same hooks net/http would tell, the writer's (progress.OnWritten) and any httptrace hook
+// of the caller's, each once and without an error; a context without hooks, or none, is no
+// panic.
+func TestReportRequestWrittenReachesHooks(t *testing.T) {
+	var writer, caller []error
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) { caller = append(caller, info.Err) },
+	})
+	ctx = progress.OnWritten(ctx, func(err error) { writer = append(writer, err) })
+	ReportRequestWritten(ctx)
+	if len(writer) != 1 || writer[0] != nil || len(caller) != 1 || caller[0] != nil {
+		t.Fatalf("the writer's hook heard %v and the caller's %v, want one nil each", writer, caller)
+	}
+	ReportRequestWritten(context.Background())
+	ReportRequestWritten(nil) //nolint:staticcheck // a nil context must not panic
 }

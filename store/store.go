@@ -3,7 +3,7 @@
 //
 // Two adapters implement Store: store/awss3 (aws-sdk-go-v2) and store/miniogo (minio-go Core).
 // Each method's doc states the contract an implementation must keep, so a third adapter (or a
-// fault-injecting wrapper) can be written against this file alone; store/storetest checks it.
+// fault-injecting wrapper) can be written against this file alone; storetest checks it.
 //
 // Contract common to every method:
 //   - The input has been checked with Validate before any request is sent; an

@@ -18,7 +18,7 @@ import (
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
-	"github.com/safeput/safeput/store/storetest/testcerts"
+	"github.com/safeput/safeput/storetest/testcerts"
 )
 
 // tlsServer serves every request 404 NoSuchKey over TLS with leaf, counting the requests that

@@ -16,8 +16,8 @@ import (
 
 	"github.com/safeput/safeput/bytesize"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/s3test"
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
 	"github.com/safeput/safeput/writer"
 )
 

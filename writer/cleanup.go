@@ -84,7 +84,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 		note := fmt.Sprintf("abort of upload %s sent, answered with success, not confirmable: the store does not support ListParts (%s)", id, why)
 		w.log.Warn("abort answered with success but not confirmable: the store cannot list parts",
 			zap.String("upload_id", id), zap.String("why", why))
-		w.note(note)
+		w.outcome.notes.add(note)
 		w.mu.Lock()
 		w.outcome.abortUnconfirmed = note
 		w.mu.Unlock()
@@ -168,7 +168,7 @@ func (w *Writer) uploadStillListed(ctx context.Context, id string) (listed bool,
 	}
 	_, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})
 	if store.Unsupported(err) {
-		return false, w.lacksOp(optListParts, err)
+		return false, w.verifier.optional.lacksOp(optListParts, err)
 	}
 	return err == nil, ""
 }
@@ -219,7 +219,7 @@ func (w *Writer) sweepLost() (leftBehind []string, unswept error) {
 	})
 	if err != nil {
 		if store.Unsupported(err) {
-			w.lacksOp(optListUploads, err)
+			w.verifier.optional.lacksOp(optListUploads, err)
 		}
 		w.log.Warn("could not look for uploads a lost CreateMultipartUpload answer left", zap.Error(err))
 		return nil, err

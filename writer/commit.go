@@ -94,7 +94,7 @@ func (w *Writer) putSingle() error {
 		defer early.wait() // before the deferred release gives the buffer back
 	}
 	// The bytes are held until the check is done: their MD5 is taken only if the evidence needs it.
-	w.verifying.lateETag = func() string {
+	w.verifier.lateETag = func() string {
 		if !rec.hasMD5 {
 			if early != nil {
 				rec.md5 = early.wait()
@@ -106,14 +106,14 @@ func (w *Writer) putSingle() error {
 		}
 		return fmt.Sprintf("%x", rec.md5)
 	}
-	defer func() { w.verifying.lateETag = nil }()
+	defer func() { w.verifier.lateETag = nil }()
 	in := &store.PutObjectInput{
 		Bucket: w.bucket, Key: w.key, ContentLength: int64(len(data)),
 		ContentType: w.cfg.contentType, Metadata: w.cfg.metadata, Headers: w.cfg.headers,
 		Encryption: w.cfg.sse,
 	}
-	guard := w.guardCreate(w.cfg.rules.ConditionalPut, optCondPut)
-	in.IfNoneMatch, w.verifying.createUnguarded = guard.header, guard.unguarded
+	guard := w.verifier.optional.guardCreate(w.cfg.rules.ConditionalPut, optCondPut)
+	in.IfNoneMatch, w.verifier.createUnguarded = guard.header, guard.unguarded
 	if w.caps.alg != store.ChecksumNone {
 		in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
 	}
@@ -129,8 +129,8 @@ func (w *Writer) putSingle() error {
 	}
 	res := &Result{Bucket: w.bucket, Key: w.key, Size: int64(len(data)), Checksum: want.Checksum}
 	if guard.headFirst {
-		if done, err := w.precheckCreateOnly(want, res); done {
-			return err
+		if done, err := w.verifier.precheckCreateOnly(want, res); done {
+			return w.conclude(res, err)
 		}
 	}
 	var out *store.PutObjectOutput
@@ -150,7 +150,7 @@ func (w *Writer) putSingle() error {
 		// offered checksum is refused too.
 		conditionFirst := in.IfNoneMatch && store.Unsupported(err)
 		if err != nil && w.caps.probing && headerRefused(err) && !conditionFirst {
-			w.dropOfferedChecksum("PutObject", err)
+			w.verifier.dropOfferedChecksum("PutObject", err)
 			in.Checksum = store.Checksum{}
 			in.Body = newFencedReader(data, fence)
 			w.tally.bytesSent.Add(int64(len(data)))
@@ -173,10 +173,10 @@ func (w *Writer) putSingle() error {
 		if !rec.hasMD5 && checking == yes && (in.Checksum.IsZero() || o.Checksums.Get(in.Checksum.Algorithm) == "") {
 			// The MD5 was left out for an echo this answer does not carry: taken now, from the
 			// bytes still held, it checks the receipt's ETag and may stand for the HEAD.
-			w.verifying.lateETag()
+			w.verifier.lateETag()
 		}
 		receipt := integrity.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
-		if _, err := integrity.CheckReceipt(receipt, o.ETag, o.Checksums, w.putReceiptTrusted()); err != nil {
+		if _, err := integrity.CheckReceipt(receipt, o.ETag, o.Checksums, w.verifier.putReceiptTrusted()); err != nil {
 			// The store answered 200 for bytes other than those sent, so the object at the key is
 			// this request's damaged copy: remove it now. A retry would replace it, but one that
 			// then fails would leave it there under a Transient error; and a create-only retry
@@ -200,10 +200,10 @@ func (w *Writer) putSingle() error {
 	err := w.req.doSized("PutObject", 0, int64(len(data)), put)
 	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
 		// The store stored nothing; write again without the header, the key checked by a HEAD.
-		w.conditionUnsupported(optCondPut, refused.err)
-		in.IfNoneMatch, w.verifying.createUnguarded = false, true
-		if done, err := w.precheckCreateOnly(want, res); done {
-			return err
+		w.verifier.optional.conditionUnsupported(optCondPut, refused.err)
+		in.IfNoneMatch, w.verifier.createUnguarded = false, true
+		if done, err := w.verifier.precheckCreateOnly(want, res); done {
+			return w.conclude(res, err)
 		}
 		err = w.req.doSized("PutObject", 0, int64(len(data)), put)
 	}
@@ -219,7 +219,7 @@ func (w *Writer) putSingle() error {
 		e.ObjectLeft = true
 		return w.fail(e)
 	case commitKeyTaken:
-		return w.landedAlready(err, want, res)
+		return w.conclude(res, w.verifier.landedAlready(err, want, res))
 	default:
 		if damagedLeft != nil {
 			err = annotated(err, func(e *sperrors.Error) {
@@ -236,22 +236,22 @@ func (w *Writer) putSingle() error {
 		w.startPutProbe(in) // the header was taken (a refusal dropped it from in and caps)
 	}
 	if out.ETag == "" {
-		w.note("the store's PutObject answer carried no ETag; the HEAD decided")
+		w.outcome.notes.add("the store's PutObject answer carried no ETag; the HEAD decided")
 	}
 	// An unguarded create-only commit keeps its HEAD whatever its answer proves: only the HEAD can
 	// see another writer's object committed over or right after ours (othersAtKey).
-	if w.verifying.createUnguarded {
-		return w.verifyLanded(want, res)
+	if w.verifier.createUnguarded {
+		return w.conclude(res, w.verifier.verifyLanded(want, res))
 	}
 	d := w.decider()
 	if d.putProves(out.Checksums, out.ETag, in.Checksum, want.Checksum, checking) {
-		return w.provenByAnswer("PutObject", integrity.MethodFor(want.Checksum.Algorithm), want, res)
+		return w.conclude(res, w.verifier.provenByAnswer("PutObject", integrity.MethodFor(want.Checksum.Algorithm), want, res))
 	}
 	if d.etagProves(out.ETag, rec.md5, rec.hasMD5, in.ContentMD5 != "", w.cfg.rules.ContentMD5) {
 		w.facts.update(func(f *endpointFacts) { f.putAnswerMD5 = true })
-		return w.provenByAnswer("PutObject", verify.MethodETagMD5, want, res)
+		return w.conclude(res, w.verifier.provenByAnswer("PutObject", verify.MethodETagMD5, want, res))
 	}
-	return w.verifyLanded(want, res)
+	return w.conclude(res, w.verifier.verifyLanded(want, res))
 }
 
 // complete checks the layout with ListParts, commits, and verifies; c sends the commit and checks
@@ -274,9 +274,9 @@ func (w *Writer) complete(c *committer) error {
 	var listed []store.Part
 	canList := false
 	var err error
-	w.verifying.unlisted = !w.decider().listsBeforeComplete(parts, w.facts.checking())
-	if !w.verifying.unlisted {
-		if listed, canList, err = w.listPartsForCheck(uploadID); err != nil {
+	w.verifier.layout.unlisted = !w.decider().listsBeforeComplete(parts, w.facts.checking())
+	if !w.verifier.layout.unlisted {
+		if listed, canList, err = w.verifier.optional.listPartsForCheck(uploadID); err != nil {
 			if isNoSuchUpload(err) {
 				err = w.errs.uploadVanished("ListParts", 0, err, "")
 			}
@@ -292,7 +292,7 @@ func (w *Writer) complete(c *committer) error {
 	if canList {
 		bad, notes, err := c.checkLayout(pc, listed, uploadID)
 		for _, n := range notes {
-			w.note(n)
+			w.outcome.notes.add(n)
 		}
 		switch w.decider().afterLayout(err, bad) {
 		case layoutCommit:
@@ -308,10 +308,10 @@ func (w *Writer) complete(c *committer) error {
 
 	in := &store.CompleteMultipartUploadInput{
 		Bucket: w.bucket, Key: w.key, UploadID: uploadID, Parts: pc.completed,
-		ObjectSize: w.intake.size, SSECustomerKey: w.customerKey(),
+		ObjectSize: w.intake.size, SSECustomerKey: w.cfg.customerKey(),
 	}
-	guard := w.guardCreate(w.cfg.rules.ConditionalComplete, optCondComplete)
-	in.IfNoneMatch, w.verifying.createUnguarded = guard.header, guard.unguarded
+	guard := w.verifier.optional.guardCreate(w.cfg.rules.ConditionalComplete, optCondComplete)
+	in.IfNoneMatch, w.verifier.createUnguarded = guard.header, guard.unguarded
 	if w.caps.alg != store.ChecksumNone {
 		in.ChecksumType = store.ChecksumTypeComposite
 		if w.caps.fullObject {
@@ -324,8 +324,8 @@ func (w *Writer) complete(c *committer) error {
 		Parts: len(parts), PartSize: w.plan.PartSize, UploadID: uploadID,
 	}
 	if guard.headFirst {
-		if done, err := w.precheckCreateOnly(want, res); done {
-			return err
+		if done, err := w.verifier.precheckCreateOnly(want, res); done {
+			return w.conclude(res, err)
 		}
 	}
 	// Journal hook: what Complete is about to create, so recovery can tell whether it landed.
@@ -335,10 +335,10 @@ func (w *Writer) complete(c *committer) error {
 	out, err := c.complete(in)
 	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
 		// Nothing was committed; complete again without the header, the key checked by a HEAD.
-		w.conditionUnsupported(optCondComplete, refused.err)
-		in.IfNoneMatch, w.verifying.createUnguarded = false, true
-		if done, err := w.precheckCreateOnly(want, res); done {
-			return err
+		w.verifier.optional.conditionUnsupported(optCondComplete, refused.err)
+		in.IfNoneMatch, w.verifier.createUnguarded = false, true
+		if done, err := w.verifier.precheckCreateOnly(want, res); done {
+			return w.conclude(res, err)
 		}
 		out, err = c.complete(in)
 	}
@@ -350,13 +350,13 @@ func (w *Writer) complete(c *committer) error {
 		w.mu.Lock()
 		w.session.completeLost, w.session.completeGone = lost.retried, true
 		w.mu.Unlock()
-		return w.landedAlready(lost.err, want, res)
+		return w.conclude(res, w.verifier.landedAlready(lost.err, want, res))
 	case commitKeyTaken:
-		return w.landedAlready(err, want, res)
+		return w.conclude(res, w.verifier.landedAlready(err, want, res))
 	case commitListFirst:
 		w.log.Warn("Complete refused a part whose receipt echoed its checksum; listing the parts to find it",
 			zap.String("upload_id", uploadID), zap.Error(err))
-		w.verifying.unlisted, w.verifying.mustList = false, true
+		w.verifier.layout.unlisted, w.verifier.layout.mustList = false, true
 		return w.complete(c)
 	default:
 		if in.ChecksumType != store.ChecksumTypeNone && recreatedWithoutChecksum(err) {
@@ -372,7 +372,7 @@ func (w *Writer) complete(c *committer) error {
 				w.mu.Lock()
 				w.session.completeGone = true
 				w.mu.Unlock()
-				return w.landedAlready(gone, want, res)
+				return w.conclude(res, w.verifier.landedAlready(gone, want, res))
 			}
 		}
 		return w.fail(err)
@@ -382,12 +382,12 @@ func (w *Writer) complete(c *committer) error {
 	w.mu.Unlock()
 	res.ETag, res.VersionID = out.ETag, out.VersionID
 	if out.ETag == "" {
-		w.note("the store's CompleteMultipartUpload answer carried no ETag; the HEAD decided")
+		w.outcome.notes.add("the store's CompleteMultipartUpload answer carried no ETag; the HEAD decided")
 	}
-	if !w.verifying.createUnguarded && w.decider().completeProves(out.Checksums, out.ETag, want.Checksum) {
-		return w.provenByAnswer("CompleteMultipartUpload", integrity.MethodFor(want.Checksum.Algorithm), want, res)
+	if !w.verifier.createUnguarded && w.decider().completeProves(out.Checksums, out.ETag, want.Checksum) {
+		return w.conclude(res, w.verifier.provenByAnswer("CompleteMultipartUpload", integrity.MethodFor(want.Checksum.Algorithm), want, res))
 	}
-	return w.verifyLanded(want, res)
+	return w.conclude(res, w.verifier.verifyLanded(want, res))
 }
 
 // afterLostPut judges a single PUT whose retries failed (err) after an attempt sent whole went
@@ -396,18 +396,18 @@ func (w *Writer) complete(c *committer) error {
 // write's (an older one is left untouched), leaves the failure as it was; a HEAD that fails
 // leaves the key unchecked, and the error says the object may be there.
 func (w *Writer) afterLostPut(err error, want integrity.Expected, res *Result) error {
-	head, herr := w.headWithChecksum()
+	head, herr := w.verifier.optional.headWithChecksum()
 	switch {
 	case herr == nil:
-		j := w.judge(want, head, false)
+		j := w.verifier.judge(want, head, false)
 		if w.decider().judged(j, false) != verdictProven {
 			return w.fail(annotated(err, func(e *sperrors.Error) {
 				e.Message = joinMessage(e.Message, "an attempt's answer was lost, and the object at the key is not proven to be this write's: it was left untouched")
 			}))
 		}
-		w.note("an attempt of PutObject went unanswered and the retries failed; the HEAD found this write's object at the key")
+		w.outcome.notes.add("an attempt of PutObject went unanswered and the retries failed; the HEAD found this write's object at the key")
 		res.ETag, res.VersionID = head.ETag, head.VersionID
-		return w.accept(j, res, true)
+		return w.conclude(res, w.verifier.accept(j, res, true))
 	case isNotFound(herr):
 		return w.fail(err)
 	default:
@@ -422,7 +422,7 @@ func (w *Writer) afterLostPut(err error, want integrity.Expected, res *Result) e
 // decides it). It reports whether every part went out again; complete then re-checks the layout
 // from scratch.
 func (w *Writer) resend(bad []int32, parts []partDone) bool {
-	w.verifying.resent = true
+	w.verifier.layout.resent = true
 	// The layout check found the store keeping something other than what was sent: count it.
 	w.tally.countFailed(sperrors.Integrity, len(bad))
 	sizes := make(map[int32]int64, len(parts))

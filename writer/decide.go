@@ -60,10 +60,10 @@ func (w *Writer) decider() decider {
 	_, _, etagMD5, _ := w.facts.get()
 	return decider{
 		createOnly: w.cfg.createOnly, allowWeak: w.cfg.allowWeak, readBack: w.cfg.readBack,
-		replayable: w.intake.section != nil, resent: w.verifying.resent, unlisted: w.verifying.unlisted, completeLost: completeLost, completeGone: completeGone,
+		replayable: w.intake.section != nil, resent: w.verifier.layout.resent, unlisted: w.verifier.layout.unlisted, completeLost: completeLost, completeGone: completeGone,
 		md5Upfront: w.caps.md5, md5Late: w.caps.md5Late, checksumSent: w.caps.alg != store.ChecksumNone,
 		echoTrust: w.cfg.saves(SaveEchoTrust), probeSaving: w.cfg.saves(SaveProbe), lateSaving: w.cfg.saves(SaveLateMD5),
-		oneCall: w.cfg.oneCall, rereadSaving: w.cfg.saves(SaveRereads) && !w.verifying.mustList, encrypted: w.cfg.sse.Type != "",
+		oneCall: w.cfg.oneCall, rereadSaving: w.cfg.saves(SaveRereads) && !w.verifier.layout.mustList, encrypted: w.cfg.sse.Type != "",
 		etagsNotMD5: etagMD5 == no,
 	}
 }

@@ -162,7 +162,7 @@ func (d decider) md5Early(hasMD5 bool, checking tri) bool {
 
 // md5Spared reports that a part acknowledged without its MD5 (hasMD5) went without it because
 // its receipt's echo was trusted: if the HEAD then reports no checksum, only a read-back can
-// prove the object (verifying.md5Skipped).
+// prove the object (verifier.md5Skipped).
 func (d decider) md5Spared(hasMD5 bool) bool {
 	return !hasMD5 && d.md5Late
 }

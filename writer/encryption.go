@@ -62,9 +62,9 @@ func (u *Uploader) sseCOverHTTP(sendsKey, allowed bool, log *zap.Logger) string 
 }
 
 // customerKey is the SSE-C key every request touching this write's data carries (nil for none).
-func (w *Writer) customerKey() store.CustomerKey {
-	if w.cfg.sse.Type == store.SSEC {
-		return w.cfg.sse.CustomerKey
+func (cfg config) customerKey() store.CustomerKey {
+	if cfg.sse.Type == store.SSEC {
+		return cfg.sse.CustomerKey
 	}
 	return nil
 }
@@ -72,38 +72,38 @@ func (w *Writer) customerKey() store.CustomerKey {
 // checkEncryption compares the encryption head reports with what was asked and records it in
 // res. A shortfall is a Compatibility error coded EncryptionNotApplied (retrying cannot change
 // what the store does with the headers); when ours, the object is deleted.
-func (w *Writer) checkEncryption(head *store.HeadObjectOutput, res *Result, ours bool) *sperrors.Error {
+func (v *verifier) checkEncryption(head *store.HeadObjectOutput, res *Result, ours bool) *sperrors.Error {
 	res.Encryption = head.Encryption
-	asked := w.cfg.sse
+	asked := v.cfg.sse
 	why := asked.Unmet(head.Encryption)
 	if why == "" {
 		return nil
 	}
-	e := w.errs.errorf(sperrors.Compatibility, "Verify", nil, "the store answered 200 but did not apply the encryption asked for (%s): asked for %s, the store reports %s",
+	e := v.errs.errorf(sperrors.Compatibility, "Verify", nil, "the store answered 200 but did not apply the encryption asked for (%s): asked for %s, the store reports %s",
 		why, asked, head.Encryption)
 	e.Code = sperrors.CodeEncryptionNotApplied
-	w.log.Error("the object landed without the encryption asked for", zap.Stringer("asked", asked),
+	v.log.Error("the object landed without the encryption asked for", zap.Stringer("asked", asked),
 		zap.Stringer("reported", head.Encryption), zap.Int64("size", res.Size), zap.String("upload_id", res.UploadID))
 	if !ours {
 		e.Message += "; the object at the key was left in place: it may be another writer's"
 		e.ObjectLeft = true
 		return e
 	}
-	return w.removeDamaged(e, "unencrypted")
+	return v.removeDamaged(e, "unencrypted")
 }
 
 // headPlainAfterRefusal is the HEAD without the SSE-C key after a HEAD with it failed with a
 // 4xx other than 404: a store answers so when the object is not encrypted with that key (stored
 // plaintext by a store or gateway that dropped the headers). The plain HEAD then shows what is
 // there; nil when it fails too.
-func (w *Writer) headPlainAfterRefusal(err error) *store.HeadObjectOutput {
+func (v *verifier) headPlainAfterRefusal(err error) *store.HeadObjectOutput {
 	var re *store.ResponseError
-	if w.customerKey() == nil || !stderrors.As(err, &re) || re.StatusCode < 400 || re.StatusCode >= 500 || re.StatusCode == 404 {
+	if v.cfg.customerKey == nil || !stderrors.As(err, &re) || re.StatusCode < 400 || re.StatusCode >= 500 || re.StatusCode == 404 {
 		return nil
 	}
 	var head *store.HeadObjectOutput
-	herr := w.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key})
+	herr := v.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+		h, err := v.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: v.bucket, Key: v.key})
 		head = h
 		return err
 	})

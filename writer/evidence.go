@@ -180,50 +180,37 @@ func headerRefused(err error) bool {
 
 // dropOfferedChecksum is called when the store refused the checksum header this write offered:
 // the endpoint is remembered as refusing it and the write goes on without one.
-func (w *Writer) dropOfferedChecksum(op string, err error) {
-	w.facts.update(func(f *endpointFacts) { f.headerRejected = true })
-	w.caps.alg, w.caps.fullObject, w.caps.probing = store.ChecksumNone, false, false
-	w.caps.md5, w.caps.md5Late = true, false
-	w.note(fmt.Sprintf("the store refused the %s checksum header on %s; sent without it", w.cfg.checksum, op))
-	w.log.Info("store refused the offered checksum header: retrying without it", zap.String("op", op),
-		zap.String("checksum", string(w.cfg.checksum)), zap.Error(err))
-}
-
-// note records something the store did that the caller should know (Result.Notes).
-func (w *Writer) note(s string) {
-	w.mu.Lock()
-	w.outcome.notes = append(w.outcome.notes, s)
-	w.mu.Unlock()
-}
-
-func (w *Writer) takeNotes(res *Result) {
-	w.mu.Lock()
-	res.Notes = append(res.Notes, w.outcome.notes...)
-	w.mu.Unlock()
+func (v *verifier) dropOfferedChecksum(op string, err error) {
+	v.facts.update(func(f *endpointFacts) { f.headerRejected = true })
+	v.caps.alg, v.caps.fullObject, v.caps.probing = store.ChecksumNone, false, false
+	v.caps.md5, v.caps.md5Late = true, false
+	v.notes.add(fmt.Sprintf("the store refused the %s checksum header on %s; sent without it", v.cfg.checksum, op))
+	v.log.Info("store refused the offered checksum header: retrying without it", zap.String("op", op),
+		zap.String("checksum", string(v.cfg.checksum)), zap.Error(err))
 }
 
 // etagTrusted reports whether a differing ETag proves a different object on this store.
-func (w *Writer) etagTrusted(multipart bool) bool {
+func (c *checksumCaps) etagTrusted(multipart bool) bool {
 	if multipart {
-		return w.caps.mpETagMD5
+		return c.mpETagMD5
 	}
-	return w.caps.etagIsMD5
+	return c.etagIsMD5
 }
 
 // putReceiptTrusted reports whether a single PUT's answer whose MD5-shaped ETag differs from
 // the body's MD5 proves the body was damaged on the way: where ETags are known MD5s, or an
 // earlier unencrypted PUT's answer here carried its MD5 (putAnswerMD5; an SSE-S3 write shares
 // those facts, and its ETag may be made otherwise).
-func (w *Writer) putReceiptTrusted() bool {
-	if w.etagTrusted(false) {
+func (v *verifier) putReceiptTrusted() bool {
+	if v.caps.etagTrusted(false) {
 		return true
 	}
-	if w.cfg.sse.Type != "" {
+	if v.cfg.sse.Type != "" {
 		return false
 	}
-	w.facts.mu.Lock()
-	defer w.facts.mu.Unlock()
-	return w.facts.putAnswerMD5
+	v.facts.mu.Lock()
+	defer v.facts.mu.Unlock()
+	return v.facts.putAnswerMD5
 }
 
 // judgement is the outcome of gathering evidence about the object at the key.
@@ -236,25 +223,25 @@ type judgement struct {
 
 // judge gathers evidence after a HEAD: the HEAD's own, then a read-back when allowed. It also
 // teaches the endpoint's facts what this HEAD showed.
-func (w *Writer) judge(want integrity.Expected, head *store.HeadObjectOutput, multipart bool) judgement {
-	ev := integrity.Assess(want, head, w.etagTrusted(multipart))
-	if !ev.Strong() && ev.Mismatch == nil && want.ETag == "" && w.verifying.lateETag != nil {
+func (v *verifier) judge(want integrity.Expected, head *store.HeadObjectOutput, multipart bool) judgement {
+	ev := integrity.Assess(want, head, v.caps.etagTrusted(multipart))
+	if !ev.Strong() && ev.Mismatch == nil && want.ETag == "" && v.lateETag != nil {
 		// The checksum did not decide it and the body's MD5 was left for this moment: the
 		// single PUT's bytes are still held.
-		want.ETag = w.verifying.lateETag()
-		ev = integrity.Assess(want, head, w.etagTrusted(multipart))
+		want.ETag = v.lateETag()
+		ev = integrity.Assess(want, head, v.caps.etagTrusted(multipart))
 	}
-	w.learn(ev, want, multipart)
-	switch w.decider().afterHead(ev, w.readBackAllowed(want.Size)) {
+	v.learn(ev, multipart)
+	switch v.decider().afterHead(ev, v.readBackAllowed(want.Size)) {
 	case evidenceMismatch:
 		return judgement{mismatch: ev.Mismatch}
 	case evidenceEnough:
 		return judgement{method: ev.Method, by: "HeadObject"}
 	case evidenceShort:
-		missing := append(ev.Missing, fmt.Sprintf("read-back not attempted (the object is over the %d-byte read-back limit and the source cannot be replayed)", w.cfg.readBackLimit))
+		missing := append(ev.Missing, fmt.Sprintf("read-back not attempted (the object is over the %d-byte read-back limit and the source cannot be replayed)", v.cfg.readBackLimit))
 		return judgement{method: ev.Method, by: "HeadObject", missing: missing}
 	}
-	method, err := w.readBack(want)
+	method, err := v.readBack(want)
 	if err != nil {
 		var mm *integrity.Mismatch
 		if stderrors.As(err, &mm) {
@@ -270,12 +257,12 @@ func (w *Writer) judge(want integrity.Expected, head *store.HeadObjectOutput, mu
 
 // learn records what a HEAD showed about the endpoint: whether it reports the checksum we
 // sent, and whether its ETags are MD5s.
-func (w *Writer) learn(ev integrity.Evidence, want integrity.Expected, multipart bool) {
+func (v *verifier) learn(ev integrity.Evidence, multipart bool) {
 	if ev.Mismatch != nil {
 		return
 	}
-	sent := w.caps.alg != store.ChecksumNone
-	w.facts.update(func(f *endpointFacts) {
+	sent := v.caps.alg != store.ChecksumNone
+	v.facts.update(func(f *endpointFacts) {
 		if sent && ev.ChecksumReported {
 			f.headChecksum = yes
 		} else if sent && f.headChecksum == unknown {
@@ -295,9 +282,9 @@ func (w *Writer) learn(ev integrity.Evidence, want integrity.Expected, multipart
 	})
 	if ev.ETagMatched {
 		if multipart {
-			w.caps.mpETagMD5 = true
+			v.caps.mpETagMD5 = true
 		} else {
-			w.caps.etagIsMD5 = true
+			v.caps.etagIsMD5 = true
 		}
 	}
 }
@@ -306,14 +293,14 @@ func (w *Writer) learn(ev integrity.Evidence, want integrity.Expected, multipart
 // the read-back limit too when parts went without their MD5 on the expectation that the HEAD
 // would report the checksum (caps.md5Late) and it did not: the price of that expectation, paid
 // once per Uploader and bucket (the endpoint's facts then say so, and later writes compute MD5s).
-func (w *Writer) readBackAllowed(size int64) bool {
-	return w.cfg.readBack || w.cfg.replayable || (w.cfg.readBackLimit > 0 && (size <= w.cfg.readBackLimit || w.verifying.md5Skipped.Load()))
+func (v *verifier) readBackAllowed(size int64) bool {
+	return v.cfg.readBack || v.cfg.replayable || (v.cfg.readBackLimit > 0 && (size <= v.cfg.readBackLimit || v.md5Skipped.Load()))
 }
 
 // unverifiable is the error of a landed object nothing could prove (verdictUnproven and
 // verdictUnprovenLeft): Integrity, coded Unverifiable, saying what evidence was missing.
-func (w *Writer) unverifiable(j judgement) *sperrors.Error {
-	e := w.errs.errorf(sperrors.Integrity, "Verify", nil, "the object landed but its content could not be proven: %s", strings.Join(j.missing, "; "))
+func (v *verifier) unverifiable(j judgement) *sperrors.Error {
+	e := v.errs.errorf(sperrors.Integrity, "Verify", nil, "the object landed but its content could not be proven: %s", strings.Join(j.missing, "; "))
 	e.Code = sperrors.CodeUnverifiable
 	return e
 }

@@ -13,8 +13,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/memstore"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/memstore"
+	"github.com/safeput/safeput/storetest/s3test"
 	"github.com/safeput/safeput/writer"
 )
 

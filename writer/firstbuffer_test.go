@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/s3test"
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -83,14 +83,10 @@ func newJournalKeeper(cfg config, bucket, key string, partSize int64, local stor
 		return k
 	}
 	k.journal = cfg.journal
-	var sseKeyMD5 string
-	if cfg.sse.Type == store.SSEC {
-		sseKeyMD5 = cfg.sse.CustomerKey.MD5()
-	}
 	k.record = journal.Record{
 		ID:       journal.ID{Endpoint: cfg.journalEndpoint, Bucket: bucket, Key: key},
 		PartSize: partSize, SourceSize: cfg.sizeHint, ChecksumAlgorithm: string(local),
-		SSE: string(cfg.sse.Type), SSECustomerKeyMD5: sseKeyMD5,
+		SSE: string(cfg.sse.Type), SSECustomerKeyMD5: cfg.customerKey().MD5(),
 	}
 	return k
 }

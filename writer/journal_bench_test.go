@@ -8,9 +8,9 @@ import (
 
 	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/memstore"
-	"github.com/safeput/safeput/store/storetest/s3test"
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/memstore"
+	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
 	"github.com/safeput/safeput/writer"
 )
 

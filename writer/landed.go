@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,87 +33,181 @@ func (l *lostResponse) Error() string { return "response lost: " + l.err.Error()
 
 func (l *lostResponse) Unwrap() error { return l.err }
 
+// verifier is the step that checks a write's object before and after its commit: the layout
+// check's state before the Complete (the commit runs that check, commit.go, and keeps it here),
+// the create-only guard and the store's optional operations (optionalOps), and after the commit
+// the HEAD (or the commit's answer, where it proves the object), a read-back when nothing else
+// can, the encryption asked for, and what a create-only commit or a lost commit answer left at
+// the key. Each check after the commit takes what was written (integrity.Expected) and the
+// Result being built, and returns nil with the Result's verification filled in, or the
+// classified error; the Writer keeps the error (sticky) or ends the write with the Result
+// (Writer.conclude).
+//
+// It owns the checks' state (layout; lateETag, md5Skipped and createUnguarded, which the commit
+// and the part senders set), and what the answers teach: the checksum caps' lessons (an ETag
+// found to be an MD5, an offered checksum refused) and the endpoint's facts for later writes.
+// It deletes an object only when it is this write's own and not what was written
+// (removeDamaged). It does not own the upload: what it needs of it (the parts' ETags, whether a
+// Complete's answer was lost, its abort) comes through uploadHooks; nor the retries
+// (requester), nor the notes, which every step adds to.
+type verifier struct {
+	st          store.Store
+	bucket, key string
+	cfg         verifierConfig
+	log         *zap.Logger
+	req         *requester
+	errs        errorSite
+	events      emitter
+	facts       *endpointFacts
+	caps        *checksumCaps // shared with the parts and the commit, which send what it says
+	notes       *notes
+	optional    *optionalOps
+	upload      uploadHooks
+
+	// layout is the state of the ListParts check before the Complete.
+	layout layoutCheck
+	// lateETag gives the single PUT's body MD5 (hex) on demand while its buffer is held: the
+	// HEAD's evidence may need it (evidence.go). nil for a multipart write. Set by the commit.
+	lateETag func() string
+	// md5Skipped: a part went without its MD5 because its receipt echoed the checksum sent
+	// (caps.md5Late); if the HEAD then reports no checksum, only a read-back can prove the
+	// object. Set by the part senders.
+	md5Skipped atomic.Bool
+	// createUnguarded: a create-only commit the store is not known to keep off a taken key
+	// (createGuard.unguarded), so the object the HEAD after it finds may be another writer's.
+	// Set by the commit.
+	createUnguarded bool
+}
+
+// layoutCheck is the state of the check, before the Complete, that the store lists the parts
+// as they were sent (commit.go runs it: ListParts, integrity.CheckLayout, decider.afterLayout).
+type layoutCheck struct {
+	resent bool // parts were re-sent once after a failed layout check
+	// unlisted: the Complete now being sent was not preceded by ListParts (SaveRereads);
+	// mustList: a Complete so sent was refused for a part, so this write lists before committing.
+	unlisted, mustList bool
+}
+
+// verifierConfig is what the verifier reads of the write's options: the evidence settings
+// (verifyConfig: read-back, weak acceptance, the source's replayability) and what the object was
+// asked to be.
+type verifierConfig struct {
+	verifyConfig
+	sse         store.Encryption
+	customerKey store.CustomerKey       // the SSE-C key the HEAD and read-back carry (nil for none)
+	checksum    store.ChecksumAlgorithm // the algorithm asked for (named when the store refuses it)
+	createOnly  bool                    // Options.CreateOnly: an object at the key may be another writer's
+}
+
+// verifierConfigOf is cfg as the verifier reads it.
+func verifierConfigOf(cfg config) verifierConfig {
+	return verifierConfig{verifyConfig: cfg.verifyConfig, sse: cfg.sse, customerKey: cfg.customerKey(),
+		checksum: cfg.checksum, createOnly: cfg.createOnly}
+}
+
+// uploadHooks is what the verifier needs of the write's multipart upload and of its clean-up,
+// as funcs the Writer wires to them (session.go, cleanup.go).
+type uploadHooks struct {
+	// partETags are the ETags the store gave this write's acknowledged parts, in part order.
+	partETags func() []string
+	// fate says whether a Complete's answer was lost and its retry found the upload gone
+	// (completeLost), and whether a Complete was answered NoSuchUpload (completeGone).
+	fate func() (completeLost, completeGone bool)
+	// abort aborts this write's open upload, confirmed (nil when none is open or it is gone).
+	abort func() *sperrors.Error
+	// committed records that the upload is committed: nothing is left to abort.
+	committed func()
+	// deleteObject deletes the object at the key (this write's own, found not to be what was written).
+	deleteObject func() error
+}
+
+// decider is the decisions' view the verifier's own asks read (afterHead: readBack; judged:
+// allowWeak; atKey: createOnly, completeLost, completeGone); the rest is the Writer's (decide.go).
+func (v *verifier) decider() decider {
+	lost, gone := v.upload.fate()
+	return decider{createOnly: v.cfg.createOnly, allowWeak: v.cfg.allowWeak, readBack: v.cfg.readBack,
+		completeLost: lost, completeGone: gone}
+}
+
 // precheckCreateOnly checks the key free with a HEAD before a create-only commit the store is not
 // known to make conditional (createGuard.headFirst): it finds an object already there, not one
-// another writer commits after it. done is true when the key exists: err is then the outcome.
-func (w *Writer) precheckCreateOnly(want integrity.Expected, res *Result) (done bool, err error) {
-	herr := w.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		_, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
+// another writer commits after it. done is true when the key exists: err is then the outcome (nil:
+// the object there is this write's, res says so).
+func (v *verifier) precheckCreateOnly(want integrity.Expected, res *Result) (done bool, err error) {
+	herr := v.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+		_, err := v.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: v.bucket, Key: v.key, SSECustomerKey: v.cfg.customerKey})
 		return err
 	})
 	if herr == nil {
 		cause := &sperrors.Error{Kind: sperrors.Precondition, Op: "HeadObject", StatusCode: 412, Code: "PreconditionFailed", Message: "key exists (found by the HEAD before the commit)"}
-		return true, w.landedAlready(cause, want, res)
+		return true, v.landedAlready(cause, want, res)
 	}
 	var re *store.ResponseError
 	if stderrors.As(herr, &re) && re.StatusCode == 404 {
 		return false, nil
 	}
-	if w.headPlainAfterRefusal(herr) != nil {
+	if v.headPlainAfterRefusal(herr) != nil {
 		// The key holds an object not under this write's SSE-C key (refused with the key, there
 		// without it): not ours, whatever its bytes.
-		e := w.errs.errorf(sperrors.Precondition, "HeadObject", herr, "an object already exists at the key, not encrypted with this write's SSE-C key; it was left untouched")
+		e := v.errs.errorf(sperrors.Precondition, "HeadObject", herr, "an object already exists at the key, not encrypted with this write's SSE-C key; it was left untouched")
 		e.StatusCode, e.Code = 412, "PreconditionFailed"
-		return true, w.fail(e)
+		return true, e
 	}
-	return true, w.fail(herr)
+	return true, herr
 }
 
 // landedAlready handles a 412 on a create-only write, or NoSuchUpload on a re-sent Complete: if
 // the object at the key is exactly ours, the write landed (idempotent success); else it is a
 // Precondition error and the existing object is left untouched.
-func (w *Writer) landedAlready(cause error, want integrity.Expected, res *Result) error {
-	head, herr := w.headWithChecksum()
+func (v *verifier) landedAlready(cause error, want integrity.Expected, res *Result) error {
+	head, herr := v.optional.headWithChecksum()
 	var j judgement
 	assembledOurs := false
 	if herr == nil {
-		j = w.judge(want, head, res.Multipart)
-		assembledOurs = res.Multipart && w.assembledFromOurParts(head)
+		j = v.judge(want, head, res.Multipart)
+		assembledOurs = res.Multipart && v.assembledFromOurParts(head)
 	}
-	finding, ours := w.decider().atKey(herr, j, res.Multipart, assembledOurs)
+	d := v.decider()
+	finding, ours := d.atKey(herr, j, res.Multipart, assembledOurs)
 	switch finding {
 	case keyHoldsOurs:
-		if e := w.checkEncryption(head, res, ours); e != nil {
-			return w.fail(e)
+		if e := v.checkEncryption(head, res, ours); e != nil {
+			return e
 		}
 		res.AlreadyExisted = true
 		res.ETag, res.VersionID = head.ETag, head.VersionID
-		if w.currentUploadID() != "" {
-			// Our own upload did not commit (the object was already there): discard it.
-			if aerr := w.abortUpload(w.ctx); aerr != nil {
-				return aerr
-			}
+		// Our own upload, if one is open, did not commit (the object was already there): discard it.
+		if aerr := v.upload.abort(); aerr != nil {
+			return aerr
 		}
 		// Landed, perhaps ours. Unproven without create-only: the caller asked to write the key,
 		// so what is there is (most likely) ours to remove; with it, it may be another writer's.
-		return w.accept(j, res, ours)
+		return v.accept(j, res, ours)
 	case keyEmpty:
-		e := w.errs.errorf(sperrors.Transient, "Complete", cause, "the answer was lost and no object is at the key: the write did not land")
+		e := v.errs.errorf(sperrors.Transient, "Complete", cause, "the answer was lost and no object is at the key: the write did not land")
 		if ce := asError(cause); ce != nil {
 			e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
 		}
-		return w.fail(e)
+		return e
 	case keyUnchecked:
 		// The retried Complete found the upload gone: most likely the first one committed it.
-		return w.fail(w.leftUnchecked(herr, "the CompleteMultipartUpload answer was lost and the key could not be checked: the object most likely landed and is at the key, unproven"))
+		return v.leftUnchecked(herr, "the CompleteMultipartUpload answer was lost and the key could not be checked: the object most likely landed and is at the key, unproven")
 	case keyHeadFailed:
-		return w.fail(herr)
+		return herr
 	case keyGone:
-		return w.fail(w.errs.uploadVanished("CompleteMultipartUpload", 0, cause, goneAtCommit(cause, herr, w.decider().completeLost)))
+		return v.errs.uploadVanished("CompleteMultipartUpload", 0, cause, goneAtCommit(cause, herr, d.completeLost))
 	case keyOurCommitWrong:
 		// Our own Complete landed (its answer was lost, or the 412 met it) and assembled our
 		// parts as the store holds them, but that is not what was written: a part was damaged
 		// on the way. The object is ours, not another writer's: remove it.
-		w.mu.Lock()
-		w.session.uploadID = "" // committed: nothing to abort any more
-		w.mu.Unlock()
-		return w.fail(w.removeDamaged(w.errs.integrity("Verify", 0, fmt.Errorf("the object this write's Complete assembled is not what was written: %w", j.mismatch)), "corrupt"))
+		v.upload.committed()
+		return v.removeDamaged(v.errs.integrity("Verify", 0, fmt.Errorf("the object this write's Complete assembled is not what was written: %w", j.mismatch)), "corrupt")
 	default: // keyTaken
-		e := w.errs.errorf(sperrors.Precondition, "Complete", cause, "an object already exists at the key and is not the one written; it was left untouched")
+		e := v.errs.errorf(sperrors.Precondition, "Complete", cause, "an object already exists at the key and is not the one written; it was left untouched")
 		if ce := asError(cause); ce != nil {
 			e.StatusCode, e.Code, e.RequestID = ce.StatusCode, ce.Code, ce.RequestID
 		}
-		return w.fail(e)
+		return e
 	}
 }
 
@@ -142,85 +237,83 @@ func goneAtCommit(gone, headErr error, lost bool) string {
 
 // verifyLanded compares the committed object with what was written. A mismatch is an Integrity
 // error, and the bad object is deleted (it is ours, and must not be read as good data).
-func (w *Writer) verifyLanded(want integrity.Expected, res *Result) error {
-	head, err := w.headWithChecksum()
+func (v *verifier) verifyLanded(want integrity.Expected, res *Result) error {
+	head, err := v.optional.headWithChecksum()
 	if err != nil {
-		if plain := w.headPlainAfterRefusal(err); plain != nil {
+		if plain := v.headPlainAfterRefusal(err); plain != nil {
 			// The object is there but not under this write's customer key: not what was asked.
-			if e := w.checkEncryption(plain, res, true); e != nil {
-				return w.fail(e)
+			if e := v.checkEncryption(plain, res, true); e != nil {
+				return e
 			}
 		}
 		if afterCommittedHeadFailed(err) == committedGone {
-			return w.fail(err)
+			return err
 		}
 		// Committed, not checked: the caller must know the key holds this write's object,
 		// unproven (it may be damaged), and not assume the key is as it was.
-		return w.fail(w.leftUnchecked(err, "the object was committed but could not be checked: it is at the key, unproven"))
+		return v.leftUnchecked(err, "the object was committed but could not be checked: it is at the key, unproven")
 	}
-	if e := w.checkEncryption(head, res, true); e != nil {
-		return w.fail(e)
+	if e := v.checkEncryption(head, res, true); e != nil {
+		return e
 	}
-	j := w.judge(want, head, res.Multipart)
-	w.req.events.emit(Event{Type: EventVerify, Size: want.Size, Method: j.method, Err: j.mismatch})
-	ownCommit := sameETag(head.ETag, res.ETag) || (res.Multipart && w.assembledFromOurParts(head))
-	if othersAtKey(w.verifying.createUnguarded, j.mismatch != nil, ownCommit) {
+	j := v.judge(want, head, res.Multipart)
+	v.events.emit(Event{Type: EventVerify, Size: want.Size, Method: j.method, Err: j.mismatch})
+	ownCommit := sameETag(head.ETag, res.ETag) || (res.Multipart && v.assembledFromOurParts(head))
+	if othersAtKey(v.createUnguarded, j.mismatch != nil, ownCommit) {
 		// Another create-only writer's commit may have landed over or after ours: a lost race,
 		// and that object is the winner's, not this write's to delete.
-		e := w.errs.errorf(sperrors.Precondition, "Verify", j.mismatch, "the object at the key is not the one written and was left untouched: most likely another writer's create-only commit, landed over or after this write's (the store is not known to refuse a commit onto a taken key)")
-		return w.fail(e)
+		return v.errs.errorf(sperrors.Precondition, "Verify", j.mismatch, "the object at the key is not the one written and was left untouched: most likely another writer's create-only commit, landed over or after this write's (the store is not known to refuse a commit onto a taken key)")
 	}
 	if res.ETag == "" {
 		res.ETag = head.ETag
 	}
-	return w.accept(j, res, true)
+	return v.accept(j, res, true)
 }
 
 // provenByAnswer ends a write whose commit's answer (op: Complete or the single PUT) proved the
 // object by method: the object's checksum, equal to this write's, from a store that checked it
 // (completeProves, putProves), or a single PUT's ETag equal to the MD5 of its body (etagProves).
 // That is the verdict a HEAD reporting the same would give, without its round trip.
-func (w *Writer) provenByAnswer(op string, method verify.Method, want integrity.Expected, res *Result) error {
-	w.log.Debug("HEAD left out: the commit's answer proved the object", zap.String("op", op),
+func (v *verifier) provenByAnswer(op string, method verify.Method, want integrity.Expected, res *Result) error {
+	v.log.Debug("HEAD left out: the commit's answer proved the object", zap.String("op", op),
 		zap.String("upload_id", res.UploadID), zap.Int64("size", want.Size), zap.String("method", string(method)))
-	w.req.events.emit(Event{Type: EventVerify, Size: want.Size, Method: method})
-	return w.accept(judgement{method: method, by: op}, res, true)
+	v.events.emit(Event{Type: EventVerify, Size: want.Size, Method: method})
+	return v.accept(judgement{method: method, by: op}, res, true)
 }
 
-// accept carries out the verdict on judgement j of the object at the key: the write's Result, or
-// its error after deleting the object when it is ours and not proven to be what was written.
-func (w *Writer) accept(j judgement, res *Result, ours bool) error {
-	switch w.decider().judged(j, ours) {
+// accept carries out the verdict on judgement j of the object at the key: res filled in (nil), or
+// the write's error after deleting the object when it is ours and not proven to be what was written.
+func (v *verifier) accept(j judgement, res *Result, ours bool) error {
+	switch v.decider().judged(j, ours) {
 	case verdictProven:
 		res.Verified, res.VerifiedStrong, res.VerifiedBy = j.method, true, j.by
 	case verdictAcceptedWeak:
 		res.Verified, res.VerifiedStrong, res.VerifiedBy = verify.MethodLengthOnly, false, j.by
 		res.Unproven = j.missing
-		w.log.Warn("accepted on length only (Options.AllowWeakVerification): the content was not proven",
+		v.log.Warn("accepted on length only (Options.AllowWeakVerification): the content was not proven",
 			zap.Int64("size", res.Size), zap.String("upload_id", res.UploadID), zap.String("missing", strings.Join(j.missing, "; ")))
 	case verdictCorrupt:
-		return w.fail(w.removeDamaged(w.errs.integrity("Verify", 0, j.mismatch), "corrupt"))
+		return v.removeDamaged(v.errs.integrity("Verify", 0, j.mismatch), "corrupt")
 	case verdictUnproven:
-		return w.fail(w.removeDamaged(w.unverifiable(j), "unproven"))
+		return v.removeDamaged(v.unverifiable(j), "unproven")
 	default: // verdictUnprovenLeft
-		e := w.unverifiable(j)
+		e := v.unverifiable(j)
 		e.Message += "; the object at the key was left in place: it may be another writer's"
-		return w.fail(e)
+		return e
 	}
-	w.takeNotes(res)
-	return w.finish(res)
+	return nil
 }
 
 // readBack re-reads the whole object and compares length and CRC.
-func (w *Writer) readBack(want integrity.Expected) (verify.Method, error) {
+func (v *verifier) readBack(want integrity.Expected) (verify.Method, error) {
 	alg := want.Checksum.Algorithm
 	if alg == store.ChecksumNone || !integrity.IsCRC(alg) {
 		alg = store.ChecksumCRC64NVME
 	}
 	var got uint64
 	var n int64
-	err := w.req.do("GetObject", 0, func(ctx context.Context, _ int) error {
-		out, err := w.st.GetObject(ctx, &store.GetObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
+	err := v.req.do("GetObject", 0, func(ctx context.Context, _ int) error {
+		out, err := v.st.GetObject(ctx, &store.GetObjectInput{Bucket: v.bucket, Key: v.key, SSECustomerKey: v.cfg.customerKey})
 		if err != nil {
 			return err
 		}
@@ -256,6 +349,17 @@ func (w *Writer) readBack(want integrity.Expected) (verify.Method, error) {
 	return verify.MethodReadBack, nil
 }
 
+// conclude ends the commit on the verifier's finding err: kept as the write's sticky error, or,
+// when nil, the Result res, with the notes gathered, is the write's (finish).
+func (w *Writer) conclude(res *Result, err error) error {
+	if err != nil {
+		return w.fail(err)
+	}
+	res.Notes = append(res.Notes, w.outcome.notes.all()...)
+	return w.finish(res)
+}
+
+// finish makes res, landed and verified, the write's Result, with what the write counted.
 func (w *Writer) finish(res *Result) error {
 	stats := w.tally.statsNow()
 	w.mu.Lock()
@@ -275,8 +379,8 @@ func (w *Writer) finish(res *Result) error {
 
 // leftUnchecked is the error of a write whose committed object is at the key but whose check
 // (the HEAD) failed with headErr: the HEAD's kind and status, and ObjectLeft.
-func (w *Writer) leftUnchecked(headErr error, message string) *sperrors.Error {
-	e := w.errs.errorf(sperrors.KindOf(headErr), "HeadObject", headErr, "%s", message)
+func (v *verifier) leftUnchecked(headErr error, message string) *sperrors.Error {
+	e := v.errs.errorf(sperrors.KindOf(headErr), "HeadObject", headErr, "%s", message)
 	if he := asError(headErr); he != nil {
 		e.StatusCode, e.Code, e.RequestID, e.Attempts = he.StatusCode, he.Code, he.RequestID, he.Attempts
 	}
@@ -286,8 +390,8 @@ func (w *Writer) leftUnchecked(headErr error, message string) *sperrors.Error {
 
 // removeDamaged deletes this write's own committed object, which e says is not what was written
 // (what: "corrupt" or "unproven"), and says in e whether it is gone or still at the key.
-func (w *Writer) removeDamaged(e *sperrors.Error, what string) *sperrors.Error {
-	if derr := w.deleteObject(); derr != nil {
+func (v *verifier) removeDamaged(e *sperrors.Error, what string) *sperrors.Error {
+	if derr := v.upload.deleteObject(); derr != nil {
 		e.Message += "; the " + what + " object could not be deleted: " + derr.Error()
 		e.ObjectLeft = true
 	} else {
@@ -300,19 +404,22 @@ func (w *Writer) removeDamaged(e *sperrors.Error, what string) *sperrors.Error {
 // made from its parts as the store holds them (isAssembledFrom the ETags the store gave our
 // parts). That tells our own commit (even a damaged one) from another writer's object where the
 // content cannot.
-func (w *Writer) assembledFromOurParts(head *store.HeadObjectOutput) bool {
-	w.mu.Lock()
-	parts := make([]partDone, 0, len(w.session.parts))
-	for _, p := range w.session.parts {
-		parts = append(parts, p)
+func (v *verifier) assembledFromOurParts(head *store.HeadObjectOutput) bool {
+	return isAssembledFrom(head.ETag, v.upload.partETags())
+}
+
+// etagsInOrder are the ETags of parts, in part order.
+func etagsInOrder(parts map[int32]partDone) []string {
+	sorted := make([]partDone, 0, len(parts))
+	for _, p := range parts {
+		sorted = append(sorted, p)
 	}
-	w.mu.Unlock()
-	slices.SortFunc(parts, func(a, b partDone) int { return cmp.Compare(a.number, b.number) })
-	etags := make([]string, len(parts))
-	for i, p := range parts {
+	slices.SortFunc(sorted, func(a, b partDone) int { return cmp.Compare(a.number, b.number) })
+	etags := make([]string, len(sorted))
+	for i, p := range sorted {
 		etags[i] = p.etag
 	}
-	return isAssembledFrom(head.ETag, etags)
+	return etags
 }
 
 // isAssembledFrom reports whether an object's ETag is the one S3-style stores give the object

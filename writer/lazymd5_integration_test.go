@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/testkit"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )

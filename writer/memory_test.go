@@ -6,7 +6,7 @@ import (
 	"runtime/metrics"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/testkit"
 	"github.com/safeput/safeput/writer"
 )
 

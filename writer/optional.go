@@ -36,16 +36,33 @@ func (c *conditionRefused) Error() string { return "conditional header refused: 
 
 func (c *conditionRefused) Unwrap() error { return c.err }
 
+// optionalOps runs one write's optional operations (ListParts before Complete, HEAD's checksum
+// mode, the conditional create) and does without those the store lacks: it asks the endpoint's
+// facts whether the store is known to lack one, records a "not supported" answer there for the
+// Uploader's later writes, and notes (Result.Notes) each check that could not run and what
+// stands in for it. It owns no state of its own; the upload id it only logs.
+type optionalOps struct {
+	st          store.Store
+	bucket, key string
+	customerKey store.CustomerKey // the SSE-C key the HEAD carries (nil for none)
+	createOnly  bool              // Options.CreateOnly
+	req         *requester
+	facts       *endpointFacts
+	notes       *notes
+	log         *zap.Logger
+	uploadID    func() string // the open multipart upload's id, "" when none (for the logs)
+}
+
 // guardCreate decides how a create-only commit (op) is guarded (decide_create.go): honoured says
 // the profile knows the store honours If-None-Match on it. A refusal known from earlier is
 // noted: the HEAD before the commit stands in for the header.
-func (w *Writer) guardCreate(honoured bool, op string) createGuard {
-	if !w.cfg.createOnly {
+func (o *optionalOps) guardCreate(honoured bool, op string) createGuard {
+	if !o.createOnly {
 		return createGuard{}
 	}
-	why := w.facts.lacking(op)
+	why := o.facts.lacking(op)
 	if why != "" {
-		w.skipped("the conditional create", op, why, condInstead)
+		o.skipped("the conditional create", op, why, condInstead)
 	}
 	return guardCreate(true, why != "", honoured)
 }
@@ -54,8 +71,8 @@ func (w *Writer) guardCreate(honoured bool, op string) createGuard {
 const condInstead = "the key was checked free with a HEAD before writing, which a concurrent writer can race"
 
 // conditionUnsupported records and notes the store's refusal of If-None-Match on op.
-func (w *Writer) conditionUnsupported(op string, err error) {
-	w.skipped("the conditional create", op, w.lacksOp(op, err), condInstead)
+func (o *optionalOps) conditionUnsupported(op string, err error) {
+	o.skipped("the conditional create", op, o.lacksOp(op, err), condInstead)
 }
 
 // unsupportedWhy says how the store refused: "HTTP 405 MethodNotAllowed".
@@ -86,38 +103,38 @@ func (f *endpointFacts) lackingErr(op string) error {
 }
 
 // lacksOp records that the store answered op with "not supported" (err) and returns why.
-func (w *Writer) lacksOp(op string, err error) string {
+func (o *optionalOps) lacksOp(op string, err error) string {
 	why := unsupportedWhy(err)
-	w.facts.update(func(f *endpointFacts) {
+	o.facts.update(func(f *endpointFacts) {
 		if f.lacks == nil {
 			f.lacks = map[string]error{}
 		}
 		f.lacks[op] = err
 	})
-	w.log.Warn("the store does not support an optional operation: going on with the proof it can still give",
-		zap.String("op", op), zap.String("why", why), zap.String("upload_id", w.currentUploadID()))
+	o.log.Warn("the store does not support an optional operation: going on with the proof it can still give",
+		zap.String("op", op), zap.String("why", why), zap.String("upload_id", o.uploadID()))
 	return why
 }
 
 // skipped notes and logs a check that could not run because the store lacks op.
-func (w *Writer) skipped(check, op, why, instead string) {
+func (o *optionalOps) skipped(check, op, why, instead string) {
 	msg := fmt.Sprintf("%s did not run: the store does not support %s (%s); %s", check, op, why, instead)
-	w.note(msg)
-	w.log.Info("check skipped", zap.String("check", check), zap.String("op", op), zap.String("why", why),
-		zap.String("upload_id", w.currentUploadID()))
+	o.notes.add(msg)
+	o.log.Info("check skipped", zap.String("check", check), zap.String("op", op), zap.String("why", why),
+		zap.String("upload_id", o.uploadID()))
 }
 
 // listPartsForCheck lists the upload for the pre-Complete check. ok is false when the store does
 // not list parts (known before, or answered so now): the check is then skipped, with a note.
-func (w *Writer) listPartsForCheck(uploadID string) (listed []store.Part, ok bool, err error) {
+func (o *optionalOps) listPartsForCheck(uploadID string) (listed []store.Part, ok bool, err error) {
 	const check = "the pre-Complete ListParts check"
 	const instead = "each part's receipt was checked when it was sent, and the post-commit proof decides"
-	if why := w.facts.lacking(optListParts); why != "" {
-		w.skipped(check, optListParts, why, instead)
+	if why := o.facts.lacking(optListParts); why != "" {
+		o.skipped(check, optListParts, why, instead)
 		return nil, false, nil
 	}
-	err = w.req.do("ListParts", 0, func(ctx context.Context, _ int) error {
-		out, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: uploadID})
+	err = o.req.do("ListParts", 0, func(ctx context.Context, _ int) error {
+		out, err := o.st.ListParts(ctx, &store.ListPartsInput{Bucket: o.bucket, Key: o.key, UploadID: uploadID})
 		if err != nil {
 			return err
 		}
@@ -125,7 +142,7 @@ func (w *Writer) listPartsForCheck(uploadID string) (listed []store.Part, ok boo
 		return nil
 	})
 	if err != nil && store.Unsupported(err) {
-		w.skipped(check, optListParts, w.lacksOp(optListParts, err), instead)
+		o.skipped(check, optListParts, o.lacksOp(optListParts, err), instead)
 		return nil, false, nil
 	}
 	return listed, err == nil, err
@@ -134,21 +151,21 @@ func (w *Writer) listPartsForCheck(uploadID string) (listed []store.Part, ok boo
 // headWithChecksum is the HEAD after commit. It asks for the stored checksums unless the store
 // refuses HEAD's checksum mode (known before, or answered so now): then it asks without, and
 // the ETag or a read-back must prove the object.
-func (w *Writer) headWithChecksum() (*store.HeadObjectOutput, error) {
+func (o *optionalOps) headWithChecksum() (*store.HeadObjectOutput, error) {
 	const check = "reading the stored checksum after commit"
 	const instead = "the ETag (where it is an MD5) or a read-back decides"
 	mode := true
-	if why := w.facts.lacking(optHeadChecksumMode); why != "" {
-		w.skipped(check, optHeadChecksumMode, why, instead)
+	if why := o.facts.lacking(optHeadChecksumMode); why != "" {
+		o.skipped(check, optHeadChecksumMode, why, instead)
 		mode = false
 	}
 	var head *store.HeadObjectOutput
-	err := w.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: mode, SSECustomerKey: w.customerKey()})
+	err := o.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
+		h, err := o.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: o.bucket, Key: o.key, ChecksumMode: mode, SSECustomerKey: o.customerKey})
 		if err != nil && mode && store.Unsupported(err) {
-			w.skipped(check, optHeadChecksumMode, w.lacksOp(optHeadChecksumMode, err), instead)
+			o.skipped(check, optHeadChecksumMode, o.lacksOp(optHeadChecksumMode, err), instead)
 			mode = false
-			h, err = w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, SSECustomerKey: w.customerKey()})
+			h, err = o.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: o.bucket, Key: o.key, SSECustomerKey: o.customerKey})
 		}
 		head = h
 		return err

@@ -11,8 +11,8 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faulty"
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest/faulty"
+	"github.com/safeput/safeput/storetest/memstore"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )

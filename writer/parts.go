@@ -133,7 +133,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		}
 		in := &store.UploadPartInput{
 			Bucket: w.bucket, Key: w.key, UploadID: uploadID, PartNumber: n,
-			Body: body, ContentLength: size, SSECustomerKey: w.customerKey(),
+			Body: body, ContentLength: size, SSECustomerKey: w.cfg.customerKey(),
 		}
 		if w.caps.alg != store.ChecksumNone {
 			in.Checksum = store.Checksum{Algorithm: w.caps.alg, Value: rec.sum}
@@ -164,7 +164,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		}
 		receipt := integrity.Receipt{PartNumber: n, Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
 		// A store whose multipart ETags are MD5-of-part-MD5s makes part ETags that are MD5s.
-		if _, err := integrity.CheckReceipt(receipt, out.ETag, out.Checksums, w.etagTrusted(false) || w.etagTrusted(true)); err != nil {
+		if _, err := integrity.CheckReceipt(receipt, out.ETag, out.Checksums, w.caps.etagTrusted(false) || w.caps.etagTrusted(true)); err != nil {
 			return w.errs.integrity("UploadPart", n, err)
 		}
 		done.etag, done.md5, done.hasMD5 = out.ETag, rec.md5, rec.hasMD5
@@ -172,7 +172,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		return nil
 	})
 	if err == nil && w.decider().md5Spared(done.hasMD5) {
-		w.verifying.md5Skipped.Store(true)
+		w.verifier.md5Skipped.Store(true)
 	}
 	if err != nil {
 		_ = w.fail(w.partFailed(n, err))

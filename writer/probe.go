@@ -152,7 +152,7 @@ func (w *Writer) launchProbe(in *store.CreateMultipartUploadInput, besidePut boo
 	if asked == nil {
 		return
 	}
-	p := &checksumProbe{st: w.st, policy: w.cfg.policy.With(sendOnce), create: *in, customerKey: w.customerKey(), log: w.log}
+	p := &checksumProbe{st: w.st, policy: w.cfg.policy.With(sendOnce), create: *in, customerKey: w.cfg.customerKey(), log: w.log}
 	done := make(chan struct{})
 	w.mu.Lock()
 	w.outcome.probeRun.done, w.outcome.probeRun.besidePut = done, besidePut

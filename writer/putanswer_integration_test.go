@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	sperrors "github.com/safeput/safeput/errors"
-	"github.com/safeput/safeput/store/storetest/faultproxy"
-	"github.com/safeput/safeput/store/storetest/s3test"
-	"github.com/safeput/safeput/store/storetest/testkit"
-	"github.com/safeput/safeput/store/storetest/wirekit"
+	"github.com/safeput/safeput/storetest/faultproxy"
+	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
+	"github.com/safeput/safeput/storetest/wirekit"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )

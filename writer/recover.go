@@ -462,7 +462,7 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 		want := expectedOf(*rec.Object)
 		var head *store.HeadObjectOutput
 		herr := w.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-			h, err := st.HeadObject(ctx, &store.HeadObjectInput{Bucket: rec.Bucket, Key: rec.Key, ChecksumMode: true, SSECustomerKey: w.customerKey()})
+			h, err := st.HeadObject(ctx, &store.HeadObjectInput{Bucket: rec.Bucket, Key: rec.Key, ChecksumMode: true, SSECustomerKey: w.cfg.customerKey()})
 			head = h
 			return err
 		})
@@ -480,7 +480,7 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 				// The HEAD did not decide it (no checksum of ours; an ETag that need not be an
 				// MD5), but the record holds the object's CRC: read the object back (bounded
 				// by the read-back limit) to prove it either way.
-				m, rerr := w.readBack(want)
+				m, rerr := w.verifier.readBack(want)
 				var mm *integrity.Mismatch
 				switch {
 				case rerr == nil:

@@ -16,8 +16,8 @@ import (
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/internal/journal"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faulty"
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest/faulty"
+	"github.com/safeput/safeput/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -255,7 +255,7 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 	}
 	r := resumer{
 		st: w.st, req: w.req, journal: w.session.journal.journal, dir: w.session.journal.dir, record: w.session.journal.record,
-		customerKey: w.customerKey(), facts: w.facts, log: w.log,
+		customerKey: w.cfg.customerKey(), facts: w.facts, log: w.log,
 		sumSource: func(n int32, off, size int64, withMD5 bool) (partDone, error) {
 			section := w.sectionPart(off, size)
 			_, src, err := w.prepareBody(n, section, false)
@@ -272,9 +272,9 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 	case found.skipped != "":
 		why := found.why
 		if found.lacking != nil {
-			why = w.lacksOp(optListParts, found.lacking)
+			why = w.verifier.optional.lacksOp(optListParts, found.lacking)
 		}
-		w.skipped("resuming journaled upload "+found.skipped, optListParts, why, "a new upload is started and the record is kept for Recover")
+		w.verifier.optional.skipped("resuming journaled upload "+found.skipped, optListParts, why, "a new upload is started and the record is kept for Recover")
 	case found.landed != nil:
 		w.tally.bytesDone.Add(w.cfg.sizeHint)
 		return found.landed, nil

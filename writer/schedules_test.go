@@ -27,12 +27,12 @@ import (
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faultproxy"
-	"github.com/safeput/safeput/store/storetest/faulty"
-	"github.com/safeput/safeput/store/storetest/memstore"
-	"github.com/safeput/safeput/store/storetest/s3test"
-	"github.com/safeput/safeput/store/storetest/testkit"
-	"github.com/safeput/safeput/store/storetest/wirekit"
+	"github.com/safeput/safeput/storetest/faultproxy"
+	"github.com/safeput/safeput/storetest/faulty"
+	"github.com/safeput/safeput/storetest/memstore"
+	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
+	"github.com/safeput/safeput/storetest/wirekit"
 	"github.com/safeput/safeput/writer"
 )
 

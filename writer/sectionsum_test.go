@@ -10,8 +10,8 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/memstore"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/memstore"
+	"github.com/safeput/safeput/storetest/s3test"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -110,7 +110,7 @@ func (w *Writer) createUpload() error {
 		sent := time.Now()
 		out, err := w.st.CreateMultipartUpload(ctx, in)
 		if err != nil && w.caps.probing && headerRefused(err) {
-			w.dropOfferedChecksum("CreateMultipartUpload", err)
+			w.verifier.dropOfferedChecksum("CreateMultipartUpload", err)
 			in.ChecksumAlgorithm, in.ChecksumType = store.ChecksumNone, store.ChecksumTypeNone
 			sent = time.Now()
 			out, err = w.st.CreateMultipartUpload(ctx, in)

@@ -16,8 +16,8 @@ import (
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
-	"github.com/safeput/safeput/store/storetest/faulty"
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest/faulty"
+	"github.com/safeput/safeput/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 

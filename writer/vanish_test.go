@@ -15,7 +15,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/storetest/faulty"
 	"github.com/safeput/safeput/writer"
 )
 

@@ -44,7 +44,7 @@ import (
 //
 // The code reads in the order of a write:
 //   - uploader.go: Uploader, what its writes share; budget.go: the memory budget they share
-//   - writer.go: Writer (its state by step: intake, session, verifying, outcome, tally), New,
+//   - writer.go: Writer (its steps, and its state by step: intake, session, outcome, tally), New,
 //     Close, Abort
 //   - intake.go: Write and ReadFrom into pooled part buffers
 //   - session.go: the multipart upload (create, its id, acknowledged parts)
@@ -55,17 +55,19 @@ import (
 //   - commit.go: the single PUT, or ListParts check and CompleteMultipartUpload; committer.go: the
 //     committer, which makes the Complete from the parts' receipts, checks it against ListParts
 //     and sends it
-//   - landed.go: what landed: HEAD or read-back evidence, lost answers, create-only
+//   - landed.go: the verifier, the step that proves what landed: HEAD or read-back evidence, lost
+//     answers, create-only; it returns a verdict, the Writer keeps the Result or the error
 //   - evidence.go: which checksum to send and which evidence can prove the object;
-//     encryption.go: the encryption asked for, proven by the HEAD
+//     encryption.go: the encryption asked for, proven by the HEAD (both the verifier's)
 //   - decide_parts.go: the decisions before the commit (single PUT or multipart, part sizes and
 //     the final part, the tail at Close, when a part's MD5 is taken, the probe); decide.go: the
 //     decisions on the store's answers after; both apart from the I/O (decide_test.go). Whether
 //     one failed request is sent again is the retry package's decision (retry/decide.go)
 //   - cleanup.go: abort (confirmed), sweep of lost creates, delete of a wrong object
 //   - failures.go: the retry wrapper, error constructors, events; result.go: Result and Event
-//   - optional.go: the store's optional operations (ListParts, ListMultipartUploads, conditional
-//     writes, HEAD's checksum mode) and what the write does without them
+//   - optional.go: optionalOps, the store's optional operations (ListParts, ListMultipartUploads,
+//     conditional writes, HEAD's checksum mode) and what the write does without them;
+//     notes.go: the notes every step adds for Result.Notes
 //   - upload.go: Upload for an io.Reader; journal.go, resume.go, recover.go: crash consistency
 //     (the journal keeper, which records the write; the resumer, which continues a journaled
 //     upload of the same source; Recover)
@@ -101,7 +103,7 @@ type Writer struct {
 	key    string
 	cfg    config
 	plan   multipart.Plan
-	caps   checksumCaps
+	caps   *checksumCaps  // shared with the verifier, which learns from the answers what to send
 	facts  *endpointFacts // what writes learned about this store's endpoint (evidence.go)
 	log    *zap.Logger
 
@@ -112,15 +114,15 @@ type Writer struct {
 	mu sync.Mutex
 
 	// steps
-	req  *requester // every store request goes through it (requests.go)
-	errs errorSite  // the write's classified errors (failures.go)
+	req      *requester // every store request goes through it (requests.go)
+	errs     errorSite  // the write's classified errors (failures.go)
+	verifier *verifier  // the checks before and after the commit (landed.go, evidence.go, encryption.go)
 
 	// The write's state by step.
-	intake    intake    // the bytes on their way into parts, owned by the writing goroutine
-	session   session   // the multipart upload and its journal record (session.go), guarded by mu
-	verifying verifying // what the checks of the object will need
-	outcome   outcome   // how the write ended and what it left, guarded by mu
-	tally     *tally    // what the write counted, for its Result and log (requests.go)
+	intake  intake  // the bytes on their way into parts, owned by the writing goroutine
+	session session // the multipart upload and its journal record (session.go), guarded by mu
+	outcome outcome // how the write ended and what it left, guarded by mu
+	tally   *tally  // what the write counted, for its Result and log (requests.go)
 }
 
 // intake is the writing goroutine's: the part being filled, the one held back, and where the
@@ -146,24 +148,6 @@ type intake struct {
 	ahead *sumsAhead
 }
 
-// verifying is what the checks before and after commit need beyond the parts' receipts
-// (commit.go, landed.go, evidence.go).
-type verifying struct {
-	resent bool // parts were re-sent once after a failed layout check
-	// unlisted: the Complete now being sent was not preceded by ListParts (SaveRereads);
-	// mustList: a Complete so sent was refused for a part, so this write lists before committing.
-	unlisted, mustList bool
-	// lateETag gives the single PUT's body MD5 (hex) on demand while its buffer is held: the
-	// HEAD's evidence may need it (evidence.go). nil for a multipart write.
-	lateETag func() string
-	// md5Skipped: a part went without its MD5 because its receipt echoed the checksum sent
-	// (caps.md5Late); if the HEAD then reports no checksum, only a read-back can prove the object.
-	md5Skipped atomic.Bool
-	// createUnguarded: a create-only commit the store is not known to keep off a taken key
-	// (createGuard.unguarded), so the object the HEAD after it finds may be another writer's.
-	createUnguarded bool
-}
-
 // outcome is how the write ended, and what it leaves at the store for the caller to know;
 // guarded by Writer.mu but for the atomic.
 type outcome struct {
@@ -171,7 +155,7 @@ type outcome struct {
 	closed   bool
 	closeErr error
 	result   *Result
-	notes    []string // Result.Notes
+	notes    *notes // Result.Notes, added to by every step
 	// keyDeleted: this writer deleted the object at the key (its own damaged or unproven one),
 	// so an earlier Upload attempt's object is no longer there.
 	keyDeleted atomic.Bool
@@ -326,11 +310,36 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		session: session{parts: map[int32]partDone{}, uploadIDs: map[string]bool{}},
 		tally:   newTally(),
 	}
-	w.caps = chooseChecksum(cfg, w.facts)
+	caps := chooseChecksum(cfg, w.facts)
+	w.caps = &caps
 	w.log = cfg.logger.With(zap.String("bucket", bucket), zap.String("key", key))
 	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, uploadID: w.currentUploadID, replayable: cfg.replayable}
 	w.req = &requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, uploadID: w.currentUploadID,
 		facts: w.facts, events: emitter{bucket: bucket, key: key, observer: cfg.observer, span: cfg.span}, tally: w.tally, log: w.log}
+	w.outcome.notes = new(notes)
+	optional := &optionalOps{st: st, bucket: bucket, key: key, customerKey: cfg.customerKey(), createOnly: cfg.createOnly,
+		req: w.req, facts: w.facts, notes: w.outcome.notes, log: w.log, uploadID: w.currentUploadID}
+	w.verifier = &verifier{st: st, bucket: bucket, key: key, cfg: verifierConfigOf(cfg), log: w.log,
+		req: w.req, errs: w.errs, events: w.req.events, facts: w.facts, caps: w.caps, notes: w.outcome.notes, optional: optional,
+		upload: uploadHooks{
+			partETags: func() []string {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				return etagsInOrder(w.session.parts)
+			},
+			fate: func() (completeLost, completeGone bool) {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				return w.session.completeLost, w.session.completeGone
+			},
+			abort: func() *sperrors.Error { return w.abortUpload(w.ctx) },
+			committed: func() {
+				w.mu.Lock()
+				w.session.uploadID = "" // committed: nothing to abort any more
+				w.mu.Unlock()
+			},
+			deleteObject: w.deleteObject,
+		}}
 	w.session.journal = newJournalKeeper(cfg, bucket, key, plan.PartSize, w.caps.local, w.errs, w.log)
 	return w, nil
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 var md5BytesLogged = regexp.MustCompile(`"md5_bytes": (\d+)`)

@@ -9,6 +9,7 @@ require (
 	github.com/safeput/safeput v0.1.0
 	github.com/safeput/safeput/frontend v0.1.0
 	github.com/safeput/safeput/otel v0.1.0
+	github.com/safeput/safeput/storetest v0.1.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10

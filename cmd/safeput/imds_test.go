@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // On an EC2 host (or EKS node) with an instance role and nothing else configured, the CLI signs

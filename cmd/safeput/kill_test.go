@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	journal "github.com/safeput/safeput/store/storetest/journaltest"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	journal "github.com/safeput/safeput/storetest/journaltest"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // killRuns is how many times each adapter's put is killed (SAFEPUT_KILL_RUNS overrides).

@@ -23,7 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/safeput/safeput/multipart"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // bin is the safeput binary, built once: the tests run it as a user would, so flags, exit codes,
@@ -225,9 +225,9 @@ func TestReleaseBuildHasNoTestHooks(t *testing.T) {
 }
 
 // The release build's packages (go list -deps, no tags) include none of the test support under
-// store/storetest: the demo's in-memory store and fault injector are product code
+// storetest: the demo's in-memory store and fault injector are product code
 // (internal/demostore), and what reaches the test support (the --fault hook) is in
-// the test build only. The test build's list is checked to hold store/storetest/faulty, so the
+// the test build only. The test build's list is checked to hold storetest/faulty, so the
 // check is shown to see such a package.
 func TestReleaseBuildHasNoTestSupport(t *testing.T) {
 	list := func(args ...string) []string {
@@ -238,7 +238,7 @@ func TestReleaseBuildHasNoTestSupport(t *testing.T) {
 		}
 		return strings.Fields(string(out))
 	}
-	const testSupport = "github.com/safeput/safeput/store/storetest"
+	const testSupport = "github.com/safeput/safeput/storetest"
 	for _, p := range list() {
 		if p == testSupport || strings.HasPrefix(p, testSupport+"/") {
 			t.Errorf("the release build imports %s", p)

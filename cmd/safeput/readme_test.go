@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // The compatibility table in the root README.md is rendered from what TestProbe and

@@ -14,8 +14,8 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/safeput/safeput/store"
-	journal "github.com/safeput/safeput/store/storetest/journaltest"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	journal "github.com/safeput/safeput/storetest/journaltest"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // What recover says about a journal with nothing to do, and about bad input: a clear message,
@@ -67,10 +67,7 @@ func TestRecoverMessages(t *testing.T) {
 		{Endpoint: endpoint, Bucket: "someone-elses-bucket", Key: "mine/k", UploadID: "u"},
 		{Endpoint: endpoint, Bucket: bucket, Key: "keep/other-team/a.bin", UploadID: theirID},
 	} {
-		if err := j.Begin(journal.Record{ID: id, PartSize: 5 << 20, SourceSize: 11 << 20}); err != nil {
-			t.Fatal(err)
-		}
-		if err := j.Release(id); err != nil {
+		if err := j.Plant(journal.Record{ID: id, PartSize: 5 << 20, SourceSize: 11 << 20}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,13 +175,8 @@ func testRecoverReadBackLimit(t *testing.T, s s3test.Server) {
 		}
 		// The upload id names no upload: the crashed write's Complete consumed it, or it never was.
 		id := journal.ID{Endpoint: strings.TrimRight(s.Endpoint, "/"), Bucket: bucket, Key: "k", UploadID: "completed-before-the-crash"}
-		if err := j.Begin(journal.Record{ID: id, PartSize: 5 << 20, SourceSize: int64(len(data)), ChecksumAlgorithm: string(store.ChecksumCRC32C)}); err != nil {
-			t.Fatal(err)
-		}
-		if err := j.Intend(id, journal.Object{Size: int64(len(data)), ChecksumAlgorithm: string(store.ChecksumCRC32C), Checksum: crc}); err != nil {
-			t.Fatal(err)
-		}
-		if err := j.Release(id); err != nil {
+		if err := j.Plant(journal.Record{ID: id, PartSize: 5 << 20, SourceSize: int64(len(data)), ChecksumAlgorithm: string(store.ChecksumCRC32C),
+			Object: &journal.Object{Size: int64(len(data)), ChecksumAlgorithm: string(store.ChecksumCRC32C), Checksum: crc}}); err != nil {
 			t.Fatal(err)
 		}
 		return dir

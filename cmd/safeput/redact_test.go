@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/echostore"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/echostore"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // collector is an OTLP/HTTP endpoint that keeps every body it is sent; with refuse, it answers

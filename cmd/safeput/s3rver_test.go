@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // s3rverSmoke returns the s3rver the test command starts beside the real servers (scripts/

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest/memstore"
 )
 
 // listingQuirks plays a store's ListMultipartUploads: one that ignores the prefix (lists the

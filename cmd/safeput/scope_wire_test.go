@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/faultproxy"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/faultproxy"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // sweep and probe act only under the prefix they are given, through both backends, on a store

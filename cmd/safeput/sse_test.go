@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // The CLI's server-side encryption flags: bad combinations are exit 2 before any request.

@@ -9,7 +9,7 @@ import (
 )
 
 // testHooks of the release build: no --fault, no --pause (see testhooks_on.go), and nothing of the
-// test support under store/storetest linked in (TestReleaseBuildHasNoTestSupport).
+// test support under storetest linked in (TestReleaseBuildHasNoTestSupport).
 type testHooks struct{}
 
 func (testHooks) register(*pflag.FlagSet) {}

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/storetest/faulty"
 )
 
 // testHooks are the test build's two hidden flags. The tests build the CLI with

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // A private CA, trusted explicitly: --ca-bundle, AWS_CA_BUNDLE and ca_bundle in the profile

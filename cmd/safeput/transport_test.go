@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // recordingStore is a plain http:// endpoint that records what reached it and refuses every

@@ -10,7 +10,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest/memstore"
 )
 
 func TestParseS3URL(t *testing.T) {

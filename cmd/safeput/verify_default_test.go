@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 	"github.com/safeput/safeput/verify"
 	"github.com/safeput/safeput/writer"
 )

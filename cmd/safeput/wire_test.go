@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/store/storetest/faultproxy"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/faultproxy"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // The CLI at the wire: `safeput put` through a fault proxy in front of the real server, both

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/faulty"
-	journal "github.com/safeput/safeput/store/storetest/journaltest"
-	"github.com/safeput/safeput/store/storetest/s3test"
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/faulty"
+	journal "github.com/safeput/safeput/storetest/journaltest"
+	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
 	"github.com/safeput/safeput/writer"
 )
 

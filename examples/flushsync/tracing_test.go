@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	spotel "github.com/safeput/safeput/otel"
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest/memstore"
 	"github.com/safeput/safeput/writer"
 )
 

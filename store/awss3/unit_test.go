@@ -25,7 +25,7 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/catrust"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // These tests run against an httptest.Server that records what the adapter sends, so the wire

@@ -3,10 +3,10 @@ package miniogo_test
 import (
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/testkit"
 )
 
-// TestConformance runs the public conformance suite (store/storetest) through this adapter on
+// TestConformance runs the public conformance suite (storetest) through this adapter on
 // every test server, checked with the aws-sdk-go-v2 adapter.
 func TestConformance(t *testing.T) { testkit.Conformance(t, "minio") }
 

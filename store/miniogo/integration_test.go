@@ -14,7 +14,7 @@ import (
 
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/miniogo"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 func newRealStore(t *testing.T, srv s3test.Server, wrongSecret bool) store.Store {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/bench"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // cliMemOptions are the flags of the CLI memory section.

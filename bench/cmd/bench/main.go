@@ -25,7 +25,7 @@ import (
 
 	"github.com/safeput/safeput/bench"
 	"github.com/safeput/safeput/bytesize"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 func main() {

@@ -15,7 +15,7 @@ import (
 	"github.com/safeput/safeput/bench"
 	"github.com/safeput/safeput/bench/internal/link"
 	"github.com/safeput/safeput/bytesize"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // wanOptions are the flags of the WAN section.

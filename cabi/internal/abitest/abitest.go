@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
 // Runner runs abi_prog with args (scenario, output file, scenario arguments) and returns its

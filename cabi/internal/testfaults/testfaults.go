@@ -1,12 +1,12 @@
 // Package testfaults makes the C ABI honour test_faults with the fault injector of the tests
-// (store/storetest/faulty). Only test builds import it: the library built with the safeput_faults
+// (storetest/faulty). Only test builds import it: the library built with the safeput_faults
 // tag and this module's tests.
 package testfaults
 
 import (
 	"github.com/safeput/safeput/cabi/internal/testhook"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/storetest/faulty"
 )
 
 // Allow makes this process honour test_faults: comma-separated OP:FAULT[:N] items (faulty.Parse).

@@ -3,7 +3,7 @@
 // multipart uploads with the checks S3 makes at Complete, ETags and the checksums HEAD reports),
 // and scripted faults that replay what stores do in the field (Rule).
 //
-// It is the CLI's own, not the test support under store/storetest (memstore, faulty), which the
+// It is the CLI's own, not the test support under storetest (memstore, faulty), which the
 // release build must not link and which, outside the library's compatibility promise, may change
 // in any release of it. Its tests hold it to the same conformance suite as the SDK adapters.
 //

@@ -14,7 +14,7 @@ import (
 	"github.com/safeput/safeput/cmd/safeput/internal/demostore"
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest"
+	"github.com/safeput/safeput/storetest"
 )
 
 // The demo's store keeps the same contracts as the SDK adapters, so what the demo shows the

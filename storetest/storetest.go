@@ -32,9 +32,10 @@
 // Facts about one server that no contract states (which error code it picks among those S3
 // allows, which headers it ignores) belong in that server's own tests, layered on top.
 //
-// Test support: store/storetest and the packages under it (memstore, faulty, faultproxy, wirekit,
-// testkit, testcerts, s3test, journaltest) are not covered by safeput's compatibility promise; they change with the
-// tests they serve, in any release.
+// Test support: storetest and the packages under it (memstore, faulty, faultproxy, wirekit,
+// testkit, testcerts, s3test, journaltest), a module of their own beside the library's, are not
+// covered by safeput's compatibility promise; they change with the tests they serve, in any
+// release.
 package storetest
 
 import (

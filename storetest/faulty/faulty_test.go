@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faulty"
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest/faulty"
+	"github.com/safeput/safeput/storetest/memstore"
 )
 
 const bkt = "bucket"

@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest"
-	"github.com/safeput/safeput/store/storetest/faulty"
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest"
+	"github.com/safeput/safeput/storetest/faulty"
+	"github.com/safeput/safeput/storetest/memstore"
 )
 
 // harness tests a wrapper: the fault injector with no rules around the in-memory store. The

@@ -9,7 +9,7 @@
 // Store contract requires and a call whose context is already done is passed through; neither
 // is counted or faulted.
 //
-// Test support: store/storetest and the packages under it (memstore, faulty, faultproxy, wirekit,
+// Test support: storetest and the packages under it (memstore, faulty, faultproxy, wirekit,
 // testkit, testcerts, s3test, journaltest) are not covered by safeput's compatibility promise; they change with the
 // tests they serve, in any release.
 package faulty

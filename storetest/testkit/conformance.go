@@ -21,11 +21,11 @@ import (
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/store/awss3"
 	"github.com/safeput/safeput/store/miniogo"
-	"github.com/safeput/safeput/store/storetest"
-	"github.com/safeput/safeput/store/storetest/s3test"
+	"github.com/safeput/safeput/storetest"
+	"github.com/safeput/safeput/storetest/s3test"
 )
 
-// Conformance runs the public conformance suite (store/storetest) through the adapter named
+// Conformance runs the public conformance suite (storetest) through the adapter named
 // under on every test server, with the other adapter as the reference client, so an adapter is
 // never checked only by itself; then the facts of each server no contract states (which answer
 // it picks among those S3 allows, which headers it ignores), checked with the raw client.

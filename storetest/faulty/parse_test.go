@@ -3,7 +3,7 @@ package faulty_test
 import (
 	"testing"
 
-	"github.com/safeput/safeput/store/storetest/faulty"
+	"github.com/safeput/safeput/storetest/faulty"
 )
 
 // A spec's items become rules in order: N calls, or every call, of the fault named in any case.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/store/storetest/testcerts"
+	"github.com/safeput/safeput/storetest/testcerts"
 )
 
 // The TLS tests reach each server over TLS with the test run's throw-away CA: the server's own TLS

@@ -12,7 +12,7 @@
 //
 // Objects and parts are kept whole in memory; it is meant for test-sized data.
 //
-// Test support: store/storetest and the packages under it (memstore, faulty, faultproxy, wirekit,
+// Test support: storetest and the packages under it (memstore, faulty, faultproxy, wirekit,
 // testkit, testcerts, s3test, journaltest) are not covered by safeput's compatibility promise; they change with the
 // tests they serve, in any release.
 package memstore

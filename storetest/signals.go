@@ -7,12 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/safeput/safeput/internal/progress"
 	"github.com/safeput/safeput/store"
 )
 
@@ -46,9 +46,11 @@ func newWrittenSignal(body *watchedBody) *writtenSignal {
 	return &writtenSignal{body: body, at: make(chan int64, 1)}
 }
 
+// ctx listens where the writer does: httptrace's WroteRequest, which net/http and
+// store.ReportRequestWritten both call.
 func (w *writtenSignal) ctx(ctx context.Context) context.Context {
-	return progress.OnWritten(ctx, func(err error) {
-		if err != nil || w.signals.Add(1) > 1 {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+		if info.Err != nil || w.signals.Add(1) > 1 {
 			return
 		}
 		var pos int64
@@ -56,7 +58,7 @@ func (w *writtenSignal) ctx(ctx context.Context) context.Context {
 			pos = w.body.pos.Load()
 		}
 		w.at <- pos
-	})
+	}})
 }
 
 // check fails unless the call was signalled written, after its whole body (size bytes) had been

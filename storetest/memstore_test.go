@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest"
-	"github.com/safeput/safeput/store/storetest/faulty"
-	"github.com/safeput/safeput/store/storetest/memstore"
+	"github.com/safeput/safeput/storetest"
+	"github.com/safeput/safeput/storetest/faulty"
+	"github.com/safeput/safeput/storetest/memstore"
 )
 
 // The in-memory store and the fault injector (with no rules) pass the same suite as the SDK

@@ -18,8 +18,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/s3test"
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
 )
 
 func TestMain(m *testing.M) {

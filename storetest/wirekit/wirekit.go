@@ -1,4 +1,4 @@
-// Package wirekit runs integration tests through a fault proxy (store/storetest/faultproxy) in front of
+// Package wirekit runs integration tests through a fault proxy (storetest/faultproxy) in front of
 // the real test server. It is apart from testkit because faultproxy's own tests use testkit.
 //
 // Test support, outside safeput's compatibility promise (see package storetest).
@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/safeput/safeput/store"
-	"github.com/safeput/safeput/store/storetest/faultproxy"
-	"github.com/safeput/safeput/store/storetest/s3test"
-	"github.com/safeput/safeput/store/storetest/testkit"
+	"github.com/safeput/safeput/storetest/faultproxy"
+	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
 )
 
 // Proxied starts a fault proxy in front of env's server and returns it with a store of env's

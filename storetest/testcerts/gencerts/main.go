@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/safeput/safeput/store/storetest/testcerts"
+	"github.com/safeput/safeput/storetest/testcerts"
 )
 
 func main() {

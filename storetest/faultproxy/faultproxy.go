@@ -1,6 +1,6 @@
 // Package faultproxy is an HTTP proxy for integration tests that sits between an S3 adapter and a
 // real S3 server and injects faults on real TCP sockets, where the store-seam fakes
-// (store/storetest/faulty) cannot reach: what the SDK's transport, the kernel and the server do when a
+// (storetest/faulty) cannot reach: what the SDK's transport, the kernel and the server do when a
 // connection breaks at a given byte.
 //
 // Point an adapter's endpoint at Proxy.URL (path-style addressing), choose faults with SetRules,
