@@ -110,10 +110,10 @@ func (r *resumer) find() (resumeFound, error) {
 // encryption (or another SSE-C key) cannot be finished as this write: its parts are encrypted as
 // asked then.
 func (r *resumer) matches(rec journal.Record) bool {
-	w := r.record
-	return !rec.Creating && rec.Endpoint == w.Endpoint && rec.Bucket == w.Bucket && rec.Key == w.Key &&
-		rec.PartSize == w.PartSize && rec.SourceSize == w.SourceSize && rec.ChecksumAlgorithm == w.ChecksumAlgorithm &&
-		rec.SSE == w.SSE && rec.SSECustomerKeyMD5 == w.SSECustomerKeyMD5
+	this := r.record
+	return !rec.Creating && rec.Endpoint == this.Endpoint && rec.Bucket == this.Bucket && rec.Key == this.Key &&
+		rec.PartSize == this.PartSize && rec.SourceSize == this.SourceSize && rec.ChecksumAlgorithm == this.ChecksumAlgorithm &&
+		rec.SSE == this.SSE && rec.SSECustomerKeyMD5 == this.SSECustomerKeyMD5
 }
 
 // resume judges the claimed record's upload: found.landed when the object had landed,
