@@ -40,7 +40,7 @@ type aheadSum struct {
 // as for the parts whatever happens to the create. It hashes nothing when the write has its
 // upload already or has nothing to hash.
 func (w *Writer) hashAhead(total, partSize int64) {
-	if w.currentUploadID() != "" || (w.caps.local == store.ChecksumNone && !w.caps.md5) || partSize <= 0 {
+	if w.session.upload.current() != "" || (w.caps.local == store.ChecksumNone && !w.caps.md5) || partSize <= 0 {
 		return
 	}
 	a := &sumsAhead{sums: map[int64]*aheadSum{}}

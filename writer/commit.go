@@ -29,7 +29,7 @@ func (w *Writer) commit() error {
 		w.wg.Wait()
 		return w.fail(w.errs.errorf(sperrors.Permanent, "Close", nil, "source ended at %d bytes, shorter than the declared size %d", w.intake.size, w.cfg.sizeHint))
 	}
-	if atClose(w.intake.section != nil, w.currentUploadID() != "", w.intake.size, w.plan.Threshold) == closeSinglePut {
+	if atClose(w.intake.section != nil, w.session.upload.current() != "", w.intake.size, w.plan.Threshold) == closeSinglePut {
 		return w.putSingle()
 	}
 	// The held data is the tail: send it as the final part.
@@ -85,7 +85,7 @@ func (w *Writer) putSingle() error {
 	// elsewhere the MD5 is needed right after it (its ETag, or the HEAD's, is compared with it),
 	// so it is taken while the bytes are on the wire: one pass, beside the request, not after it.
 	// What the endpoint was known to check as the PUT went decides what its answer can prove: a
-	// probe that answers meanwhile (startPutProbe) serves the later writes, so that this one's
+	// probe that answers meanwhile (prober.startBesidePut) serves the later writes, so that this one's
 	// evidence does not depend on which answer came first.
 	checking := w.facts.checking()
 	var early *earlyMD5
@@ -182,7 +182,7 @@ func (w *Writer) putSingle() error {
 			// then fails would leave it there under a Transient error; and a create-only retry
 			// would meet it as a 412.
 			damagedLeft = nil
-			if derr := w.deleteObject(); derr != nil {
+			if derr := w.session.upload.deleteObject(w.ctx); derr != nil {
 				w.log.Error("could not delete the damaged object this PUT stored", zap.Error(derr))
 				damagedLeft = derr
 			}
@@ -195,7 +195,7 @@ func (w *Writer) putSingle() error {
 		// Beside the PUT: the store is known to take the checksum header. One only offered
 		// waits for the PUT's answer, as the multipart probe waits for the create's, so that a
 		// store refusing it is sent it once.
-		w.startPutProbe(in)
+		w.session.probe.startBesidePut(w.ctx, in, w.decider().probesBesidePut(w.facts.checking()), w.caps.fullObject)
 	}
 	err := w.req.doSized("PutObject", 0, int64(len(data)), put)
 	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
@@ -233,7 +233,7 @@ func (w *Writer) putSingle() error {
 	}
 	res.ETag, res.VersionID = out.ETag, out.VersionID
 	if w.caps.probing {
-		w.startPutProbe(in) // the header was taken (a refusal dropped it from in and caps)
+		w.session.probe.startBesidePut(w.ctx, in, w.decider().probesBesidePut(w.facts.checking()), w.caps.fullObject) // the header was taken (a refusal dropped it from in and caps)
 	}
 	if out.ETag == "" {
 		w.outcome.notes.add("the store's PutObject answer carried no ETag; the HEAD decided")
@@ -257,7 +257,7 @@ func (w *Writer) putSingle() error {
 // complete checks the layout with ListParts, commits, and verifies; c sends the commit and checks
 // the layout (it keeps, across the re-checks, which parts the store listed twice).
 func (w *Writer) complete(c *committer) error {
-	uploadID := w.currentUploadID()
+	uploadID := w.session.upload.current()
 	w.mu.Lock()
 	parts := make([]partDone, 0, len(w.session.parts))
 	for _, p := range w.session.parts {
@@ -378,7 +378,7 @@ func (w *Writer) complete(c *committer) error {
 		return w.fail(err)
 	}
 	w.mu.Lock()
-	w.session.uploadID = "" // committed: nothing to abort any more
+	w.session.upload.committed() // nothing to abort any more
 	w.mu.Unlock()
 	res.ETag, res.VersionID = out.ETag, out.VersionID
 	if out.ETag == "" {
@@ -436,7 +436,7 @@ func (w *Writer) resend(bad []int32, parts []partDone) bool {
 		}
 		off := int64(n-1) * w.plan.PartSize
 		w.log.Warn("re-sending a part the store did not keep as sent", zap.Int32("part", n), zap.Int64("size", size),
-			zap.String("upload_id", w.currentUploadID()))
+			zap.String("upload_id", w.session.upload.current()))
 		w.uploadPart(n, w.sectionPart(off, size))
 		if w.firstErr() != nil {
 			return false

@@ -87,7 +87,7 @@ func (w *Writer) handOff(n int32, size int64, part *handoff) {
 	h.waiting++
 	h.freed++
 	w.log.Debug("part written out with fewer than two others still being sent: the next part goes before its answer",
-		zap.Int32("part", n), zap.Int64("size", size), zap.String("upload_id", w.currentUploadID()), zap.Int("waiting", h.waiting))
+		zap.Int32("part", n), zap.Int64("size", size), zap.String("upload_id", w.session.upload.current()), zap.Int("waiting", h.waiting))
 }
 
 // newHandoff is the hand-off record of a part that has just taken its slot (dispatchSection), nil

@@ -313,7 +313,7 @@ func (w *Writer) releaseLent(f *bodyFence, part int32, bufs ...[]byte) {
 		if busy {
 			w.tally.lentDropped.Add(1)
 			w.log.Debug("a returned request still reads this buffer: not reused", zap.Int32("part", part), zap.Int("size", cap(buf)),
-				zap.String("upload_id", w.currentUploadID()))
+				zap.String("upload_id", w.session.upload.current()))
 			w.cfg.budget.drop(buf)
 			<-w.intake.slots
 			continue

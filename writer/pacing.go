@@ -118,7 +118,7 @@ type pacing struct {
 func (w *Writer) startPacing() {
 	conc := w.cfg.concurrency
 	w.mu.Lock()
-	rtt := w.session.createTook
+	rtt := w.session.upload.createRoundTrip()
 	w.mu.Unlock()
 	if w.intake.pace != nil || !widens(conc, rtt) {
 		return
@@ -130,7 +130,7 @@ func (w *Writer) startPacing() {
 	w.intake.slots = slots
 	w.intake.pace = &pacing{decide: newWidening(conc, time.Now()), reserved: maxWidening*conc - conc}
 	w.log.Debug("parts in flight may widen: a far store", zap.Duration("create_rtt", rtt), zap.Int("concurrency", conc),
-		zap.String("upload_id", w.currentUploadID()), zap.Int64("size", w.cfg.sizeHint))
+		zap.String("upload_id", w.session.upload.current()), zap.Int64("size", w.cfg.sizeHint))
 }
 
 // paced records an acknowledged part of size bytes, and widens when the decision says so.
@@ -152,6 +152,6 @@ func (w *Writer) paced(part int32, size int64, hand *handoff) {
 	}
 	if add > 0 {
 		w.log.Debug("parts in flight widened", zap.Int("in_flight", p.decide.limit), zap.Float64("prior_mib_per_s", p.decide.lastRate/(1<<20)),
-			zap.Int32("part", part), zap.String("upload_id", w.currentUploadID()))
+			zap.Int32("part", part), zap.String("upload_id", w.session.upload.current()))
 	}
 }

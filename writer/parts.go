@@ -56,7 +56,7 @@ func (w *Writer) releaseBody(b partBody) {
 	if b.section != nil {
 		if b.fence != nil && !b.fence.closeAndWait(lateReadWait) {
 			w.log.Warn("a request that has returned still reads the source", zap.Int32("part", b.part), zap.Int64("size", b.section.Size()),
-				zap.String("upload_id", w.currentUploadID()), zap.Duration("waited", lateReadWait))
+				zap.String("upload_id", w.session.upload.current()), zap.Duration("waited", lateReadWait))
 		}
 		w.slotBack(b.hand)
 		return
@@ -115,7 +115,7 @@ func (w *Writer) sectionPart(off, size int64) partBody {
 // and bytes changed in memory since they were written are caught.
 func (w *Writer) uploadPart(n int32, part partBody) {
 	size := part.size()
-	uploadID := w.currentUploadID()
+	uploadID := w.session.upload.current()
 	w.req.events.emit(Event{Type: EventPartStarted, UploadID: uploadID, PartNumber: n, Size: size})
 	var done partDone
 	first := true
@@ -148,7 +148,7 @@ func (w *Writer) uploadPart(n int32, part partBody) {
 		sent()
 		if err != nil {
 			if lostAfterSent(err) {
-				w.outcome.partUnanswered.Store(true)
+				w.session.upload.partWentUnanswered()
 			}
 			if attempt > 1 && ctx.Err() == nil && unanswered(err) {
 				// Unanswered again: an outage, or a store that drops the connection on a part
@@ -208,7 +208,7 @@ func (w *Writer) partFailed(n int32, err error) error {
 		return err
 	}
 	w.log.Warn("a part's requests ended without an answer and ListParts found the upload gone",
-		zap.Int32("part", n), zap.String("upload_id", w.currentUploadID()), zap.Error(err))
+		zap.Int32("part", n), zap.String("upload_id", w.session.upload.current()), zap.Error(err))
 	return w.errs.uploadVanished("UploadPart", n, gone, "")
 }
 
@@ -245,7 +245,7 @@ func (w *Writer) uploadGone() error {
 	if w.writeEnded() || w.facts.lacking(optListParts) != "" {
 		return nil
 	}
-	id := w.currentUploadID()
+	id := w.session.upload.current()
 	stats, err := w.cfg.policy.With(sendOnce).Do(w.ctx, retry.Op{Name: "ListParts", Bucket: w.bucket, Key: w.key, UploadID: id},
 		func(ctx context.Context, _ int) error {
 			_, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: id})

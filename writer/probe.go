@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	stderrors "errors"
-	"maps"
+	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,8 +26,9 @@ import (
 // header is only offered and the create's answer says whether the store takes it): it creates
 // that upload, sends it one tiny part whose checksum is wrong on purpose, and aborts it. An
 // Uploader that writes only single PUTs (a flush of small objects) asks the same way from its
-// first one, beside the PUT or after its answer likewise (startPutProbe), so that its later PUTs
-// may be proven by their answers' echo (putProves) without an MD5. The answer to that part:
+// first one, beside the PUT or after its answer likewise (prober.startBesidePut), so that its
+// later PUTs may be proven by their answers' echo (putProves) without an MD5. The answer to that
+// part:
 //   - refused as a digest mismatch (BadDigest, MinIO's XAmzContentChecksumMismatch): the store
 //     checks the checksums of parts, so a part it took with the checksum echoed arrived as sent;
 //   - taken: it checks nothing, and every part gets its MD5;
@@ -95,42 +97,77 @@ type lostCreate struct {
 	waited        time.Duration
 }
 
+// prober is the write's checksum probe. It owns the probe's run: whether this write sent one
+// (claimed from the endpoint's facts, once per Uploader and endpoint), beside a single PUT or the
+// write's create, and what it left (an upload it could not abort, a create whose answer was lost),
+// until end hands that to the sweep (uploadSession.sweepLostCreates). The probe's requests run on a
+// context of their own, derived from the write's, that end cuts. It does not own the answer, which
+// is the endpoint's (endpointFacts), nor the write's upload or sticky error: a refusal of the
+// credentials goes to fail, the write's.
+type prober struct {
+	st           store.Store
+	bucket, key  string
+	log          *zap.Logger
+	policy       *retry.Policy // the write's: the probe's abort runs under it; its create and part go once
+	facts        *endpointFacts
+	abortTimeout time.Duration
+	customerKey  store.CustomerKey
+	// errs names the write's errors, with its open upload (uploadSession.current).
+	errs errorSite
+	// fail ends the write with err (its sticky error): a refusal of the write's credentials to the
+	// probe, or a panic in the probe's goroutine.
+	fail func(err error) error
+	// abortConfirmed aborts an upload and confirms it gone (uploadSession.abortConfirmed).
+	abortConfirmed func(ctx context.Context, id string) (unconfirmed string, err error)
+
+	mu  sync.Mutex
+	run probeRun
+}
+
 // probeRun is what the write's probe, when it sent one, leaves for Close and Abort (guarded by
-// Writer.mu).
+// prober.mu).
 type probeRun struct {
-	done chan struct{} // closed once the probe's upload is aborted or given up; nil: no probe
-	// besidePut: sent beside a single PUT, for the Uploader's later ones (startPutProbe): its
+	done   chan struct{} // closed once the probe's upload is aborted or given up; nil: no probe
+	cancel context.CancelFunc
+	// besidePut: sent beside a single PUT, for the Uploader's later ones (startBesidePut): its
 	// question is not cut when the write ends, since its answer is all it is for.
 	besidePut bool
-	left      []string    // the probe's upload, when it could not be aborted
-	lost      *lostCreate // the probe's create got no answer
+	left      probeLeft
+}
+
+// probeLeft is what the probe left at the store: its upload, when it could not be aborted (ids),
+// and its create whose answer was lost (lost), for the sweep.
+type probeLeft struct {
+	ids  []string
+	lost *lostCreate
 }
 
 // markProbe returns ctx marking its requests as the probe's: ctx.Value(SaveProbe) is true.
 func markProbe(ctx context.Context) context.Context { return context.WithValue(ctx, SaveProbe, true) }
 
-// startProbe starts the probe when this write defers its MD5s and its endpoint is not yet known
-// to check (nor asked by another write already), with the write's create (in), so its answer
-// comes about with the first parts' receipts. It runs apart from the write's parts: the commit
-// never waits for it; Close and Abort wait for its clean-up (endProbe).
-func (w *Writer) startProbe(in *store.CreateMultipartUploadInput) {
-	if !w.decider().probes(w.facts.checking()) {
+// start starts the probe, when decided (decider.probes: this write defers its MD5s and its
+// endpoint is not yet known to check, nor asked by another write already), with the write's
+// create (in), so its answer comes about with the first parts' receipts. It runs apart from the
+// write's parts, on a context derived from ctx (the write's): the commit never waits for it; Close
+// and Abort wait for its clean-up (end).
+func (p *prober) start(ctx context.Context, in *store.CreateMultipartUploadInput, decided bool) {
+	if !decided {
 		return
 	}
-	w.launchProbe(in, false)
+	p.launch(ctx, in, false)
 }
 
-// startPutProbe starts the probe beside a single PUT (its request in), when that PUT's answer
-// cannot be proven by its echo yet but a later one's could (probesBesidePut): a flush of small
-// objects sends no multipart write, so without it an Uploader would never learn that its store
-// checks checksums, and every single PUT would take its MD5. The probe asks in an upload of its
-// own on the PUT's key, with the PUT's encryption, headers and checksum algorithm; the PUT does
-// not wait for it and keeps its MD5, and so do the writes that run meanwhile. Close waits for
-// the probe's answer and its upload's abort (endProbe), so nothing of it outlives the write:
-// an Uploader has no Close of its own, and a process that writes one object and exits would
-// otherwise leave the probe's upload behind.
-func (w *Writer) startPutProbe(in *store.PutObjectInput) {
-	if !w.decider().probesBesidePut(w.facts.checking()) {
+// startBesidePut starts the probe beside a single PUT (its request in), when decided
+// (decider.probesBesidePut: that PUT's answer cannot be proven by its echo yet but a later one's
+// could): a flush of small objects sends no multipart write, so without it an Uploader would never
+// learn that its store checks checksums, and every single PUT would take its MD5. The probe asks
+// in an upload of its own on the PUT's key, with the PUT's encryption, headers and checksum
+// algorithm (a FULL_OBJECT one when fullObject); the PUT does not wait for it and keeps its MD5,
+// and so do the writes that run meanwhile. Close waits for the probe's answer and its upload's
+// abort (end), so nothing of it outlives the write: an Uploader has no Close of its own, and a
+// process that writes one object and exits would otherwise leave the probe's upload behind.
+func (p *prober) startBesidePut(ctx context.Context, in *store.PutObjectInput, decided, fullObject bool) {
+	if !decided {
 		return
 	}
 	create := &store.CreateMultipartUploadInput{
@@ -138,47 +175,58 @@ func (w *Writer) startPutProbe(in *store.PutObjectInput) {
 		Headers: in.Headers, Encryption: in.Encryption, ChecksumAlgorithm: in.Checksum.Algorithm,
 		ChecksumType: store.ChecksumTypeComposite,
 	}
-	if w.caps.fullObject {
+	if fullObject {
 		create.ChecksumType = store.ChecksumTypeFullObject
 	}
-	w.launchProbe(create, true)
+	p.launch(ctx, create, true)
 }
 
-// launchProbe sends the probe with the create in, unless the endpoint was asked already; beside a
+// launch sends the probe with the create in, unless the endpoint was asked already; beside a
 // single PUT (besidePut), a refusal of the credentials does not fail the write, whose own PUT
 // answered for them.
-func (w *Writer) launchProbe(in *store.CreateMultipartUploadInput, besidePut bool) {
-	asked := w.facts.claimProbe()
+func (p *prober) launch(ctx context.Context, in *store.CreateMultipartUploadInput, besidePut bool) {
+	asked := p.facts.claimProbe()
 	if asked == nil {
 		return
 	}
-	p := &checksumProbe{st: w.st, policy: w.cfg.policy.With(sendOnce), create: *in, customerKey: w.cfg.customerKey(), log: w.log}
+	q := &checksumProbe{st: p.st, policy: p.policy.With(sendOnce), create: *in, customerKey: p.customerKey, log: p.log}
+	ctx, cancel := context.WithCancel(markProbe(ctx))
 	done := make(chan struct{})
-	w.mu.Lock()
-	w.outcome.probeRun.done, w.outcome.probeRun.besidePut = done, besidePut
-	w.mu.Unlock()
+	p.mu.Lock()
+	p.run.done, p.run.cancel, p.run.besidePut = done, cancel, besidePut
+	p.mu.Unlock()
 	go func() {
 		defer close(done)
-		defer w.recoverTo("AbortMultipartUpload", 0)
-		w.cleanUpProbe(w.askProbe(p, asked, besidePut))
+		defer p.recoverTo("AbortMultipartUpload")
+		p.cleanUp(ctx, p.ask(ctx, q, asked, besidePut))
 	}()
 }
 
-// askProbe runs the probe's create and part, publishes the answer to every write of the endpoint
+// recoverTo turns a panic in the probe's goroutine into an Internal failure of the write instead
+// of a crash.
+func (p *prober) recoverTo(op string) {
+	if r := recover(); r != nil {
+		e := p.errs.errorf(sperrors.Internal, op, nil, "recovered panic: %v", r)
+		p.log.Error("panic recovered", zap.String("op", op), zap.Int32("part", 0), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+		_ = p.fail(e)
+	}
+}
+
+// ask runs the probe q's create and part, publishes the answer to every write of the endpoint
 // (closing asked), and fails this write on a refusal of its credentials, unless the probe went
 // beside a single PUT (besidePut).
-func (w *Writer) askProbe(p *checksumProbe, asked chan struct{}, besidePut bool) (a probeAsked) {
-	defer func() { w.facts.answered(a.verdict, asked) }()
-	defer w.recoverTo("CreateMultipartUpload", 0)
-	ctx, cancel := context.WithTimeout(markProbe(w.ctx), probeTimeout)
+func (p *prober) ask(ctx context.Context, q *checksumProbe, asked chan struct{}, besidePut bool) (a probeAsked) {
+	defer func() { p.facts.answered(a.verdict, asked) }()
+	defer p.recoverTo("CreateMultipartUpload")
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	a = p.ask(ctx)
+	a = q.ask(ctx)
 	if a.refused != nil && besidePut {
-		w.log.Info("the checksum probe's own upload of this key was refused: whether the store checks checksums is not known, and single PUTs keep their MD5",
+		p.log.Info("the checksum probe's own upload of this key was refused: whether the store checks checksums is not known, and single PUTs keep their MD5",
 			zap.Error(a.refused))
 	} else if a.refused != nil {
-		_ = w.fail(annotated(a.refused, func(e *sperrors.Error) {
-			e.UploadID = w.currentUploadID()
+		_ = p.fail(annotated(a.refused, func(e *sperrors.Error) {
+			e.UploadID = p.errs.uploadID()
 			e.Message = joinMessage(e.Message, "refused to the checksum probe's own upload of this key, with the write's credentials")
 		}))
 	}
@@ -244,22 +292,22 @@ func (p *checksumProbe) ask(ctx context.Context) (a probeAsked) {
 	return a
 }
 
-// cleanUpProbe aborts the probe's upload on a context detached from the write's with the
-// clean-up's bound, and keeps for Close and Abort what it could not remove. The abort is retried
-// under the write's policy; it is confirmed (abortConfirmed) only when the part got no answer and
-// so may still be landing: an answered part leaves nothing in flight to re-create the upload.
-func (w *Writer) cleanUpProbe(a probeAsked) {
+// cleanUp aborts the probe's upload on a context detached from ctx with the clean-up's bound,
+// and keeps for end what it could not remove. The abort is retried under the write's policy; it
+// is confirmed (uploadSession.abortConfirmed) only when the part got no answer and so may still be
+// landing: an answered part leaves nothing in flight to re-create the upload.
+func (p *prober) cleanUp(ctx context.Context, a probeAsked) {
 	var left []string
 	if a.uploadID != "" {
-		ctx, cancel := w.cleanupContext(markProbe(w.ctx))
+		ctx, cancel := cleanupContext(ctx, p.abortTimeout)
 		var unconfirmed string
 		var err error
 		if a.partUnanswered {
-			unconfirmed, err = w.abortConfirmed(ctx, a.uploadID)
+			unconfirmed, err = p.abortConfirmed(ctx, a.uploadID)
 		} else {
-			_, err = w.cfg.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: w.bucket, Key: w.key, UploadID: a.uploadID},
+			_, err = p.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: p.bucket, Key: p.key, UploadID: a.uploadID},
 				func(ctx context.Context, _ int) error {
-					err := w.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: w.bucket, Key: w.key, UploadID: a.uploadID})
+					err := p.st.AbortMultipartUpload(ctx, &store.AbortMultipartUploadInput{Bucket: p.bucket, Key: p.key, UploadID: a.uploadID})
 					if isNoSuchUpload(err) {
 						return nil // gone already
 					}
@@ -269,74 +317,38 @@ func (w *Writer) cleanUpProbe(a probeAsked) {
 		cancel()
 		switch {
 		case err != nil:
-			w.log.Warn("the checksum probe's upload could not be aborted: incomplete upload left behind", zap.String("probe_upload_id", a.uploadID), zap.Error(err))
+			p.log.Warn("the checksum probe's upload could not be aborted: incomplete upload left behind", zap.String("probe_upload_id", a.uploadID), zap.Error(err))
 			left = []string{a.uploadID}
 		case unconfirmed != "":
-			w.log.Info("the checksum probe's upload aborted, not confirmable: the store cannot list parts", zap.String("probe_upload_id", a.uploadID), zap.String("why", unconfirmed))
+			p.log.Info("the checksum probe's upload aborted, not confirmable: the store cannot list parts", zap.String("probe_upload_id", a.uploadID), zap.String("why", unconfirmed))
 		default:
-			w.log.Debug("the checksum probe's upload aborted", zap.String("probe_upload_id", a.uploadID))
+			p.log.Debug("the checksum probe's upload aborted", zap.String("probe_upload_id", a.uploadID))
 		}
 	}
-	w.mu.Lock()
-	w.outcome.probeRun.left, w.outcome.probeRun.lost = left, a.lost
-	w.mu.Unlock()
+	p.mu.Lock()
+	p.run.left = probeLeft{ids: left, lost: a.lost}
+	p.mu.Unlock()
 }
 
-// endProbe ends this write's probe, if it sent one: a question still out is cut (its answer is
-// then not known), unless it went beside a single PUT (then it runs to its answer, within
-// probeTimeout, or until the caller's context ends), and the abort of its upload waited for,
-// which its own bound ends.
-func (w *Writer) endProbe() {
-	w.mu.Lock()
-	done, besidePut := w.outcome.probeRun.done, w.outcome.probeRun.besidePut
-	w.mu.Unlock()
+// end ends this write's probe, if it sent one, and returns what it left for the sweep: a question
+// still out is cut (its answer is then not known), unless it went beside a single PUT (then it
+// runs to its answer, within probeTimeout, or until the write's context ends), and the abort of
+// its upload waited for, which its own bound ends.
+func (p *prober) end() probeLeft {
+	p.mu.Lock()
+	done, cancel, besidePut := p.run.done, p.run.cancel, p.run.besidePut
+	p.mu.Unlock()
 	if done == nil {
-		return
+		return probeLeft{}
 	}
 	if !besidePut {
-		w.cancel()
+		cancel()
 	}
 	<-done
-}
-
-// lostCreateWindow is where the sweep for lost creates looks (sweepLostCreates): the write's own
-// create whose answer was lost, widened to the probe's; ours are the ids not to touch: the
-// write's, and the probe's it could not abort (reported as left already).
-func (w *Writer) lostCreateWindow() (ambiguous bool, from, to, cut time.Time, waited time.Duration, ours map[string]bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ambiguous, from, to, ours = w.session.createAmbiguous, w.session.createStart, w.session.createEnd, w.session.uploadIDs
-	cut, waited = w.session.createCut, w.session.createCutWaited
-	if len(w.outcome.probeRun.left) > 0 {
-		ours = maps.Clone(ours)
-		for _, id := range w.outcome.probeRun.left {
-			ours[id] = true
-		}
-	}
-	p := w.outcome.probeRun.lost
-	switch {
-	case p == nil:
-	case !ambiguous:
-		return true, p.from, p.to, p.cut, p.waited, ours
-	default:
-		if p.from.Before(from) {
-			from = p.from
-		}
-		if p.to.After(to) {
-			to = p.to
-		}
-		if p.cut.After(cut) {
-			cut, waited = p.cut, p.waited
-		}
-	}
-	return ambiguous, from, to, cut, waited, ours
-}
-
-// probeLeftBehind is the probe's upload it could not abort, for the write to report.
-func (w *Writer) probeLeftBehind() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.outcome.probeRun.left)
+	cancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return probeLeft{ids: slices.Clone(p.run.left.ids), lost: p.run.left.lost}
 }
 
 // claimProbe makes the caller the one write that asks this endpoint, when its answer is not known

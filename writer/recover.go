@@ -294,11 +294,11 @@ func reabort(ctx context.Context, up *Uploader, a abortedRecord, opts RecoverOpt
 	}
 	defer w.cancel()
 	for _, id := range a.uploadIDs {
-		if listed, _ := w.uploadStillListed(w.ctx, id); !listed {
+		if listed, _ := w.session.upload.stillListed(w.ctx, id); !listed {
 			continue // gone, or the store cannot list parts: the first abort was taken
 		}
 		w.log.Warn("aborted upload listed again (a part the dead writer had in flight landed after the abort): aborting again", zap.String("upload_id", id))
-		w.session.uploadID = id
+		w.session.upload.adopt(id)
 		if aerr := w.abortUpload(w.ctx); aerr != nil {
 			return aerr
 		}
@@ -435,7 +435,7 @@ func settleCreating(ctx context.Context, up *Uploader, j journal.Journal, rec jo
 			continue
 		}
 		w.log.Info("aborting the upload a writer killed during its create left", zap.String("upload_id", u.UploadID))
-		w.session.uploadID = u.UploadID
+		w.session.upload.adopt(u.UploadID)
 		if aerr := w.abortUpload(w.ctx); aerr != nil {
 			return RecoverFailed, nil, aerr
 		}
@@ -543,7 +543,7 @@ func settle(ctx context.Context, up *Uploader, rec journal.Record, opts RecoverO
 		return RecoverWouldAbort, nil, nil
 	}
 	// The upload is still open: nobody will complete it (its writer is dead: we hold the claim).
-	w.session.uploadID = rec.UploadID
+	w.session.upload.adopt(rec.UploadID)
 	if aerr := w.abortUpload(w.ctx); aerr != nil {
 		return RecoverFailed, nil, aerr
 	}

@@ -281,8 +281,7 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 	case found.resumed != nil:
 		u := found.resumed
 		w.mu.Lock()
-		w.session.uploadID = u.record.UploadID
-		w.session.uploadIDs[u.record.UploadID] = true
+		w.session.upload.adopt(u.record.UploadID)
 		for n, p := range u.parts {
 			w.session.parts[n] = p
 		}

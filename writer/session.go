@@ -3,30 +3,27 @@ package writer
 import (
 	"context"
 	stderrors "errors"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 )
 
-// session is the state of the writer's multipart upload, guarded by Writer.mu: the upload id,
-// the parts the store acknowledged, what a lost CreateMultipartUpload answer may have left, and
-// the keeper of the upload's journal record.
+// session is the write's multipart upload: the steps that open and end the uploads the write
+// opens (upload, its own; probe, the checksum probe's beside it), set when the write is made and
+// guarded by themselves, and what the other steps record of the upload, guarded by Writer.mu:
+// the parts the store acknowledged, how its Complete was answered, the keeper of its journal record.
 type session struct {
-	uploadID string
-	parts    map[int32]partDone
-	// createAmbiguous: a CreateMultipartUpload attempt got no answer between createStart and
-	// createEnd, so the store may hold an upload we never heard of (see sweepLostCreates).
-	createAmbiguous        bool
-	createStart, createEnd time.Time
-	// createTook is the round trip of the create attempt that was answered (pacing.go).
-	createTook time.Duration
-	// createCut: the last ambiguous attempt that we cut ourselves (stall window, attempt timeout,
-	// cancel) ended then, after waiting createCutWaited. The store may still be carrying it out.
-	createCut       time.Time
-	createCutWaited time.Duration
-	uploadIDs       map[string]bool // every upload id this writer was given
+	upload *uploadSession // the write's upload: create, id, abort, sweep (session.go, cleanup.go)
+	probe  *prober        // the checksum probe, beside the create or a single PUT (probe.go)
+
+	parts map[int32]partDone
 	// completeLost: a CompleteMultipartUpload's answer was lost and its retry found the upload
 	// gone, so the object may have landed; the journal record keeps what was intended until the
 	// outcome is proven (journalKeeper.forget leaves it).
@@ -39,6 +36,161 @@ type session struct {
 	// early is closed when the create started as the write began (createEarly) has its answer;
 	// nil when none was started. Set before any other goroutine of the write runs.
 	early chan struct{}
+}
+
+// uploadSession is the write's multipart upload, from its create to its abort (cleanup.go). It
+// owns the upload's id (the one open now, and every one it was given), what the create's attempts
+// showed (their round trip; when an answer was lost, the window in which the store may have
+// created an upload nobody was told of), whether a part request went out whole and got no
+// answer, and the note of an abort the store took but could not confirm. It sends the create, the
+// abort (confirmed) and the sweep for lost creates, and deletes a wrong object at the key, each
+// within the clean-up's bound. It does not own the parts (parts.go), the journal's record of the
+// upload (journal.go), nor the write's sticky error: a failure it returns is the caller's to keep.
+type uploadSession struct {
+	st           store.Store
+	bucket, key  string
+	log          *zap.Logger
+	policy       *retry.Policy  // the clean-up's requests (abort, sweep, delete) run under it
+	facts        *endpointFacts // what the endpoint can list (ListParts, ListMultipartUploads)
+	abortTimeout time.Duration  // the bound of each clean-up (Options.AbortTimeout)
+	// lacksOp records that the store answered an optional operation "not supported", and says
+	// how (optional.go).
+	lacksOp func(op string, err error) string
+
+	mu  sync.Mutex
+	id  string          // the upload open now; "" before the create, and once committed or aborted
+	ids map[string]bool // every upload id this write was given
+	// created is the create's attempts: their window, whether an answer was lost (see sweepLost).
+	created createWindow
+	// createTook is the round trip of the create attempt that was answered (pacing.go).
+	createTook time.Duration
+	// unconfirmed is the note of an abort the store took but could not confirm (it lists no
+	// parts), for the failed write's error (takeUnconfirmed).
+	unconfirmed string
+	// partUnanswered: a part request was written out in full and got no answer, so the store
+	// may still be finishing it after the abort (abort looks again).
+	partUnanswered atomic.Bool
+	// keyDeleted: the object at the key was deleted (the write's own damaged or unproven one), so
+	// an earlier Upload attempt's object is no longer there.
+	keyDeleted atomic.Bool
+}
+
+// createWindow is when the create's attempts ran, and whether one got no answer (ambiguous), so
+// the store may hold an upload we never heard of; cut, when we stopped waiting for that attempt
+// ourselves (stall window, attempt timeout, cancel), after waiting cutWaited: the store may still
+// be carrying it out.
+type createWindow struct {
+	ambiguous  bool
+	start, end time.Time
+	cut        time.Time
+	cutWaited  time.Duration
+}
+
+// newUploadSession is the upload step of a write of bucket/key to st.
+func newUploadSession(st store.Store, bucket, key string, log *zap.Logger, policy *retry.Policy, facts *endpointFacts,
+	abortTimeout time.Duration, lacksOp func(op string, err error) string) *uploadSession {
+	return &uploadSession{st: st, bucket: bucket, key: key, log: log, policy: policy, facts: facts,
+		abortTimeout: abortTimeout, lacksOp: lacksOp, ids: map[string]bool{}}
+}
+
+// current is the upload open now, "" when none is.
+func (s *uploadSession) current() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+// adopt makes id the upload open now (a resumed or recovered one), as if this write had created it.
+func (s *uploadSession) adopt(id string) {
+	s.mu.Lock()
+	s.id = id
+	s.ids[id] = true
+	s.mu.Unlock()
+}
+
+// committed forgets the open upload: it became the object, nothing is left to abort.
+func (s *uploadSession) committed() {
+	s.mu.Lock()
+	s.id = ""
+	s.mu.Unlock()
+}
+
+// given is every upload id this write was given.
+func (s *uploadSession) given() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.ids))
+}
+
+// createLost reports whether a create attempt got no answer, so the store may hold an upload
+// nobody was told of.
+func (s *uploadSession) createLost() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.created.ambiguous
+}
+
+// createRoundTrip is the round trip of the answered create attempt (0 before one).
+func (s *uploadSession) createRoundTrip() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.createTook
+}
+
+// partWentUnanswered records that a part request was written out in full and got no answer.
+func (s *uploadSession) partWentUnanswered() { s.partUnanswered.Store(true) }
+
+// create sends CreateMultipartUpload for in, with do (the write's retry runner), and makes the
+// upload it is given the open one. sent wraps each attempt's context (the write's work that
+// starts once the request is out). When in's checksum header is only offered and the store
+// refuses it, the create goes again without it, and headerRefusedBy is that refusal, for the
+// caller to drop the header from the write. A failure is returned as do classified it.
+func (s *uploadSession) create(do func(op string, part int32, fn func(ctx context.Context, attempt int) error) error,
+	in *store.CreateMultipartUploadInput, sent func(context.Context) context.Context, offered bool) (id string, headerRefusedBy, err error) {
+	s.mu.Lock()
+	s.created.start = time.Now()
+	s.mu.Unlock()
+	err = do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
+		ctx = sent(ctx)
+		sentAt := time.Now()
+		out, err := s.st.CreateMultipartUpload(ctx, in)
+		if err != nil && offered && headerRefused(err) {
+			headerRefusedBy, offered = err, false
+			in.ChecksumAlgorithm, in.ChecksumType = store.ChecksumNone, store.ChecksumTypeNone
+			sentAt = time.Now()
+			out, err = s.st.CreateMultipartUpload(ctx, in)
+		}
+		if err != nil {
+			var re *store.ResponseError
+			if !stderrors.As(err, &re) && !stderrors.Is(err, store.ErrInvalidInput) && !notSent(err) {
+				// No answer: the store may have created an upload we will never hear of. (Input
+				// the adapter refused, or a request that never left (refused, TLS handshake
+				// failed), was never sent: nothing can have been created.)
+				s.mu.Lock()
+				s.created.ambiguous = true
+				if ctx.Err() != nil {
+					// We stopped waiting; the store need not have stopped working on it.
+					s.created.cut, s.created.cutWaited = time.Now(), time.Since(sentAt)
+				}
+				s.mu.Unlock()
+			}
+			return err
+		}
+		id = out.UploadID
+		took := time.Since(sentAt)
+		s.mu.Lock()
+		s.createTook = took
+		s.mu.Unlock()
+		return nil
+	})
+	s.mu.Lock()
+	s.created.end = time.Now()
+	s.mu.Unlock()
+	if err != nil {
+		return "", headerRefusedBy, err
+	}
+	s.adopt(id)
+	return id, headerRefusedBy, nil
 }
 
 // createEarly starts the multipart upload in the background as the write begins, when the write
@@ -70,10 +222,12 @@ func (w *Writer) ensureUpload() error {
 	return w.createUpload()
 }
 
-// createUpload sends CreateMultipartUpload unless the write has its upload already.
+// createUpload creates the write's multipart upload (uploadSession.create) unless it has one
+// already, between the steps that go with it: the journal's placeholder before and the upload id
+// after, the checksum probe beside it, the passes ahead while it is on the wire.
 func (w *Writer) createUpload() error {
 	defer w.createReturned() // whatever the create's fate, the passes ahead must end (ahead.go)
-	if w.currentUploadID() != "" {
+	if w.session.upload.current() != "" {
 		return nil
 	}
 	if err := w.firstErr(); err != nil {
@@ -92,7 +246,7 @@ func (w *Writer) createUpload() error {
 	}
 	// Journal hook: a placeholder is on disk before the create is sent, so a kill before the
 	// real upload id is journaled still leaves a trace Recover can follow; removed on return.
-	createdJournaled, err := w.session.journal.creating(func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.session.createAmbiguous })
+	createdJournaled, err := w.session.journal.creating(w.session.upload.createLost)
 	if err != nil {
 		return w.fail(err)
 	}
@@ -101,69 +255,25 @@ func (w *Writer) createUpload() error {
 	// when the checksum header is only offered: the create's answer says whether the store takes it.
 	offered := w.caps.probing
 	if !offered {
-		w.startProbe(in)
+		w.session.probe.start(w.ctx, in, w.decider().probes(w.facts.checking()))
 	}
-	var id string
-	w.session.createStart = time.Now()
-	err = w.req.do("CreateMultipartUpload", 0, func(ctx context.Context, _ int) error {
-		ctx = w.createSent(ctx) // the first parts are hashed while it is on the wire (ahead.go)
-		sent := time.Now()
-		out, err := w.st.CreateMultipartUpload(ctx, in)
-		if err != nil && w.caps.probing && headerRefused(err) {
-			w.verifier.dropOfferedChecksum("CreateMultipartUpload", err)
-			in.ChecksumAlgorithm, in.ChecksumType = store.ChecksumNone, store.ChecksumTypeNone
-			sent = time.Now()
-			out, err = w.st.CreateMultipartUpload(ctx, in)
-		}
-		if err != nil {
-			var re *store.ResponseError
-			if !stderrors.As(err, &re) && !stderrors.Is(err, store.ErrInvalidInput) && !notSent(err) {
-				// No answer: the store may have created an upload we will never hear of. (Input
-				// the adapter refused, or a request that never left (refused, TLS handshake
-				// failed), was never sent: nothing can have been created.)
-				w.mu.Lock()
-				w.session.createAmbiguous = true
-				if ctx.Err() != nil {
-					// We stopped waiting; the store need not have stopped working on it.
-					w.session.createCut, w.session.createCutWaited = time.Now(), time.Since(sent)
-				}
-				w.mu.Unlock()
-			}
-			return err
-		}
-		id = out.UploadID
-		took := time.Since(sent)
-		w.mu.Lock()
-		w.session.createTook = took
-		w.mu.Unlock()
-		return nil
-	})
-	w.mu.Lock()
-	w.session.createEnd = time.Now()
-	w.mu.Unlock()
+	id, refused, err := w.session.upload.create(w.req.do, in, w.createSent, offered)
+	if refused != nil {
+		w.verifier.dropOfferedChecksum("CreateMultipartUpload", refused)
+	}
 	w.createReturned()
 	if err != nil {
 		return w.fail(err)
 	}
-	w.mu.Lock()
-	w.session.uploadID = id
-	w.session.uploadIDs[id] = true
-	w.mu.Unlock()
 	w.log.Debug("multipart upload created", zap.String("upload_id", id), zap.Int64("part_size", w.plan.PartSize))
 	// Journal hook: the upload id is on disk before the first part is sent.
 	if err := w.session.journal.begin(id); err != nil {
 		return w.fail(err)
 	}
 	if offered {
-		w.startProbe(in)
+		w.session.probe.start(w.ctx, in, w.decider().probes(w.facts.checking()))
 	}
 	return nil
-}
-
-func (w *Writer) currentUploadID() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.session.uploadID
 }
 
 // notSent reports whether err is a request's failure before any of its bytes left (a

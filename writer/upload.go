@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"slices"
 
 	"go.uber.org/zap"
@@ -302,8 +301,8 @@ func (u *Uploader) uploadOnce(ctx context.Context, bucket, key string, r io.Read
 	res, err := w.uploadFrom(r, ra, base, useReaderAt)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return res, spent{stats: w.tally.statsNow(), bytesSent: w.tally.bytesSent.Load(), keyDeleted: w.outcome.keyDeleted.Load(),
-		leftUploads: w.outcome.leftUploads, unswept: w.outcome.unswept, uploads: slices.Collect(maps.Keys(w.session.uploadIDs))}, err
+	return res, spent{stats: w.tally.statsNow(), bytesSent: w.tally.bytesSent.Load(), keyDeleted: w.session.upload.keyDeleted.Load(),
+		leftUploads: w.outcome.leftUploads, unswept: w.outcome.unswept, uploads: w.session.upload.given()}, err
 }
 
 func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt bool) (*Result, error) {

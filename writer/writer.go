@@ -14,7 +14,6 @@ import (
 	"math"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -47,9 +46,10 @@ import (
 //   - writer.go: Writer (its steps, and its state by step: intake, session, outcome, tally), New,
 //     Close, Abort
 //   - intake.go: Write and ReadFrom into pooled part buffers
-//   - session.go: the multipart upload (create, its id, acknowledged parts)
-//   - probe.go: the checksum probe, whether the store checks part checksums, asked in an upload
-//     of its own, never the caller's
+//   - session.go: uploadSession, the multipart upload step (its create and id); the parts the
+//     store acknowledged
+//   - probe.go: prober, the checksum probe step: whether the store checks part checksums, asked
+//     in an upload of its own, never the caller's
 //   - parts.go: a part's body (buffer or ReaderAt section), dispatch, UploadPart and its receipt;
 //     fence.go: a part's buffer guarded against a request that outlives its call
 //   - commit.go: the single PUT, or ListParts check and CompleteMultipartUpload; committer.go: the
@@ -63,7 +63,8 @@ import (
 //     the final part, the tail at Close, when a part's MD5 is taken, the probe); decide.go: the
 //     decisions on the store's answers after; both apart from the I/O (decide_test.go). Whether
 //     one failed request is sent again is the retry package's decision (retry/decide.go)
-//   - cleanup.go: abort (confirmed), sweep of lost creates, delete of a wrong object
+//   - cleanup.go: uploadSession's end: abort (confirmed), sweep of lost creates, delete of a
+//     wrong object
 //   - failures.go: the retry wrapper, error constructors, events; result.go: Result and Event
 //   - optional.go: optionalOps, the store's optional operations (ListParts, ListMultipartUploads,
 //     conditional writes, HEAD's checksum mode) and what the write does without them;
@@ -120,7 +121,7 @@ type Writer struct {
 
 	// The write's state by step.
 	intake  intake  // the bytes on their way into parts, owned by the writing goroutine
-	session session // the multipart upload and its journal record (session.go), guarded by mu
+	session session // the multipart upload: its steps and what the others record of it (session.go)
 	outcome outcome // how the write ended and what it left, guarded by mu
 	tally   *tally  // what the write counted, for its Result and log (requests.go)
 }
@@ -149,28 +150,17 @@ type intake struct {
 }
 
 // outcome is how the write ended, and what it leaves at the store for the caller to know;
-// guarded by Writer.mu but for the atomic.
+// guarded by Writer.mu.
 type outcome struct {
 	err      error // sticky first error
 	closed   bool
 	closeErr error
 	result   *Result
 	notes    *notes // Result.Notes, added to by every step
-	// keyDeleted: this writer deleted the object at the key (its own damaged or unproven one),
-	// so an earlier Upload attempt's object is no longer there.
-	keyDeleted atomic.Bool
-	// partUnanswered: a part request was written out in full and got no answer, so the store
-	// may still be finishing it after the abort (abortUpload looks again).
-	partUnanswered atomic.Bool
 	// leftUploads and unswept: what a failed write's error names as left behind (uploads it could
 	// not abort, why the look for a lost create's upload failed), for a later Upload attempt.
 	leftUploads []string
 	unswept     error
-	// abortUnconfirmed is the note of an abort the store took but could not confirm (it lists no
-	// parts), for the failed write's error.
-	abortUnconfirmed string
-	// probeRun is the checksum probe this write sent, if any, and what it left (probe.go).
-	probeRun probeRun
 }
 
 // checksumCaps is what this write sends, given the algorithm asked for and the store's rules.
@@ -307,18 +297,20 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		plan:    plan,
 		facts:   u.facts.forBucket(factsKey(bucket, cfg.sse)),
 		intake:  intake{slots: make(chan struct{}, cfg.concurrency)},
-		session: session{parts: map[int32]partDone{}, uploadIDs: map[string]bool{}},
+		session: session{parts: map[int32]partDone{}},
 		tally:   newTally(),
 	}
 	caps := chooseChecksum(cfg, w.facts)
 	w.caps = &caps
 	w.log = cfg.logger.With(zap.String("bucket", bucket), zap.String("key", key))
-	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, uploadID: w.currentUploadID, replayable: cfg.replayable}
-	w.req = &requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, uploadID: w.currentUploadID,
+	w.session.upload = newUploadSession(st, bucket, key, w.log, cfg.policy, w.facts, cfg.abortTimeout, nil)
+	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, uploadID: w.session.upload.current, replayable: cfg.replayable}
+	w.req = &requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, uploadID: w.session.upload.current,
 		facts: w.facts, events: emitter{bucket: bucket, key: key, observer: cfg.observer, span: cfg.span}, tally: w.tally, log: w.log}
 	w.outcome.notes = new(notes)
 	optional := &optionalOps{st: st, bucket: bucket, key: key, customerKey: cfg.customerKey(), createOnly: cfg.createOnly,
-		req: w.req, facts: w.facts, notes: w.outcome.notes, log: w.log, uploadID: w.currentUploadID}
+		req: w.req, facts: w.facts, notes: w.outcome.notes, log: w.log, uploadID: w.session.upload.current}
+	w.session.upload.lacksOp = optional.lacksOp
 	w.verifier = &verifier{st: st, bucket: bucket, key: key, cfg: verifierConfigOf(cfg), log: w.log,
 		req: w.req, errs: w.errs, events: w.req.events, facts: w.facts, caps: w.caps, notes: w.outcome.notes, optional: optional,
 		upload: uploadHooks{
@@ -332,14 +324,12 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 				defer w.mu.Unlock()
 				return w.session.completeLost, w.session.completeGone
 			},
-			abort: func() *sperrors.Error { return w.abortUpload(w.ctx) },
-			committed: func() {
-				w.mu.Lock()
-				w.session.uploadID = "" // committed: nothing to abort any more
-				w.mu.Unlock()
-			},
-			deleteObject: w.deleteObject,
+			abort:        func() *sperrors.Error { return w.abortUpload(w.ctx) },
+			committed:    w.session.upload.committed,
+			deleteObject: func() error { return w.session.upload.deleteObject(w.ctx) },
 		}}
+	w.session.probe = &prober{st: st, bucket: bucket, key: key, log: w.log, policy: cfg.policy, facts: w.facts, abortTimeout: cfg.abortTimeout,
+		customerKey: cfg.customerKey(), errs: w.errs, fail: w.fail, abortConfirmed: w.session.upload.abortConfirmed}
 	w.session.journal = newJournalKeeper(cfg, bucket, key, plan.PartSize, w.caps.local, w.errs, w.log)
 	return w, nil
 }
@@ -360,13 +350,13 @@ func (w *Writer) Close() error {
 
 	err := w.commit()
 	if err != nil {
-		uploadID := w.currentUploadID() // before cleanup aborts it and forgets the id
+		uploadID := w.session.upload.current() // before cleanup aborts it and forgets the id
 		err = w.cleanup(err)
 		w.req.events.emit(Event{Type: EventFailed, UploadID: uploadID, Kind: sperrors.KindOf(err), Err: err, Elapsed: time.Since(w.tally.start)})
 		w.log.Warn("write failed", zap.Int64("size", w.intake.size), zap.String("upload_id", uploadID), zap.Error(err))
 	}
-	w.endProbe() // its upload aborted before the sweep looks, and what it left reported with the write's
-	left, unswept := w.sweepLostCreates()
+	probeLeft := w.session.probe.end() // its upload aborted before the sweep looks, and what it left reported with the write's
+	left, unswept := w.session.upload.sweepLostCreates(w.ctx, probeLeft)
 	if len(left) > 0 || unswept != nil {
 		// Say so, in the Result or the error, so a sweep can find them.
 		if err == nil {
@@ -438,9 +428,9 @@ func (w *Writer) Abort(ctx context.Context) error {
 	if aerr := w.abortUpload(ctx); aerr != nil {
 		err = aerr
 	}
-	w.endProbe()
+	probeLeft := w.session.probe.end()
 	// An upload a lost CreateMultipartUpload answer left is this write's too, as in Close.
-	left, unswept := w.sweepLostCreates()
+	left, unswept := w.session.upload.sweepLostCreates(w.ctx, probeLeft)
 	if len(left) > 0 || unswept != nil {
 		if err == nil {
 			err = w.errs.errorf(sperrors.Transient, "Abort", nil, "write aborted by the caller")
