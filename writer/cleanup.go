@@ -79,7 +79,7 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 	if err != nil {
 		return err
 	}
-	w.journalForget(id) // journal hook: the upload is gone, so is its record
+	w.session.journal.forget(id, w.decider().recordAfterAbort()) // journal hook: the upload is gone, so is its record
 	return nil
 }
 

@@ -68,7 +68,7 @@ func (w *Writer) commit() error {
 	if err := w.firstErr(); err != nil {
 		return err
 	}
-	return w.complete()
+	return w.complete(&committer{st: w.st, req: w.req, bucket: w.bucket, key: w.key, local: w.caps.local, log: w.log})
 }
 
 // single-PUT path: everything is in one buffer.
@@ -254,8 +254,9 @@ func (w *Writer) putSingle() error {
 	return w.conclude(res, w.verifier.verifyLanded(want, res))
 }
 
-// complete checks the layout with ListParts, commits, and verifies.
-func (w *Writer) complete() error {
+// complete checks the layout with ListParts, commits, and verifies; c sends the commit and checks
+// the layout (it keeps, across the re-checks, which parts the store listed twice).
+func (w *Writer) complete(c *committer) error {
 	uploadID := w.session.upload.current()
 	w.mu.Lock()
 	parts := make([]partDone, 0, len(w.session.parts))
@@ -285,69 +286,38 @@ func (w *Writer) complete() error {
 		w.log.Debug("ListParts left out: every part's receipt echoed its checksum from a store that checks it",
 			zap.String("upload_id", uploadID), zap.Int("parts", len(parts)), zap.Int64("size", w.intake.size))
 	}
-	receipts := make([]integrity.Receipt, len(parts))
-	etags := make(map[int32]string, len(parts))
-	completed := make([]store.CompletedPart, len(parts))
-	var crc *integrity.CRC
-	if w.caps.local != store.ChecksumNone {
-		crc, _ = integrity.NewCRC(w.caps.local)
-	}
-	md5s := make([][16]byte, 0, len(parts))
-	for i, p := range parts {
-		// The MD5s let the layout check see a part damaged on the way on a store that checks no
-		// checksum (its ETags are MD5s of what it got): re-sent or failed before Complete.
-		receipts[i] = integrity.Receipt{PartNumber: p.number, Size: p.size, MD5: p.md5, HasMD5: p.hasMD5}
-		if crc != nil {
-			// Compared with ListParts whenever the store reports that algorithm, sent or not.
-			receipts[i].Checksum = store.Checksum{Algorithm: w.caps.local, Value: p.sum}
-			crc.Append(p.crc, p.size)
-		}
-		etags[p.number] = p.etag
-		completed[i] = store.CompletedPart{PartNumber: p.number, ETag: p.etag}
-		if w.caps.alg != store.ChecksumNone {
-			// Sent for FULL_OBJECT too: some stores (Versity) require every part's checksum.
-			completed[i].Checksum = store.Checksum{Algorithm: w.caps.alg, Value: p.sum}
-		}
-		if p.hasMD5 {
-			md5s = append(md5s, p.md5)
-		}
-	}
+	pc := c.commitParts(parts, w.intake.size, w.caps.alg)
+	want := pc.want
 	// Without a listing there is nothing to compare: the receipts were checked as parts were sent.
 	if canList {
-		w.noteListedTwice(listed, etags)
-		bad, err := integrity.CheckLayout(receipts, etags, listed)
+		bad, notes, err := c.checkLayout(pc, listed, uploadID)
+		for _, n := range notes {
+			w.outcome.notes.add(n)
+		}
 		switch w.decider().afterLayout(err, bad) {
 		case layoutCommit:
 		case layoutResend:
 			if !w.resend(bad, parts) {
 				return w.fail(w.errs.integrity("ListParts", 0, err))
 			}
-			return w.complete()
+			return w.complete(c)
 		default:
 			return w.fail(w.errs.integrity("ListParts", 0, err))
 		}
 	}
 
 	in := &store.CompleteMultipartUploadInput{
-		Bucket: w.bucket, Key: w.key, UploadID: uploadID, Parts: completed,
+		Bucket: w.bucket, Key: w.key, UploadID: uploadID, Parts: pc.completed,
 		ObjectSize: w.intake.size, SSECustomerKey: w.cfg.customerKey(),
 	}
 	guard := w.verifier.optional.guardCreate(w.cfg.rules.ConditionalComplete, optCondComplete)
 	in.IfNoneMatch, w.verifier.createUnguarded = guard.header, guard.unguarded
-	want := integrity.Expected{Size: w.intake.size}
-	if crc != nil {
-		// The full-object value, combined from the parts' CRCs: no second pass over the data.
-		want.Checksum = store.Checksum{Algorithm: w.caps.local, Value: crc.String()}
-	}
 	if w.caps.alg != store.ChecksumNone {
 		in.ChecksumType = store.ChecksumTypeComposite
 		if w.caps.fullObject {
 			in.FullObjectChecksum = want.Checksum
 			in.ChecksumType = store.ChecksumTypeFullObject
 		}
-	}
-	if len(md5s) == len(parts) {
-		want.ETag = integrity.MultipartETag(md5s)
 	}
 	res := &Result{
 		Bucket: w.bucket, Key: w.key, Size: w.intake.size, Checksum: want.Checksum, Multipart: true,
@@ -359,28 +329,10 @@ func (w *Writer) complete() error {
 		}
 	}
 	// Journal hook: what Complete is about to create, so recovery can tell whether it landed.
-	if err := w.journalIntend(want); err != nil {
+	if err := w.session.journal.intend(want); err != nil {
 		return w.fail(err)
 	}
-	var out *store.CompleteMultipartUploadOutput
-	completeOnce := func(ctx context.Context, attempt int) error {
-		o, err := w.st.CompleteMultipartUpload(ctx, in)
-		if err != nil && in.IfNoneMatch && store.Unsupported(err) {
-			return &conditionRefused{err: err}
-		}
-		if err != nil {
-			// The upload is gone: an earlier Complete (whose answer was lost, or which the
-			// store reports oddly, as MinIO does) may have landed it. Versity answers a re-sent
-			// Complete for a finished upload with InvalidPart instead.
-			if isNoSuchUpload(err) || (attempt > 1 && hasCode(err, "InvalidPart")) {
-				return &lostResponse{err: err, retried: attempt > 1}
-			}
-			return err
-		}
-		out = o
-		return nil
-	}
-	err = w.req.doSized("CompleteMultipartUpload", 0, w.intake.size, completeOnce)
+	out, err := c.complete(in)
 	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
 		// Nothing was committed; complete again without the header, the key checked by a HEAD.
 		w.verifier.optional.conditionUnsupported(optCondComplete, refused.err)
@@ -388,7 +340,7 @@ func (w *Writer) complete() error {
 		if done, err := w.verifier.precheckCreateOnly(want, res); done {
 			return w.conclude(res, err)
 		}
-		err = w.req.doSized("CompleteMultipartUpload", 0, w.intake.size, completeOnce)
+		out, err = c.complete(in)
 	}
 	switch w.decider().afterCommit(err, false) {
 	case commitLanded:
@@ -405,7 +357,7 @@ func (w *Writer) complete() error {
 		w.log.Warn("Complete refused a part whose receipt echoed its checksum; listing the parts to find it",
 			zap.String("upload_id", uploadID), zap.Error(err))
 		w.verifier.layout.unlisted, w.verifier.layout.mustList = false, true
-		return w.complete()
+		return w.complete(c)
 	default:
 		if in.ChecksumType != store.ChecksumTypeNone && recreatedWithoutChecksum(err) {
 			// The upload this write created is gone; the one the store holds under its id is not it.
@@ -463,31 +415,6 @@ func (w *Writer) afterLostPut(err error, want integrity.Expected, res *Result) e
 			e.ObjectLeft = true
 			e.Message = joinMessage(e.Message, "an attempt's answer was lost and the key could not be checked ("+brief(herr)+"): this write's object may be at the key, unproven")
 		}))
-	}
-}
-
-// noteListedTwice logs and notes each part number the store listed more than once (one entry
-// per attempt of a re-sent part, on some stores). The layout check settles it by the entry
-// matching the kept attempt's receipt, and Complete names that attempt's ETag.
-func (w *Writer) noteListedTwice(listed []store.Part, etags map[int32]string) {
-	count := map[int32]int{}
-	for _, p := range listed {
-		count[p.PartNumber]++
-	}
-	for _, p := range listed {
-		n := count[p.PartNumber]
-		if n < 2 || w.verifier.layout.listedTwice[p.PartNumber] {
-			continue
-		}
-		if w.verifier.layout.listedTwice == nil {
-			w.verifier.layout.listedTwice = map[int32]bool{}
-		}
-		w.verifier.layout.listedTwice[p.PartNumber] = true
-		w.log.Warn("the store listed a part more than once (one entry per attempt); the entry matching the kept attempt's receipt decides",
-			zap.Int32("part", p.PartNumber), zap.Int("entries", n), zap.String("etag", etags[p.PartNumber]),
-			zap.String("upload_id", w.session.upload.current()))
-		w.outcome.notes.add(fmt.Sprintf("the store listed part %d twice (%d entries, one per attempt): only an entry matching the kept attempt's receipt (ETag %s) counts, and Complete names that ETag",
-			p.PartNumber, n, etags[p.PartNumber]))
 	}
 }
 

@@ -155,7 +155,8 @@ func TestSSECKeyNeverLeaks(t *testing.T) {
 		for _, size := range []int{smallSize, largeSize} {
 			var logs bytes.Buffer
 			enc := zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig())
-			log := zap.New(zapcore.NewCore(enc, zapcore.AddSync(&logs), zap.DebugLevel))
+			// Locked: the write logs from its own goroutines (parts, the probe) as well as the caller's.
+			log := zap.New(zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(&logs)), zap.DebugLevel))
 			mem := newMem(rules)
 			res, err := write(t, mem, "k", randomBytes(t, size), func(o *writer.Options) {
 				o.Encryption = store.Encryption{Type: store.SSEC, CustomerKey: key}

@@ -1,12 +1,12 @@
 package writer
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	stderrors "errors"
 	"io/fs"
 	"os"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -47,109 +47,147 @@ func journalDirUsable(dir string) error {
 	return err
 }
 
-// journalRun is a writer's link to its journal record.
-type journalRun struct {
+// journalKeeper keeps this write's record in the upload journal (Options.JournalDir), so a crash
+// leaves Recover, or a later Upload of the same source, a trace to follow: a placeholder before
+// the create is sent, the upload id before any part, each verified part, the object Complete is
+// about to create, and at the end the record removed or kept.
+//
+// It owns the record's id and this writer's claim on it, the placeholder of a create whose answer
+// was lost, and the parts resumed from a record (resumer). It does not own the upload (session)
+// nor decide the record's fate: the decisions (decide.go: recordAtEnd, recordAfterAbort) come in
+// as arguments. With no journal (or no endpoint to name records by) every method does nothing.
+type journalKeeper struct {
+	journal journal.Journal // nil: the write keeps no journal
+	dir     string
+	// record is the write's record without its upload id: where (endpoint, bucket, key) and
+	// the layout (part size, source size, checksum, encryption) a resume must match.
+	record journal.Record
+	errs   errorSite
+	log    *zap.Logger
+
+	mu   sync.Mutex
 	id   journal.ID
 	held bool // this writer holds the record's claim
-	// creating is the placeholder of a create whose answer was lost, held until the sweep for
-	// the upload it may have left has run (journalSettleCreate); zero when none is held.
-	creating journal.ID
-	reused   map[int32]bool  // parts resumed from the record: not sent again
-	source   map[int32]int64 // sizes of the reused parts
+	// placeholder is the record of a create whose answer was lost, held until the sweep for the
+	// upload it may have left has run (settleCreate); zero when none is held.
+	placeholder journal.ID
+	// resumed are the parts resumed from the record and their sizes: not sent again.
+	resumed map[int32]int64
 }
 
-func (w *Writer) journalOn() bool { return w.cfg.journal != nil && w.cfg.journalEndpoint != "" }
-
-func (w *Writer) journalError(what string, err error) *sperrors.Error {
-	return w.errs.errorf(sperrors.Permanent, "Journal", err, "the upload journal could not record %s: the write stops rather than run unrecoverable", what)
+// newJournalKeeper keeps the record of a write of bucket/key with cfg's journal, its parts of
+// partSize, its checksum computed with local.
+func newJournalKeeper(cfg config, bucket, key string, partSize int64, local store.ChecksumAlgorithm, errs errorSite, log *zap.Logger) *journalKeeper {
+	k := &journalKeeper{dir: cfg.journalDir, errs: errs, log: log}
+	if cfg.journal == nil || cfg.journalEndpoint == "" {
+		return k
+	}
+	k.journal = cfg.journal
+	k.record = journal.Record{
+		ID:       journal.ID{Endpoint: cfg.journalEndpoint, Bucket: bucket, Key: key},
+		PartSize: partSize, SourceSize: cfg.sizeHint, ChecksumAlgorithm: string(local),
+		SSE: string(cfg.sse.Type), SSECustomerKeyMD5: cfg.customerKey().MD5(),
+	}
+	return k
 }
 
-// journalCreating writes the placeholder record of an upload about to be created; the returned
-// func removes it (after journalBegin recorded the real id, or after the create failed), unless
-// an attempt's answer was lost: the store may hold an upload no record names, so the placeholder
-// stays, claimed, until the sweep for it has run (journalSettleCreate), and a crash before that
-// leaves Recover the trace it follows. Hook: ensureUpload.
-func (w *Writer) journalCreating() (func(), error) {
-	if !w.journalOn() {
+func (k *journalKeeper) on() bool { return k.journal != nil }
+
+func (k *journalKeeper) failed(what string, err error) *sperrors.Error {
+	return k.errs.errorf(sperrors.Permanent, "Journal", err, "the upload journal could not record %s: the write stops rather than run unrecoverable", what)
+}
+
+// creating writes the placeholder record of an upload about to be created; the returned func
+// removes it (after begin recorded the real id, or after the create failed), unless answerLost
+// says an attempt's answer was lost: the store may hold an upload no record names, so the
+// placeholder stays, claimed, until the sweep for it has run (settleCreate), and a crash before
+// that leaves Recover the trace it follows. Hook: the create of the upload.
+func (k *journalKeeper) creating(answerLost func() bool) (func(), error) {
+	if !k.on() {
 		return func() {}, nil
 	}
-	if err := journalDirReady(w.cfg.journalDir, true); err != nil {
-		return nil, w.journalError("its directory", err)
+	if err := journalDirReady(k.dir, true); err != nil {
+		return nil, k.failed("its directory", err)
 	}
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
-	id := journal.ID{Endpoint: w.cfg.journalEndpoint, Bucket: w.bucket, Key: w.key, UploadID: journal.CreatingPrefix + hex.EncodeToString(nonce[:])}
-	err := w.cfg.journal.Begin(journal.Record{
-		ID: id, PartSize: w.plan.PartSize, SourceSize: w.cfg.sizeHint, ChecksumAlgorithm: string(w.caps.local), Creating: true,
-		SSE: string(w.cfg.sse.Type), SSECustomerKeyMD5: w.cfg.customerKey().MD5(),
-	})
-	if err != nil {
-		return nil, w.journalError("the upload about to be created", err)
+	rec := k.record
+	rec.UploadID = journal.CreatingPrefix + hex.EncodeToString(nonce[:])
+	rec.Creating = true
+	if err := k.journal.Begin(rec); err != nil {
+		return nil, k.failed("the upload about to be created", err)
 	}
 	return func() {
-		w.mu.Lock()
-		keep := w.session.upload.createLost()
-		if keep {
-			w.session.jr.creating = id
-		}
-		w.mu.Unlock()
-		if keep {
+		if answerLost() {
+			k.mu.Lock()
+			k.placeholder = rec.ID
+			k.mu.Unlock()
 			return
 		}
-		if err := w.cfg.journal.Remove(id); err != nil {
-			w.log.Warn("journal placeholder not removed", zap.Error(err))
+		if err := k.journal.Remove(rec.ID); err != nil {
+			k.log.Warn("journal placeholder not removed", zap.Error(err))
 		}
 	}, nil
 }
 
-// journalSettleCreate ends the hold on the placeholder of a create whose answer was lost, once
-// Close or Abort has swept for the upload it may have left: removed when the sweep left nothing
-// it could not account for, else kept (claim released) for Recover to settle. Hook: the end of
+// settleCreate ends the hold on the placeholder of a create whose answer was lost, once Close or
+// Abort has swept for the upload it may have left: removed when the sweep left nothing it could
+// not account for (swept), else kept (claim released) for Recover to settle. Hook: the end of
 // Close and Abort.
-func (w *Writer) journalSettleCreate(swept bool) {
-	w.mu.Lock()
-	id := w.session.jr.creating
-	w.session.jr.creating = journal.ID{}
-	w.mu.Unlock()
+func (k *journalKeeper) settleCreate(swept bool) {
+	k.mu.Lock()
+	id := k.placeholder
+	k.placeholder = journal.ID{}
+	k.mu.Unlock()
 	if id == (journal.ID{}) {
 		return
 	}
 	if swept {
-		if err := w.cfg.journal.Remove(id); err != nil {
-			w.log.Warn("journal placeholder not removed", zap.Error(err))
+		if err := k.journal.Remove(id); err != nil {
+			k.log.Warn("journal placeholder not removed", zap.Error(err))
 		}
 		return
 	}
-	w.log.Warn("placeholder of a create whose answer was lost kept in the journal for recovery")
-	if err := w.cfg.journal.Release(id); err != nil {
-		w.log.Warn("journal claim not released", zap.Error(err))
+	k.log.Warn("placeholder of a create whose answer was lost kept in the journal for recovery")
+	if err := k.journal.Release(id); err != nil {
+		k.log.Warn("journal claim not released", zap.Error(err))
 	}
 }
 
-// journalBegin records a new upload before any part is sent. Hook: ensureUpload.
-func (w *Writer) journalBegin(uploadID string) error {
-	if !w.journalOn() {
+// begin records a new upload before any part is sent. Hook: the create of the upload.
+func (k *journalKeeper) begin(uploadID string) error {
+	if !k.on() {
 		return nil
 	}
-	id := journal.ID{Endpoint: w.cfg.journalEndpoint, Bucket: w.bucket, Key: w.key, UploadID: uploadID}
-	err := w.cfg.journal.Begin(journal.Record{
-		ID: id, PartSize: w.plan.PartSize, SourceSize: w.cfg.sizeHint, ChecksumAlgorithm: string(w.caps.local),
-		SSE: string(w.cfg.sse.Type), SSECustomerKeyMD5: w.cfg.customerKey().MD5(),
-	})
-	if err != nil {
-		return w.journalError("the new upload", err)
+	rec := k.record
+	rec.UploadID = uploadID
+	if err := k.journal.Begin(rec); err != nil {
+		return k.failed("the new upload", err)
 	}
-	w.mu.Lock()
-	w.session.jr.id, w.session.jr.held = id, true
-	w.mu.Unlock()
+	k.mu.Lock()
+	k.id, k.held = rec.ID, true
+	k.mu.Unlock()
 	return nil
 }
 
-// journalPart records a part the store acknowledged and safeput verified. Hook: uploadPart.
-func (w *Writer) journalPart(p partDone) error {
-	w.mu.Lock()
-	id, held := w.session.jr.id, w.session.jr.held
-	w.mu.Unlock()
+// adopt takes on the record of a journaled upload this write continues (claimed already), and
+// the parts resumed from it with their sizes.
+func (k *journalKeeper) adopt(id journal.ID, resumed map[int32]int64) {
+	k.mu.Lock()
+	k.id, k.held, k.resumed = id, true, resumed
+	k.mu.Unlock()
+}
+
+// heldID is the record this writer holds, if any.
+func (k *journalKeeper) heldID() (journal.ID, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.id, k.held
+}
+
+// part records a part the store acknowledged and safeput verified. Hook: a part's receipt.
+func (k *journalKeeper) part(p partDone) error {
+	id, held := k.heldID()
 	if !held {
 		return nil
 	}
@@ -157,137 +195,91 @@ func (w *Writer) journalPart(p partDone) error {
 	if p.hasMD5 {
 		jp.MD5 = hex.EncodeToString(p.md5[:])
 	}
-	if err := w.cfg.journal.AddPart(id, jp); err != nil {
-		e := w.journalError("a part", err)
+	if err := k.journal.AddPart(id, jp); err != nil {
+		e := k.failed("a part", err)
 		e.PartNumber = p.number
 		return e
 	}
 	return nil
 }
 
-// journalIntend records the object Complete is about to create. Hook: complete.
-func (w *Writer) journalIntend(want integrity.Expected) error {
-	w.mu.Lock()
-	id, held := w.session.jr.id, w.session.jr.held
-	w.mu.Unlock()
+// intend records the object Complete is about to create. Hook: before the Complete.
+func (k *journalKeeper) intend(want integrity.Expected) error {
+	id, held := k.heldID()
 	if !held {
 		return nil
 	}
 	o := journal.Object{Size: want.Size, ChecksumAlgorithm: string(want.Checksum.Algorithm), Checksum: want.Checksum.Value, ETag: want.ETag}
-	if err := w.cfg.journal.Intend(id, o); err != nil {
-		return w.journalError("the intended object", err)
+	if err := k.journal.Intend(id, o); err != nil {
+		return k.failed("the intended object", err)
 	}
 	return nil
 }
 
-// journalForget removes the record of an upload that is gone (aborted). Hook: abortUpload.
-func (w *Writer) journalForget(uploadID string) {
-	if w.decider().recordAfterAbort() == recordKeep {
+// forget removes the record of an upload that is gone (aborted), unless step (recordAfterAbort)
+// keeps it. Hook: the confirmed abort.
+func (k *journalKeeper) forget(uploadID string, step recordStep) {
+	if step == recordKeep {
 		return
 	}
-	w.mu.Lock()
-	id, held := w.session.jr.id, w.session.jr.held
+	k.mu.Lock()
+	id, held := k.id, k.held
 	if held && id.UploadID == uploadID {
-		w.session.jr.held = false
+		k.held = false
 	}
-	w.mu.Unlock()
+	k.mu.Unlock()
 	if !held || id.UploadID != uploadID {
 		return
 	}
-	if err := w.cfg.journal.Remove(id); err != nil {
+	if err := k.journal.Remove(id); err != nil {
 		// Harmless: Recover finds the upload gone and drops the record.
-		w.log.Warn("journal record of an aborted upload not removed", zap.String("upload_id", uploadID), zap.Error(err))
+		k.log.Warn("journal record of an aborted upload not removed", zap.String("upload_id", uploadID), zap.Error(err))
 	}
 }
 
-// journalSettle ends the writer's hold on its record when Close or Abort returns: removed after
-// a verified landing, else kept (claim released) so Recover can tell what happened. Hook: the
+// settle ends the writer's hold on its record when Close or Abort returns with err: removed or
+// kept (claim released) so Recover can tell what happened, as step (recordAtEnd) says. Hook: the
 // end of Close and Abort.
-func (w *Writer) journalSettle(err error) {
-	w.mu.Lock()
-	id, held := w.session.jr.id, w.session.jr.held
-	w.session.jr.held = false
-	w.mu.Unlock()
+func (k *journalKeeper) settle(err error, step recordStep) {
+	k.mu.Lock()
+	id, held := k.id, k.held
+	k.held = false
+	k.mu.Unlock()
 	if !held {
 		return
 	}
-	if w.decider().recordAtEnd(err != nil) == recordRemove {
-		if rerr := w.cfg.journal.Remove(id); rerr != nil {
-			w.log.Warn("journal record of a landed upload not removed", zap.String("upload_id", id.UploadID), zap.Error(rerr))
+	if step == recordRemove {
+		if rerr := k.journal.Remove(id); rerr != nil {
+			k.log.Warn("journal record of a landed upload not removed", zap.String("upload_id", id.UploadID), zap.Error(rerr))
 		}
 		return
 	}
-	w.log.Warn("upload kept in the journal for recovery", zap.String("upload_id", id.UploadID), zap.Error(err))
-	if rerr := w.cfg.journal.Release(id); rerr != nil {
-		w.log.Warn("journal claim not released", zap.String("upload_id", id.UploadID), zap.Error(rerr))
+	k.log.Warn("upload kept in the journal for recovery", zap.String("upload_id", id.UploadID), zap.Error(err))
+	if rerr := k.journal.Release(id); rerr != nil {
+		k.log.Warn("journal claim not released", zap.String("upload_id", id.UploadID), zap.Error(rerr))
 	}
 }
 
-// skipResumedPart reports whether the next part was resumed from the journal, and accounts for
-// it as dispatched. Hook: sendSections.
-func (w *Writer) skipResumedPart() bool {
-	if !w.session.jr.reused[w.intake.nextPart+1] {
-		return false
-	}
-	w.intake.nextPart++
-	return true
+// resumedPart reports whether part n was resumed from the journal: the store has its bytes.
+func (k *journalKeeper) resumedPart(n int32) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.resumed[n]
+	return ok
 }
 
-// resumeFromJournal looks for an upload of this source to this key that a dead process left in
-// the journal and continues it. landed is non-nil when that upload's Complete had already landed
-// the exact object: nothing is left to send. Errors are store or journal failures.
-func (w *Writer) resumeFromJournal() (landed *Result, err error) {
-	if !w.journalOn() || w.intake.section == nil || w.cfg.sizeHint <= w.plan.Threshold {
-		return nil, nil
+// withResumed adds to a landed Result what was reused from the journal.
+func (k *journalKeeper) withResumed(res *Result) *Result {
+	if res == nil {
+		return nil
 	}
-	err = journalDirReady(w.cfg.journalDir, true) // a first write finds an empty journal, not an error
-	recs := []journal.Record(nil)
-	if err == nil {
-		recs, _, err = w.cfg.journal.List()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, size := range k.resumed {
+		res.ResumedParts++
+		res.ResumedBytes += size
 	}
-	if err != nil {
-		w.log.Warn("journal not readable: starting a new upload", zap.Error(err))
-		return nil, nil
-	}
-	for i := len(recs) - 1; i >= 0; i-- { // newest first
-		r := recs[i]
-		if r.Creating || r.Endpoint != w.cfg.journalEndpoint || r.Bucket != w.bucket || r.Key != w.key || r.PartSize != w.plan.PartSize ||
-			r.SourceSize != w.cfg.sizeHint || r.ChecksumAlgorithm != string(w.caps.local) ||
-			// An upload created with other encryption (or another SSE-C key) cannot be finished
-			// as this write: its parts are encrypted as asked then.
-			r.SSE != string(w.cfg.sse.Type) || r.SSECustomerKeyMD5 != w.cfg.customerKey().MD5() {
-			continue
-		}
-		if why := w.facts.lacking(optListParts); why != "" {
-			w.verifier.optional.skipped("resuming journaled upload "+r.UploadID, optListParts, why, "a new upload is started and the record is kept for Recover")
-			return nil, nil
-		}
-		rec, cerr := w.cfg.journal.Claim(r.ID)
-		if cerr != nil {
-			continue // a live writer owns it, or it just went away
-		}
-		res, resumed, rerr := w.resumeRecord(rec)
-		switch {
-		case rerr != nil && store.Unsupported(rerr):
-			// The parts the store holds cannot be listed, so nothing can be reused; the record
-			// (and its upload) stays for Recover rather than being forgotten.
-			_ = w.cfg.journal.Release(rec.ID)
-			w.verifier.optional.skipped("resuming journaled upload "+rec.UploadID, optListParts, w.verifier.optional.lacksOp(optListParts, rerr),
-				"a new upload is started and the record is kept for Recover")
-			return nil, nil
-		case rerr != nil:
-			_ = w.cfg.journal.Release(rec.ID)
-			return nil, w.fail(rerr)
-		case res != nil:
-			_ = w.cfg.journal.Remove(rec.ID)
-			return res, nil
-		case resumed:
-			return nil, nil
-		}
-		// Nothing to resume from that record: it is gone with its upload.
-		_ = w.cfg.journal.Remove(rec.ID)
-	}
-	return nil, nil
+	return res
 }
 
 // recordedETag is the ETag rec keeps for part n, unquoted ("" when it has none).
@@ -298,147 +290,6 @@ func recordedETag(rec journal.Record, n int32) string {
 		}
 	}
 	return ""
-}
-
-// resumeRecord continues the claimed record's upload. It returns a Result when the object had
-// landed, resumed=true when the writer now continues the upload, neither when the upload is gone.
-func (w *Writer) resumeRecord(rec journal.Record) (res *Result, resumed bool, err error) {
-	log := w.log.With(zap.String("upload_id", rec.UploadID))
-	var listed []store.Part
-	gone := false
-	lerr := w.req.do("ListParts", 0, func(ctx context.Context, _ int) error {
-		out, err := w.st.ListParts(ctx, &store.ListPartsInput{Bucket: w.bucket, Key: w.key, UploadID: rec.UploadID})
-		if isNoSuchUpload(err) {
-			gone = true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		listed = out.Parts
-		return nil
-	})
-	if lerr != nil {
-		return nil, false, lerr
-	}
-	if gone {
-		// The upload is gone: completed (did it land this source?) or aborted.
-		if rec.Object != nil {
-			if res, err := w.landedFromRecord(rec); res != nil || err != nil {
-				return res, false, err
-			}
-		}
-		log.Info("journaled upload is gone: starting a new one")
-		return nil, false, nil
-	}
-	// A store may list a re-sent part once per attempt: the entry with the recorded ETag is the
-	// attempt the record kept (the checks below still decide whether it is reused).
-	byNumber := make(map[int32]store.Part, len(listed))
-	for _, p := range listed {
-		if _, seen := byNumber[p.PartNumber]; !seen || trimQuotes(p.ETag) == recordedETag(rec, p.PartNumber) {
-			byNumber[p.PartNumber] = p
-		}
-	}
-	reused := map[int32]bool{}
-	sizes := map[int32]int64{}
-	parts := map[int32]partDone{}
-	var reusedBytes int64
-	planned := (w.cfg.sizeHint + w.plan.PartSize - 1) / w.plan.PartSize
-	damaged := damagedParts(rec)
-	for _, p := range rec.Parts {
-		lp, ok := byNumber[p.Number]
-		// Only a part this plan would send, at its place and of its size: a corrupt or edited
-		// record must not splice in a part of another layout. Nor one the store got damaged.
-		if !ok || int64(p.Number) > planned || damaged[p.Number] {
-			continue
-		}
-		off := int64(p.Number-1) * w.plan.PartSize
-		if p.Size != min(w.plan.PartSize, w.cfg.sizeHint-off) || lp.Size != p.Size || trimQuotes(lp.ETag) != trimQuotes(p.ETag) {
-			continue
-		}
-		if got := lp.Checksums.Get(store.ChecksumAlgorithm(rec.ChecksumAlgorithm)); got != "" && got != p.Checksum {
-			continue
-		}
-		// The source must still hold these bytes: recompute, compare with the record.
-		section := w.intake.sectionPart(off, p.Size)
-		_, src, perr := w.parts.prepareBody(p.Number, section, false)
-		if perr == nil && p.MD5 != "" && !src.hasMD5 {
-			perr = w.parts.partMD5(p.Number, section, &src) // the record holds one (caps.md5Late): compare it too
-		}
-		if perr != nil {
-			return nil, false, perr
-		}
-		switch {
-		case p.Checksum == "" && p.MD5 == "":
-			continue // nothing to compare the source with: send it again
-		case p.Checksum != "" && src.sum != p.Checksum:
-			continue // the source changed there
-		case p.MD5 != "" && (!src.hasMD5 || hex.EncodeToString(src.md5[:]) != p.MD5):
-			continue
-		}
-		src.etag = p.ETag
-		parts[p.Number] = src
-		reused[p.Number], sizes[p.Number] = true, p.Size
-		reusedBytes += p.Size
-	}
-	w.mu.Lock()
-	w.session.upload.adopt(rec.UploadID)
-	w.session.jr.id, w.session.jr.held = rec.ID, true
-	w.session.jr.reused, w.session.jr.source = reused, sizes
-	for n, p := range parts {
-		w.session.parts[n] = p
-	}
-	w.mu.Unlock()
-	w.tally.bytesDone.Add(reusedBytes)
-	log.Info("resuming a journaled upload", zap.Int("parts_reused", len(reused)), zap.Int64("bytes_reused", reusedBytes),
-		zap.Int("parts_recorded", len(rec.Parts)), zap.Int("parts_listed", len(listed)))
-	return nil, true, nil
-}
-
-// landedFromRecord checks whether the record's intended object is at the key and is this
-// source: the store's answer must match the record, and the record must match the source.
-func (w *Writer) landedFromRecord(rec journal.Record) (*Result, error) {
-	want := expectedOf(*rec.Object)
-	var head *store.HeadObjectOutput
-	herr := w.req.do("HeadObject", 0, func(ctx context.Context, _ int) error {
-		h, err := w.st.HeadObject(ctx, &store.HeadObjectInput{Bucket: w.bucket, Key: w.key, ChecksumMode: true, SSECustomerKey: w.cfg.customerKey()})
-		head = h
-		return err
-	})
-	if herr != nil {
-		var re *store.ResponseError
-		if stderrors.As(herr, &re) && re.StatusCode == 404 {
-			return nil, nil
-		}
-		return nil, herr
-	}
-	method, verr := integrity.CheckHead(want, head)
-	sameObject := verr == nil && method.Strong()
-	if !sameObject || want.Checksum.Algorithm != w.caps.local || !integrity.IsCRC(w.caps.local) {
-		return nil, nil // not the recorded object, or nothing to compare the source with
-	}
-	// Combine the source's part checksums: the object must be this file, not just the record's.
-	crc, _ := integrity.NewCRC(w.caps.local)
-	n := int32(0)
-	for off := int64(0); off < w.cfg.sizeHint; off += w.plan.PartSize {
-		n++
-		size := min(w.plan.PartSize, w.cfg.sizeHint-off)
-		_, src, perr := w.parts.prepareBody(n, w.intake.sectionPart(off, size), false)
-		if perr != nil {
-			return nil, perr
-		}
-		crc.Append(src.crc, size)
-	}
-	if crc.String() != want.Checksum.Value {
-		return nil, nil
-	}
-	w.tally.bytesDone.Add(w.cfg.sizeHint)
-	w.log.Info("journaled upload had landed before the crash", zap.String("upload_id", rec.UploadID))
-	return &Result{
-		Bucket: w.bucket, Key: w.key, Size: want.Size, ETag: head.ETag, VersionID: head.VersionID, Checksum: want.Checksum,
-		Multipart: true, Parts: int(n), PartSize: w.plan.PartSize, UploadID: rec.UploadID,
-		Verified: method, VerifiedStrong: true, VerifiedBy: "HeadObject", AlreadyExisted: true, ResumedParts: int(n), ResumedBytes: want.Size,
-	}, nil
 }
 
 func expectedOf(o journal.Object) integrity.Expected {
@@ -454,28 +305,4 @@ func trimQuotes(s string) string {
 		return s[1 : len(s)-1]
 	}
 	return s
-}
-
-// closeLanded ends a write whose journaled upload had already landed this source.
-func (w *Writer) closeLanded(res *Result) (*Result, error) {
-	w.mu.Lock()
-	w.outcome.closed = true
-	w.mu.Unlock()
-	_ = w.finish(res)
-	w.cancel()
-	return w.Result(), nil
-}
-
-// withResumed adds to a landed Result what was reused from the journal.
-func (w *Writer) withResumed(res *Result) *Result {
-	if res == nil {
-		return nil
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, size := range w.session.jr.source {
-		res.ResumedParts++
-		res.ResumedBytes += size
-	}
-	return res
 }

@@ -86,8 +86,6 @@ type layoutCheck struct {
 	// unlisted: the Complete now being sent was not preceded by ListParts (SaveRereads);
 	// mustList: a Complete so sent was refused for a part, so this write lists before committing.
 	unlisted, mustList bool
-	// listedTwice are the part numbers ListParts listed more than once, noted once each.
-	listedTwice map[int32]bool
 }
 
 // verifierConfig is what the verifier reads of the write's options: the evidence settings

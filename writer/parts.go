@@ -184,7 +184,7 @@ func (w *Writer) sendPart(n int32, body partBody, uploadID string) {
 		return
 	}
 	// Journal hook: the verified part's receipt, for resume and recovery.
-	if err := w.journalPart(done); err != nil {
+	if err := w.session.journal.part(done); err != nil {
 		_ = w.fail(err)
 		return
 	}

@@ -18,7 +18,7 @@ import (
 // session is the write's multipart upload: the steps that open and end the uploads the write
 // opens (upload, its own; probe, the checksum probe's beside it), set when the write is made and
 // guarded by themselves, and what the other steps record of the upload, guarded by Writer.mu:
-// the parts the store acknowledged, how its Complete was answered, its journal record.
+// the parts the store acknowledged, how its Complete was answered, the keeper of its journal record.
 type session struct {
 	upload *uploadSession // the write's upload: create, id, abort, sweep (session.go, cleanup.go)
 	probe  *prober        // the checksum probe, beside the create or a single PUT (probe.go)
@@ -26,13 +26,13 @@ type session struct {
 	parts map[int32]partDone
 	// completeLost: a CompleteMultipartUpload's answer was lost and its retry found the upload
 	// gone, so the object may have landed; the journal record keeps what was intended until the
-	// outcome is proven (journalForget leaves it).
+	// outcome is proven (journalKeeper.forget leaves it).
 	completeLost bool
 	// completeGone: a CompleteMultipartUpload was answered NoSuchUpload, at its first attempt or
 	// at a retry (completeLost): the upload is gone, so unless the HEAD finds this write's object
 	// the write did not land (decider.atKey: keyGone).
 	completeGone bool
-	jr           journalRun // the upload's journal record (journal.go)
+	journal      *journalKeeper // the upload's record in the journal (journal.go)
 	// early is closed when the create started as the write began (createEarly) has its answer;
 	// nil when none was started. Set before any other goroutine of the write runs.
 	early chan struct{}
@@ -246,7 +246,7 @@ func (w *Writer) createUpload() error {
 	}
 	// Journal hook: a placeholder is on disk before the create is sent, so a kill before the
 	// real upload id is journaled still leaves a trace Recover can follow; removed on return.
-	createdJournaled, err := w.journalCreating()
+	createdJournaled, err := w.session.journal.creating(w.session.upload.createLost)
 	if err != nil {
 		return w.fail(err)
 	}
@@ -267,7 +267,7 @@ func (w *Writer) createUpload() error {
 	}
 	w.log.Debug("multipart upload created", zap.String("upload_id", id), zap.Int64("part_size", w.plan.PartSize))
 	// Journal hook: the upload id is on disk before the first part is sent.
-	if err := w.journalBegin(id); err != nil {
+	if err := w.session.journal.begin(id); err != nil {
 		return w.fail(err)
 	}
 	if offered {

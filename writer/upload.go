@@ -335,7 +335,7 @@ func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
-	return w.withResumed(w.Result()), nil
+	return w.session.journal.withResumed(w.Result()), nil
 }
 
 // closeFailed ends a write that failed before its Close: Close stops the parts, aborts the
@@ -363,8 +363,9 @@ func (w *Writer) sendSections() error {
 			return err
 		}
 		n, final := sectionSpan(off, total, part)
-		if w.skipResumedPart() {
-			continue // resumed from the journal: the store has these bytes
+		if w.session.journal.resumedPart(w.intake.nextPart + 1) {
+			w.intake.nextPart++ // accounted for as dispatched
+			continue            // resumed from the journal: the store has these bytes
 		}
 		if err := w.dispatchSection(off, n, final); err != nil {
 			return err

@@ -30,14 +30,15 @@ import (
 //	part full ─ create the upload once; beside it, on a new endpoint, the    [session.go, probe.go]
 //	  probe: an upload of its own, one wrong-checksum part, aborted
 //	  └ UploadPart in the background, retried from the held bytes; receipt   [parts.go, fence.go, failures.go]
-//	Close ─ small: one PutObject; else ListParts against what was sent       [commit.go, optional.go]
-//	  └ CompleteMultipartUpload (If-None-Match when create-only)             [commit.go]
+//	Close ─ small: one PutObject; else ListParts against what was sent       [commit.go, committer.go, optional.go]
+//	  └ CompleteMultipartUpload (If-None-Match when create-only)             [commit.go, committer.go]
 //	HEAD (or read-back), unless the commit's answer proves it (a PUT's MD5   [landed.go, evidence.go, encryption.go]
 //	  ETag, a checked checksum echoed): length, checksum, encryption
 //	any failure ─ abort, confirmed; a lost create swept; a wrong object gone [cleanup.go]
 //	each choice decided: before the commit (PUT or parts, MD5, probe) and    [decide_parts.go, decide.go: no I/O]
 //	  on each answer after it (commit, re-send, accept, delete, abort)
-//	the journal records each step for Recover after a crash                  [journal.go, recover.go]
+//	the journal records each step for Recover after a crash; an Upload       [journal.go, resume.go, recover.go]
+//	  continues the upload a dead process left of the same source
 //
 // The code reads in the order of a write:
 //   - uploader.go: Uploader, what its writes share; budget.go: the memory budget they share
@@ -54,7 +55,9 @@ import (
 //     the pacing of a ReaderAt source's parts (pacing.go, handoff.go) and their sums hashed ahead
 //     of the create (ahead.go);
 //     fence.go: a part's buffer guarded against a request that outlives its call
-//   - commit.go: the single PUT, or ListParts check and CompleteMultipartUpload
+//   - commit.go: the single PUT, or ListParts check and CompleteMultipartUpload; committer.go: the
+//     committer, which makes the Complete from the parts' receipts, checks it against ListParts
+//     and sends it
 //   - landed.go: the verifier, the step that proves what landed: HEAD or read-back evidence, lost
 //     answers, create-only; it returns a verdict, the Writer keeps the Result or the error
 //   - evidence.go: which checksum to send and which evidence can prove the object;
@@ -69,7 +72,9 @@ import (
 //   - optional.go: optionalOps, the store's optional operations (ListParts, ListMultipartUploads,
 //     conditional writes, HEAD's checksum mode) and what the write does without them;
 //     notes.go: the notes every step adds for Result.Notes
-//   - upload.go: Upload for an io.Reader; journal.go, recover.go: crash consistency
+//   - upload.go: Upload for an io.Reader; journal.go, resume.go, recover.go: crash consistency
+//     (the journal keeper, which records the write; the resumer, which continues a journaled
+//     upload of the same source; Recover)
 //   - savings.go: the cost-saving strategies a write may go without (Options.Savings)
 //   - endpointcache.go: what an endpoint showed, kept across processes; instrument.go: spans
 
@@ -309,6 +314,7 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		cfg: partsConfig{customerKey: cfg.customerKey(), sizeHint: cfg.sizeHint, concurrency: cfg.concurrency},
 	}
 	w.intake.init(cfg, plan.PartSize, w.caps.local, &w.parts.slots, w.log)
+	w.session.journal = newJournalKeeper(cfg, bucket, key, plan.PartSize, w.caps.local, w.errs, w.log)
 	return w, nil
 }
 
@@ -353,9 +359,9 @@ func (w *Writer) Close() error {
 		}
 	}
 	w.cancel()
-	w.facts.keep()                                          // for the next process, when the CLI keeps an endpoint cache
-	w.journalSettleCreate(len(left) == 0 && unswept == nil) // journal hook: a lost create's placeholder
-	w.journalSettle(err)                                    // journal hook: record removed if landed, else kept for recovery
+	w.facts.keep()                                                     // for the next process, when the CLI keeps an endpoint cache
+	w.session.journal.settleCreate(len(left) == 0 && unswept == nil)   // journal hook: a lost create's placeholder
+	w.session.journal.settle(err, w.decider().recordAtEnd(err != nil)) // journal hook: record removed if landed, else kept for recovery
 	w.mu.Lock()
 	w.outcome.closeErr = err
 	res := w.outcome.result
@@ -416,8 +422,8 @@ func (w *Writer) Abort(ctx context.Context) error {
 		err = withLeftBehind(err, left, unswept)
 	}
 	w.facts.keep()
-	w.journalSettleCreate(len(left) == 0 && unswept == nil) // journal hook: a lost create's placeholder
-	w.journalSettle(w.outcome.closeErr)                     // journal hook: kept for recovery when the abort failed
+	w.session.journal.settleCreate(len(left) == 0 && unswept == nil)                                 // journal hook: a lost create's placeholder
+	w.session.journal.settle(w.outcome.closeErr, w.decider().recordAtEnd(w.outcome.closeErr != nil)) // journal hook: kept for recovery when the abort failed
 	if w.cfg.ownSpan {
 		if err != nil {
 			endSpan(w.cfg.span, nil, err)
