@@ -6,12 +6,17 @@ import (
 	"testing"
 )
 
-// TestPackageDocNamesRealFiles: every file the package documentation's map of a write names
-// (writer.go's comments) is in the package, so the map cannot point at a file renamed or gone.
+// TestPackageDocNamesRealFiles: every file the package documentation's flow of a write (doc.go)
+// and its map of the files (writer.go's comments) name is in the package, so neither can point
+// at a file renamed or gone.
 func TestPackageDocNamesRealFiles(t *testing.T) {
-	src, err := os.ReadFile("writer.go")
-	if err != nil {
-		t.Fatal(err)
+	var src []byte
+	for _, f := range []string{"doc.go", "writer.go"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, b...)
 	}
 	comment := regexp.MustCompile(`(?m)^//.*$`)
 	file := regexp.MustCompile(`\b[a-z0-9_]+\.go\b`)

@@ -1,9 +1,3 @@
-// Package writer is safeput's uploader. An Uploader, made once per store, owns what its writes
-// share (retry policy and budget, memory budget, logger, observer, journal, what they learned
-// about the store); its New returns a Writer that streams into an object, its Upload sends a
-// reader. Either ends in a verified Result or a classified *errors.Error; never a panic, never a
-// multipart upload left behind without saying so. The package functions New, Upload and Recover
-// are shorthands for a one-call Uploader.
 package writer
 
 import (
@@ -24,22 +18,6 @@ import (
 	"github.com/safeput/safeput/store"
 )
 
-// One write, step by step (the file that holds each step in brackets):
-//
-//	Write/ReadFrom ─ bytes into a pooled part buffer, CRC as they land       [intake.go, budget.go]
-//	part full ─ create the upload once; beside it, on a new endpoint, the    [session.go, probe.go]
-//	  probe: an upload of its own, one wrong-checksum part, aborted
-//	  └ UploadPart in the background, retried from the held bytes; receipt   [parts.go, fence.go, failures.go]
-//	Close ─ small: one PutObject; else ListParts against what was sent       [commit.go, committer.go, optional.go]
-//	  └ CompleteMultipartUpload (If-None-Match when create-only)             [commit.go, committer.go]
-//	HEAD (or read-back), unless the commit's answer proves it (a PUT's MD5   [landed.go, evidence.go, encryption.go]
-//	  ETag, a checked checksum echoed): length, checksum, encryption
-//	any failure ─ abort, confirmed; a lost create swept; a wrong object gone [cleanup.go]
-//	each choice decided: before the commit (PUT or parts, MD5, probe) and    [decide_parts.go, decide.go: no I/O]
-//	  on each answer after it (commit, re-send, accept, delete, abort)
-//	the journal records each step for Recover after a crash; an Upload       [journal.go, resume.go, recover.go]
-//	  continues the upload a dead process left of the same source
-//
 // The code reads in the order of a write:
 //   - uploader.go: Uploader, what its writes share; budget.go: the memory budget they share
 //   - writer.go: Writer (its steps, and its state by step: intake, session, outcome, tally), New,
