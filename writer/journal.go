@@ -75,10 +75,10 @@ type journalKeeper struct {
 	resumed map[int32]int64
 }
 
-// newJournalKeeper keeps the record of a write of bucket/key with cfg's journal, its parts of
+// newJournalKeeper makes k (zero, allocated with its write) keep the record of a write of bucket/key with cfg's journal, its parts of
 // partSize, its checksum computed with local.
-func newJournalKeeper(cfg config, bucket, key string, partSize int64, local store.ChecksumAlgorithm, errs errorSite, log *zap.Logger) *journalKeeper {
-	k := &journalKeeper{dir: cfg.journalDir, errs: errs, log: log}
+func newJournalKeeper(k *journalKeeper, cfg config, bucket, key string, partSize int64, local store.ChecksumAlgorithm, errs errorSite, log *zap.Logger) *journalKeeper {
+	k.dir, k.errs, k.log = cfg.journalDir, errs, log
 	if cfg.journal == nil || cfg.journalEndpoint == "" {
 		return k
 	}

@@ -92,8 +92,9 @@ type tally struct {
 	stats retry.Stats // guarded by mu
 }
 
-func newTally() *tally {
-	return &tally{start: time.Now(), stats: retry.Stats{ByKind: map[sperrors.Kind]int{}}}
+func newTally(t *tally) *tally {
+	t.start, t.stats = time.Now(), retry.Stats{ByKind: map[sperrors.Kind]int{}}
+	return t
 }
 
 // addStats folds one operation's attempts into the write's.

@@ -86,11 +86,13 @@ type createWindow struct {
 	cutWaited  time.Duration
 }
 
-// newUploadSession is the upload step of a write of bucket/key to st.
-func newUploadSession(st store.Store, bucket, key string, log *zap.Logger, policy *retry.Policy, facts *endpointFacts,
+// newUploadSession makes s (zero, allocated with its write) the upload step of a write of
+// bucket/key to st.
+func newUploadSession(s *uploadSession, st store.Store, bucket, key string, log *zap.Logger, policy *retry.Policy, facts *endpointFacts,
 	abortTimeout time.Duration, lacksOp func(op string, err error) string) *uploadSession {
-	return &uploadSession{st: st, bucket: bucket, key: key, log: log, policy: policy, facts: facts,
-		abortTimeout: abortTimeout, lacksOp: lacksOp, ids: map[string]bool{}}
+	s.st, s.bucket, s.key, s.log, s.policy, s.facts = st, bucket, key, log, policy, facts
+	s.abortTimeout, s.lacksOp, s.ids = abortTimeout, lacksOp, map[string]bool{}
+	return s
 }
 
 // current is the upload open now, "" when none is.

@@ -243,7 +243,21 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 	ctx = cfg.startSpan(ctx, bucket, key) // after every check: a write that never began has no span
 	st = wrapStore(cfg.instrument, st)
 	wctx, cancel := context.WithCancel(ctx)
-	w := &Writer{
+	// One allocation holds the Writer and its steps: a flush makes one Writer per small object.
+	a := new(struct {
+		w        Writer
+		tally    tally
+		caps     checksumCaps
+		req      requester
+		notes    notes
+		upload   uploadSession
+		optional optionalOps
+		verifier verifier
+		probe    prober
+		journal  journalKeeper
+	})
+	w := &a.w
+	*w = Writer{
 		ctx:     wctx,
 		cancel:  cancel,
 		st:      st,
@@ -253,20 +267,24 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		plan:    plan,
 		facts:   u.facts.forBucket(factsKey(bucket, cfg.sse)),
 		session: session{parts: map[int32]partDone{}},
-		tally:   newTally(),
+		tally:   newTally(&a.tally),
 	}
-	caps := chooseChecksum(cfg, w.facts)
-	w.caps = &caps
+	a.caps = chooseChecksum(cfg, w.facts)
+	w.caps = &a.caps
 	w.log = cfg.logger.With(zap.String("bucket", bucket), zap.String("key", key))
-	w.session.upload = newUploadSession(st, bucket, key, w.log, cfg.policy, w.facts, cfg.abortTimeout, nil)
-	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, uploadID: w.session.upload.current, replayable: cfg.replayable}
-	w.req = &requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, uploadID: w.session.upload.current,
+	w.session.upload = newUploadSession(&a.upload, st, bucket, key, w.log, cfg.policy, w.facts, cfg.abortTimeout, nil)
+	uploadID := w.session.upload.current
+	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, uploadID: uploadID, replayable: cfg.replayable}
+	a.req = requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, uploadID: uploadID,
 		facts: w.facts, events: emitter{bucket: bucket, key: key, observer: cfg.observer, span: cfg.span}, tally: w.tally, log: w.log}
-	w.outcome.notes = new(notes)
-	optional := &optionalOps{st: st, bucket: bucket, key: key, customerKey: cfg.customerKey(), createOnly: cfg.createOnly,
-		req: w.req, facts: w.facts, notes: w.outcome.notes, log: w.log, uploadID: w.session.upload.current}
+	w.req = &a.req
+	w.outcome.notes = &a.notes
+	a.optional = optionalOps{st: st, bucket: bucket, key: key, customerKey: cfg.customerKey(), createOnly: cfg.createOnly,
+		req: w.req, facts: w.facts, notes: w.outcome.notes, log: w.log, uploadID: uploadID}
+	optional := &a.optional
 	w.session.upload.lacksOp = optional.lacksOp
-	w.verifier = &verifier{st: st, bucket: bucket, key: key, cfg: verifierConfigOf(cfg), log: w.log,
+	w.verifier = &a.verifier
+	*w.verifier = verifier{st: st, bucket: bucket, key: key, cfg: verifierConfigOf(cfg), log: w.log,
 		req: w.req, errs: w.errs, events: w.req.events, facts: w.facts, caps: w.caps, notes: w.outcome.notes, optional: optional,
 		upload: uploadHooks{
 			partETags: func() []string {
@@ -283,7 +301,8 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 			committed:    w.session.upload.committed,
 			deleteObject: func() error { return w.session.upload.deleteObject(w.ctx) },
 		}}
-	w.session.probe = &prober{st: st, bucket: bucket, key: key, log: w.log, policy: cfg.policy, facts: w.facts, abortTimeout: cfg.abortTimeout,
+	w.session.probe = &a.probe
+	*w.session.probe = prober{st: st, bucket: bucket, key: key, log: w.log, policy: cfg.policy, facts: w.facts, abortTimeout: cfg.abortTimeout,
 		customerKey: cfg.customerKey(), errs: w.errs, fail: w.fail, abortConfirmed: w.session.upload.abortConfirmed}
 	w.parts = partSender{
 		ctx: wctx, st: st, bucket: bucket, key: key, log: w.log,
@@ -292,7 +311,7 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		cfg: partsConfig{customerKey: cfg.customerKey(), sizeHint: cfg.sizeHint, concurrency: cfg.concurrency},
 	}
 	w.intake.init(cfg, plan.PartSize, w.caps.local, &w.parts.slots, w.log)
-	w.session.journal = newJournalKeeper(cfg, bucket, key, plan.PartSize, w.caps.local, w.errs, w.log)
+	w.session.journal = newJournalKeeper(&a.journal, cfg, bucket, key, plan.PartSize, w.caps.local, w.errs, w.log)
 	return w, nil
 }
 
