@@ -111,6 +111,14 @@ func (t *tally) countFailed(k sperrors.Kind, n int) {
 	t.mu.Unlock()
 }
 
+// ended is the attempts of a write that has ended: no request adds to them any more, so they
+// are handed on as they are, not copied as statsNow does.
+func (t *tally) ended() retry.Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stats
+}
+
 // statsNow is a copy of the attempts so far.
 func (t *tally) statsNow() retry.Stats {
 	t.mu.Lock()

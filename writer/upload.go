@@ -301,7 +301,7 @@ func (u *Uploader) uploadOnce(ctx context.Context, bucket, key string, r io.Read
 	res, err := w.uploadFrom(r, ra, base, useReaderAt)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return res, spent{stats: w.tally.statsNow(), bytesSent: w.tally.bytesSent.Load(), keyDeleted: w.session.upload.keyDeleted.Load(),
+	return res, spent{stats: w.tally.ended(), bytesSent: w.tally.bytesSent.Load(), keyDeleted: w.session.upload.keyDeleted.Load(),
 		leftUploads: w.outcome.leftUploads, unswept: w.outcome.unswept, uploads: w.session.upload.given()}, err
 }
 
