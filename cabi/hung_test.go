@@ -72,14 +72,15 @@ func TestHungServerBounds(t *testing.T) {
 			}
 			// Open warms the connection the first request will take (internal/warmdial): let it
 			// land before counting. Then nothing is sent (no connection is made), so nothing waits
-			// on the store; the time is only bounded by a stall_timeout, since a loaded machine
-			// under -race can take most of a second to copy 5 MiB.
+			// on the store; the time is bounded by two stall_timeouts, since a loaded machine
+			// under -race can take a second to copy 5 MiB: still short of the create's wait
+			// below (about three), which a write that waited on the store would take.
 			for deadline := time.Now().Add(stall); accepted() == 0 && time.Now().Before(deadline); {
 				time.Sleep(5 * time.Millisecond)
 			}
 			before := accepted()
 			t0 := time.Now()
-			if w := Write(h, part); w.status != StatusOK || accepted() != before || time.Since(t0) > stall {
+			if w := Write(h, part); w.status != StatusOK || accepted() != before || time.Since(t0) > 2*stall {
 				t.Fatalf("first part's bytes: %+v after %v, %d connections made; want 0 at once (a buffer is free, nothing is sent)",
 					w, time.Since(t0), accepted()-before)
 			}
