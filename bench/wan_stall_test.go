@@ -21,21 +21,32 @@ import (
 )
 
 // At a 200 ms round trip a multipart write lands without a false Stalled or an early give-up:
-// the link moves bytes every round trip and answers within one, so a stall window of ten round
-// trips (far below the 20 s default) never sees an attempt without progress, and the retry
-// policy's defaults (attempts, timeouts) otherwise apply. Needs a test server
-// (scripts/with-s3.sh); skipped without one.
+// the link moves bytes every round trip and answers within one, so a stall window far below the
+// 20 s default never sees an attempt without progress, and the retry policy's defaults
+// (attempts, timeouts) otherwise apply. Needs a test server (scripts/with-s3.sh); skipped
+// without one.
+//
+// Progress is the body bytes a connection takes, and a socket's send buffer (up to
+// net.ipv4.tcp_wmem's maximum) takes them before the link carries them: after a part's last
+// byte is taken, the client sees nothing until the link has drained every connection's buffer
+// and the answer is back. The window is sized above that drain and below one part's time on the
+// link, so a write that reported no progress at all would still be cut.
 func TestWriteOver200msLinkDoesNotStall(t *testing.T) {
 	const (
-		rtt   = 200 * time.Millisecond
-		stall = 10 * rtt
-		size  = 24 << 20 // five 5 MiB parts: Create, parts in flight, Complete, HEAD
+		rtt  = 200 * time.Millisecond
+		rate = 12_500_000 // 100 Mbit/s, shared by all connections
+		part = 16 << 20
+		size = 3 * part // Create, three parts in flight at once, Complete, HEAD
+		// Three full send buffers drain in about a second at the rate; a part alone takes
+		// about four seconds, sharing the link with the other two.
+		sendBuffers = 3 * (4 << 20)
+		stall       = 5*rtt + time.Duration(sendBuffers)*time.Second/rate + time.Second/2
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// 1 MiB per connection per round trip and 100 Mbit/s shared: parts take several round trips
 	// each, so every attempt waits on the link many times.
-	far := overRelay(ctx, t, link.Config{RTT: rtt, Window: 1 << 20, Rate: 12_500_000}, "safeput-wan-stall", size)
+	far := overRelay(ctx, t, link.Config{RTT: rtt, Window: 1 << 20, Rate: rate}, "safeput-wan-stall", size)
 	relay, raw, bucket, data, stores := far.relay, far.raw, far.bucket, far.data, far.stores
 	for _, name := range []string{"aws", "minio"} {
 		t.Run(name, func(t *testing.T) {
@@ -46,7 +57,7 @@ func TestWriteOver200msLinkDoesNotStall(t *testing.T) {
 			var mu sync.Mutex
 			var retries []writer.Event
 			up, err := writer.NewUploader(st, func(wo *writer.Options) {
-				wo.PartSize = 5 << 20
+				wo.PartSize = part
 				wo.Retry = retry.New(func(o *retry.Options) { o.StallTimeout = stall })
 				wo.Observer = func(e writer.Event) {
 					if e.Type == writer.EventRetry {

@@ -98,7 +98,10 @@ type Options struct {
 	// for this long is cancelled and fails Transient with Code "Stalled" (errors.CodeStalled),
 	// then is retried like any transient failure. Progress is what the adapters report through
 	// store.ReportProgress; a store that reports none is cut this long after the attempt began,
-	// as by a per-attempt timeout.
+	// as by a per-attempt timeout. A body byte counts when the connection takes it, and a
+	// socket's send buffer (up to net.ipv4.tcp_wmem's maximum on Linux) takes bytes before the
+	// link carries them: the window must outlast the time the link needs to drain the send
+	// buffers of every connection in flight, or a slow link is cut while still moving.
 	StallTimeout time.Duration
 	// MaxElapsedTime stops retrying when the next sleep would end more than this after Do began
 	// (0: no limit, the default; attempts and the budget bound Do anyway).
