@@ -186,7 +186,7 @@ func (s *uploadSession) stillListed(ctx context.Context, id string) (listed bool
 	}
 	_, err := s.st.ListParts(ctx, &store.ListPartsInput{Bucket: s.bucket, Key: s.key, UploadID: id})
 	if store.Unsupported(err) {
-		return false, s.lacksOp(optListParts, err)
+		return false, s.lacks.lacksOp(optListParts, err)
 	}
 	return err == nil, ""
 }
@@ -221,6 +221,9 @@ func (s *uploadSession) lostCreateWindow(probe probeLeft) lostWindow {
 	c := s.created
 	lw := lostWindow{ambiguous: c.ambiguous, from: c.start, to: c.end, cut: c.cut, waited: c.cutWaited, ours: maps.Clone(s.ids)}
 	s.mu.Unlock()
+	if lw.ours == nil {
+		lw.ours = map[string]bool{}
+	}
 	for _, id := range probe.ids {
 		lw.ours[id] = true
 	}
@@ -277,7 +280,7 @@ func (s *uploadSession) sweepLost(parent context.Context, lw lostWindow) (leftBe
 	})
 	if err != nil {
 		if store.Unsupported(err) {
-			s.lacksOp(optListUploads, err)
+			s.lacks.lacksOp(optListUploads, err)
 		}
 		s.log.Warn("could not look for uploads a lost CreateMultipartUpload answer left", zap.Error(err))
 		return nil, err

@@ -198,7 +198,7 @@ func (w *Writer) putSingle() error {
 		w.session.probe.startBesidePut(w.ctx, in, w.decider().probesBesidePut(w.facts.checking()), w.caps.fullObject)
 	}
 	err := w.req.doSized("PutObject", 0, int64(len(data)), put)
-	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
+	if refused := conditionRefusal(err); refused != nil && w.decider().afterCommit(err, false) == commitWithoutCondition {
 		// The store stored nothing; write again without the header, the key checked by a HEAD.
 		w.verifier.optional.conditionUnsupported(optCondPut, refused.err)
 		in.IfNoneMatch, w.verifier.createUnguarded = false, true

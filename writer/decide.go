@@ -109,11 +109,12 @@ const (
 // a create-only PUT stored a damaged copy of the body and it could not be deleted, so a 412 on
 // the retry is that copy, not another writer's object.
 func (d decider) afterCommit(err error, ownDamagedLeft bool) commitStep {
+	if err == nil {
+		return commitLanded // before the targets below, which the heap holds
+	}
 	var refused *conditionRefused
 	var lost *lostResponse
 	switch {
-	case err == nil:
-		return commitLanded
 	case stderrors.As(err, &refused):
 		return commitWithoutCondition
 	case stderrors.As(err, &lost):

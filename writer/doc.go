@@ -28,5 +28,6 @@
 // apart from the I/O [decide_parts.go, decide.go]. Dependencies run one way: Writer → steps →
 // requester, errorSite → store.Store. Where a step needs another's act (the verifier aborting
 // the upload or deleting a damaged object, the part sender giving a buffer back to the intake),
-// the Writer hands it a function or a one-method interface when it builds the step.
+// the Writer hands it a small interface when it builds the step (uploadHooks, openUpload,
+// failer, opLacks), not a closure: the steps are built once per write, and a flush makes many.
 package writer

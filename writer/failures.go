@@ -41,9 +41,23 @@ type errorSite struct {
 	// ctx is the write's: a source failing after it ended is the write being cancelled.
 	ctx         context.Context
 	bucket, key string
-	uploadID    func() string
+	upload      openUpload // the upload the write is in, named by its errors
 	// replayable: the source can be read again, so a vanished upload is not the write's end.
 	replayable bool
+}
+
+// openUpload is the write's upload as its errors and logs name it: the id open now, "" when
+// none is (uploadSession.current).
+type openUpload interface{ current() string }
+
+// uploadID is the write's open upload, "" when none is.
+func (s errorSite) uploadID() string { return uploadIDOf(s.upload) }
+
+func uploadIDOf(u openUpload) string {
+	if u == nil {
+		return ""
+	}
+	return u.current()
 }
 
 func (s errorSite) errorf(k sperrors.Kind, op string, cause error, format string, args ...any) *sperrors.Error {

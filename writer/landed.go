@@ -106,19 +106,19 @@ func verifierConfigOf(cfg config) verifierConfig {
 }
 
 // uploadHooks is what the verifier needs of the write's multipart upload and of its clean-up,
-// as funcs the Writer wires to them (session.go, cleanup.go).
-type uploadHooks struct {
+// which the Writer holds (writerHooks: session.go, cleanup.go).
+type uploadHooks interface {
 	// partETags are the ETags the store gave this write's acknowledged parts, in part order.
-	partETags func() []string
+	partETags() []string
 	// fate says whether a Complete's answer was lost and its retry found the upload gone
 	// (completeLost), and whether a Complete was answered NoSuchUpload (completeGone).
-	fate func() (completeLost, completeGone bool)
+	fate() (completeLost, completeGone bool)
 	// abort aborts this write's open upload, confirmed (nil when none is open or it is gone).
-	abort func() *sperrors.Error
+	abort() *sperrors.Error
 	// committed records that the upload is committed: nothing is left to abort.
-	committed func()
+	committed()
 	// deleteObject deletes the object at the key (this write's own, found not to be what was written).
-	deleteObject func() error
+	deleteObject() error
 }
 
 // decider is the decisions' view the verifier's own asks read (afterHead: readBack; judged:
@@ -371,9 +371,11 @@ func (w *Writer) finish(res *Result) error {
 	w.outcome.result = res
 	w.mu.Unlock()
 	w.req.events.emit(Event{Type: EventDone, Size: res.Size, Method: res.Verified, BytesDone: res.Size, Elapsed: res.Elapsed})
-	w.log.Debug("write landed", zap.Int64("size", res.Size), zap.Int("parts", res.Parts),
-		zap.String("verified", string(res.Verified)), zap.Bool("already_existed", res.AlreadyExisted),
-		zap.Int64("md5_bytes", w.tally.md5Bytes.Load()))
+	if ce := w.log.Check(zap.DebugLevel, "write landed"); ce != nil { // its fields are built only to be written
+		ce.Write(zap.Int64("size", res.Size), zap.Int("parts", res.Parts),
+			zap.String("verified", string(res.Verified)), zap.Bool("already_existed", res.AlreadyExisted),
+			zap.Int64("md5_bytes", w.tally.md5Bytes.Load()))
+	}
 	return nil
 }
 

@@ -36,6 +36,19 @@ func (c *conditionRefused) Error() string { return "conditional header refused: 
 
 func (c *conditionRefused) Unwrap() error { return c.err }
 
+// conditionRefusal is the conditionRefused in err's chain, nil when there is none (or err is nil,
+// with nothing allocated).
+func conditionRefusal(err error) *conditionRefused {
+	if err == nil {
+		return nil
+	}
+	var refused *conditionRefused
+	if stderrors.As(err, &refused) {
+		return refused
+	}
+	return nil
+}
+
 // optionalOps runs one write's optional operations (ListParts before Complete, HEAD's checksum
 // mode, the conditional create) and does without those the store lacks: it asks the endpoint's
 // facts whether the store is known to lack one, records a "not supported" answer there for the
@@ -50,7 +63,7 @@ type optionalOps struct {
 	facts       *endpointFacts
 	notes       *notes
 	log         *zap.Logger
-	uploadID    func() string // the open multipart upload's id, "" when none (for the logs)
+	upload      openUpload // the open multipart upload, named in the logs
 }
 
 // guardCreate decides how a create-only commit (op) is guarded (decide_create.go): honoured says
@@ -112,7 +125,7 @@ func (o *optionalOps) lacksOp(op string, err error) string {
 		f.lacks[op] = err
 	})
 	o.log.Warn("the store does not support an optional operation: going on with the proof it can still give",
-		zap.String("op", op), zap.String("why", why), zap.String("upload_id", o.uploadID()))
+		zap.String("op", op), zap.String("why", why), zap.String("upload_id", uploadIDOf(o.upload)))
 	return why
 }
 
@@ -121,7 +134,7 @@ func (o *optionalOps) skipped(check, op, why, instead string) {
 	msg := fmt.Sprintf("%s did not run: the store does not support %s (%s); %s", check, op, why, instead)
 	o.notes.add(msg)
 	o.log.Info("check skipped", zap.String("check", check), zap.String("op", op), zap.String("why", why),
-		zap.String("upload_id", o.uploadID()))
+		zap.String("upload_id", uploadIDOf(o.upload)))
 }
 
 // listPartsForCheck lists the upload for the pre-Complete check. ok is false when the store does

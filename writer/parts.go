@@ -189,7 +189,7 @@ func (w *Writer) sendPart(n int32, body partBody, uploadID string) {
 		return
 	}
 	w.mu.Lock()
-	w.session.parts[n] = done
+	w.session.record(n, done)
 	w.mu.Unlock()
 	w.parts.acknowledged(n, body, uploadID)
 }

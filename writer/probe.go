@@ -116,12 +116,21 @@ type prober struct {
 	errs errorSite
 	// fail ends the write with err (its sticky error): a refusal of the write's credentials to the
 	// probe, or a panic in the probe's goroutine.
-	fail func(err error) error
-	// abortConfirmed aborts an upload and confirms it gone (uploadSession.abortConfirmed).
-	abortConfirmed func(ctx context.Context, id string) (unconfirmed string, err error)
+	fail failer
+	// aborter aborts the probe's upload and confirms it gone (uploadSession.abortConfirmed).
+	aborter confirmedAborter
 
 	mu  sync.Mutex
 	run probeRun
+}
+
+// failer ends a write with err, its sticky error, and returns what the write failed with
+// (Writer.fail).
+type failer interface{ fail(err error) error }
+
+// confirmedAborter aborts an upload and confirms it gone (uploadSession.abortConfirmed).
+type confirmedAborter interface {
+	abortConfirmed(ctx context.Context, id string) (unconfirmed string, err error)
 }
 
 // probeRun is what the write's probe, when it sent one, leaves for Close and Abort (guarded by
@@ -208,7 +217,7 @@ func (p *prober) recoverTo(op string) {
 	if r := recover(); r != nil {
 		e := p.errs.errorf(sperrors.Internal, op, nil, "recovered panic: %v", r)
 		p.log.Error("panic recovered", zap.String("op", op), zap.Int32("part", 0), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-		_ = p.fail(e)
+		_ = p.fail.fail(e)
 	}
 }
 
@@ -225,7 +234,7 @@ func (p *prober) ask(ctx context.Context, q *checksumProbe, asked chan struct{},
 		p.log.Info("the checksum probe's own upload of this key was refused: whether the store checks checksums is not known, and single PUTs keep their MD5",
 			zap.Error(a.refused))
 	} else if a.refused != nil {
-		_ = p.fail(annotated(a.refused, func(e *sperrors.Error) {
+		_ = p.fail.fail(annotated(a.refused, func(e *sperrors.Error) {
 			e.UploadID = p.errs.uploadID()
 			e.Message = joinMessage(e.Message, "refused to the checksum probe's own upload of this key, with the write's credentials")
 		}))
@@ -303,7 +312,7 @@ func (p *prober) cleanUp(ctx context.Context, a probeAsked) {
 		var unconfirmed string
 		var err error
 		if a.partUnanswered {
-			unconfirmed, err = p.abortConfirmed(ctx, a.uploadID)
+			unconfirmed, err = p.aborter.abortConfirmed(ctx, a.uploadID)
 		} else {
 			_, err = p.policy.Do(ctx, retry.Op{Name: "AbortMultipartUpload", Bucket: p.bucket, Key: p.key, UploadID: a.uploadID},
 				func(ctx context.Context, _ int) error {

@@ -22,7 +22,7 @@ type requester struct {
 	ctx         context.Context
 	policy      *retry.Policy
 	bucket, key string
-	uploadID    func() string
+	upload      openUpload
 	facts       *endpointFacts
 	events      emitter
 	tally       *tally
@@ -36,7 +36,7 @@ func (r *requester) do(op string, part int32, fn func(ctx context.Context, attem
 
 // doSized is do for a request with a body of size bytes (logged with every retry).
 func (r *requester) doSized(op string, part int32, size int64, fn func(ctx context.Context, attempt int) error) error {
-	uploadID := r.uploadID()
+	uploadID := uploadIDOf(r.upload)
 	var last error
 	var lastEnd time.Time
 	stats, err := r.policy.Do(r.ctx, retry.Op{Name: op, Bucket: r.bucket, Key: r.key, UploadID: uploadID, PartNumber: part, Size: size,

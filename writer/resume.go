@@ -283,7 +283,7 @@ func (w *Writer) resumeFromJournal() (landed *Result, err error) {
 		w.mu.Lock()
 		w.session.upload.adopt(u.record.UploadID)
 		for n, p := range u.parts {
-			w.session.parts[n] = p
+			w.session.record(n, p)
 		}
 		w.mu.Unlock()
 		w.session.journal.adopt(u.record, u.sizes)

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 )
@@ -23,7 +24,7 @@ type session struct {
 	upload *uploadSession // the write's upload: create, id, abort, sweep (session.go, cleanup.go)
 	probe  *prober        // the checksum probe, beside the create or a single PUT (probe.go)
 
-	parts map[int32]partDone
+	parts map[int32]partDone // made by the first part acknowledged (record)
 	// completeLost: a CompleteMultipartUpload's answer was lost and its retry found the upload
 	// gone, so the object may have landed; the journal record keeps what was intended until the
 	// outcome is proven (journalKeeper.forget leaves it).
@@ -36,6 +37,14 @@ type session struct {
 	// early is closed when the create started as the write began (createEarly) has its answer;
 	// nil when none was started. Set before any other goroutine of the write runs.
 	early chan struct{}
+}
+
+// record keeps a part the store acknowledged. The caller holds Writer.mu.
+func (s *session) record(n int32, done partDone) {
+	if s.parts == nil { // a single PUT has none
+		s.parts = map[int32]partDone{}
+	}
+	s.parts[n] = done
 }
 
 // uploadSession is the write's multipart upload, from its create to its abort (cleanup.go). It
@@ -53,9 +62,9 @@ type uploadSession struct {
 	policy       *retry.Policy  // the clean-up's requests (abort, sweep, delete) run under it
 	facts        *endpointFacts // what the endpoint can list (ListParts, ListMultipartUploads)
 	abortTimeout time.Duration  // the bound of each clean-up (Options.AbortTimeout)
-	// lacksOp records that the store answered an optional operation "not supported", and says
+	// lacks records that the store answered an optional operation "not supported", and says
 	// how (optional.go).
-	lacksOp func(op string, err error) string
+	lacks opLacks
 
 	mu  sync.Mutex
 	id  string          // the upload open now; "" before the create, and once committed or aborted
@@ -89,10 +98,16 @@ type createWindow struct {
 // newUploadSession makes s (zero, allocated with its write) the upload step of a write of
 // bucket/key to st.
 func newUploadSession(s *uploadSession, st store.Store, bucket, key string, log *zap.Logger, policy *retry.Policy, facts *endpointFacts,
-	abortTimeout time.Duration, lacksOp func(op string, err error) string) *uploadSession {
+	abortTimeout time.Duration, lacks opLacks) *uploadSession {
 	s.st, s.bucket, s.key, s.log, s.policy, s.facts = st, bucket, key, log, policy, facts
-	s.abortTimeout, s.lacksOp, s.ids = abortTimeout, lacksOp, map[string]bool{}
+	s.abortTimeout, s.lacks = abortTimeout, lacks
 	return s
+}
+
+// opLacks records that the store answered an optional operation "not supported", and says how
+// (optionalOps.lacksOp).
+type opLacks interface {
+	lacksOp(op string, err error) string
 }
 
 // current is the upload open now, "" when none is.
@@ -106,6 +121,9 @@ func (s *uploadSession) current() string {
 func (s *uploadSession) adopt(id string) {
 	s.mu.Lock()
 	s.id = id
+	if s.ids == nil { // most writes are single PUTs and never open one
+		s.ids = map[string]bool{}
+	}
 	s.ids[id] = true
 	s.mu.Unlock()
 }
@@ -285,3 +303,25 @@ func notSent(err error) bool {
 	var ns store.NotSentError
 	return stderrors.As(err, &ns) && ns.NotSent()
 }
+
+// writerHooks answers the verifier's uploadHooks from the write's session, under Writer.mu
+// where the session's record is read.
+type writerHooks struct{ w *Writer }
+
+var _ uploadHooks = (*writerHooks)(nil)
+
+func (h *writerHooks) partETags() []string {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	return etagsInOrder(h.w.session.parts)
+}
+
+func (h *writerHooks) fate() (completeLost, completeGone bool) {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	return h.w.session.completeLost, h.w.session.completeGone
+}
+
+func (h *writerHooks) abort() *sperrors.Error { return h.w.abortUpload(h.w.ctx) }
+func (h *writerHooks) committed()             { h.w.session.upload.committed() }
+func (h *writerHooks) deleteObject() error    { return h.w.session.upload.deleteObject(h.w.ctx) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/safeput/safeput/bytesize"
 	sperrors "github.com/safeput/safeput/errors"
@@ -244,6 +245,8 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 	st = wrapStore(cfg.instrument, st)
 	wctx, cancel := context.WithCancel(ctx)
 	// One allocation holds the Writer and its steps: a flush makes one Writer per small object.
+	// The steps reach one another through interfaces on these (no closures, each its own
+	// allocation).
 	a := new(struct {
 		w        Writer
 		tally    tally
@@ -255,64 +258,59 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		verifier verifier
 		probe    prober
 		journal  journalKeeper
+		hooks    writerHooks
 	})
 	w := &a.w
 	*w = Writer{
-		ctx:     wctx,
-		cancel:  cancel,
-		st:      st,
-		bucket:  bucket,
-		key:     key,
-		cfg:     cfg,
-		plan:    plan,
-		facts:   u.facts.forBucket(factsKey(bucket, cfg.sse)),
-		session: session{parts: map[int32]partDone{}},
-		tally:   newTally(&a.tally),
+		ctx:    wctx,
+		cancel: cancel,
+		st:     st,
+		bucket: bucket,
+		key:    key,
+		cfg:    cfg,
+		plan:   plan,
+		facts:  u.facts.forBucket(factsKey(bucket, cfg.sse)),
+		tally:  newTally(&a.tally),
 	}
 	a.caps = chooseChecksum(cfg, w.facts)
 	w.caps = &a.caps
-	w.log = cfg.logger.With(zap.String("bucket", bucket), zap.String("key", key))
-	w.session.upload = newUploadSession(&a.upload, st, bucket, key, w.log, cfg.policy, w.facts, cfg.abortTimeout, nil)
-	uploadID := w.session.upload.current
-	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, uploadID: uploadID, replayable: cfg.replayable}
-	a.req = requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, uploadID: uploadID,
+	w.log = withWriteFields(cfg.logger, bucket, key)
+	upload := newUploadSession(&a.upload, st, bucket, key, w.log, cfg.policy, w.facts, cfg.abortTimeout, &a.optional)
+	w.session.upload = upload
+	w.errs = errorSite{ctx: wctx, bucket: bucket, key: key, upload: upload, replayable: cfg.replayable}
+	a.req = requester{ctx: wctx, policy: cfg.policy, bucket: bucket, key: key, upload: upload,
 		facts: w.facts, events: emitter{bucket: bucket, key: key, observer: cfg.observer, span: cfg.span}, tally: w.tally, log: w.log}
 	w.req = &a.req
 	w.outcome.notes = &a.notes
 	a.optional = optionalOps{st: st, bucket: bucket, key: key, customerKey: cfg.customerKey(), createOnly: cfg.createOnly,
-		req: w.req, facts: w.facts, notes: w.outcome.notes, log: w.log, uploadID: uploadID}
-	optional := &a.optional
-	w.session.upload.lacksOp = optional.lacksOp
+		req: w.req, facts: w.facts, notes: w.outcome.notes, log: w.log, upload: upload}
+	a.hooks = writerHooks{w: w}
 	w.verifier = &a.verifier
 	*w.verifier = verifier{st: st, bucket: bucket, key: key, cfg: verifierConfigOf(cfg), log: w.log,
-		req: w.req, errs: w.errs, events: w.req.events, facts: w.facts, caps: w.caps, notes: w.outcome.notes, optional: optional,
-		upload: uploadHooks{
-			partETags: func() []string {
-				w.mu.Lock()
-				defer w.mu.Unlock()
-				return etagsInOrder(w.session.parts)
-			},
-			fate: func() (completeLost, completeGone bool) {
-				w.mu.Lock()
-				defer w.mu.Unlock()
-				return w.session.completeLost, w.session.completeGone
-			},
-			abort:        func() *sperrors.Error { return w.abortUpload(w.ctx) },
-			committed:    w.session.upload.committed,
-			deleteObject: func() error { return w.session.upload.deleteObject(w.ctx) },
-		}}
+		req: w.req, errs: w.errs, events: w.req.events, facts: w.facts, caps: w.caps, notes: w.outcome.notes, optional: &a.optional,
+		upload: &a.hooks}
 	w.session.probe = &a.probe
 	*w.session.probe = prober{st: st, bucket: bucket, key: key, log: w.log, policy: cfg.policy, facts: w.facts, abortTimeout: cfg.abortTimeout,
-		customerKey: cfg.customerKey(), errs: w.errs, fail: w.fail, abortConfirmed: w.session.upload.abortConfirmed}
+		customerKey: cfg.customerKey(), errs: w.errs, fail: w, aborter: upload}
 	w.parts = partSender{
 		ctx: wctx, st: st, bucket: bucket, key: key, log: w.log,
 		req: w.req, errs: w.errs, events: w.req.events, policy: cfg.policy, tally: w.tally, facts: w.facts,
-		caps: w.caps, slots: partSlots{ch: make(chan struct{}, cfg.concurrency)}, buffers: &w.intake, upload: w.session.upload,
+		caps: w.caps, slots: partSlots{ch: make(chan struct{}, cfg.concurrency)}, buffers: &w.intake, upload: upload,
 		cfg: partsConfig{customerKey: cfg.customerKey(), sizeHint: cfg.sizeHint, concurrency: cfg.concurrency},
 	}
 	w.intake.init(cfg, plan.PartSize, w.caps.local, &w.parts.slots, w.log)
 	w.session.journal = newJournalKeeper(&a.journal, cfg, bucket, key, plan.PartSize, w.caps.local, w.errs, w.log)
 	return w, nil
+}
+
+// withWriteFields is l naming the write's bucket and key in every line; a logger that writes
+// nothing (the default) is kept as it is, so that a flush of small writes does not build one
+// per write.
+func withWriteFields(l *zap.Logger, bucket, key string) *zap.Logger {
+	if !l.Core().Enabled(zapcore.FatalLevel) {
+		return l
+	}
+	return l.With(zap.String("bucket", bucket), zap.String("key", key))
 }
 
 // Close commits the object and verifies it. It returns nil only when the object landed and

@@ -16,11 +16,14 @@ import (
 	sperrors "github.com/safeput/safeput/errors"
 )
 
+// nop is the logger of a caller who gave none: one for all, as a logger is immutable.
+var nop = zap.NewNop()
+
 // Logger returns l logging through a redacting core; a nil l is a no-op logger. A logger that
 // already redacts, or that writes nothing at any level, is returned as it is.
 func Logger(l *zap.Logger) *zap.Logger {
 	if l == nil {
-		return zap.NewNop()
+		return nop
 	}
 	c := l.Core()
 	if _, ok := c.(core); ok || !c.Enabled(zapcore.FatalLevel) {
