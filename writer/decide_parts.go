@@ -18,7 +18,7 @@ import (
 
 // sendsSections decides whether Upload sends its parts straight from an io.ReaderAt source of
 // known size (readerAt) rather than reading it into part buffers: only when the object is larger
-// than the single-PUT threshold, since a small one goes as one PutObject from one buffer anyway.
+// than the single-PUT threshold; a small one goes as one PutObject, also read from the source.
 func sendsSections(readerAt bool, size, threshold int64) bool {
 	return readerAt && size > threshold
 }
@@ -147,7 +147,8 @@ func (d decider) afterEcho(sent store.Checksum, echoed string, checking tri) ech
 }
 
 // md5Early decides whether a single PUT's MD5 is taken beside its request (startMD5), while its
-// bytes are on the wire, rather than after its answer: when it has not been taken (hasMD5) and
+// bytes are on the wire, rather than after its answer (for a ReaderAt source's body, in the read
+// that takes its CRC before the request): when it has not been taken (hasMD5) and
 // the answer cannot prove the bytes without it, since the endpoint is not known to check
 // checksums (checking); then the write needs it either way: a write that defers its MD5s
 // (md5Late) for its HEAD, any other for its answer's ETag (etagProves), unless that answer
