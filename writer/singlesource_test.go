@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/minio/crc64nvme"
-	sperrors "github.com/safeput/safeput/errors"
 
+	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/integrity"
 	"github.com/safeput/safeput/store"
 	"github.com/safeput/safeput/storetest/faulty"
