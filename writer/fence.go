@@ -173,7 +173,7 @@ func (b *fencedSection) WriteTo(w io.Writer) (int64, error) {
 				return total, io.ErrShortWrite
 			}
 		}
-		if rerr == io.EOF {
+		if errors.Is(rerr, io.EOF) {
 			return total, nil
 		}
 		if rerr != nil {
