@@ -19,6 +19,7 @@ import (
 	"github.com/safeput/safeput/storetest/faulty"
 	"github.com/safeput/safeput/storetest/memstore"
 	"github.com/safeput/safeput/storetest/s3test"
+	"github.com/safeput/safeput/storetest/testkit"
 	"github.com/safeput/safeput/writer"
 )
 
@@ -334,4 +335,50 @@ func TestSmallReaderAtLateReadEndsBeforeUpload(t *testing.T) {
 	if got, ok := mem.Object("b", "k"); !ok || !bytes.Equal(got, data) {
 		t.Fatalf("stored object differs from what was written (found %v)", ok)
 	}
+}
+
+// A small object from each kind of ReaderAt (in memory, a file, a section of a file past its
+// start: sent by sendfile over plain HTTP) goes as one PutObject read from the source, through
+// both adapters and over TLS, and reads back identical; empty and one-byte objects included.
+func TestSmallReaderAtOnServers(t *testing.T) {
+	for _, each := range []struct {
+		name string
+		run  func(*testing.T, func(*testing.T, testkit.Env))
+	}{{"http", testkit.ForEach}, {"tls", testkit.ForEachTLS}} {
+		t.Run(each.name, func(t *testing.T) { smallReaderAtOnServers(t, each.run) })
+	}
+}
+
+func smallReaderAtOnServers(t *testing.T, each func(*testing.T, func(*testing.T, testkit.Env))) {
+	each(t, func(t *testing.T, env testkit.Env) {
+		for _, size := range []int{0, 1, 100 << 10, part} {
+			data := s3test.RandomBytes(size)
+			for _, c := range []struct {
+				name string
+				r    func(t *testing.T) io.Reader
+			}{
+				{"bytes", func(*testing.T) io.Reader { return bytes.NewReader(data) }},
+				{"file", func(t *testing.T) io.Reader { return fileOf(t, data) }},
+				{"file-section", func(t *testing.T) io.Reader {
+					f := fileOf(t, append(s3test.RandomBytes(1000), data...))
+					return io.NewSectionReader(f, 1000, int64(size))
+				}},
+			} {
+				t.Run(fmt.Sprintf("%s/%d", c.name, size), func(t *testing.T) {
+					key := fmt.Sprintf("single/%s/%d", c.name, size)
+					res, err := writer.Upload(context.Background(), env.Store, env.Bucket, key, c.r(t), testOpts(env)...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Multipart || res.Size != int64(size) || !res.VerifiedStrong || res.UploadAttempts != 1 {
+						t.Fatalf("multipart %v, size %d, verified %s, %d upload attempts: want %d bytes in one PutObject, verified strong",
+							res.Multipart, res.Size, res.Verified, res.UploadAttempts, size)
+					}
+					if got := s3test.ReadAll(t, env.Srv, env.Bucket, key); !bytes.Equal(got, data) {
+						t.Fatal("read back differs")
+					}
+				})
+			}
+		}
+	})
 }
