@@ -27,13 +27,14 @@ func sendsSections(readerAt bool, size, threshold int64) bool {
 type closingShape uint8
 
 const (
-	closeSinglePut closingShape = iota // one PutObject of the one buffer that holds the object
+	closeSinglePut closingShape = iota // one PutObject of the one buffer that holds the object (or of the small ReaderAt source)
 	closeMultipart                     // the held bytes go as the final part(s), then ListParts and Complete
 )
 
 // atClose decides how the object goes at Close: as one PutObject when no multipart upload was
 // started, the parts do not come from a ReaderAt source (fromSource: its parts went already) and
-// the size is within the threshold (at most one buffer: newWriter caps it at the part size);
+// the size is within the threshold (at most one buffer: newWriter caps it at the part size; a
+// small ReaderAt source, which Upload sends from itself, has none);
 // else as a multipart upload, which a part already sent has begun.
 func atClose(fromSource, uploadStarted bool, size, threshold int64) closingShape {
 	if !fromSource && !uploadStarted && size <= threshold {
