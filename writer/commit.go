@@ -4,6 +4,7 @@ import (
 	"context"
 	stderrors "errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync/atomic"
 
@@ -71,44 +72,58 @@ func (w *Writer) commit() error {
 	return w.complete(&committer{st: w.st, req: w.req, bucket: w.bucket, key: w.key, local: w.caps.local, log: w.log})
 }
 
-// single-PUT path: everything is in one buffer.
+// single-PUT path: the object is in one buffer, or (Upload of a small ReaderAt) in the source.
 func (w *Writer) putSingle() error {
-	data, crc := w.intake.pending, w.intake.pendingCRC
-	if data == nil && w.intake.buf != nil {
-		data, crc = w.intake.buf[:w.intake.fill], w.intake.fillCRC
-	}
-	fence := new(bodyFence)
-	defer w.intake.releaseHeldLent(fence, "") // a single PUT has no upload
 	var rec partDone
-	w.parts.checksumFilled(&rec, data, crc)
-	// The answer proves the bytes without their MD5 only on an endpoint known to check checksums;
-	// elsewhere the MD5 is needed right after it (its ETag, or the HEAD's, is compared with it),
-	// so it is taken while the bytes are on the wire: one pass, beside the request, not after it.
-	// What the endpoint was known to check as the PUT went decides what its answer can prove: a
-	// probe that answers meanwhile (prober.startBesidePut) serves the later writes, so that this one's
-	// evidence does not depend on which answer came first.
-	checking := w.facts.checking()
 	var early *earlyMD5
-	if w.decider().md5Early(rec.hasMD5, checking) {
-		early = startMD5(data)
-		defer early.wait() // before the deferred release gives the buffer back
+	checking := w.facts.checking()
+	fence := new(bodyFence)
+	body := w.intake.singleBody()
+	if body.section != nil {
+		defer w.releaseSingle(fence)
+		// The source is read once before the request, for the checksum header, as a section
+		// part's is (prepareBody): with the MD5 in the same read when the evidence will need it
+		// (md5Early), so that both sums are of the same bytes, and the request's own read of
+		// the source is checked against them (by the store's checksum check, or the receipt's
+		// ETag against the MD5).
+		var err error
+		if rec, err = w.parts.sumSection(0, io.NewSectionReader(body.section.Outer()), sums{
+			local: w.caps.local, md5: w.caps.md5 || w.decider().md5Early(false, checking),
+		}); err != nil {
+			return w.fail(err)
+		}
+	} else {
+		defer w.intake.releaseHeldLent(fence, "") // a single PUT has no upload
+		w.parts.checksumFilled(&rec, body.buf, body.crc)
+		// The answer proves the bytes without their MD5 only on an endpoint known to check
+		// checksums; elsewhere the MD5 is needed right after it (its ETag, or the HEAD's, is
+		// compared with it), so it is taken while the bytes are on the wire: one pass, beside
+		// the request, not after it. What the endpoint was known to check as the PUT went
+		// decides what its answer can prove: a probe that answers meanwhile
+		// (prober.startBesidePut) serves the later writes, so that this one's evidence does not
+		// depend on which answer came first.
+		if w.decider().md5Early(rec.hasMD5, checking) {
+			early = startMD5(body.buf)
+			body.early = early
+			defer early.wait() // before the deferred release gives the buffer back
+		}
 	}
-	// The bytes are held until the check is done: their MD5 is taken only if the evidence needs it.
+	size := body.size()
+	// The bytes are held (or the source is read again) until the check is done: their MD5 is
+	// taken only if the evidence needs it.
 	w.verifier.lateETag = func() string {
 		if !rec.hasMD5 {
-			if early != nil {
-				rec.md5 = early.wait()
-			} else {
-				_, rec.md5 = integrity.MD5Base64(data)
+			if err := w.parts.partMD5(0, body, &rec); err != nil {
+				// The evidence is then what the HEAD and a read-back show without it.
+				w.log.Warn("could not take the MD5 of the source again for the check", zap.Error(err))
+				return ""
 			}
-			rec.hasMD5 = true
-			w.tally.md5Bytes.Add(int64(len(data)))
 		}
 		return fmt.Sprintf("%x", rec.md5)
 	}
 	defer func() { w.verifier.lateETag = nil }()
 	in := &store.PutObjectInput{
-		Bucket: w.bucket, Key: w.key, ContentLength: int64(len(data)),
+		Bucket: w.bucket, Key: w.key, ContentLength: size,
 		ContentType: w.cfg.contentType, Metadata: w.cfg.metadata, Headers: w.cfg.headers,
 		Encryption: w.cfg.sse,
 	}
@@ -120,14 +135,14 @@ func (w *Writer) putSingle() error {
 	if w.caps.sendMD5 {
 		in.ContentMD5 = md5Header(rec.md5)
 	}
-	want := integrity.Expected{Size: int64(len(data))}
+	want := integrity.Expected{Size: size}
 	if w.caps.local != store.ChecksumNone {
 		want.Checksum = store.Checksum{Algorithm: w.caps.local, Value: rec.sum}
 	}
 	if rec.hasMD5 {
 		want.ETag = fmt.Sprintf("%x", rec.md5)
 	}
-	res := &Result{Bucket: w.bucket, Key: w.key, Size: int64(len(data)), Checksum: want.Checksum}
+	res := &Result{Bucket: w.bucket, Key: w.key, Size: size, Checksum: want.Checksum}
 	if guard.headFirst {
 		if done, err := w.verifier.precheckCreateOnly(want, res); done {
 			return w.conclude(res, err)
@@ -136,9 +151,16 @@ func (w *Writer) putSingle() error {
 	var out *store.PutObjectOutput
 	var damagedLeft error      // why this write's own damaged create-only object could not be removed
 	var answerLost atomic.Bool // an attempt was sent whole and got no answer: it may have landed
+	removeStored := func() {
+		damagedLeft = nil
+		if derr := w.session.upload.deleteObject(w.ctx); derr != nil {
+			w.log.Error("could not delete the damaged object this PUT stored", zap.Error(derr))
+			damagedLeft = derr
+		}
+	}
 	put := func(ctx context.Context, _ int) error {
-		in.Body = newFencedReader(data, fence)
-		w.tally.bytesSent.Add(int64(len(data)))
+		in.Body = body.reader(fence, w.intake.singleInFile)
+		w.tally.bytesSent.Add(size)
 		sendCtx, lostAfterSent := sentWhole(ctx)
 		o, err := w.st.PutObject(sendCtx, in)
 		if lostAfterSent(err) {
@@ -152,8 +174,8 @@ func (w *Writer) putSingle() error {
 		if err != nil && w.caps.probing && headerRefused(err) && !conditionFirst {
 			w.verifier.dropOfferedChecksum("PutObject", err)
 			in.Checksum = store.Checksum{}
-			in.Body = newFencedReader(data, fence)
-			w.tally.bytesSent.Add(int64(len(data)))
+			in.Body = body.reader(fence, w.intake.singleInFile)
+			w.tally.bytesSent.Add(size)
 			o, err = w.st.PutObject(ctx, in)
 		}
 		if err != nil {
@@ -162,30 +184,29 @@ func (w *Writer) putSingle() error {
 			}
 			return err
 		}
-		if err := w.parts.lateMD5(0, partBody{buf: data, early: early}, &rec, in.Checksum, o.Checksums, w.decider()); err != nil {
+		if err := w.parts.lateMD5(0, body, &rec, in.Checksum, o.Checksums, w.decider()); err != nil {
+			// The source could not be read again for the MD5, or changed since it was sent: the
+			// object this request stored is unproven, and removed as a damaged one is.
+			removeStored()
 			return err
 		}
 		if !rec.hasMD5 && early != nil {
 			// Taken for the answer's ETag (md5Early): it checks the receipt too.
 			rec.md5, rec.hasMD5 = early.wait(), true
-			w.tally.md5Bytes.Add(int64(len(data)))
+			w.tally.md5Bytes.Add(size)
 		}
 		if !rec.hasMD5 && checking == yes && (in.Checksum.IsZero() || o.Checksums.Get(in.Checksum.Algorithm) == "") {
 			// The MD5 was left out for an echo this answer does not carry: taken now, from the
 			// bytes still held, it checks the receipt's ETag and may stand for the HEAD.
 			w.verifier.lateETag()
 		}
-		receipt := integrity.Receipt{Size: int64(len(data)), Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
+		receipt := integrity.Receipt{Size: size, Checksum: in.Checksum, MD5: rec.md5, HasMD5: rec.hasMD5}
 		if _, err := integrity.CheckReceipt(receipt, o.ETag, o.Checksums, w.verifier.putReceiptTrusted()); err != nil {
 			// The store answered 200 for bytes other than those sent, so the object at the key is
 			// this request's damaged copy: remove it now. A retry would replace it, but one that
 			// then fails would leave it there under a Transient error; and a create-only retry
 			// would meet it as a 412.
-			damagedLeft = nil
-			if derr := w.session.upload.deleteObject(w.ctx); derr != nil {
-				w.log.Error("could not delete the damaged object this PUT stored", zap.Error(derr))
-				damagedLeft = derr
-			}
+			removeStored()
 			return w.errs.integrity("PutObject", 0, err)
 		}
 		out = o
@@ -197,7 +218,7 @@ func (w *Writer) putSingle() error {
 		// store refusing it is sent it once.
 		w.session.probe.startBesidePut(w.ctx, in, w.decider().probesBesidePut(w.facts.checking()), w.caps.fullObject)
 	}
-	err := w.req.doSized("PutObject", 0, int64(len(data)), put)
+	err := w.req.doSized("PutObject", 0, size, put)
 	if refused := conditionRefusal(err); refused != nil && w.decider().afterCommit(err, false) == commitWithoutCondition {
 		// The store stored nothing; write again without the header, the key checked by a HEAD.
 		w.verifier.optional.conditionUnsupported(optCondPut, refused.err)
@@ -205,7 +226,7 @@ func (w *Writer) putSingle() error {
 		if done, err := w.verifier.precheckCreateOnly(want, res); done {
 			return w.conclude(res, err)
 		}
-		err = w.req.doSized("PutObject", 0, int64(len(data)), put)
+		err = w.req.doSized("PutObject", 0, size, put)
 	}
 	if rec.hasMD5 && want.ETag == "" {
 		want.ETag = fmt.Sprintf("%x", rec.md5)
@@ -252,6 +273,46 @@ func (w *Writer) putSingle() error {
 		return w.conclude(res, w.verifier.provenByAnswer("PutObject", verify.MethodETagMD5, want, res))
 	}
 	return w.conclude(res, w.verifier.verifyLanded(want, res))
+}
+
+// singleBody is what the single PUT sends: the section of a ReaderAt source (Upload), else the
+// held buffer, with its CRC taken as it was filled.
+func (in *intake) singleBody() partBody {
+	if in.single != nil {
+		return partBody{section: in.single}
+	}
+	if in.pending != nil {
+		return partBody{buf: in.pending, crc: in.pendingCRC}
+	}
+	if in.buf != nil {
+		return partBody{buf: in.buf[:in.fill], crc: in.fillCRC}
+	}
+	return partBody{}
+}
+
+// reader is one request's reader over b: a fresh one for every attempt, since an earlier
+// attempt's request may still be reading its own. Every read of the caller's memory goes through
+// fence; a file's section goes bare, for the adapters to send it by sendfile (its bytes are the
+// kernel's to read, not the caller's memory).
+func (b partBody) reader(fence *bodyFence, inFile bool) io.ReadSeeker {
+	if b.section == nil {
+		return newFencedReader(b.buf, fence)
+	}
+	s := io.NewSectionReader(b.section.Outer())
+	if inFile {
+		return s
+	}
+	return &fencedSection{s: s, f: fence}
+}
+
+// releaseSingle ends the single PUT's reads of the caller's source: a read still under way by a
+// request that has returned is waited for, briefly, since the caller may reuse the source once
+// Upload returns (as releaseBody does for a section part).
+func (w *Writer) releaseSingle(fence *bodyFence) {
+	if !fence.closeAndWait(lateReadWait) {
+		w.log.Warn("a request that has returned still reads the source", zap.Int32("part", 0), zap.Int64("size", w.intake.single.Size()),
+			zap.Duration("waited", lateReadWait))
+	}
 }
 
 // complete checks the layout with ListParts, commits, and verifies; c sends the commit and checks
@@ -333,7 +394,7 @@ func (w *Writer) complete(c *committer) error {
 		return w.fail(err)
 	}
 	out, err := c.complete(in)
-	if refused := (*conditionRefused)(nil); w.decider().afterCommit(err, false) == commitWithoutCondition && stderrors.As(err, &refused) {
+	if refused := conditionRefusal(err); refused != nil && w.decider().afterCommit(err, false) == commitWithoutCondition {
 		// Nothing was committed; complete again without the header, the key checked by a HEAD.
 		w.verifier.optional.conditionUnsupported(optCondComplete, refused.err)
 		in.IfNoneMatch, w.verifier.createUnguarded = false, true

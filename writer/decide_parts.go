@@ -18,7 +18,7 @@ import (
 
 // sendsSections decides whether Upload sends its parts straight from an io.ReaderAt source of
 // known size (readerAt) rather than reading it into part buffers: only when the object is larger
-// than the single-PUT threshold, since a small one goes as one PutObject from one buffer anyway.
+// than the single-PUT threshold; a small one goes as one PutObject, also read from the source.
 func sendsSections(readerAt bool, size, threshold int64) bool {
 	return readerAt && size > threshold
 }
@@ -27,13 +27,14 @@ func sendsSections(readerAt bool, size, threshold int64) bool {
 type closingShape uint8
 
 const (
-	closeSinglePut closingShape = iota // one PutObject of the one buffer that holds the object
+	closeSinglePut closingShape = iota // one PutObject of the one buffer that holds the object (or of the small ReaderAt source)
 	closeMultipart                     // the held bytes go as the final part(s), then ListParts and Complete
 )
 
 // atClose decides how the object goes at Close: as one PutObject when no multipart upload was
 // started, the parts do not come from a ReaderAt source (fromSource: its parts went already) and
-// the size is within the threshold (at most one buffer: newWriter caps it at the part size);
+// the size is within the threshold (at most one buffer: newWriter caps it at the part size; a
+// small ReaderAt source, which Upload sends from itself, has none);
 // else as a multipart upload, which a part already sent has begun.
 func atClose(fromSource, uploadStarted bool, size, threshold int64) closingShape {
 	if !fromSource && !uploadStarted && size <= threshold {
@@ -147,7 +148,8 @@ func (d decider) afterEcho(sent store.Checksum, echoed string, checking tri) ech
 }
 
 // md5Early decides whether a single PUT's MD5 is taken beside its request (startMD5), while its
-// bytes are on the wire, rather than after its answer: when it has not been taken (hasMD5) and
+// bytes are on the wire, rather than after its answer (for a ReaderAt source's body, in the read
+// that takes its CRC before the request): when it has not been taken (hasMD5) and
 // the answer cannot prove the bytes without it, since the endpoint is not known to check
 // checksums (checking); then the write needs it either way: a write that defers its MD5s
 // (md5Late) for its HEAD, any other for its answer's ETag (etagProves), unless that answer

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/safeput/safeput/internal/bufpool"
 )
 
 // errBodyFenced is what a request reading a part's bytes after the part was done gets.
@@ -129,8 +131,8 @@ func (b *fencedReader) Len() int {
 }
 
 // fencedSection is one request's reader over a part of an in-memory (not file) ReaderAt source.
-// It has no WriteTo: the connection copies it through a pooled buffer, one short read at a
-// time, so a read under way when the part ends is one ReadAt of at most 32 KiB.
+// The connection copies it through a pooled buffer (its ReadFrom, or WriteTo here), one short
+// read at a time, so a read under way when the part ends is one ReadAt of at most 32 KiB.
 type fencedSection struct {
 	s *io.SectionReader
 	f *bodyFence
@@ -150,4 +152,32 @@ func (b *fencedSection) Seek(offset int64, whence int) (int64, error) {
 	}
 	defer b.f.exit()
 	return b.s.Seek(offset, whence)
+}
+
+// WriteTo copies what is left of the section to w through a pooled buffer, one fenced read of at
+// most its 32 KiB at a time: a store that copies the body with io.Copy (a Store of the caller's
+// own, say) then allocates no buffer of its own for it.
+func (b *fencedSection) WriteTo(w io.Writer) (int64, error) {
+	buf := bufpool.Copy32K.Get()
+	defer bufpool.Copy32K.Put(buf)
+	var total int64
+	for {
+		n, rerr := b.Read(*buf)
+		if n > 0 {
+			m, werr := w.Write((*buf)[:n])
+			total += int64(m)
+			if werr != nil {
+				return total, werr
+			}
+			if m < n {
+				return total, io.ErrShortWrite
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			return total, nil
+		}
+		if rerr != nil {
+			return total, rerr
+		}
+	}
 }

@@ -24,7 +24,8 @@ import (
 // the part's goroutine once it is done), which touches only the budget, the slots and
 // lentDropped. It sends nothing: the Writer dispatches the parts it fills to the part sender
 // (parts.go). For a ReaderAt source it holds no buffer and records where the object's bytes are
-// (section, sectionBase, sectionInFile); the slots are the part sender's (partSlots).
+// (section, sectionBase, sectionInFile; single for an object that goes in one PutObject); the
+// slots are the part sender's (partSlots).
 type intake struct {
 	// op serialises Write, ReadFrom, Close and the buffer release of Abort, which may come from
 	// another goroutine: the calls that touch the intake's buffers.
@@ -44,6 +45,11 @@ type intake struct {
 	// sectionInFile: the source is a file (or a section of one), whose bytes the kernel sends:
 	// no request reads the caller's memory, so its parts need no fence.
 	sectionInFile bool
+	// single is the whole object of a ReaderAt source within the single-PUT threshold, set by
+	// Upload: its PutObject sends it from the source, with no buffer (putSingle); singleInFile
+	// says, as sectionInFile does, that the source is a file and its body needs no fence.
+	single       *io.SectionReader
+	singleInFile bool
 	// lentDropped counts part buffers left to the garbage collector because a request that had
 	// returned still read them (releaseLent).
 	lentDropped atomic.Int64

@@ -66,8 +66,9 @@ type verifier struct {
 
 	// layout is the state of the ListParts check before the Complete.
 	layout layoutCheck
-	// lateETag gives the single PUT's body MD5 (hex) on demand while its buffer is held: the
-	// HEAD's evidence may need it (evidence.go). nil for a multipart write. Set by the commit.
+	// lateETag gives the single PUT's body MD5 (hex) on demand while its buffer is held (or from
+	// the ReaderAt source read again; "" when that fails or finds the source changed): the HEAD's
+	// evidence may need it (evidence.go). nil for a multipart write. Set by the commit.
 	lateETag func() string
 	// md5Skipped: a part went without its MD5 because its receipt echoed the checksum sent
 	// (caps.md5Late); if the HEAD then reports no checksum, only a read-back can prove the

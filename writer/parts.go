@@ -384,21 +384,40 @@ func (s *partSender) partMD5(n int32, part partBody, rec *partDone) error {
 		s.tally.md5Bytes.Add(int64(len(part.buf)))
 		return nil
 	}
-	h := newMD5()
-	section := io.NewSectionReader(part.section.Outer())
-	chunkBuf := sectionChunks.Get()
-	defer sectionChunks.Put(chunkBuf)
-	m, err := io.CopyBuffer(h, io.LimitReader(section, part.size()), *chunkBuf)
+	// The CRC is taken again in the same read, when the first read took one: an MD5 of bytes other
+	// than those hashed first (the source changed since) would prove an object the checksum sent
+	// and reported does not describe.
+	want := sums{md5: true}
+	if rec.sum != "" {
+		want.local = s.caps.local
+	}
+	again, err := s.sumSection(n, io.NewSectionReader(part.section.Outer()), want)
 	if err != nil {
-		return s.errs.sourceError("UploadPart", n, err)
+		return err
 	}
-	if m != part.size() {
-		return s.errs.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", m, n, part.size(), s.cfg.sizeHint)
+	if want.local != store.ChecksumNone && again.crc != rec.crc {
+		return s.errs.errorf(sperrors.Permanent, opOf(n), nil, "the source changed while it was being sent: read again for its MD5, its %s is %s, not the %s it had when it was first read (and sent with)",
+			want.local, again.sum, rec.sum)
 	}
-	copy(rec.md5[:], h.Sum(nil))
-	rec.hasMD5 = true
-	s.tally.md5Bytes.Add(m)
+	rec.md5, rec.hasMD5 = again.md5, true
 	return nil
+}
+
+// opOf names the request that sends part n: 0 is a single PUT's body.
+func opOf(n int32) string {
+	if n == 0 {
+		return "PutObject"
+	}
+	return "UploadPart"
+}
+
+// sourceShort is the error of a ReaderAt source that ended after read of the size bytes of part n
+// (0: the single PUT's body).
+func (s *partSender) sourceShort(n int32, read, size int64) error {
+	if n == 0 {
+		return s.errs.errorf(sperrors.Permanent, "PutObject", nil, "source ended at %d of its %d bytes: it is shorter than its declared size %d", read, size, s.cfg.sizeHint)
+	}
+	return s.errs.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", read, n, size, s.cfg.sizeHint)
 }
 
 // sums names what a pass over a part's bytes takes: the CRC of algorithm local (none for ""),
@@ -412,7 +431,8 @@ type sums struct {
 
 var errAheadStopped = stderrors.New("the write failed before its part was sent")
 
-// sumSection reads section once and returns its part's record with the sums s asks for.
+// sumSection reads section once and returns its part's record with the sums s asks for (part n;
+// 0: the single PUT's body).
 func (s *partSender) sumSection(n int32, section *io.SectionReader, want sums) (partDone, error) {
 	size := section.Size()
 	rec := partDone{number: n, size: size}
@@ -443,11 +463,11 @@ func (s *partSender) sumSection(n int32, section *io.SectionReader, want sums) (
 			break
 		}
 		if err != nil {
-			return rec, s.errs.sourceError("UploadPart", n, err)
+			return rec, s.errs.sourceError(opOf(n), n, err)
 		}
 	}
 	if read != size {
-		return rec, s.errs.errorf(sperrors.Permanent, "UploadPart", nil, "source ended at %d of part %d's %d bytes: it is shorter than its declared size %d", read, n, size, s.cfg.sizeHint)
+		return rec, s.sourceShort(n, read, size)
 	}
 	if want.local != store.ChecksumNone {
 		rec.crc, rec.sum = crc, integrity.EncodeCRCValue(want.local, crc)

@@ -20,7 +20,8 @@ import (
 //
 // It uses what r offers: a known size (Len() int, Size() int64 or Stat() (fs.FileInfo, error))
 // lets the plan pick the part size and turns a short or long stream into an error; an io.ReaderAt
-// of known size is uploaded part by part straight from it, with no part buffers (an *os.File, or
+// of known size is uploaded part by part straight from it, with no part buffers, and one within
+// the single-PUT threshold goes as one PutObject read from it, with no buffer (an *os.File, or
 // an io.SectionReader of one, has each part sent by the kernel, sendfile, through the adapters
 // over plain HTTP on Linux); an io.Seeker (or ReaderAt) makes the source replayable, so a write
 // that verifies wrong after commit is retried from the start within the retry policy's integrity
@@ -321,12 +322,14 @@ func (w *Writer) uploadFrom(r io.Reader, ra io.ReaderAt, base int64, useReaderAt
 		if err := w.sendSections(); err != nil {
 			return nil, w.closeFailed(err)
 		}
+	} else if useReaderAt {
+		// A small ReaderAt object goes as one PutObject read straight from the source, as a
+		// section is: no buffer holds a copy of it, and a retry (or a whole-upload retry) reads
+		// the source again.
+		w.intake.single = io.NewSectionReader(ra, base, w.cfg.sizeHint)
+		w.intake.singleInFile = bufpool.FileBacked(ra)
+		w.intake.size = w.cfg.sizeHint
 	} else {
-		if useReaderAt {
-			// A small ReaderAt object goes through one buffer; a section keeps the source
-			// untouched so a whole-upload retry can read it again.
-			r = io.NewSectionReader(ra, base, w.cfg.sizeHint)
-		}
 		w.createEarly()
 		if _, err := w.ReadFrom(r); err != nil {
 			return nil, w.closeFailed(err)
