@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"crypto/md5" //nolint:gosec // S3 ETags are MD5; not for security.
 	stderrors "errors"
 	"fmt"
 	"io"
@@ -82,15 +83,34 @@ func (w *Writer) putSingle() error {
 	if body.section != nil {
 		defer w.releaseSingle(fence)
 		// The source is read once before the request, for the checksum header, as a section
-		// part's is (prepareBody): with the MD5 in the same read when the evidence will need it
-		// (md5Early), so that both sums are of the same bytes, and the request's own read of
-		// the source is checked against them (by the store's checksum check, or the receipt's
-		// ETag against the MD5).
+		// part's is (prepareBody), with the MD5 in the same read when the header carries it too.
+		// An MD5 the evidence will need right after the answer (md5Early) is taken beside the
+		// request instead, from the source read again with its CRC, which must be the one sent:
+		// the MD5 then proves the bytes the checksum describes, and hashing does not delay the
+		// request by its time. The request's own read of the source is checked against them
+		// (by the store's checksum check, or the receipt's ETag against the MD5).
 		var err error
 		if rec, err = w.parts.sumSection(0, io.NewSectionReader(body.section.Outer()), sums{
-			local: w.caps.local, md5: w.caps.md5 || w.decider().md5Early(false, checking),
+			local: w.caps.local, md5: w.caps.md5,
 		}); err != nil {
 			return w.fail(err)
+		}
+		if w.decider().md5Early(rec.hasMD5, checking) {
+			first, plain := rec, body
+			early = startMD5Of(func() (sum [md5.Size]byte, err error) {
+				defer func() {
+					if r := recover(); r != nil {
+						err = w.errs.errorf(sperrors.Internal, "PutObject", nil, "reading the source again for its MD5 panicked: %v", r)
+					}
+				}()
+				again := first
+				if err := w.parts.partMD5(0, plain, &again); err != nil {
+					return sum, err
+				}
+				return again.md5, nil
+			})
+			body.early = early
+			defer early.wait() // the source is read until then: before the write returns
 		}
 	} else {
 		defer w.intake.releaseHeldLent(fence, "") // a single PUT has no upload
@@ -192,8 +212,15 @@ func (w *Writer) putSingle() error {
 		}
 		if !rec.hasMD5 && early != nil {
 			// Taken for the answer's ETag (md5Early): it checks the receipt too.
-			rec.md5, rec.hasMD5 = early.wait(), true
-			w.tally.md5Bytes.Add(size)
+			sum, err := early.result()
+			if err != nil {
+				removeStored() // the source changed (or failed) since it was sent: unproven
+				return err
+			}
+			rec.md5, rec.hasMD5 = sum, true
+			if body.section == nil { // a section's bytes were counted as they were read
+				w.tally.md5Bytes.Add(size)
+			}
 		}
 		if !rec.hasMD5 && checking == yes && (in.Checksum.IsZero() || o.Checksums.Get(in.Checksum.Algorithm) == "") {
 			// The MD5 was left out for an echo this answer does not carry: taken now, from the

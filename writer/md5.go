@@ -20,19 +20,35 @@ func md5Header(d [md5.Size]byte) string { return base64.StdEncoding.EncodeToStri
 type earlyMD5 struct {
 	done chan struct{}
 	sum  [md5.Size]byte
+	err  error // a source read again for its MD5 could not be, or had changed
 }
 
 func startMD5(data []byte) *earlyMD5 {
+	return startMD5Of(func() ([md5.Size]byte, error) {
+		return md5.Sum(data), nil //nolint:gosec // see import
+	})
+}
+
+// startMD5Of takes the MD5 that take returns beside the request: a ReaderAt source's, read again.
+// take must not panic (a caller's ReaderAt may: take recovers it into its error).
+func startMD5Of(take func() ([md5.Size]byte, error)) *earlyMD5 {
 	e := &earlyMD5{done: make(chan struct{})}
 	go func() {
 		defer close(e.done)
-		e.sum = md5.Sum(data) //nolint:gosec // see import
+		e.sum, e.err = take()
 	}()
 	return e
 }
 
-// wait returns the sum once taken. The caller must wait before it gives the buffer back.
+// wait returns the sum once taken. The caller must wait before it gives the buffer back, or
+// before the write returns when the sum is read from the caller's source.
 func (e *earlyMD5) wait() [md5.Size]byte {
 	<-e.done
 	return e.sum
+}
+
+// result is wait with the error of a source that could not be read again.
+func (e *earlyMD5) result() ([md5.Size]byte, error) {
+	<-e.done
+	return e.sum, e.err
 }

@@ -374,8 +374,14 @@ func (s *partSender) lateMD5(n int32, part partBody, rec *partDone, sent store.C
 // partMD5 sets rec's MD5 from the part's bytes: its buffer, or its section of the source re-read.
 func (s *partSender) partMD5(n int32, part partBody, rec *partDone) error {
 	if part.early != nil {
-		rec.md5, rec.hasMD5 = part.early.wait(), true
-		s.tally.md5Bytes.Add(int64(len(part.buf)))
+		sum, err := part.early.result()
+		if err != nil {
+			return err
+		}
+		rec.md5, rec.hasMD5 = sum, true
+		if part.section == nil { // a section's bytes were counted as they were read (sumSection)
+			s.tally.md5Bytes.Add(int64(len(part.buf)))
+		}
 		return nil
 	}
 	if part.section == nil {

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -381,4 +382,56 @@ func smallReaderAtOnServers(t *testing.T, each func(*testing.T, func(*testing.T,
 			}
 		}
 	})
+}
+
+// besideStore holds each PutObject's body until the source has been read twice over (the
+// checksum's read and the MD5's), up to a bound: an MD5 taken before the request instead of
+// beside it has already been read by then, and the PUT waits out the bound.
+type besideStore struct {
+	store.Store
+	src     *countingReaderAt
+	waited  atomic.Bool
+	atPut   atomic.Int64 // the source's bytes read when the PUT went on
+	timeout time.Duration
+}
+
+func (s *besideStore) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
+	deadline := time.Now().Add(s.timeout)
+	for s.src.read.Load() < 2*in.ContentLength {
+		if time.Now().After(deadline) {
+			s.waited.Store(true)
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.atPut.Store(s.src.read.Load())
+	return s.Store.PutObject(ctx, in)
+}
+
+// On an endpoint not known to check checksums (a fresh Uploader, a store that ignores the header),
+// whose answer proves the bytes only by its ETag against their MD5, the MD5 of a small ReaderAt's
+// single PUT is taken beside the request, from the source read again, not before the request in
+// the checksum's read: the request does not wait for the hashing. The object still lands proven
+// by its answer, in one request.
+func TestSmallReaderAtMD5BesideRequest(t *testing.T) {
+	const size = 1 << 20
+	mem := memstore.New(memstore.WithBuckets("b"), memstore.WithRules(memstore.Rules{IgnoreChecksumHeaders: true}))
+	data := s3test.RandomBytes(size)
+	src := &countingReaderAt{r: bytes.NewReader(data)}
+	st := &besideStore{Store: mem, src: src, timeout: 5 * time.Second}
+	res, err := writer.Upload(context.Background(), st, "b", "k", src, func(o *writer.Options) {
+		o.Retry = fastPolicy()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.waited.Load() {
+		t.Errorf("after %v the PutObject had read %d bytes of the %d-byte source (want it read twice over): the MD5 was not taken beside it", st.timeout, st.atPut.Load(), size)
+	}
+	if res.Multipart || res.Requests != 1 || !res.VerifiedStrong {
+		t.Errorf("multipart %v, %d requests, verified %s: want one PutObject, verified strong", res.Multipart, res.Requests, res.Verified)
+	}
+	if got, ok := mem.Object("b", "k"); !ok || !bytes.Equal(got, data) {
+		t.Fatalf("stored object differs from what was written (found %v)", ok)
+	}
 }
