@@ -3,6 +3,7 @@ package errors
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/safeput/safeput/internal/secrets"
 )
@@ -22,13 +23,19 @@ const headerSep = `["']?[ \t]*(?::|=|%3D)[ \t]*[\["']*[ \t]*`
 //   - Credential=, Signature=, AWSAccessKeyId= as a query or parameter: the value;
 //   - the password of a URL's user info (scheme://user:password@host);
 //   - a SigV2 "AWS AKID:sig" credential and bare access key ids.
-var secretPattern = regexp.MustCompile(`(?i)` +
-	`\b((?:proxy-)?authorization)(` + headerSep + `)((?:[a-z0-9][a-z0-9_-]*[ \t]+)?[^\s,\]"'<>]+(?:,[ \t]*[a-z][a-z0-9_-]*=[^\s,\]"'<>]*)*)` +
-	`|\b((?:x-amz-)?security-token|(?:x-amz-(?:copy-source-)?)?server-side-encryption-customer-key)(` + headerSep + `)[^\s,;&\]"'<>]+` +
-	`|((?:x-amz-)?(?:credential|signature)|awsaccesskeyid)(=|%3D)[^&\s,;\]"'<>]*` +
-	`|(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s/@]+@` +
-	`|\bAWS [A-Z0-9]{16,128}:[A-Za-z0-9+/=]+` +
-	`|\b(?:AKIA|ASIA|AIDA|AROA)[A-Z0-9]{12,124}\b`)
+//
+// It is compiled at its first use, not at init: every process that links the package (the CLI
+// for --help, a C caller loading the library) would otherwise pay for it at start-up, whether or
+// not it ever renders an error (GODEBUG=inittrace=1 shows the package's init).
+var secretPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)` +
+		`\b((?:proxy-)?authorization)(` + headerSep + `)((?:[a-z0-9][a-z0-9_-]*[ \t]+)?[^\s,\]"'<>]+(?:,[ \t]*[a-z][a-z0-9_-]*=[^\s,\]"'<>]*)*)` +
+		`|\b((?:x-amz-)?security-token|(?:x-amz-(?:copy-source-)?)?server-side-encryption-customer-key)(` + headerSep + `)[^\s,;&\]"'<>]+` +
+		`|((?:x-amz-)?(?:credential|signature)|awsaccesskeyid)(=|%3D)[^&\s,;\]"'<>]*` +
+		`|(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s/@]+@` +
+		`|\bAWS [A-Z0-9]{16,128}:[A-Za-z0-9+/=]+` +
+		`|\b(?:AKIA|ASIA|AIDA|AROA)[A-Z0-9]{12,124}\b`)
+})
 
 // Redact replaces with "REDACTED" anything in s that looks like a credential, a request signature
 // or an SSE-C key (the forms secretPattern lists), and every secret value the process has
@@ -40,7 +47,7 @@ func Redact(s string) string {
 		return s
 	}
 	s = secrets.Replace(s)
-	matches := secretPattern.FindAllStringSubmatchIndex(s, -1)
+	matches := secretPattern().FindAllStringSubmatchIndex(s, -1)
 	if matches == nil {
 		return s
 	}
