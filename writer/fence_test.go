@@ -129,33 +129,48 @@ func (s *gatedSource) ReadAt(p []byte, off int64) (int, error) {
 	return s.Reader.ReadAt(p, off)
 }
 
-// lateSectionReader leaves a read of part 1's body under way in the caller's source when
-// UploadPart returns, as net/http's writing goroutine may.
-type lateSectionReader struct {
-	store.Store
+// lateRead leaves a read of a request's body under way in the caller's source when the request
+// returns, as net/http's writing goroutine may: the first body it takes is read whole, then a
+// goroutine left behind reads it again from its start, held at the gated source.
+type lateRead struct {
 	src  *gatedSource
 	once sync.Once
 	body io.Reader
 }
 
-func (s *lateSectionReader) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
-	data, err := io.ReadAll(in.Body)
+// take reads body for the store and returns its bytes; the first time, it leaves the late read.
+func (l *lateRead) take(body io.ReadSeeker) (io.ReadSeeker, error) {
+	data, err := io.ReadAll(body)
 	if err != nil {
 		return nil, err
 	}
-	s.once.Do(func() {
-		if _, err = in.Body.Seek(0, io.SeekStart); err != nil {
+	l.once.Do(func() {
+		if _, err = body.Seek(0, io.SeekStart); err != nil {
 			return
 		}
-		s.body = in.Body
-		s.src.armed.Store(true)
-		go func() { _, _ = in.Body.Read(make([]byte, 1000)) }()
-		<-s.src.entered
+		l.body = body
+		l.src.armed.Store(true)
+		go func() { _, _ = body.Read(make([]byte, 1000)) }()
+		<-l.src.entered
 	})
 	if err != nil {
 		return nil, err
 	}
-	in.Body = bytes.NewReader(data)
+	return bytes.NewReader(data), nil
+}
+
+// lateSectionReader leaves a read of part 1's body under way when UploadPart returns.
+type lateSectionReader struct {
+	store.Store
+	lateRead
+}
+
+func (s *lateSectionReader) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
+	body, err := s.take(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	in.Body = body
 	return s.Store.UploadPart(ctx, in)
 }
 
@@ -166,7 +181,7 @@ func TestLateSourceReadEndsBeforeUpload(t *testing.T) {
 	mem.CreateBucket("b")
 	data := s3test.RandomBytes(part + 1)
 	src := &gatedSource{Reader: bytes.NewReader(data), entered: make(chan struct{}), open: make(chan struct{})}
-	st := &lateSectionReader{Store: mem, src: src}
+	st := &lateSectionReader{Store: mem, lateRead: lateRead{src: src}}
 	go func() {
 		<-src.entered
 		time.Sleep(2 * time.Second) // longer than the rest of the upload takes

@@ -278,33 +278,18 @@ func crcOf(alg store.ChecksumAlgorithm, data []byte) string {
 	return integrity.EncodeCRC64(crc64nvme.Checksum(data))
 }
 
-// latePutReader leaves a read of the PutObject's body under way in the caller's source when
-// PutObject returns, as net/http's writing goroutine may.
+// latePutReader leaves a read of the PutObject's body under way when PutObject returns.
 type latePutReader struct {
 	store.Store
-	src  *gatedSource
-	once sync.Once
-	body io.Reader
+	lateRead
 }
 
 func (s *latePutReader) PutObject(ctx context.Context, in *store.PutObjectInput) (*store.PutObjectOutput, error) {
-	data, err := io.ReadAll(in.Body)
+	body, err := s.take(in.Body)
 	if err != nil {
 		return nil, err
 	}
-	s.once.Do(func() {
-		if _, err = in.Body.Seek(0, io.SeekStart); err != nil {
-			return
-		}
-		s.body = in.Body
-		s.src.armed.Store(true)
-		go func() { _, _ = in.Body.Read(make([]byte, 1000)) }()
-		<-s.src.entered
-	})
-	if err != nil {
-		return nil, err
-	}
-	in.Body = bytes.NewReader(data)
+	in.Body = body
 	return s.Store.PutObject(ctx, in)
 }
 
@@ -314,7 +299,7 @@ func TestSmallReaderAtLateReadEndsBeforeUpload(t *testing.T) {
 	mem := memstore.New(memstore.WithBuckets("b"))
 	data := s3test.RandomBytes(100 << 10)
 	src := &gatedSource{Reader: bytes.NewReader(data), entered: make(chan struct{}), open: make(chan struct{})}
-	st := &latePutReader{Store: mem, src: src}
+	st := &latePutReader{Store: mem, lateRead: lateRead{src: src}}
 	go func() {
 		<-src.entered
 		time.Sleep(time.Second) // longer than the rest of the upload takes
