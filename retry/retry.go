@@ -246,7 +246,7 @@ func (p *Policy) attempt(ctx context.Context, op Op, attempt int, fn func(contex
 	}
 	if p.cfg.attemptTimeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, p.cfg.attemptTimeout)
+		actx, cancel = context.WithTimeout(actx, p.cfg.attemptTimeout)
 		defer cancel()
 	}
 	var wd *watchdog

@@ -622,3 +622,35 @@ func TestFirstContactGetsNoOutageAllowance(t *testing.T) {
 		t.Fatalf("sleeps %v", got)
 	}
 }
+
+// AttemptFromContext tells a resend by its attempt's context, with an attempt timeout and a stall
+// window on or off: a store wrapper reads it there (tracing's resend count).
+func TestAttemptFromContextNumbersEveryAttempt(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []option
+	}{
+		{"defaults", nil},
+		{"attempt timeout", []option{withAttemptTimeout(time.Minute)}},
+		{"no stall window", []option{withStallTimeout(0)}},
+		{"attempt timeout, no stall window", []option{withAttemptTimeout(time.Minute), withStallTimeout(0)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPolicy(append([]option{withInitialInterval(time.Millisecond), withMaxInterval(time.Millisecond)}, c.opts...)...)
+			var seen []int
+			_, err := p.Do(context.Background(), Op{Name: "PutObject"}, func(ctx context.Context, attempt int) error {
+				seen = append(seen, AttemptFromContext(ctx))
+				if attempt < 3 {
+					return e503
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(seen) != "[1 2 3]" {
+				t.Errorf("AttemptFromContext over the attempts: %v, want [1 2 3]", seen)
+			}
+		})
+	}
+}
