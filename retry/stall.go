@@ -26,42 +26,50 @@ type watchdog struct {
 	last   atomic.Int64 // nanoseconds after start of the latest progress
 	fired  atomic.Bool
 	cancel context.CancelCauseFunc
-	done   chan struct{}
 	once   sync.Once
+
+	// The timer's function looks at the attempt each window (no goroutine of its own per
+	// attempt: a flush of small objects makes one attempt per object). mu orders its re-arming
+	// against stop.
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
 }
 
 func startWatchdog(parent context.Context, window time.Duration) (context.Context, *watchdog) {
 	ctx, cancel := context.WithCancelCause(parent)
-	w := &watchdog{window: window, start: time.Now(), cancel: cancel, done: make(chan struct{})}
-	go w.run()
+	w := &watchdog{window: window, start: time.Now(), cancel: cancel}
+	w.mu.Lock() // the timer's function may run before w.timer is set
+	w.timer = time.AfterFunc(window, w.look)
+	w.mu.Unlock()
 	return progress.With(ctx, w.progress), w
 }
 
 func (w *watchdog) progress() { w.last.Store(int64(time.Since(w.start))) }
 
-func (w *watchdog) run() {
-	t := time.NewTimer(w.window)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.done:
-			return
-		case <-t.C:
-			idle := time.Since(w.start) - time.Duration(w.last.Load())
-			if idle >= w.window {
-				w.fired.Store(true)
-				w.cancel(errStallCut)
-				return
-			}
-			t.Reset(w.window - idle)
-		}
+// look cuts the attempt if the window passed without progress, or looks again when it will have.
+func (w *watchdog) look() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
 	}
+	idle := time.Since(w.start) - time.Duration(w.last.Load())
+	if idle >= w.window {
+		w.fired.Store(true)
+		w.cancel(errStallCut)
+		return
+	}
+	w.timer.Reset(w.window - idle)
 }
 
 // stop ends the watchdog and releases the attempt context.
 func (w *watchdog) stop() {
 	w.once.Do(func() {
-		close(w.done)
+		w.mu.Lock()
+		w.stopped = true
+		w.timer.Stop()
+		w.mu.Unlock()
 		w.cancel(context.Canceled)
 	})
 }
