@@ -2,7 +2,6 @@ package writer
 
 import (
 	"context"
-	"crypto/md5" //nolint:gosec // S3 ETags are MD5; not for security.
 	stderrors "errors"
 	"fmt"
 	"io"
@@ -81,52 +80,36 @@ func (w *Writer) putSingle() error {
 	fence := new(bodyFence)
 	body := w.intake.singleBody()
 	if body.section != nil {
-		defer w.releaseSingle(fence)
+		if !w.intake.singleInFile { // a file's bytes are the kernel's to read: sent bare, by sendfile
+			body.fence = fence
+		}
+		defer w.parts.endReads(body, "") // a single PUT has no upload
 		// The source is read once before the request, for the checksum header, as a section
 		// part's is (prepareBody), with the MD5 in the same read when the header carries it too.
-		// An MD5 the evidence will need right after the answer (md5Early) is taken beside the
-		// request instead, from the source read again with its CRC, which must be the one sent:
-		// the MD5 then proves the bytes the checksum describes, and hashing does not delay the
-		// request by its time. The request's own read of the source is checked against them
-		// (by the store's checksum check, or the receipt's ETag against the MD5).
+		// The request's own read of the source is checked against them (by the store's checksum
+		// check, or the receipt's ETag against the MD5).
 		var err error
 		if rec, err = w.parts.sumSection(0, io.NewSectionReader(body.section.Outer()), sums{
 			local: w.caps.local, md5: w.caps.md5,
 		}); err != nil {
 			return w.fail(err)
 		}
-		if w.decider().md5Early(rec.hasMD5, checking) {
-			first, plain := rec, body
-			early = startMD5Of(func() (sum [md5.Size]byte, err error) {
-				defer func() {
-					if r := recover(); r != nil {
-						err = w.errs.errorf(sperrors.Internal, "PutObject", nil, "reading the source again for its MD5 panicked: %v", r)
-					}
-				}()
-				again := first
-				if err := w.parts.partMD5(0, plain, &again); err != nil {
-					return sum, err
-				}
-				return again.md5, nil
-			})
-			body.early = early
-			defer early.wait() // the source is read until then: before the write returns
-		}
 	} else {
+		body.fence = fence
 		defer w.intake.releaseHeldLent(fence, "") // a single PUT has no upload
 		w.parts.checksumFilled(&rec, body.buf, body.crc)
-		// The answer proves the bytes without their MD5 only on an endpoint known to check
-		// checksums; elsewhere the MD5 is needed right after it (its ETag, or the HEAD's, is
-		// compared with it), so it is taken while the bytes are on the wire: one pass, beside
-		// the request, not after it. What the endpoint was known to check as the PUT went
-		// decides what its answer can prove: a probe that answers meanwhile
-		// (prober.startBesidePut) serves the later writes, so that this one's evidence does not
-		// depend on which answer came first.
-		if w.decider().md5Early(rec.hasMD5, checking) {
-			early = startMD5(body.buf)
-			body.early = early
-			defer early.wait() // before the deferred release gives the buffer back
-		}
+	}
+	// The answer proves the bytes without their MD5 only on an endpoint known to check checksums;
+	// elsewhere the MD5 is needed right after it (its ETag, or the HEAD's, is compared with it),
+	// so it is taken while the bytes are on the wire (md5Beside: from the buffer, or from the
+	// source read again with the CRC sent), not before the request nor after its answer. What
+	// the endpoint was known to check as the PUT went decides what its answer can prove: a probe
+	// that answers meanwhile (prober.startBesidePut) serves the later writes, so that this one's
+	// evidence does not depend on which answer came first.
+	if w.decider().md5Early(rec.hasMD5, checking) {
+		early = w.parts.md5Beside(rec, body)
+		body.early = early
+		defer early.wait() // the bytes are read until then: before they are given back
 	}
 	size := body.size()
 	// The bytes are held (or the source is read again) until the check is done: their MD5 is
@@ -179,7 +162,7 @@ func (w *Writer) putSingle() error {
 		}
 	}
 	put := func(ctx context.Context, _ int) error {
-		in.Body = body.reader(fence, w.intake.singleInFile)
+		in.Body = body.reader()
 		w.tally.bytesSent.Add(size)
 		sendCtx, lostAfterSent := sentWhole(ctx)
 		o, err := w.st.PutObject(sendCtx, in)
@@ -194,7 +177,7 @@ func (w *Writer) putSingle() error {
 		if err != nil && w.caps.probing && headerRefused(err) && !conditionFirst {
 			w.verifier.dropOfferedChecksum("PutObject", err)
 			in.Checksum = store.Checksum{}
-			in.Body = body.reader(fence, w.intake.singleInFile)
+			in.Body = body.reader()
 			w.tally.bytesSent.Add(size)
 			o, err = w.st.PutObject(ctx, in)
 		}
@@ -218,9 +201,6 @@ func (w *Writer) putSingle() error {
 				return err
 			}
 			rec.md5, rec.hasMD5 = sum, true
-			if body.section == nil { // a section's bytes were counted as they were read
-				w.tally.md5Bytes.Add(size)
-			}
 		}
 		if !rec.hasMD5 && checking == yes && (in.Checksum.IsZero() || o.Checksums.Get(in.Checksum.Algorithm) == "") {
 			// The MD5 was left out for an echo this answer does not carry: taken now, from the
@@ -318,28 +298,21 @@ func (in *intake) singleBody() partBody {
 }
 
 // reader is one request's reader over b: a fresh one for every attempt, since an earlier
-// attempt's request may still be reading its own. Every read of the caller's memory goes through
-// fence; a file's section goes bare, for the adapters to send it by sendfile (its bytes are the
-// kernel's to read, not the caller's memory).
-func (b partBody) reader(fence *bodyFence, inFile bool) io.ReadSeeker {
+// attempt's request may still be reading its own.
+func (b partBody) reader() io.ReadSeeker {
 	if b.section == nil {
-		return newFencedReader(b.buf, fence)
+		return newFencedReader(b.buf, b.fence)
 	}
-	s := io.NewSectionReader(b.section.Outer())
-	if inFile {
-		return s
-	}
-	return &fencedSection{s: s, f: fence}
+	return b.fenced(io.NewSectionReader(b.section.Outer()))
 }
 
-// releaseSingle ends the single PUT's reads of the caller's source: a read still under way by a
-// request that has returned is waited for, briefly, since the caller may reuse the source once
-// Upload returns (as releaseBody does for a section part).
-func (w *Writer) releaseSingle(fence *bodyFence) {
-	if !fence.closeAndWait(lateReadWait) {
-		w.log.Warn("a request that has returned still reads the source", zap.Int32("part", 0), zap.Int64("size", w.intake.single.Size()),
-			zap.Duration("waited", lateReadWait))
+// fenced is s, a reader over b's section, guarded by b's fence; bare when b has none (a file's
+// section: its bytes are the kernel's to read, not the caller's memory, and go by sendfile).
+func (b partBody) fenced(s *io.SectionReader) io.ReadSeeker {
+	if b.fence != nil {
+		return &fencedSection{s: s, f: b.fence}
 	}
+	return s
 }
 
 // complete checks the layout with ListParts, commits, and verifies; c sends the commit and checks

@@ -147,9 +147,9 @@ func (d decider) afterEcho(sent store.Checksum, echoed string, checking tri) ech
 	}
 }
 
-// md5Early decides whether a single PUT's MD5 is taken beside its request (startMD5, or for a
-// ReaderAt source's body startMD5Of, reading the source again), while its bytes are on the wire,
-// rather than after its answer: when it has not been taken (hasMD5) and
+// md5Early decides whether a single PUT's MD5 is taken beside its request (md5Beside: from its
+// buffer, or from a ReaderAt source read again), while its bytes are on the wire, rather than
+// after its answer: when it has not been taken (hasMD5) and
 // the answer cannot prove the bytes without it, since the endpoint is not known to check
 // checksums (checking); then the write needs it either way: a write that defers its MD5s
 // (md5Late) for its HEAD, any other for its answer's ETag (etagProves), unless that answer

@@ -12,7 +12,7 @@ func newMD5() md5Hasher { return md5.New() } //nolint:gosec // see import
 
 func md5Header(d [md5.Size]byte) string { return base64.StdEncoding.EncodeToString(d[:]) }
 
-// earlyMD5 is a buffer's MD5 taken beside the request that sends it. When the store's answer
+// earlyMD5 is a single PUT body's MD5 taken beside the request that sends it. When the store's answer
 // cannot prove the bytes by itself (the endpoint's checking is not known yet), the MD5 is needed
 // right after that answer, and over a wide-area link hashing then would add its time (about
 // 11 ms for 8 MiB here) between the answer and the HEAD; taken while the bytes are on the wire,
@@ -23,15 +23,9 @@ type earlyMD5 struct {
 	err  error // a source read again for its MD5 could not be, or had changed
 }
 
-func startMD5(data []byte) *earlyMD5 {
-	return startMD5Of(func() ([md5.Size]byte, error) {
-		return md5.Sum(data), nil //nolint:gosec // see import
-	})
-}
-
-// startMD5Of takes the MD5 that take returns beside the request: a ReaderAt source's, read again.
-// take must not panic (a caller's ReaderAt may: take recovers it into its error).
-func startMD5Of(take func() ([md5.Size]byte, error)) *earlyMD5 {
+// startMD5 takes the MD5 that take returns beside the request (partSender.md5Beside). take must
+// not panic (a caller's ReaderAt may: take recovers it into its error).
+func startMD5(take func() ([md5.Size]byte, error)) *earlyMD5 {
 	e := &earlyMD5{done: make(chan struct{})}
 	go func() {
 		defer close(e.done)

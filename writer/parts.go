@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"crypto/md5" //nolint:gosec // S3 ETags are MD5; not for security.
 	stderrors "errors"
 	"io"
 	"sync/atomic"
@@ -107,14 +108,21 @@ func (b partBody) size() int64 {
 // source still under way is waited for, briefly, since the caller may reuse it once Upload returns.
 func (s *partSender) releaseBody(b partBody, uploadID string) {
 	if b.section != nil {
-		if b.fence != nil && !b.fence.closeAndWait(lateReadWait) {
-			s.log.Warn("a request that has returned still reads the source", zap.Int32("part", b.part), zap.Int64("size", b.section.Size()),
-				zap.String("upload_id", uploadID), zap.Duration("waited", lateReadWait))
-		}
+		s.endReads(b, uploadID)
 		s.slotBack(b.hand)
 		return
 	}
 	s.buffers.releaseLent(b.fence, b.part, uploadID, b.buf)
+}
+
+// endReads ends the requests' reads of b's section of the caller's source: a read still under
+// way by a request that has returned is waited for, briefly, since the caller may reuse the
+// source once the write returns. A file's section (no fence) is read by the kernel alone.
+func (s *partSender) endReads(b partBody, uploadID string) {
+	if b.fence != nil && !b.fence.closeAndWait(lateReadWait) {
+		s.log.Warn("a request that has returned still reads the source", zap.Int32("part", b.part), zap.Int64("size", b.section.Size()),
+			zap.String("upload_id", uploadID), zap.Duration("waited", lateReadWait))
+	}
 }
 
 // dispatch sends body as the next part in the background, starting the multipart upload first
@@ -373,15 +381,12 @@ func (s *partSender) lateMD5(n int32, part partBody, rec *partDone, sent store.C
 
 // partMD5 sets rec's MD5 from the part's bytes: its buffer, or its section of the source re-read.
 func (s *partSender) partMD5(n int32, part partBody, rec *partDone) error {
-	if part.early != nil {
+	if part.early != nil { // its bytes were counted as they were hashed (md5Beside)
 		sum, err := part.early.result()
 		if err != nil {
 			return err
 		}
 		rec.md5, rec.hasMD5 = sum, true
-		if part.section == nil { // a section's bytes were counted as they were read (sumSection)
-			s.tally.md5Bytes.Add(int64(len(part.buf)))
-		}
 		return nil
 	}
 	if part.section == nil {
@@ -407,6 +412,24 @@ func (s *partSender) partMD5(n int32, part partBody, rec *partDone) error {
 	}
 	rec.md5, rec.hasMD5 = again.md5, true
 	return nil
+}
+
+// md5Beside starts taking body's MD5 beside its request: from its buffer, or from its section of
+// the source read again with the CRC, which must be rec's (the one sent), so that the MD5 proves
+// the bytes the checksum describes. Its bytes are counted as they are hashed.
+func (s *partSender) md5Beside(rec partDone, body partBody) *earlyMD5 {
+	body.early = nil
+	return startMD5(func() (sum [md5.Size]byte, err error) {
+		defer func() {
+			if r := recover(); r != nil { // a caller's ReaderAt that panics
+				err = s.errs.errorf(sperrors.Internal, opOf(rec.number), nil, "reading the source again for its MD5 panicked: %v", r)
+			}
+		}()
+		if err := s.partMD5(rec.number, body, &rec); err != nil {
+			return sum, err
+		}
+		return rec.md5, nil
+	})
 }
 
 // opOf names the request that sends part n: 0 is a single PUT's body.
@@ -520,10 +543,7 @@ func (s *partSender) prepareBody(n int32, part partBody, fillCRC bool) (io.ReadS
 	if _, err := section.Seek(0, io.SeekStart); err != nil {
 		return nil, rec, err
 	}
-	if part.fence != nil {
-		return &fencedSection{s: section, f: part.fence}, rec, nil
-	}
-	return section, rec, nil
+	return part.fenced(section), rec, nil
 }
 
 // lateReadWait bounds how long a part's end waits for a read of the caller's source that a
