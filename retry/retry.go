@@ -51,7 +51,7 @@ type Op struct {
 type Stats struct {
 	// Attempts made, the successful one included.
 	Attempts int
-	// ByKind counts the failed attempts by their Kind.
+	// ByKind counts the failed attempts by their Kind; nil when none failed.
 	ByKind map[errors.Kind]int
 	// Slept is the time spent waiting: backoff sleeps and adaptive-rate waits.
 	Slept time.Duration
@@ -159,7 +159,7 @@ func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, att
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	stats := Stats{ByKind: make(map[errors.Kind]int)}
+	var stats Stats
 	if fn == nil {
 		e := p.newError(op, errors.Internal, nil)
 		e.Message = "retry.Do called with a nil func"
@@ -167,7 +167,9 @@ func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, att
 	}
 	c := &p.cfg
 	start := c.now()
-	transient, throttle := p.backOffs()
+	// Most calls succeed at once: the backoffs and the failure counts are made at the first
+	// failure, not per call (a flush of small objects makes several calls per object).
+	var transient, throttle backoff.BackOff
 	var (
 		last      *errors.Error
 		integrity int // retries spent on Integrity failures
@@ -201,6 +203,10 @@ func (p *Policy) Do(ctx context.Context, op Op, fn func(ctx context.Context, att
 			return stats, nil
 		}
 		e := p.classify(ctx, op, err, stats.Attempts)
+		if stats.ByKind == nil {
+			stats.ByKind = make(map[errors.Kind]int)
+			transient, throttle = p.backOffs()
+		}
 		stats.ByKind[e.Kind]++
 		last = e
 		if e.Kind == errors.Throttled && p.limiter != nil {

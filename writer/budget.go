@@ -29,7 +29,7 @@ func NewBudget(limit int64) (*Budget, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("safeput: memory budget must be positive, got %d", limit)
 	}
-	return &Budget{limit: limit, free: map[int][][]byte{}}, nil
+	return &Budget{limit: limit}, nil // free is made when a buffer first comes back
 }
 
 // Limit returns the budget's size in bytes.
@@ -119,6 +119,9 @@ func (b *Budget) put(buf []byte) {
 		idle += int64(sz) * int64(len(list))
 	}
 	if idle+int64(size)+b.used <= b.limit {
+		if b.free == nil {
+			b.free = map[int][][]byte{}
+		}
 		b.free[size] = append(b.free[size], buf[:size])
 	}
 	b.unlockAndWake()

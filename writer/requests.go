@@ -93,7 +93,7 @@ type tally struct {
 }
 
 func newTally(t *tally) *tally {
-	t.start, t.stats = time.Now(), retry.Stats{ByKind: map[sperrors.Kind]int{}}
+	t.start = time.Now()
 	return t
 }
 
@@ -107,6 +107,9 @@ func (t *tally) addStats(s retry.Stats) {
 // countFailed counts n failures of kind k that no request attempt reported (a layout check's).
 func (t *tally) countFailed(k sperrors.Kind, n int) {
 	t.mu.Lock()
+	if t.stats.ByKind == nil {
+		t.stats.ByKind = map[sperrors.Kind]int{}
+	}
 	t.stats.ByKind[k] += n
 	t.mu.Unlock()
 }

@@ -99,9 +99,11 @@ func (u *Uploader) uploadAttempts(ctx context.Context, bucket, key string, r io.
 		if err == nil {
 			res.UploadAttempts = attempt
 			res.Requests, res.BytesSent = total.Attempts, sent
-			res.Failures = make(map[sperrors.Kind]int, len(total.ByKind))
-			for k, v := range total.ByKind {
-				res.Failures[k] = v
+			if len(total.ByKind) > 0 { // else the Result's own empty count stands
+				res.Failures = make(map[sperrors.Kind]int, len(total.ByKind))
+				for k, v := range total.ByKind {
+					res.Failures[k] = v
+				}
 			}
 			if vanished != nil {
 				res.Notes = append(res.Notes, vanishedNote(vanished))

@@ -10,6 +10,7 @@ import (
 
 	sperrors "github.com/safeput/safeput/errors"
 	"github.com/safeput/safeput/internal/endpointcache"
+	"github.com/safeput/safeput/multipart"
 	"github.com/safeput/safeput/retry"
 	"github.com/safeput/safeput/store"
 )
@@ -39,9 +40,12 @@ type Uploader struct {
 	insecureWarned atomic.Bool
 	// sseCWarned: SSE-C sent over plain HTTP (Options.AllowSSECOverHTTP) is warned about once.
 	sseCWarned atomic.Bool
-	// endpoint is the store's (store.Endpointer), "" when it names none: the provider rules that
-	// go by endpoint read it (multipart.ForEndpoint).
-	endpoint string
+	// endpoint is the store's (store.Endpointer), "" when it names none; endpointRules are the
+	// provider rules it names (multipart.ForEndpoint), found once, not per write.
+	endpoint      string
+	endpointRules *multipart.Rules
+	// insecure: the store does not verify certificates (store.InsecureTLS), found once.
+	insecure bool
 	// oneCall: a package shorthand's Uploader, dropped after its one call, so nothing its writes
 	// learn serves a later write (no checksum probe beside a single PUT: probesBesidePut).
 	oneCall bool
@@ -93,11 +97,21 @@ func newUploader(st store.Store, opts Options, cfg config) *Uploader {
 	}
 	opts.Retry = cfg.policy
 	u := &Uploader{st: st, opts: opts, cfg: cfg}
-	if e, ok := store.Find[store.Endpointer](st); ok {
-		u.endpoint = e.Endpoint()
-	}
+	u.setEndpoint(st)
 	u.attachEndpointCache(cfg.endpointCache)
 	return u
+}
+
+// setEndpoint records what st's endpoint says that every write would otherwise look up.
+func (u *Uploader) setEndpoint(st store.Store) {
+	if e, ok := store.Find[store.Endpointer](st); ok {
+		u.endpoint = e.Endpoint()
+		if r, ok := multipart.ForEndpoint(u.endpoint); ok {
+			u.endpointRules = &r
+		}
+	}
+	in, ok := store.Find[store.InsecureTLS](st)
+	u.insecure = ok && in.InsecureSkipVerify()
 }
 
 // shorthand is the fresh Uploader of st that the package functions New, Upload and Recover make
@@ -111,6 +125,12 @@ func shorthand(st store.Store) *Uploader {
 
 // config returns what a write runs with: u's options with the write's own functions applied.
 func (u *Uploader) config(optFns []func(*Options)) config {
+	if len(optFns) == 0 {
+		// What opts.config would make again: a write reads its config's maps and never changes
+		// them, so the Uploader's serve it as they are.
+		u.warnInsecure(u.cfg.logger)
+		return u.cfg
+	}
 	opts := u.opts.clone()
 	opts.apply(optFns)
 	cfg := opts.config(&u.cfg)
@@ -124,8 +144,7 @@ func (u *Uploader) config(optFns []func(*Options)) config {
 // warnInsecure logs, once per Uploader, that its store does not verify certificates (the
 // adapters' InsecureSkipVerify): a choice that must show in the logs, not only in the code.
 func (u *Uploader) warnInsecure(l *zap.Logger) {
-	in, ok := store.Find[store.InsecureTLS](u.st)
-	if !ok || !in.InsecureSkipVerify() || !u.insecureWarned.CompareAndSwap(false, true) {
+	if !u.insecure || !u.insecureWarned.CompareAndSwap(false, true) {
 		return
 	}
 	f := []zap.Field{}
@@ -190,7 +209,7 @@ func (u *Uploader) Recover(ctx context.Context, opts RecoverOptions) (*RecoverRe
 		return u.recover(ctx, u.cfg.journal, opts)
 	}
 	// Recovery's requests go through the instrumented store; its writers start no write spans.
-	ru := &Uploader{st: wrapStore(in, u.st), cfg: u.cfg, endpoint: u.endpoint}
+	ru := &Uploader{st: wrapStore(in, u.st), cfg: u.cfg, endpoint: u.endpoint, endpointRules: u.endpointRules, insecure: u.insecure}
 	ru.cfg.instrument = nil
 	rep, err := ru.recover(ctx, u.cfg.journal, opts)
 	func() {

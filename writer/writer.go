@@ -206,7 +206,7 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 	if !cfg.checksumSet && cfg.rules.Name == multipart.DefaultProfile {
 		// strict's CRC32C is not taken whole by every provider (R2: per part only); where the
 		// endpoint names one, send the checksum it takes whole.
-		if r, ok := multipart.ForEndpoint(u.endpoint); ok && !r.Checksums.Allows(cfg.checksum, store.ChecksumTypeFullObject) {
+		if r := u.endpointRules; r != nil && !r.Checksums.Allows(cfg.checksum, store.ChecksumTypeFullObject) {
 			cfg.checksum = r.Checksum()
 		}
 	}

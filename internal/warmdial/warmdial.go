@@ -35,6 +35,8 @@ type Dialer struct {
 	open    map[string]int // live connections dialed through d, warmed or not, by address
 	dialing map[string]int // warm dials under way
 	spare   map[string][]*spare
+
+	addrs sync.Map // host as Warm names it -> its dial address, "" when a proxy carries it
 }
 
 type spare struct {
@@ -180,6 +182,22 @@ func Warm(d *Dialer, u *url.URL, bucket string, virtual bool, n int) {
 	if d == nil || u == nil || n < 1 {
 		return
 	}
+	host := u.Host
+	if virtual {
+		host = bucket + "." + host
+	}
+	// Every write asks: the address (or that a proxy carries it) is worked out once per host.
+	addr, ok := d.addrs.Load(host)
+	if !ok {
+		addr, _ = d.addrs.LoadOrStore(host, storeAddr(u, bucket, virtual))
+	}
+	if a := addr.(string); a != "" {
+		d.Warm("tcp", a, n)
+	}
+}
+
+// storeAddr is the address a transport dials for bucket at u, "" when a proxy carries it.
+func storeAddr(u *url.URL, bucket string, virtual bool) string {
 	host := u.Hostname()
 	if virtual {
 		host = bucket + "." + host
@@ -192,7 +210,7 @@ func Warm(d *Dialer, u *url.URL, bucket string, virtual bool, n int) {
 		}
 	}
 	if p, err := http.ProxyFromEnvironment(&http.Request{URL: &url.URL{Scheme: u.Scheme, Host: host}}); err != nil || p != nil {
-		return
+		return ""
 	}
-	d.Warm("tcp", net.JoinHostPort(host, port), n)
+	return net.JoinHostPort(host, port)
 }

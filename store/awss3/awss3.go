@@ -79,6 +79,10 @@ type s3Store struct {
 	signedPayload bool
 	insecure      bool             // Config.InsecureSkipVerify
 	warm          *warmdial.Dialer // the built client's dialer; nil with the caller's client
+	// warmURL and warmVirtual are where Warm's connections go, from the options (which the
+	// client copies on every look).
+	warmURL     *url.URL
+	warmVirtual bool
 }
 
 // The optional capabilities the writer looks for (store/optional.go).
@@ -157,7 +161,11 @@ func New(cfg Config) (store.Store, error) {
 	if cfg.Endpoint != "" {
 		o.BaseEndpoint = aws.String(cfg.Endpoint)
 	}
-	return &s3Store{client: s3.New(o), signedPayload: cfg.SignedPayload, insecure: cfg.InsecureSkipVerify, warm: warm}, nil
+	st := &s3Store{client: s3.New(o), signedPayload: cfg.SignedPayload, insecure: cfg.InsecureSkipVerify, warm: warm}
+	if warm != nil {
+		st.warmURL, st.warmVirtual = warmTarget(st.client.Options())
+	}
+	return st, nil
 }
 
 // registering registers the keys its provider hands out as secrets errors.Redact blanks, as
@@ -228,23 +236,27 @@ func newHTTPClient(tlsConf *tls.Config) (*http.Client, *warmdial.Dialer) {
 // the client speaks HTTP/2 where the server does. It does nothing with the caller's client, or
 // when a proxy carries the requests.
 func (s *s3Store) Warm(bucket string, n int) {
-	if s.warm == nil {
+	if s.warm == nil || s.warmURL == nil {
 		return
 	}
-	o := s.client.Options()
+	if s.warmURL.Scheme == "https" {
+		n = min(n, 1)
+	}
+	warmdial.Warm(s.warm, s.warmURL, bucket, s.warmVirtual, n)
+}
+
+// warmTarget is the endpoint the client of o sends to, and whether it names buckets in the host;
+// nil for an endpoint that does not parse (the client's requests fail on it anyway).
+func warmTarget(o s3.Options) (*url.URL, bool) {
 	u, virtual := &url.URL{Scheme: "https", Host: "s3." + o.Region + ".amazonaws.com"}, true
 	if ep := aws.ToString(o.BaseEndpoint); ep != "" {
 		var err error
 		if u, err = url.Parse(ep); err != nil {
-			return
+			return nil, false
 		}
 		virtual = false
 	}
-	virtual = virtual || !o.UsePathStyle
-	if u.Scheme == "https" {
-		n = min(n, 1)
-	}
-	warmdial.Warm(s.warm, u, bucket, virtual, n)
+	return u, virtual || !o.UsePathStyle
 }
 
 // payloadMode says how a body-carrying request's payload is signed.

@@ -116,7 +116,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	}
 	ex.responded = true
 	ex.status = resp.StatusCode
-	ex.header = resp.Header.Clone()
+	ex.header = resp.Header // read only, here and in minio-go: no copy per request
 	ex.errBody, ex.errLost = nil, nil
 	ex.okBody, ex.okBytes = nil, 0
 	switch {

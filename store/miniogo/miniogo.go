@@ -83,9 +83,11 @@ type Config struct {
 // safe for concurrent use. It stays unexported so that its methods are the store.Store contract
 // and the store package's optional interfaces (Endpointer, InsecureTLS, Warmer), nothing more to keep.
 type coreStore struct {
-	core   *minio.Core
-	warm   *warmdial.Dialer // the built transport's dialer; nil with the caller's transport or Core
-	lookup minio.BucketLookupType
+	core *minio.Core
+	warm *warmdial.Dialer // the built transport's dialer; nil with the caller's transport or Core
+	// warmURL is the endpoint Warm's connections go to (the client copies it on every look).
+	warmURL *url.URL
+	lookup  minio.BucketLookupType
 	// recording is true when requests go through our recordingTransport (New), so raw
 	// response headers and error bodies are available; NewFromCore cannot install it.
 	recording bool
@@ -182,7 +184,7 @@ func New(cfg Config) (store.Store, error) {
 	if cfg.Customize != nil {
 		cfg.Customize(core)
 	}
-	return &coreStore{core: core, recording: true, insecure: cfg.InsecureSkipVerify, warm: warm, lookup: lookup}, nil
+	return &coreStore{core: core, recording: true, insecure: cfg.InsecureSkipVerify, warm: warm, warmURL: core.EndpointURL(), lookup: lookup}, nil
 }
 
 // NewFromCore wraps an existing Core. The caller must have built it with MaxRetries: 1, a
@@ -231,7 +233,7 @@ func (s *coreStore) Warm(bucket string, n int) {
 	if s.warm == nil {
 		return
 	}
-	u := s.core.EndpointURL()
+	u := s.warmURL
 	virtual := s.lookup == minio.BucketLookupDNS ||
 		(s.lookup == minio.BucketLookupAuto && s3utils.IsVirtualHostSupported(*u, bucket))
 	warmdial.Warm(s.warm, u, bucket, virtual, n)
