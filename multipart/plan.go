@@ -34,7 +34,7 @@ type PlanRequest struct {
 	// chosen so that it fits in the part limit. 0: no hint, the ceiling follows from PartSize.
 	// Ignored when Size is known.
 	ExpectedMaxSize int64
-	// MemoryBudget caps Plan.Memory; 0 means no cap.
+	// MemoryBudget caps Plan.Memory (what a stream buffers); 0 means no cap.
 	MemoryBudget int64
 }
 
@@ -58,9 +58,11 @@ type Plan struct {
 	// capped at the rules' maximum object size.
 	Ceiling     int64
 	Concurrency int
-	// Memory is the buffer space the plan needs: the object for a single PUT; min(Concurrency,
-	// Parts) x PartSize for multipart; for an unknown size the larger of Concurrency x PartSize and
-	// Threshold (the single-PUT buffer).
+	// Memory is the buffer space the plan needs when its bytes come from a stream: the object
+	// for a single PUT; min(Concurrency, Parts) x PartSize for multipart; for an unknown size the
+	// larger of Concurrency x PartSize and Threshold (the single-PUT buffer). The writer buffers
+	// none of it for an io.ReaderAt of known size (writer.Upload of a file or a *bytes.Reader):
+	// each request reads its bytes from the source as it is sent.
 	Memory int64
 }
 
