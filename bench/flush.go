@@ -70,6 +70,7 @@ func FlushImpls() []FlushImpl {
 		{Name: "safeput-writer/aws", Role: RoleSafeput, How: "the same Uploader's `New`, one `Write` of the body, `Close`: a stream of unknown size (the `io.Writer` path)", Checksum: "x-amz-checksum-crc32c", New: flushSafeputWriter(newAWSStore)},
 		{Name: "safeput-writer/minio", Role: RoleSafeput, How: "the same over the minio adapter", Checksum: "x-amz-checksum-crc32c", New: flushSafeputWriter(newMinioStore)},
 		{Name: "minio-go", Role: RolePeer, How: "one `minio.Client` at its defaults; `PutObject` of a `*bytes.Reader` with its size", New: flushMinioGo},
+		{Name: "minio-go+crc32c", Role: RolePeer, How: "minio-go asked for a checksum, as its docs say: a `minio.Client` with `TrailingHeaders`; `PutObject` with `Checksum: minio.ChecksumCRC32C`", Checksum: "x-amz-checksum-crc32c (trailer)", New: flushMinioGoCRC32C},
 		{Name: "manager", Role: RolePeer, How: "one `manager.Uploader` (aws-sdk-go-v2, deprecated, still the most used) at its defaults; `Upload` of a `*bytes.Reader`", New: flushManager},
 		{Name: "transfermanager", Role: RolePeer, How: "one `transfermanager.Client` at its defaults; `UploadObject` of a `*bytes.Reader`", Checksum: "x-amz-checksum-crc32", New: flushTransferManager},
 		{Name: "s3.PutObject", Role: RolePeer, How: "one `s3.Client` at its defaults; `PutObject` of a `*bytes.Reader` with its ContentLength", New: flushPutObject},
@@ -153,19 +154,30 @@ func safeputNote(res *writer.Result, size int) (FlushNote, error) {
 }
 
 func flushMinioGo(srv s3test.Server, bucket string, p Params) (FlushPut, error) {
+	return flushMinioGoWith(srv, bucket, p, minio.ChecksumNone)
+}
+
+// flushMinioGoCRC32C is minio-go verifying what it can: the store checks the CRC32C it sends in
+// the trailer, and refuses a damaged body by it, as safeput's checksum header makes it do.
+func flushMinioGoCRC32C(srv s3test.Server, bucket string, p Params) (FlushPut, error) {
+	return flushMinioGoWith(srv, bucket, p, minio.ChecksumCRC32C)
+}
+
+func flushMinioGoWith(srv s3test.Server, bucket string, p Params, checksum minio.ChecksumType) (FlushPut, error) {
 	u, err := url.Parse(srv.Endpoint)
 	if err != nil {
 		return nil, err
 	}
 	c, err := minio.New(u.Host, &minio.Options{
 		Creds: miniocreds.NewStaticV4(srv.AccessKey, srv.SecretKey, ""), Secure: u.Scheme == "https",
-		Region: srv.Region, BucketLookup: minio.BucketLookupPath,
+		Region: srv.Region, BucketLookup: minio.BucketLookupPath, TrailingHeaders: checksum != minio.ChecksumNone,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context, key string, body []byte) (FlushNote, error) {
-		info, err := c.PutObject(ctx, bucket, key, bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{DisableContentSha256: p.Signing == SigningUnsigned})
+		info, err := c.PutObject(ctx, bucket, key, bytes.NewReader(body), int64(len(body)),
+			minio.PutObjectOptions{DisableContentSha256: p.Signing == SigningUnsigned, Checksum: checksum})
 		if err != nil {
 			return FlushNote{}, err
 		}

@@ -47,7 +47,7 @@
 #   FLUSH_SIZES="4KiB 64KiB 1MiB"  FLUSH_WORKERS=16  FLUSH_RUNS=3  FLUSH_SERVER=minio  FLUSH_IMPLS=""
 #   FLUSH_OBJECTS=1000   objects per timed batch on loopback; FLUSH_LINK_OBJECTS=400 over the link
 #                        (a batch of large objects is cut to 256 MiB)
-#   FLUSH_CLI_SIZE=1MiB  FLUSH_CLI_RUNS=5
+#   FLUSH_CLI_SIZE=1MiB  FLUSH_CLI_RUNS=9
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -84,7 +84,7 @@ FLUSH_IMPLS=${FLUSH_IMPLS:-}
 FLUSH_OBJECTS=${FLUSH_OBJECTS:-1000}
 FLUSH_LINK_OBJECTS=${FLUSH_LINK_OBJECTS:-400}
 FLUSH_CLI_SIZE=${FLUSH_CLI_SIZE:-1MiB}
-FLUSH_CLI_RUNS=${FLUSH_CLI_RUNS:-5}
+FLUSH_CLI_RUNS=${FLUSH_CLI_RUNS:-9}
 if [[ "$WAN_ONLY" == "1" ]]; then
 	[[ "$TLS" == "1" || "$MEMORY_ONLY" == "1" ]] && { echo "WAN_ONLY=1 goes with neither TLS=1 nor MEMORY_ONLY=1" >&2; exit 2; }
 	# Only the server behind the link, and the sizes that matter for the room needed.

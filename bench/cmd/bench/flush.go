@@ -42,7 +42,7 @@ func (f *flushOptions) register() {
 	flag.StringVar(&f.server, "flush-server", "minio", "flush section: the server, one of SAFEPUT_S3_SERVERS")
 	flag.BoolVar(&f.noCLI, "flush-no-cli", false, "flush section: leave out the CLI row")
 	flag.StringVar(&f.cliSize, "flush-cli-size", "1MiB", "flush section: the file the CLI row puts over the link")
-	flag.IntVar(&f.cliRuns, "flush-cli-runs", 5, "flush section: runs of the CLI row")
+	flag.IntVar(&f.cliRuns, "flush-cli-runs", 9, "flush section: runs of the CLI row (a few milliseconds decide its target: an odd count of at least 9 for a steady median)")
 	flag.BoolVar(&f.loopbackOnly, "flush-loopback-only", false, "flush section: loopback only (no link)")
 	flag.BoolVar(&f.linkOnly, "flush-link-only", false, "flush section: the link only (no loopback)")
 	flag.BoolVar(&f.relay, "link-relay", false, "internal: run the emulated link's relay to -link-upstream (-wan-rtt, -wan-rate, -wan-window) until stdin closes")
