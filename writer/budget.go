@@ -22,6 +22,9 @@ type Budget struct {
 	// (getGrowable, grow), keyed by its first byte: a buffer is charged in full from the start,
 	// so growing it never waits for room, whatever the budget's other writers hold.
 	short map[*byte]int
+	// spares, when set (a write's own budget), gives the small buffers a write grows through to
+	// the next writes instead of the garbage collector (smallSpares).
+	spares *spareBuffers
 }
 
 // NewBudget returns a Budget of limit bytes.
@@ -106,10 +109,11 @@ func (b *Budget) put(buf []byte) {
 	size := cap(buf)
 	b.mu.Lock()
 	if charge, ok := b.takeShort(buf); ok {
-		// Backed by less than its charge: its memory goes to the garbage collector, which
-		// reclaims a small buffer at little cost, and only full-size buffers are kept for reuse.
+		// Backed by less than its charge: not kept on the free list, which holds full-size
+		// buffers; a small one goes to the next writes' (spares) or to the garbage collector.
 		b.used -= int64(charge)
 		b.unlockAndWake()
+		b.spares.give(buf)
 		return
 	}
 	b.used -= int64(size)
@@ -154,11 +158,11 @@ func (b *Budget) getGrowable(ctx context.Context, size, initial int) (buf []byte
 	if buf, fresh, waited, err = b.reserve(ctx, size); err != nil || buf != nil {
 		return buf, fresh, waited, err
 	}
-	buf = make([]byte, initial)
+	buf, fresh = b.spares.takeUp(initial, size)
 	b.mu.Lock()
 	b.setShort(buf, size)
 	b.mu.Unlock()
-	return buf, true, waited, nil
+	return buf, fresh, waited, nil
 }
 
 // grow returns a buffer of n bytes (at most the charge of old, a buffer from getGrowable) that
@@ -172,13 +176,19 @@ func (b *Budget) grow(old []byte, used, n int) []byte {
 		return old // not a short buffer: already full size
 	}
 	n = min(n, charge)
-	buf := make([]byte, n)
-	copy(buf, old[:used])
+	var buf []byte
 	if n < charge {
+		buf, _ = b.spares.takeUp(n, charge)
+	} else {
+		buf = make([]byte, n)
+	}
+	copy(buf, old[:used])
+	if len(buf) < charge {
 		b.mu.Lock()
 		b.setShort(buf, charge)
 		b.mu.Unlock()
 	}
+	b.spares.give(old) // only the filling goroutine held it, and it holds the copy now
 	return buf
 }
 
@@ -211,5 +221,63 @@ func (b *Budget) unlockAndWake() {
 	b.mu.Unlock()
 	for _, w := range waiters {
 		close(w)
+	}
+}
+
+// A flush writes many small objects, each through a Writer of its own whose stream has no declared
+// size: each grows its first buffer from firstBufferMin (getGrowable, grow), and without spares
+// each such buffer is allocated, cleared and collected once per object (BenchmarkSmallWrites'
+// writer rows show it as B/op). smallSpares keeps the buffers of those sizes that writes give
+// back, for the next writes of the process. Only the powers of two from firstBufferMin to
+// growLimit are kept, so a buffer taken from it may be larger than asked (never past its charge);
+// it is a sync.Pool per size, so what writes stop using the garbage collector still reclaims.
+// A buffer comes back only through put, once no request reads it (a fenced one is dropped), or
+// from grow, which copied it: the same rule the free list of a Budget relies on.
+var smallSpares spareBuffers
+
+const spareSizes = 7 // firstBufferMin << 0 .. 6 = growLimit
+
+type spareBuffers struct{ pools [spareSizes]sync.Pool }
+
+// spareIndex is the pool for buffers of exactly n bytes, or -1.
+func spareIndex(n int) int {
+	for i := range spareSizes {
+		if n == firstBufferMin<<i {
+			return i
+		}
+	}
+	return -1
+}
+
+// takeUp returns a buffer of at least n bytes and less than limit: the smallest kept size that
+// fits, reused when one is spare (fresh false) or new; n bytes exactly, new, when no kept size
+// fits or s is nil.
+func (s *spareBuffers) takeUp(n, limit int) (buf []byte, fresh bool) {
+	if s != nil {
+		for i := range spareSizes {
+			size := firstBufferMin << i
+			if size < n {
+				continue
+			}
+			if size >= limit {
+				break
+			}
+			if p, _ := s.pools[i].Get().(*[]byte); p != nil {
+				return (*p)[:size], false
+			}
+			return make([]byte, size), true
+		}
+	}
+	return make([]byte, n), true
+}
+
+// give keeps buf for a later takeUp when it is of a kept size.
+func (s *spareBuffers) give(buf []byte) {
+	if s == nil {
+		return
+	}
+	if i := spareIndex(cap(buf)); i >= 0 {
+		buf = buf[:cap(buf)]
+		s.pools[i].Put(&buf)
 	}
 }

@@ -99,3 +99,56 @@ func TestBudgetGrowableBuffer(t *testing.T) {
 		t.Errorf("a short buffer was kept for reuse")
 	}
 }
+
+// A write's own budget takes the small buffers a stream grows through from the spares, in the
+// kept sizes (powers of two from firstBufferMin to growLimit, never its charge or more), and gives
+// them back there on put and when it grows past them; other sizes come and go as before.
+func TestSpareBuffersSizes(t *testing.T) {
+	var s spareBuffers
+	for _, c := range []struct{ n, limit, want int }{
+		{10, 16 << 20, firstBufferMin},
+		{firstBufferMin, 16 << 20, firstBufferMin},
+		{firstBufferMin + 1, 16 << 20, 2 * firstBufferMin},
+		{300 << 10, 16 << 20, 512 << 10},
+		{growLimit, 16 << 20, growLimit},
+		{growLimit + 1, 16 << 20, growLimit + 1}, // no kept size fits: exactly n
+		{100 << 10, 128 << 10, 100 << 10},        // a kept size would reach the charge: exactly n
+	} {
+		buf, _ := s.takeUp(c.n, c.limit)
+		if len(buf) != c.want || cap(buf) != c.want {
+			t.Errorf("takeUp(%d, %d): %d bytes (cap %d), want %d", c.n, c.limit, len(buf), cap(buf), c.want)
+		}
+	}
+	var none *spareBuffers
+	if buf, fresh := none.takeUp(300<<10, 16<<20); len(buf) != 300<<10 || !fresh {
+		t.Errorf("nil spares: %d bytes, fresh %v; want exactly what was asked, new", len(buf), fresh)
+	}
+	none.give(make([]byte, firstBufferMin)) // nothing to keep it in: no panic
+	s.give(make([]byte, 100<<10))           // not a kept size: dropped
+	if p, _ := s.pools[spareIndex(128<<10)].Get().(*[]byte); p != nil {
+		t.Errorf("a 100 KiB buffer was kept as a 128 KiB one")
+	}
+
+	const size = 16 << 20
+	b, err := NewBudget(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.spares = &spareBuffers{}
+	buf, _, _, err := b.getGrowable(context.Background(), size, 20<<10)
+	if err != nil || len(buf) != 32<<10 || b.InUse() != size {
+		t.Fatalf("getGrowable: %d bytes, in use %d, %v; want 32 KiB charged %d", len(buf), b.InUse(), err, size)
+	}
+	copy(buf, "written")
+	grown := b.grow(buf, len("written"), 40<<10)
+	if len(grown) != 64<<10 || !bytes.HasPrefix(grown, []byte("written")) || b.InUse() != size {
+		t.Fatalf("grow: %d bytes, in use %d; want 64 KiB starting with the bytes written", len(grown), b.InUse())
+	}
+	b.put(grown)
+	if n := b.InUse(); n != 0 {
+		t.Fatalf("in use %d after put", n)
+	}
+	if l := b.free[64<<10]; len(l) != 0 {
+		t.Errorf("a small buffer went to the budget's free list, not to the spares")
+	}
+}

@@ -230,6 +230,7 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 		if err != nil {
 			return nil, bad("%v", err)
 		}
+		b.spares = &smallSpares // the write's own: its small buffers serve the next writes
 		cfg.budget = b
 	} else if need := int64(cfg.concurrency) * plan.PartSize; need > cfg.budget.Limit() {
 		return nil, bad("concurrency %d × part size %s = %s exceeds the whole memory budget %s",
