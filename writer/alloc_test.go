@@ -103,6 +103,12 @@ func tempFileFrom(tb testing.TB, r io.Reader) *os.File {
 func allocatedBy(tb testing.TB, st store.Store, bucket string, src allocSource, size, partSize int64, conc int) uint64 {
 	tb.Helper()
 	r := src.make(tb, size)
+	// Each measured write starts with the process's buffer pools (sync.Pool) empty, as one after
+	// an idle spell does: two collections empty a pool. Otherwise what it allocates would depend
+	// on what the writes before it left there and on when a collection ran since: a stream's
+	// first buffers, grown from 16 KiB to 1 MiB, come from the pools when they hold them.
+	runtime.GC()
+	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	res, err := writer.Upload(context.Background(), st, bucket, "alloc-"+src.name, r,

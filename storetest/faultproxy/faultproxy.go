@@ -318,13 +318,15 @@ func (p *Proxy) goAway(d time.Duration) {
 		return // closing, or away already
 	}
 	p.srv = nil
+	p.mu.Unlock()
+	_ = srv.Close() // the listener first, and every connection it tracks
+	<-done
+	p.mu.Lock()
 	for conn := range p.hijacked {
 		_ = conn.Close()
 		delete(p.hijacked, conn)
 	}
 	p.mu.Unlock()
-	_ = srv.Close() // the listener and every connection it tracks
-	<-done
 	p.logf("away (connections refused) for %v", d)
 	if d <= 0 {
 		return

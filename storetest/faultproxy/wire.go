@@ -77,8 +77,13 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case OpaqueETag:
 		p.opaqueETag(w, r)
 	case Refuse:
-		p.hijackClose(w, true)
+		// The reset comes after the listener is gone: a client that retries at once on seeing
+		// it must find the port closed, not a proxy still answering.
+		conn := p.hijackReset(w)
 		p.goAway(fault.Hold)
+		if conn != nil {
+			p.release(conn)
+		}
 	default:
 		p.writeError(w, r, http.StatusInternalServerError, "FaultProxyUnknownKind", fmt.Sprintf("unknown fault kind %q", fault.Kind))
 	}
@@ -435,14 +440,32 @@ func (p *Proxy) hijackClose(w http.ResponseWriter, rst bool) {
 	if err != nil {
 		return
 	}
+	if rst {
+		resetOnClose(conn)
+	}
+	p.release(conn)
+}
+
+// hijackReset takes the client connection over and makes its close a reset, without closing it
+// yet; nil when it could not be taken.
+func (p *Proxy) hijackReset(w http.ResponseWriter) net.Conn {
+	conn, err := p.hijack(w)
+	if err != nil {
+		return nil
+	}
+	resetOnClose(conn)
+	return conn
+}
+
+// resetOnClose makes closing conn send a TCP reset rather than a FIN.
+func resetOnClose(conn net.Conn) {
 	raw := conn
 	if tc, ok := conn.(*tls.Conn); ok {
 		raw = tc.NetConn() // the reset is the TCP connection's
 	}
-	if tc, ok := raw.(*net.TCPConn); ok && rst {
+	if tc, ok := raw.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
 	}
-	p.release(conn)
 }
 
 // hijack takes the client connection over from the server, which then no longer closes it, so
