@@ -17,21 +17,26 @@ import (
 // answerHolder is a far store whose first parts are all written out together and then wait for
 // their answers: its create takes a far store's round trip (so parts in flight may widen), each
 // part's request reports its body written (the WroteRequest of a net/http transport), and the
-// answers to parts 1..first are held until a later part arrives, or for hold. It records the
-// most parts in flight at once.
+// answers to parts 1..first are held until a later part arrives, or for hold. A later part waits
+// (at most hold) until parts 1..first have all arrived: on a loaded machine a first part's
+// goroutine may reach the store only after the part its neighbour handed off to, which would
+// then find no answer held. It records the most parts in flight at once.
 type answerHolder struct {
 	store.Store
 	first        int32
 	hold         time.Duration
 	laterArrived chan struct{}
 	once         sync.Once
+	firstIn      atomic.Int32  // parts 1..first that have arrived
+	firstAllIn   chan struct{} // closed when they all have
+	firstOnce    sync.Once
 	heldTillThen atomic.Bool // a held answer was released by a later part, not by the time-out
 	inFlight     atomic.Int32
 	maxInFlight  atomic.Int32
 }
 
 func newAnswerHolder(st store.Store, first int32, hold time.Duration) *answerHolder {
-	return &answerHolder{Store: st, first: first, hold: hold, laterArrived: make(chan struct{})}
+	return &answerHolder{Store: st, first: first, hold: hold, laterArrived: make(chan struct{}), firstAllIn: make(chan struct{})}
 }
 
 func (s *answerHolder) CreateMultipartUpload(ctx context.Context, in *store.CreateMultipartUploadInput) (*store.CreateMultipartUploadOutput, error) {
@@ -42,6 +47,14 @@ func (s *answerHolder) CreateMultipartUpload(ctx context.Context, in *store.Crea
 func (s *answerHolder) UploadPart(ctx context.Context, in *store.UploadPartInput) (*store.UploadPartOutput, error) {
 	if ctx.Value(writer.SaveProbe) == true {
 		return s.Store.UploadPart(ctx, in) // the checksum probe's, in its own upload: not the write's parts
+	}
+	if in.PartNumber > s.first {
+		select {
+		case <-s.firstAllIn:
+		case <-time.After(s.hold):
+		}
+	} else if s.firstIn.Add(1) == s.first {
+		s.firstOnce.Do(func() { close(s.firstAllIn) })
 	}
 	n := s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
