@@ -9,3 +9,7 @@ func CodeTable() []codeRule { return slices.Clone(codeTable) }
 func StatusTable() []statusRule { return slices.Clone(statusTable) }
 
 func StoreFullCodes() []string { return slices.Clone(storeFullCodes) }
+
+func MayHoldSecret(s string) bool { return mayHoldSecret(s) }
+
+func SecretPatternMatches(s string) bool { return secretPattern().MatchString(s) }

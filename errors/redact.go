@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/safeput/safeput/internal/secrets"
 )
@@ -47,6 +48,9 @@ func Redact(s string) string {
 		return s
 	}
 	s = secrets.Replace(s)
+	if !mayHoldSecret(s) {
+		return s
+	}
 	matches := secretPattern().FindAllStringSubmatchIndex(s, -1)
 	if matches == nil {
 		return s
@@ -82,4 +86,33 @@ func Redact(s string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// secretCues are the words every match of secretPattern contains, in lower case: a header or
+// parameter name, a URL's "://", a SigV2 "aws " credential, an access key id's prefix.
+var secretCues = [...]string{"authorization", "security-token", "customer-key", "credential", "signature",
+	"awsaccesskeyid", "://", "aws ", "akia", "asia", "aida", "aroa"}
+
+// mayHoldSecret reports whether s could match secretPattern: it holds one of secretCues in any
+// ASCII case, or a byte outside ASCII, which the pattern's case folding may take for a letter of
+// one (the Kelvin sign folds to k). What a write logs per request (bucket, key, operation) rarely
+// holds one, so Redact then skips the pattern's match, and a process that never meets one never
+// compiles it: the CLI's put would otherwise compile it before its first request goes.
+func mayHoldSecret(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return true
+		}
+		c |= 0x20 // a letter's lower case; another byte this lands on a cue's first byte fails EqualFold below
+		if c != 'a' && c != 's' && c != 'c' && c != ':' {
+			continue
+		}
+		for _, cue := range secretCues {
+			if cue[0] == c && len(s)-i >= len(cue) && strings.EqualFold(s[i:i+len(cue)], cue) {
+				return true
+			}
+		}
+	}
+	return false
 }
