@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"sync"
 )
 
@@ -235,16 +236,25 @@ func (b *Budget) unlockAndWake() {
 // from grow, which copied it: the same rule the free list of a Budget relies on.
 var smallSpares spareBuffers
 
-const spareSizes = 7 // firstBufferMin << 0 .. 6 = growLimit
+// spareSizes counts the kept sizes, firstBufferMin<<0 .. firstBufferMin<<(spareSizes-1) =
+// growLimit; TestSpareBuffersSizes holds the top.
+const spareSizes = 7
 
 type spareBuffers struct{ pools [spareSizes]sync.Pool }
 
+// spareFit is the pool of the smallest kept size of at least n bytes, or -1 when n is above them.
+func spareFit(n int) int {
+	if n > growLimit {
+		return -1
+	}
+	i := bits.Len(uint(max(n, 1)-1)) - bits.TrailingZeros(firstBufferMin)
+	return max(i, 0)
+}
+
 // spareIndex is the pool for buffers of exactly n bytes, or -1.
 func spareIndex(n int) int {
-	for i := range spareSizes {
-		if n == firstBufferMin<<i {
-			return i
-		}
+	if i := spareFit(n); i >= 0 && firstBufferMin<<i == n {
+		return i
 	}
 	return -1
 }
@@ -253,20 +263,12 @@ func spareIndex(n int) int {
 // fits, reused when one is spare (fresh false) or new; n bytes exactly, new, when no kept size
 // fits or s is nil.
 func (s *spareBuffers) takeUp(n, limit int) (buf []byte, fresh bool) {
-	if s != nil {
-		for i := range spareSizes {
-			size := firstBufferMin << i
-			if size < n {
-				continue
-			}
-			if size >= limit {
-				break
-			}
-			if p, _ := s.pools[i].Get().(*[]byte); p != nil {
-				return (*p)[:size], false
-			}
-			return make([]byte, size), true
+	if i := spareFit(n); s != nil && i >= 0 && firstBufferMin<<i < limit {
+		size := firstBufferMin << i
+		if p, _ := s.pools[i].Get().(*[]byte); p != nil {
+			return (*p)[:size], false
 		}
+		return make([]byte, size), true
 	}
 	return make([]byte, n), true
 }

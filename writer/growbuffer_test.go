@@ -104,6 +104,21 @@ func TestBudgetGrowableBuffer(t *testing.T) {
 // kept sizes (powers of two from firstBufferMin to growLimit, never its charge or more), and gives
 // them back there on put and when it grows past them; other sizes come and go as before.
 func TestSpareBuffersSizes(t *testing.T) {
+	if firstBufferMin<<(spareSizes-1) != growLimit {
+		t.Fatalf("the kept sizes end at %d bytes, want growLimit (%d)", firstBufferMin<<(spareSizes-1), growLimit)
+	}
+	for n := range growLimit + 2 { // spareFit against its definition
+		want := -1
+		for i := range spareSizes {
+			if firstBufferMin<<i >= n {
+				want = i
+				break
+			}
+		}
+		if got := spareFit(n); got != want {
+			t.Fatalf("spareFit(%d) = %d, want %d", n, got, want)
+		}
+	}
 	var s spareBuffers
 	for _, c := range []struct{ n, limit, want int }{
 		{10, 16 << 20, firstBufferMin},
