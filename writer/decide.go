@@ -44,7 +44,7 @@ type decider struct {
 	echoTrust    bool // SaveEchoTrust: a trusted echo may spare an MD5
 	probeSaving  bool // SaveProbe: the probe may be sent
 	lateSaving   bool // SaveLateMD5: an MD5 may wait for the receipt, whose echo may spare it
-	oneCall      bool // the write's Uploader makes no other (a package shorthand's): what it learns serves no later write
+	laterWrite   bool // the write is not its Uploader's first: what it learns may serve a later write
 	rereadSaving bool // SaveRereads: proven receipts may stand for the listing, the commit's answer for the HEAD
 	encrypted    bool // server-side encryption was asked for: only the HEAD reports what the store applied
 	// etagsNotMD5: a HEAD of this endpoint proved an object by its checksum and its single-PUT
@@ -63,7 +63,7 @@ func (w *Writer) decider() decider {
 		replayable: w.intake.section != nil, resent: w.verifier.layout.resent, unlisted: w.verifier.layout.unlisted, completeLost: completeLost, completeGone: completeGone,
 		md5Upfront: w.caps.md5, md5Late: w.caps.md5Late, checksumSent: w.caps.alg != store.ChecksumNone,
 		echoTrust: w.cfg.saves(SaveEchoTrust), probeSaving: w.cfg.saves(SaveProbe), lateSaving: w.cfg.saves(SaveLateMD5),
-		oneCall: w.cfg.oneCall, rereadSaving: w.cfg.saves(SaveRereads) && !w.verifier.layout.mustList, encrypted: w.cfg.sse.Type != "",
+		laterWrite: w.cfg.laterWrite, rereadSaving: w.cfg.saves(SaveRereads) && !w.verifier.layout.mustList, encrypted: w.cfg.sse.Type != "",
 		etagsNotMD5: etagMD5 == no,
 	}
 }

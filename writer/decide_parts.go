@@ -183,11 +183,13 @@ func (d decider) probes(checking tri) bool {
 // answer may stand for the HEAD (answerMayStand: not with server-side encryption, whose ETags
 // and applied encryption only the HEAD settles), the savings the probe serves are on, a
 // checksum the probe can get wrong goes with it, the endpoint's checking is not known yet, and
-// the Uploader makes later writes (not a package shorthand's, dropped after its one call). The
-// PUT itself keeps its MD5: the answer comes after its own.
+// the write is not its Uploader's first. The first may be the only one (a package shorthand's, a
+// process's one object, an Uploader made per write): the write waits for the probe's create, part
+// and abort, a few round trips after its own answer, for what serves only later writes. The PUT
+// itself keeps its MD5: the answer comes after its own.
 func (d decider) probesBesidePut(checking tri) bool {
 	return !d.md5Upfront && d.answerMayStand() && d.probeSaving && d.echoTrust && d.lateSaving &&
-		d.checksumSent && checking == unknown && !d.oneCall
+		d.checksumSent && checking == unknown && d.laterWrite
 }
 
 // probeAnswer is what the probe's answer err shows about the endpoint: taken, it checks nothing

@@ -545,7 +545,7 @@ func TestDecideProbe(t *testing.T) {
 }
 
 func TestDecideProbeBesidePut(t *testing.T) {
-	asks := decider{probeSaving: true, echoTrust: true, lateSaving: true, rereadSaving: true, checksumSent: true}
+	asks := decider{probeSaving: true, echoTrust: true, lateSaving: true, rereadSaving: true, checksumSent: true, laterWrite: true}
 	with := func(f func(*decider)) decider { d := asks; f(&d); return d }
 	for _, c := range []struct {
 		name     string
@@ -556,7 +556,7 @@ func TestDecideProbeBesidePut(t *testing.T) {
 		{"a fresh endpoint (TestSinglePutsLearnTheStoreChecks)", asks, unknown, true},
 		{"the endpoint's answer known already", asks, yes, false},
 		{"known not to check", asks, no, false},
-		{"a package shorthand's one call: nothing learned serves a later write", with(func(d *decider) { d.oneCall = true }), unknown, false},
+		{"an Uploader's first write, maybe its only one: it would wait for what serves later writes", with(func(d *decider) { d.laterWrite = false }), unknown, false},
 		{"the MD5 taken up front anyway (Content-MD5, a HEAD known to need it)", with(func(d *decider) { d.md5Upfront = true }), unknown, false},
 		{"encrypted: the HEAD stays, the answer proves nothing", with(func(d *decider) { d.encrypted = true }), unknown, false},
 		{"ReadBack: the object is read whatever proved it", with(func(d *decider) { d.readBack = true }), unknown, false},

@@ -356,9 +356,9 @@ type runConfig struct {
 	// endpointCache: Options.EndpointCache's directory (endpointcache.go); read by NewUploader only.
 	endpointCache string
 	hugePages     bool
-	// oneCall: the write's Uploader is a package shorthand's, dropped after its one call
-	// (Uploader.oneCall), so nothing the write learns serves a later one.
-	oneCall bool
+	// laterWrite: the write is not its Uploader's first (Uploader.begun), so what it learns may
+	// serve a later one.
+	laterWrite bool
 }
 
 // Defaults: 16 MiB parts (above every provider's documented floor), 4 parts in flight.

@@ -26,8 +26,9 @@ import (
 // header is only offered and the create's answer says whether the store takes it): it creates
 // that upload, sends it one tiny part whose checksum is wrong on purpose, and aborts it. An
 // Uploader that writes only single PUTs (a flush of small objects) asks the same way from its
-// first one, beside the PUT or after its answer likewise (prober.startBesidePut), so that its
-// later PUTs may be proven by their answers' echo (putProves) without an MD5. The answer to that
+// second one (its first may be its only one: probesBesidePut), beside the PUT or after its answer
+// likewise (prober.startBesidePut), so that its later PUTs may be proven by their answers' echo
+// (putProves) without an MD5. The answer to that
 // part:
 //   - refused as a digest mismatch (BadDigest, MinIO's XAmzContentChecksumMismatch): the store
 //     checks the checksums of parts, so a part it took with the checksum echoed arrived as sent;

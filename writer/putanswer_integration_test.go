@@ -55,9 +55,10 @@ func recordPutEvidence(server, adapter, kase string, res *writer.Result, request
 // ETag being the MD5 of the bytes sent (Ceph RGW, with its profile, is sent Content-MD5, which it
 // checks); with SaveRereads off each gets its HEAD; where the ETag is not an MD5 (the proxy makes
 // it opaque, as AWS does under SSE-KMS) the first write's HEAD stays. On a server that checks
-// the checksum header (MinIO, the gateway) the first write also sends the checksum probe, in an
-// upload of its own, aborted, and every later write (SaveRereads on) is one PutObject proven by
-// the checksum its answer echoes, with no MD5. Every object reads back equal. It
+// the checksum header (MinIO, the gateway) the second write, proven as the first, sends the
+// checksum probe, in an upload of its own, aborted (the first sends none: it may be the
+// Uploader's only one), and every later write (SaveRereads on) is one PutObject proven by the
+// checksum its answer echoes, with no MD5. Every object reads back equal. It
 // keeps the table of docs/verification.md (each server's first write; checkPutEvidence).
 func TestSinglePutAnswerOnRealServers(t *testing.T) {
 	t.Cleanup(func() { checkPutEvidence(t) })
@@ -100,10 +101,10 @@ func TestSinglePutAnswerOnRealServers(t *testing.T) {
 					// Nothing but the bytes can prove it: read back, within the default limit.
 					want, method, by = append(want, "GetObject"), verify.MethodReadBack, "GetObject"
 				}
-				// Where the server checks the checksum header, the first write sends the checksum
+				// Where the server checks the checksum header, the second write sends the checksum
 				// probe (its own upload: create, part, abort) unless the HEAD is asked for after
-				// every write; the probe shows the server checks, so every later write is proven
-				// by the checksum its answer echoes, with no HEAD and no MD5.
+				// every write; the probe shows the server checks, so every write after it is
+				// proven by the checksum its answer echoes, with no HEAD and no MD5.
 				probed := checks && c.name != "SaveRereads off"
 				laterWant, laterMethod, laterBy := want, method, by
 				probeRequests := 0
@@ -135,7 +136,7 @@ func TestSinglePutAnswerOnRealServers(t *testing.T) {
 						t.Fatalf("%s: read back %d bytes, not the %d written", key, len(got), len(data))
 					}
 					want, method, by := want, method, by
-					if i > 0 {
+					if i > 1 {
 						want, method, by = laterWant, laterMethod, laterBy
 					}
 					if res.Multipart || !res.VerifiedStrong || res.Verified != method || res.VerifiedBy != by {
@@ -144,7 +145,7 @@ func TestSinglePutAnswerOnRealServers(t *testing.T) {
 					if res.Requests != len(want) {
 						t.Fatalf("%s: Result.Requests %d, want %d (%v)", key, res.Requests, len(want), want)
 					}
-					if probed && i > 0 && writer.MD5Bytes(w) != 0 {
+					if probed && i > 1 && writer.MD5Bytes(w) != 0 {
 						t.Fatalf("%s: hashed %d bytes by MD5, though the probe showed the server checks the checksum", key, writer.MD5Bytes(w))
 					}
 					if c.opaque && checks && i > 0 && writer.MD5Bytes(w) != 0 {
@@ -157,11 +158,11 @@ func TestSinglePutAnswerOnRealServers(t *testing.T) {
 				after := proxy.Stats().Requests
 				for _, op := range []faultproxy.Op{faultproxy.PutObject, faultproxy.HeadObject, faultproxy.GetObject} {
 					got := after[op] - before[op]
-					if n := count(want, string(op)) + (flushObjects-1)*count(laterWant, string(op)); got != n {
+					if n := 2*count(want, string(op)) + (flushObjects-2)*count(laterWant, string(op)); got != n {
 						t.Errorf("%s: %d at the wire for %d writes, want %d", op, got, flushObjects, n)
 					}
 				}
-				if got, n := total(after)-total(before), len(want)+(flushObjects-1)*len(laterWant)+probeRequests; got != n {
+				if got, n := total(after)-total(before), 2*len(want)+(flushObjects-2)*len(laterWant)+probeRequests; got != n {
 					t.Errorf("%d requests at the wire for %d writes, want %d (%d of them the probe's)", got, flushObjects, n, probeRequests)
 				}
 				if probed && after[faultproxy.AbortMultipartUpload]-before[faultproxy.AbortMultipartUpload] != 1 {
@@ -360,7 +361,7 @@ func TestSinglePutDamagedOnTheWire(t *testing.T) {
 
 // TestWireSinglePutDamagedOnceKnownToCheck: on a server that checks the checksum header (MinIO,
 // the gateway), through both adapters, an Uploader that writes only single PUTs learns from its
-// first one's probe that the server checks, and then takes no MD5 for a PUT whose answer echoes
+// second one's probe that the server checks, and then takes no MD5 for a PUT whose answer echoes
 // the checksum sent. A body damaged on the way (the proxy stores half of it, or flips a byte,
 // with its checksum headers dropped or recomputed over the altered bytes, and the server answers
 // 200) gets an answer without that echo: the MD5 is taken then, the answer's ETag shows the
@@ -397,16 +398,16 @@ func TestWireSinglePutDamagedOnceKnownToCheck(t *testing.T) {
 							res, err := closeWith(w, data)
 							return res, writer.MD5Bytes(w), err
 						}
-						// The first write sends the probe; the second is proven by its echo.
-						for i, key := range []string{"first", "learned"} {
+						// The second write sends the probe; the third is proven by its echo.
+						for i, key := range []string{"first", "probed", "learned"} {
 							data := s3test.RandomBytes(flushSize)
 							res, hashed, err := write(prefix+key, data)
 							checkOutcome(t, env, prefix+key, data, res, err, sperrors.Unknown)
 							want := verify.MethodETagMD5
-							if i == 1 {
+							if i == 2 {
 								want = verify.MethodCRC32C
 							}
-							if res.Verified != want || res.VerifiedBy != "PutObject" || (i == 1 && hashed > 0) {
+							if res.Verified != want || res.VerifiedBy != "PutObject" || (i == 2 && hashed > 0) {
 								t.Fatalf("%s: verified %s by %s, %d bytes hashed: want %s from PutObject (and no MD5 once the probe answered)", key, res.Verified, res.VerifiedBy, hashed, want)
 							}
 						}

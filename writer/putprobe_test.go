@@ -81,29 +81,32 @@ func probeRequests(mem *memstore.Store) int {
 }
 
 // TestSinglePutsLearnTheStoreChecks: an Uploader that writes only single PUTs learns, from the
-// checksum probe its first one sends (beside the PUT when the store is known to take the
+// checksum probe its second one sends (beside the PUT when the store is known to take the
 // checksum header, after its answer when the header is only offered), whether the store checks
-// checksums. Once it knows the store checks, a PUT whose answer echoes the checksum sent is
-// proven by that echo (Result.Verified crc32c, VerifiedBy PutObject, one request) and takes no
-// MD5; until then, and on a store that checks nothing (whatever it echoes), every PUT takes its
-// MD5 and is proven by its answer's ETag. Nothing of the probe is left, or lands in the object.
+// checksums; its first sends none, since it may be the Uploader's only write. Once it knows the
+// store checks, a PUT whose answer echoes the checksum sent is proven by that echo
+// (Result.Verified crc32c, VerifiedBy PutObject, one request) and takes no MD5; until then, and
+// on a store that checks nothing (whatever it echoes), every PUT takes its MD5 and is proven by
+// its answer's ETag. Nothing of the probe is left, or lands in the object.
 func TestSinglePutsLearnTheStoreChecks(t *testing.T) {
 	data := randomBytes(t, smallSize)
 	profiles := map[string]func(*writer.Options){
-		"defaults":      func(*writer.Options) {},                        // the header offered: the probe after the first PUT's answer
-		"minio profile": func(o *writer.Options) { o.Profile = "minio" }, // the header known taken: the probe beside the first PUT
+		"defaults":      func(*writer.Options) {},                        // the header offered: the probe after the second PUT's answer
+		"minio profile": func(o *writer.Options) { o.Profile = "minio" }, // the header known taken: the probe beside the second PUT
 	}
 	for name, profile := range profiles {
 		t.Run("checks and echoes/"+name, func(t *testing.T) {
 			mem := newMem(minioLike)
 			u := newUploader(t, mem, profile)
-			res, hashed, err := writeCounting(t, u, "first", data)
-			mustLand(t, mem, "first", data, res, err, verify.MethodETagMD5)
-			if hashed != smallSize || res.VerifiedBy != "PutObject" || res.Requests != 1 {
-				t.Fatalf("first write: hashed %d, verified by %s, %d requests: want its MD5 taken and its answer's ETag proving it, one request", hashed, res.VerifiedBy, res.Requests)
-			}
-			if n := mem.Requests("CreateMultipartUpload"); n != 1 || mem.Requests("UploadPart") != 1 {
-				t.Fatalf("%d probe creates, %d parts after the first write: want one probe", n, mem.Requests("UploadPart"))
+			for i, key := range []string{"first", "second"} {
+				res, hashed, err := writeCounting(t, u, key, data)
+				mustLand(t, mem, key, data, res, err, verify.MethodETagMD5)
+				if hashed != smallSize || res.VerifiedBy != "PutObject" || res.Requests != 1 {
+					t.Fatalf("%s write: hashed %d, verified by %s, %d requests: want its MD5 taken and its answer's ETag proving it, one request", key, hashed, res.VerifiedBy, res.Requests)
+				}
+				if n := mem.Requests("CreateMultipartUpload"); n != i || mem.Requests("UploadPart") != i {
+					t.Fatalf("%d probe creates, %d parts after the %s write: want %d (none beside an Uploader's first write, then one)", n, mem.Requests("UploadPart"), key, i)
+				}
 			}
 			if ups := mem.Uploads(unitBucket); len(ups) != 0 {
 				t.Fatalf("the probe's upload left after the write's Close: %+v", ups)
@@ -111,7 +114,11 @@ func TestSinglePutsLearnTheStoreChecks(t *testing.T) {
 			probes := probeRequests(mem)
 			for i := range 3 {
 				key := fmt.Sprint("later", i)
-				var hashed int64
+				var (
+					res    *writer.Result
+					hashed int64
+					err    error
+				)
 				if i == 2 {
 					res, err = u.Upload(context.Background(), unitBucket, key, bytes.NewReader(data))
 				} else {
@@ -272,8 +279,10 @@ func TestSinglePutDamagedOnceKnownToCheck(t *testing.T) {
 						mem := newMem(minioLike)
 						wd := &wireDamage{Store: mem, truncate: truncate, rechecksum: rechecksum}
 						u := newUploader(t, wd, func(o *writer.Options) { o.Profile = profile; o.Retry = fastPolicy() })
-						res, _, err := writeCounting(t, u, "clean", data)
-						mustLand(t, mem, "clean", data, res, err, verify.MethodETagMD5)
+						for _, key := range []string{"clean", "probed"} { // the Uploader's second write sends the probe
+							res, _, err := writeCounting(t, u, key, data)
+							mustLand(t, mem, key, data, res, err, verify.MethodETagMD5)
+						}
 						res, hashed, err := writeCounting(t, u, "learned", data)
 						if err != nil || res.Verified != verify.MethodCRC32C || hashed != 0 {
 							t.Fatalf("the write after the probe: %v, verified %v, hashed %d: want crc32c from its answer, no MD5 (the damage came too soon?)", err, res, hashed)

@@ -140,14 +140,16 @@ func sameRequests(a, b []faultproxy.Op) bool {
 
 // requestCase is one kind of write: a row of the table.
 type requestCase struct {
-	name  string
-	size  int
-	known bool // a multipart write through the same Uploader first: the endpoint is known
-	opts  func(env testkit.Env, o *writer.Options)
+	name   string
+	size   int
+	known  bool // a multipart write through the same Uploader first: the endpoint is known
+	second bool // a single PUT through the same Uploader first: the write is not its first
+	opts   func(env testkit.Env, o *writer.Options)
 }
 
 var requestCases = []requestCase{
 	{name: "single PUT, fresh Uploader", size: 64 << 10},
+	{name: "single PUT, the Uploader's second", size: 64 << 10, second: true},
 	{name: "single PUT, known endpoint", size: 64 << 10, known: true},
 	{name: "single PUT, `SaveRereads` off", size: 64 << 10, opts: func(_ testkit.Env, o *writer.Options) { o.Savings &^= writer.SaveRereads }},
 	{name: "single PUT, create-only", size: 64 << 10, opts: func(_ testkit.Env, o *writer.Options) { o.CreateOnly = true }},
@@ -204,8 +206,12 @@ func TestRequestsPerWrite(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if c.known {
-					if _, err := u.Upload(context.Background(), env.Bucket, fmt.Sprintf("requests/%d-warm", i), bytes.NewReader(s3test.RandomBytes(2*part+1))); err != nil {
+				if c.known || c.second {
+					size := 2*part + 1
+					if c.second {
+						size = c.size
+					}
+					if _, err := u.Upload(context.Background(), env.Bucket, fmt.Sprintf("requests/%d-warm", i), bytes.NewReader(s3test.RandomBytes(size))); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -14,10 +14,10 @@ const (
 	SaveLateMD5 Saving = 1 << iota
 	// SaveProbe: the first write to an endpoint not yet known to check part checksums asks, in a
 	// multipart upload of its own on the write's key, sent beside the write's create: a tiny part
-	// whose checksum is wrong on purpose, then the abort of that upload. A single PUT asks too
-	// (beside it, or after its answer when the checksum header is only offered), for the
-	// Uploader's later PUTs, whose answers' echo then proves them; its Close waits for that
-	// upload's abort. Nothing of it enters the write's upload or object, Result.Requests or
+	// whose checksum is wrong on purpose, then the abort of that upload. A single PUT that is not
+	// its Uploader's first asks too (beside it, or after its answer when the checksum header is
+	// only offered), for the Uploader's later PUTs, whose answers' echo then proves them; its
+	// Close waits for that upload's abort. Nothing of it enters the write's upload or object, Result.Requests or
 	// Result.BytesSent. Its requests carry SaveProbe as a
 	// context key (ctx.Value(SaveProbe) == true), so a store wrapper (Instrumentation.WrapStore)
 	// can tell them from the write's.

@@ -46,9 +46,11 @@ type Uploader struct {
 	endpointRules *multipart.Rules
 	// insecure: the store does not verify certificates (store.InsecureTLS), found once.
 	insecure bool
-	// oneCall: a package shorthand's Uploader, dropped after its one call, so nothing its writes
-	// learn serves a later write (no checksum probe beside a single PUT: probesBesidePut).
-	oneCall bool
+	// begun counts the writes begun through Upload and New. The first may be the Uploader's only
+	// one (a package shorthand's, a process's one object, an Uploader made per write), so it
+	// sends no checksum probe beside a single PUT (probesBesidePut): what the probe learns serves
+	// only later writes, and the write would wait for its requests.
+	begun atomic.Int64
 }
 
 // NewUploader returns an Uploader for st. optFns set the defaults of every write it makes (a
@@ -118,9 +120,7 @@ func (u *Uploader) setEndpoint(st store.Store) {
 // for one call.
 func shorthand(st store.Store) *Uploader {
 	opts := defaultOptions()
-	u := newUploader(st, opts, opts.config(nil))
-	u.oneCall = true
-	return u
+	return newUploader(st, opts, opts.config(nil))
 }
 
 // config returns what a write runs with: u's options with the write's own functions applied.
@@ -164,7 +164,9 @@ func (u *Uploader) New(ctx context.Context, bucket, key string, optFns ...func(*
 	if u == nil {
 		return nil, errNilUploader("New")
 	}
-	w, err := u.newWriter(ctx, bucket, key, u.config(optFns))
+	cfg := u.config(optFns)
+	cfg.laterWrite = u.begun.Add(1) > 1
+	w, err := u.newWriter(ctx, bucket, key, cfg)
 	if err == nil {
 		warmConnections(w.st, w.bucket, w.plan, w.cfg.concurrency, func() bool { return w.decider().probes(w.facts.checking()) })
 		w.createEarly()
@@ -178,7 +180,9 @@ func (u *Uploader) Upload(ctx context.Context, bucket, key string, r io.Reader, 
 	if u == nil {
 		return nil, errNilUploader("Upload")
 	}
-	return u.upload(ctx, bucket, key, r, u.config(optFns))
+	cfg := u.config(optFns)
+	cfg.laterWrite = u.begun.Add(1) > 1
+	return u.upload(ctx, bucket, key, r, cfg)
 }
 
 // Recover settles the uploads recorded in u's journal (Options.JournalDir) for u's store; see the

@@ -239,7 +239,6 @@ func (u *Uploader) newWriter(ctx context.Context, bucket, key string, cfg config
 	if cfg.policy == nil { // not made by u.config: a recovery writer given no policy
 		cfg.policy = u.cfg.policy
 	}
-	cfg.oneCall = u.oneCall
 	// One buffer holds the single-PUT object, so the threshold cannot exceed a part.
 	plan.Threshold = min(plan.Threshold, plan.PartSize)
 	ctx = cfg.startSpan(ctx, bucket, key) // after every check: a write that never began has no span

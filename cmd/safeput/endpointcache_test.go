@@ -80,18 +80,18 @@ func TestPutKeepsEndpointFacts(t *testing.T) {
 	})
 }
 
-// TestPutSingleLearnsTheEndpoint: a run that puts one small object (a single PUT) teaches the
-// next run whether the server checks the checksum header: its PUT sends the checksum probe, and
-// the run keeps the answer in the cache. Where the server checks and echoes the checksum (the
-// gateway, MinIO) the first run is proven by its answer's MD5 ETag, the next by the checksum its
-// answer echoes, hashing nothing by MD5 and sending no probe; `--json` says which
-// ("verified", "verified_by"). Where it does not (Ceph RGW) no probe goes and every run is
-// proven by its MD5 ETag. Every run lands, read back equal.
-func TestPutSingleLearnsTheEndpoint(t *testing.T) {
+// TestPutSingleUsesWhatTheEndpointTaught: a run that puts one small object (a single PUT) sends
+// no checksum probe: it is the run's only write, and it would wait for the probe's requests. Its
+// answer's MD5 ETag proves it. Once a multipart run has kept in the cache that the server checks
+// and echoes the checksum (the gateway, MinIO), the next single PUT is proven by the checksum its
+// answer echoes, hashing nothing by MD5; `--json` says which ("verified", "verified_by"). Where
+// the server ignores the header (Ceph RGW) every single PUT is proven by its MD5 ETag. Every run
+// lands, read back equal.
+func TestPutSingleUsesWhatTheEndpointTaught(t *testing.T) {
 	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
 		bucket := s3test.NewBucket(t, s)
-		data := s3test.RandomBytes(64 << 10)
+		small, large := s3test.RandomBytes(64<<10), s3test.RandomBytes(10<<20+1)
 		for _, backend := range []string{"aws", "minio"} {
 			t.Run(backend, func(t *testing.T) {
 				env := append(serverEnv(s), "XDG_CACHE_HOME="+t.TempDir())
@@ -100,10 +100,10 @@ func TestPutSingleLearnsTheEndpoint(t *testing.T) {
 					VerifiedBy string `json:"verified_by"`
 					Requests   int    `json:"requests"`
 				}
-				put := func(key string) (res putJSON, hashed int64, probed bool) {
+				put := func(key string, data []byte) (res putJSON, hashed int64, probed bool) {
 					t.Helper()
-					r := runWith(t, env, bytes.NewReader(data), "--path-style", "--backend", backend, "--log-level", "debug", "--json",
-						"put", "-", "s3://"+bucket+"/"+key)
+					r := runWith(t, env, bytes.NewReader(data), "--path-style", "--backend", backend, "--part-size", "5MiB",
+						"--log-level", "debug", "--json", "put", "-", "s3://"+bucket+"/"+key)
 					expectCode(t, r, 0, "put "+key)
 					if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 						t.Fatalf("put --json: %v\n%s", err, r.stdout)
@@ -118,17 +118,23 @@ func TestPutSingleLearnsTheEndpoint(t *testing.T) {
 					hashed, _ = strconv.ParseInt(m[1], 10, 64)
 					return res, hashed, strings.Contains(r.stderr, "probed whether the store checks part checksums")
 				}
-				res, hashed, probed := put(backend + "/single-first")
-				if res.Verified != "etag-md5" || res.VerifiedBy != "PutObject" || res.Requests != 1 || hashed != int64(len(data)) || probed == s.IgnoresChecksums() {
-					t.Errorf("first run: %+v, %d bytes hashed, probed %v: want etag-md5 from PutObject, one request, every byte hashed, probed unless the server ignores checksums",
+				res, hashed, probed := put(backend+"/single-first", small)
+				if res.Verified != "etag-md5" || res.VerifiedBy != "PutObject" || res.Requests != 1 || hashed != int64(len(small)) || probed {
+					t.Errorf("first run: %+v, %d bytes hashed, probed %v: want etag-md5 from PutObject, one request, every byte hashed, no probe",
 						res, hashed, probed)
 				}
+				// Ceph answered the single PUT without the checksum's echo, so the cache holds that
+				// it checks none, and nothing is asked.
+				if _, _, probed := put(backend+"/multipart", large); probed == s.IgnoresChecksums() {
+					t.Errorf("the multipart run probed %v; want a probe beside its create unless the server ignores checksums", probed)
+				}
+				data := small
 				want := putJSON{Verified: "crc32c", VerifiedBy: "PutObject", Requests: 1}
 				wantHashed := int64(0)
 				if s.IgnoresChecksums() {
 					want.Verified, wantHashed = "etag-md5", int64(len(data))
 				}
-				if res, hashed, probed := put(backend + "/single-second"); res != want || hashed != wantHashed || probed {
+				if res, hashed, probed := put(backend+"/single-second", data); res != want || hashed != wantHashed || probed {
 					t.Errorf("second run: %+v, %d bytes hashed, probed %v: want %+v, %d bytes hashed, no probe", res, hashed, probed, want, wantHashed)
 				}
 			})
