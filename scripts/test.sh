@@ -129,9 +129,13 @@ test_module() {
 # every server. The race-free pass runs only the packages whose tests reach a server (they
 # import storetest's s3test, testkit or wirekit): the others' tests run whole under -race
 # already. It also holds the tighter allocation bounds that -race loosens.
+# The checks of the sources themselves (doccheck: no hand-typed figures, cited files exist;
+# apilist: the API listings) read files and run go list; they start none of the library's
+# goroutines, and -race made them the root job's slowest tests, so they run in the race-free job.
 race_server=${SAFEPUT_RACE_SERVER:-minio}
 other_servers=$(echo "${SAFEPUT_S3_SERVERS:-}" | tr ',' '\n' | grep -vx "$race_server" | paste -sd, || true)
-root_pkgs=$(go list ./... | grep -vx github.com/safeput/safeput/writer | paste -sd,)
+static_pkgs=github.com/safeput/safeput/internal/doccheck,github.com/safeput/safeput/internal/apilist
+root_pkgs=$(go list ./... | grep -vx github.com/safeput/safeput/writer | grep -vxF -e "${static_pkgs%,*}" -e "${static_pkgs#*,}" | paste -sd,)
 server_pkgs=$(go list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./... |
 	grep -E ' github.com/safeput/safeput/storetest/(s3test|testkit|wirekit)( |$)' |
 	cut -d' ' -f1 | grep -vx github.com/safeput/safeput/writer | paste -sd,)
@@ -177,11 +181,11 @@ if [[ ",${SAFEPUT_S3_SERVERS:-}," == *",$race_server,"* && -n "$other_servers" ]
 		jobs+=("${race_shares[$i]}" "${free_shares[$i]}")
 	done
 	root_rest=". root-race race $race_server $root_pkgs"
-	jobs+=(". root norace $other_servers $server_pkgs")
+	jobs+=(". root norace $other_servers $server_pkgs,$static_pkgs")
 else
 	# One server, or an external endpoint: all of it under -race.
 	shards writer-race race all ./writer 2
-	root_rest=". root-race race all $root_pkgs"
+	root_rest=". root-race race all $root_pkgs,$static_pkgs"
 fi
 for m in ./cmd/safeput ./examples ./cabi "$root_rest" ./storetest ./frontend ./objstore ./gocloud ./bench ./otel; do
 	if [[ "$m" == ". "* ]]; then
