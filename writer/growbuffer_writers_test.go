@@ -17,11 +17,8 @@ import (
 // some aborted half way, must still each store exactly their own bytes: a buffer given back while
 // something still wrote or read it would show here as another object's bytes.
 func TestSmallStreamsSharingBuffersStoreTheirOwnBytes(t *testing.T) {
-	mem := memstore.New(memstore.WithBuckets("b"))
-	up, err := writer.NewUploader(mem, func(o *writer.Options) { o.PartSize = 5 << 20 })
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem := newMem(memstore.Rules{})
+	up := newUploader(t, mem, func(o *writer.Options) { o.PartSize = 5 * mib })
 	ctx := context.Background()
 	const workers, perWorker = 4, 24
 	var wg sync.WaitGroup
@@ -40,7 +37,7 @@ func TestSmallStreamsSharingBuffersStoreTheirOwnBytes(t *testing.T) {
 				for j := range body {
 					body[j] = byte(rng.Uint32())
 				}
-				w, err := up.New(ctx, "b", key)
+				w, err := up.New(ctx, unitBucket, key)
 				if err != nil {
 					t.Error(err)
 					return
@@ -75,7 +72,7 @@ func TestSmallStreamsSharingBuffersStoreTheirOwnBytes(t *testing.T) {
 	}
 	wg.Wait()
 	for key, body := range want {
-		got, ok := mem.Object("b", key)
+		got, ok := mem.Object(unitBucket, key)
 		if !ok || !bytes.Equal(got, body) {
 			t.Errorf("%s: stored %d bytes (found %v), want its own %d", key, len(got), ok, len(body))
 		}

@@ -123,6 +123,13 @@ func shorthand(st store.Store) *Uploader {
 	return newUploader(st, opts, opts.config(nil))
 }
 
+// writeConfig is config for a write that Upload or New begins, counted in begun.
+func (u *Uploader) writeConfig(optFns []func(*Options)) config {
+	cfg := u.config(optFns)
+	cfg.laterWrite = u.begun.Add(1) > 1
+	return cfg
+}
+
 // config returns what a write runs with: u's options with the write's own functions applied.
 func (u *Uploader) config(optFns []func(*Options)) config {
 	if len(optFns) == 0 {
@@ -164,9 +171,7 @@ func (u *Uploader) New(ctx context.Context, bucket, key string, optFns ...func(*
 	if u == nil {
 		return nil, errNilUploader("New")
 	}
-	cfg := u.config(optFns)
-	cfg.laterWrite = u.begun.Add(1) > 1
-	w, err := u.newWriter(ctx, bucket, key, cfg)
+	w, err := u.newWriter(ctx, bucket, key, u.writeConfig(optFns))
 	if err == nil {
 		warmConnections(w.st, w.bucket, w.plan, w.cfg.concurrency, func() bool { return w.decider().probes(w.facts.checking()) })
 		w.createEarly()
@@ -180,9 +185,7 @@ func (u *Uploader) Upload(ctx context.Context, bucket, key string, r io.Reader, 
 	if u == nil {
 		return nil, errNilUploader("Upload")
 	}
-	cfg := u.config(optFns)
-	cfg.laterWrite = u.begun.Add(1) > 1
-	return u.upload(ctx, bucket, key, r, cfg)
+	return u.upload(ctx, bucket, key, r, u.writeConfig(optFns))
 }
 
 // Recover settles the uploads recorded in u's journal (Options.JournalDir) for u's store; see the
