@@ -101,7 +101,9 @@ test_module() {
 	# -parallel: a matrix test's server × adapter subtests (6) at once, and beside them the
 	# parallel tests that only wait (a throttle allowance, stall windows, a killed process).
 	# shellcheck disable=SC2086
-	(cd "$m" && SAFEPUT_S3_MATRIX=$matrix go test $race -count=1 -timeout 20m -parallel 12 -json "${filter[@]}" ${SAFEPUT_TEST_ARGS:-} $pkgs 2>&1) |
+	# SAFEPUT_S3_ASKED_LOG: the top-level tests that asked s3test for a server (the check of the
+	# writer's race-free shares at the end).
+	(cd "$m" && SAFEPUT_S3_MATRIX=$matrix SAFEPUT_S3_ASKED_LOG="$root_dir/$out/$name.asked" go test $race -count=1 -timeout 20m -parallel 12 -json "${filter[@]}" ${SAFEPUT_TEST_ARGS:-} $pkgs 2>&1) |
 		"$out/testreport" stream "$out/$name.json" >"$out/$name.log" || rc=1
 	label=$m
 	if [[ "$pkgs" == ./?* && "$pkgs" != "./..." && "$pkgs" != *" "* ]]; then
@@ -140,26 +142,35 @@ server_pkgs=$(go list -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{ra
 	grep -E ' github.com/safeput/safeput/storetest/(s3test|testkit|wirekit)( |$)' |
 	cut -d' ' -f1 | grep -vx github.com/safeput/safeput/writer | paste -sd,)
 
-# shards NAME RACE MATRIX DIR N: N jobs for the one package DIR (relative to the root module),
-# each a share of its top-level tests, fuzz targets and examples (every Nth in source order):
-# a package whose tests run one after another gets N processes side by side. The last job runs
-# all that the others do not (-skip), so a test the list misses still runs; a caller's own -run
-# (SAFEPUT_TEST_ARGS) would undo the shares, so then it is one job.
+# shards NAME RACE MATRIX DIR N [ONLY]: N jobs for the one package DIR (relative to the root
+# module), each a share of its top-level tests, fuzz targets and examples (every Nth in source
+# order): a package whose tests run one after another gets N processes side by side. The last
+# job runs all that the others do not (-skip), so a test the list misses still runs; a caller's
+# own -run (SAFEPUT_TEST_ARGS) would undo the shares, so then it is one job. ONLY, a file of
+# test names, narrows the shares to those tests, and the last one runs the rest of them (-run).
 declare -A shard_label=()
 shards() {
-	local name=$1 race=$2 matrix=$3 dir=$4 n=$5 i taken="" share
+	local name=$1 race=$2 matrix=$3 dir=$4 n=$5 only=${6:-} i taken="" share list
 	if [[ -n "${SAFEPUT_TEST_ARGS:-}" || $n -lt 2 ]]; then
 		jobs+=(". $name $race $matrix $dir")
 		return
 	fi
+	list=$(grep -hoE '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' "$dir"/*_test.go | sed -E 's/^func //; s/\($//')
+	if [[ -n "$only" ]]; then
+		list=$(grep -xFf "$only" <<<"$list" || true)
+	fi
 	for ((i = 0; i < n - 1; i++)); do
-		share=$(grep -hoE '^func (Test|Fuzz|Example)[A-Za-z0-9_]*\(' "$dir"/*_test.go | sed -E 's/^func //; s/\($//' |
-			awk -v n="$n" -v i="$i" '(NR - 1) % n == i' | paste -sd'|')
+		share=$(awk -v n="$n" -v i="$i" '(NR - 1) % n == i' <<<"$list" | paste -sd'|')
 		jobs+=(". $name-$((i + 1)) $race $matrix $dir ^($share)\$")
 		shard_label[$name-$((i + 1))]="share $((i + 1)) of $n"
 		taken+="${taken:+|}$share"
 	done
-	jobs+=(". $name-$n $race $matrix $dir -skip:^($taken)\$")
+	if [[ -n "$only" ]]; then
+		share=$(awk -v n="$n" '(NR - 1) % n == n - 1' <<<"$list" | paste -sd'|')
+		jobs+=(". $name-$n $race $matrix $dir ^($share)\$")
+	else
+		jobs+=(". $name-$n $race $matrix $dir -skip:^($taken)\$")
+	fi
 	shard_label[$name-$n]="share $n of $n"
 }
 
@@ -169,11 +180,19 @@ shards() {
 # under -race it keeps a CPU busy (two shares), without it it mostly waits (on servers, stall
 # windows, backoff: two shares), so the two kinds alternate.
 jobs=()
+server_tests=""
+root_dir=$PWD
 if [[ ",${SAFEPUT_S3_SERVERS:-}," == *",$race_server,"* && -n "$other_servers" ]]; then
 	shards writer-race race "$race_server" ./writer 2
 	race_shares=("${jobs[@]}")
 	jobs=()
-	shards writer norace "$other_servers" ./writer 2
+	# Without -race, only the writer's tests that reach a server (or read raceEnabled): the others
+	# play in-memory answers the -race shares have already played. The list is a static search
+	# (testreport servertests); the check after the jobs holds it against the tests that asked
+	# s3test for a server under -race.
+	server_tests="$out/writer.servertests"
+	"$out/testreport" servertests ./writer >"$server_tests"
+	shards writer norace "$other_servers" ./writer 2 "$server_tests"
 	# Each -race share beside a race-free one: one keeps a CPU busy, the other mostly waits.
 	free_shares=("${jobs[@]}")
 	jobs=()
@@ -235,6 +254,19 @@ done
 while [[ ${#names[@]} -gt 0 ]]; do
 	finish_one
 done
+# The writer's race-free shares ran the tests the static search listed: every test that asked
+# s3test for a server in the -race shares must be among them, or it ran on one server only.
+if [[ -n "$server_tests" && -z "${SAFEPUT_TEST_ARGS:-}" ]]; then
+	asked=$(cat "$out"/writer-race-*.asked 2>/dev/null | sort -u || true)
+	missed=$(grep -vxFf "$server_tests" <<<"$asked" || true)
+	if [[ -z "$asked" ]]; then
+		echo "FAIL: no writer test recorded asking for a server under -race (SAFEPUT_S3_ASKED_LOG): the race-free shares' list cannot be checked" >&2
+		status=1 tests_failed=1
+	elif [[ -n "$missed" ]]; then
+		echo "FAIL: these writer tests asked for a server under -race but are not in testreport servertests' list, so they did not run on $other_servers: $(paste -sd' ' <<<"$missed")" >&2
+		status=1 tests_failed=1
+	fi
+fi
 read -r busy1 total1 <<<"$(busy_jiffies)"
 busy=-
 if [[ -n "${total0:-}" && -n "${total1:-}" && $((total1 - total0)) -gt 0 ]]; then

@@ -43,6 +43,8 @@ func main() {
 		err = stream(os.Stdin, os.Stdout, os.Args[2])
 	case "summary":
 		err = summary(os.Stdout, os.Args[2], os.Args[3:])
+	case "servertests":
+		err = serverTests(os.Stdout, os.Args[2])
 	default:
 		usage()
 	}
@@ -53,7 +55,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testreport stream FILE < go-test-json | testreport summary TIMES FILE...")
+	fmt.Fprintln(os.Stderr, "usage: testreport stream FILE < go-test-json | testreport summary TIMES FILE... | testreport servertests DIR")
 	os.Exit(2)
 }
 

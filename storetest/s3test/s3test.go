@@ -116,6 +116,7 @@ const noServerMsg = "no S3 server: run the README test command (scripts/test.sh)
 // configured is an error, not a silent narrowing to nothing.
 func Servers(t testing.TB) []Server {
 	t.Helper()
+	noteAsked(t)
 	all := LookupAll()
 	if len(all) == 0 {
 		noServer(t)
@@ -155,6 +156,7 @@ func serverNames(servers []Server) []string {
 // harness; SAFEPUT_S3_MATRIX does not move it), or ends the test as Servers does.
 func Require(t testing.TB) Server {
 	t.Helper()
+	noteAsked(t)
 	all := LookupAll()
 	if len(all) == 0 {
 		noServer(t)
@@ -185,6 +187,30 @@ func ForEachSerial(t *testing.T, fn func(t *testing.T, srv Server)) {
 	t.Helper()
 	for _, srv := range Servers(t) {
 		t.Run(srv.Name, func(t *testing.T) { fn(t, srv) })
+	}
+}
+
+// noteAsked appends the name of t's top-level test to the file SAFEPUT_S3_ASKED_LOG names, when
+// it names one: the test command runs the writer's race-free shares on the tests a static search
+// finds reaching a server (testreport servertests), and checks that list against the tests that
+// asked for one under -race, so that a test the search missed fails the command instead of
+// silently running on one server only.
+func noteAsked(t testing.TB) {
+	t.Helper()
+	path := os.Getenv("SAFEPUT_S3_ASKED_LOG")
+	if path == "" {
+		return
+	}
+	name, _, _ := strings.Cut(t.Name(), "/")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = f.WriteString(name + "\n") // one short append: whole, beside other tests' appends
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		t.Fatalf("SAFEPUT_S3_ASKED_LOG: %v", err)
 	}
 }
 

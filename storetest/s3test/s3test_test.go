@@ -3,6 +3,8 @@ package s3test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -97,4 +99,21 @@ func TestLookupAll(t *testing.T) {
 			t.Fatal("Lookup reports a server with none configured")
 		}
 	})
+}
+
+// A test that asks for a server is named, once per ask, by its top-level name in the file
+// SAFEPUT_S3_ASKED_LOG names (what the test command checks the writer's race-free list against),
+// from subtests too.
+func TestAskedLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "asked")
+	t.Setenv("SAFEPUT_S3_ASKED_LOG", path)
+	noteAsked(t)
+	t.Run("sub", func(t *testing.T) { noteAsked(t) })
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "TestAskedLog\nTestAskedLog\n"; string(got) != want {
+		t.Errorf("log %q, want %q", got, want)
+	}
 }
