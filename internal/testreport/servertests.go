@@ -20,6 +20,15 @@ var serverPackages = []string{
 	"github.com/safeput/safeput/storetest/wirekit",
 }
 
+// serverless are the names in serverPackages that reach no server: a test using only these
+// runs against in-memory stores or servers of its own. (Were one of them to ask for a server,
+// the test command's check would name the test.)
+var serverless = map[string]bool{
+	"s3test.RandomBytes": true, "s3test.BucketName": true, "s3test.Certs": true, "s3test.Server": true,
+	"s3test.MinIO": true, "s3test.VersityGW": true, "s3test.Ceph": true,
+	"testkit.Env": true, "testkit.Adapters": true, "testkit.Adapter": true,
+}
+
 // raceDependent names what a test reads to behave differently without -race (a tighter bound):
 // such a test belongs in the race-free pass whether or not it reaches a server.
 var raceDependent = []string{"raceEnabled"}
@@ -71,24 +80,25 @@ func reachingTests(dir string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		server := map[string]bool{} // this file's local names of the server packages
+		server := map[string]string{} // this file's local names of the server packages: their last path element
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			if !slices.Contains(serverPackages, p) {
 				continue
 			}
-			name := p[strings.LastIndex(p, "/")+1:]
+			base := p[strings.LastIndex(p, "/")+1:]
+			name := base
 			if imp.Name != nil {
 				name = imp.Name.Name
 			}
-			server[name] = true
+			server[name] = base
 		}
 		add := func(key string, n ast.Node) {
 			d := &decl{refs: map[string]bool{}}
 			ast.Inspect(n, func(n ast.Node) bool {
 				switch x := n.(type) {
 				case *ast.SelectorExpr:
-					if id, ok := x.X.(*ast.Ident); ok && server[id.Name] {
+					if id, ok := x.X.(*ast.Ident); ok && server[id.Name] != "" && !serverless[server[id.Name]+"."+x.Sel.Name] {
 						d.server = true
 					}
 					d.refs["m:"+x.Sel.Name] = true

@@ -25,7 +25,7 @@ func TestViaTable(t *testing.T) {
 
 var cases = []func(*testing.T){TestPlain, deeper}
 
-func TestPlain(t *testing.T) { _ = t.Name() }
+func TestPlain(t *testing.T) { _ = t.Name(); _ = kit.Adapters }
 
 func TestRaceBound(t *testing.T) {
 	if raceEnabled {
