@@ -28,8 +28,7 @@ import (
 // Uploader that writes only single PUTs (a flush of small objects) asks the same way from its
 // second one (its first may be its only one: probesBesidePut), beside the PUT or after its answer
 // likewise (prober.startBesidePut), so that its later PUTs may be proven by their answers' echo
-// (putProves) without an MD5. The answer to that
-// part:
+// (putProves) without an MD5. The answer to that part:
 //   - refused as a digest mismatch (BadDigest, MinIO's XAmzContentChecksumMismatch): the store
 //     checks the checksums of parts, so a part it took with the checksum echoed arrived as sent;
 //   - taken: it checks nothing, and every part gets its MD5;

@@ -17,10 +17,10 @@ const (
 	// whose checksum is wrong on purpose, then the abort of that upload. A single PUT that is not
 	// its Uploader's first asks too (beside it, or after its answer when the checksum header is
 	// only offered), for the Uploader's later PUTs, whose answers' echo then proves them; its
-	// Close waits for that upload's abort. Nothing of it enters the write's upload or object, Result.Requests or
-	// Result.BytesSent. Its requests carry SaveProbe as a
-	// context key (ctx.Value(SaveProbe) == true), so a store wrapper (Instrumentation.WrapStore)
-	// can tell them from the write's.
+	// Close waits for that upload's abort. Nothing of it enters the write's upload or object,
+	// Result.Requests or Result.BytesSent. Its requests carry SaveProbe as a context key
+	// (ctx.Value(SaveProbe) == true), so a store wrapper (Instrumentation.WrapStore) can tell them
+	// from the write's.
 	SaveProbe
 	// SaveEchoTrust: a receipt that echoes the checksum sent, from a store known to check it,
 	// spares its part's MD5.

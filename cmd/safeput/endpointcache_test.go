@@ -128,13 +128,12 @@ func TestPutSingleUsesWhatTheEndpointTaught(t *testing.T) {
 				if _, _, probed := put(backend+"/multipart", large); probed == s.IgnoresChecksums() {
 					t.Errorf("the multipart run probed %v; want a probe beside its create unless the server ignores checksums", probed)
 				}
-				data := small
 				want := putJSON{Verified: "crc32c", VerifiedBy: "PutObject", Requests: 1}
 				wantHashed := int64(0)
 				if s.IgnoresChecksums() {
-					want.Verified, wantHashed = "etag-md5", int64(len(data))
+					want.Verified, wantHashed = "etag-md5", int64(len(small))
 				}
-				if res, hashed, probed := put(backend+"/single-second", data); res != want || hashed != wantHashed || probed {
+				if res, hashed, probed := put(backend+"/single-second", small); res != want || hashed != wantHashed || probed {
 					t.Errorf("second run: %+v, %d bytes hashed, probed %v: want %+v, %d bytes hashed, no probe", res, hashed, probed, want, wantHashed)
 				}
 			})

@@ -54,8 +54,8 @@ func serverTests(w io.Writer, dir string) error {
 	return nil
 }
 
-// decl is one package-level declaration of the test files: what it names and whether it names a
-// server package (or raceDependent) itself.
+// decl is what the test files declare under one name: the names its declarations use, and
+// whether it reaches a server package (or raceDependent), itself or through them.
 type decl struct {
 	refs   map[string]bool // identifiers and selector names used in it
 	server bool
@@ -72,8 +72,15 @@ func reachingTests(dir string) ([]string, error) {
 	fset := token.NewFileSet()
 	// Keys: "f:NAME" a function or variable, "m:NAME" a method, "t:NAME" a type. The test files'
 	// two packages (internal and external) share one namespace here: a collision only adds.
-	decls := map[string][]*decl{}
-	methodsOf := map[string][]string{} // type name -> "m:NAME" of its methods
+	decls := map[string]*decl{}
+	node := func(key string) *decl {
+		d := decls[key]
+		if d == nil {
+			d = &decl{refs: map[string]bool{}}
+			decls[key] = d
+		}
+		return d
+	}
 	var tops []string
 	for _, path := range files {
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
@@ -94,7 +101,7 @@ func reachingTests(dir string) ([]string, error) {
 			server[name] = base
 		}
 		add := func(key string, n ast.Node) {
-			d := &decl{refs: map[string]bool{}}
+			d := node(key)
 			ast.Inspect(n, func(n ast.Node) bool {
 				switch x := n.(type) {
 				case *ast.SelectorExpr:
@@ -112,16 +119,14 @@ func reachingTests(dir string) ([]string, error) {
 				}
 				return true
 			})
-			decls[key] = append(decls[key], d)
 		}
 		for _, dl := range f.Decls {
 			switch dl := dl.(type) {
 			case *ast.FuncDecl:
 				if dl.Recv != nil && len(dl.Recv.List) > 0 {
-					key := "m:" + dl.Name.Name
-					add(key, dl)
+					add("m:"+dl.Name.Name, dl)
 					if t := recvType(dl.Recv.List[0].Type); t != "" {
-						methodsOf[t] = append(methodsOf[t], key)
+						node("t:" + t).refs["m:"+dl.Name.Name] = true // naming a type names its methods
 					}
 					continue
 				}
@@ -143,42 +148,20 @@ func reachingTests(dir string) ([]string, error) {
 			}
 		}
 	}
-	reaches := map[string]bool{} // the keys known to reach a server package (only true is kept)
-	var visit func(key string, seen map[string]bool) bool
-	visit = func(key string, seen map[string]bool) bool {
-		if reaches[key] {
-			return true
-		}
-		if seen[key] {
-			return false
-		}
-		seen[key] = true
-		next := []string{}
-		for _, d := range decls[key] {
-			if d.server {
-				reaches[key] = true
-				return true
-			}
+	// A name reaches a server when one it uses does: grow the set until nothing changes.
+	for changed := true; changed; {
+		changed = false
+		for _, d := range decls {
 			for r := range d.refs {
-				next = append(next, r)
+				if !d.server && decls[r] != nil && decls[r].server {
+					d.server, changed = true, true
+				}
 			}
 		}
-		if t, ok := strings.CutPrefix(key, "t:"); ok {
-			next = append(next, methodsOf[t]...)
-		}
-		for _, r := range next {
-			if visit(r, seen) {
-				reaches[key] = true
-				return true
-			}
-		}
-		return false
 	}
 	var out []string
 	for _, name := range tops {
-		// A fresh seen set per test: a cycle cut short for one test must not be remembered as
-		// "reaches nothing" (only true results are memoised along the way).
-		if visit("f:"+name, map[string]bool{}) {
+		if decls["f:"+name].server {
 			out = append(out, name)
 		}
 	}
