@@ -47,7 +47,7 @@ func headerExamples(t *testing.T) []map[string]any {
 // when): an example may show one a plain run does not return, and a run may return one the
 // examples leave to the header's prose.
 var conditional = []string{
-	"version_id", "left_behind", "maybe_left_behind", "notes", "allow_length_only", "unproven",
+	"version_id", "left_behind", "maybe_left_behind", "commit_answer_lost", "notes", "allow_length_only", "unproven",
 	"code", "http_status", "upload_id", "abort_failed", "object_left", "note", "warnings",
 }
 

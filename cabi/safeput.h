@@ -199,7 +199,9 @@ int safeput_write(int64_t handle, const void *buf, size_t len, char **json_out);
  * "CompleteMultipartUpload" (the commit's own answer proved it; no HEAD was sent),
  * "HeadObject", or "GetObject" (a read-back);
  * failures counts the failed attempts by kind; already_existed: create_only found these
- * very bytes at the key. Also, when they apply: "version_id"; "notes" (facts about the store's
+ * very bytes at the key. Also, when they apply: "version_id"; "commit_answer_lost":true when
+ * an attempt of the commit may have landed unanswered (with already_existed, the object found
+ * may be this write's own; without it, that object was there first); "notes" (facts about the store's
  * answers); "left_behind":[upload ids] when a lost CreateMultipartUpload answer left an upload
  * safeput could not abort, or, when it could not even look for one, "maybe_left_behind":true
  * and a note: a sweep of the key finds it; "encryption" ("AES256", "aws:kms", "SSE-C"),

@@ -43,6 +43,8 @@ type JSONResult struct {
 	// Notes: facts about the store's answers, e.g. an empty ETag in a 200 Complete.
 	Notes          []string `json:"notes,omitempty"`
 	AlreadyExisted bool     `json:"already_existed"`
+	// CommitAnswerLost: a commit attempt may have landed unanswered (Result.CommitAnswerLost).
+	CommitAnswerLost bool `json:"commit_answer_lost,omitempty"`
 	// LeftBehind: incomplete uploads safeput caused but could not abort; a sweep removes them.
 	LeftBehind []string `json:"left_behind,omitempty"`
 	// MaybeLeftBehind: a lost create's upload may remain that no id names (notes says why).
@@ -61,7 +63,7 @@ func ResultJSON(r *writer.Result) JSONResult {
 		ChecksumAlg: string(r.Checksum.Algorithm), Checksum: r.Checksum.Value, Multipart: r.Multipart,
 		Parts: r.Parts, PartSize: r.PartSize, UploadID: r.UploadID, BytesSent: r.BytesSent, Requests: r.Requests,
 		Failures: map[string]int{}, Verified: string(r.Verified), VerifiedStrong: r.VerifiedStrong, VerifiedBy: r.VerifiedBy,
-		AlreadyExisted: r.AlreadyExisted, LeftBehind: r.LeftBehind, MaybeLeftBehind: r.MaybeLeftBehind, UploadAttempts: r.UploadAttempts,
+		AlreadyExisted: r.AlreadyExisted, CommitAnswerLost: r.CommitAnswerLost, LeftBehind: r.LeftBehind, MaybeLeftBehind: r.MaybeLeftBehind, UploadAttempts: r.UploadAttempts,
 		ElapsedMS: r.Elapsed.Milliseconds(), AllowLengthOnly: len(r.Unproven) > 0, Unproven: redactAll(r.Unproven), Notes: redactAll(r.Notes),
 		Encryption: string(r.Encryption.Type), KMSKeyID: r.Encryption.KMSKeyID, SSECustomerKeyMD5: r.Encryption.CustomerKeyMD5,
 	}

@@ -593,17 +593,12 @@ func (w *blobWriter) Close() error {
 }
 
 // settle turns a create-only write that found this exact object already at the key into the
-// FailedPrecondition IfNotExist promises, when nothing but the 412 failed: the object was there
-// before the write. After another failure (a lost answer, then the 412 of a re-send) the object
-// may be this write's own, and safeput's idempotent success stands.
+// FailedPrecondition IfNotExist promises, unless an attempt of its own commit may have put it
+// there (Result.CommitAnswerLost: a lost answer, then the 412 of a re-send): then safeput's
+// idempotent success stands. A failure the store answered (a 503, say) committed nothing.
 func (w *blobWriter) settle(res *writer.Result, err error) error {
-	if err != nil || !w.createOnly || res == nil || !res.AlreadyExisted {
+	if err != nil || !w.createOnly || res == nil || !res.AlreadyExisted || res.CommitAnswerLost {
 		return err
-	}
-	for k, n := range res.Failures {
-		if k != sperrors.Precondition && n > 0 {
-			return nil
-		}
 	}
 	return &sperrors.Error{Kind: sperrors.Precondition, Op: "Verify", Bucket: w.b.name, Key: w.key,
 		StatusCode: http.StatusPreconditionFailed, Code: "PreconditionFailed",

@@ -379,6 +379,51 @@ func TestVerificationFailure(t *testing.T) {
 	})
 }
 
+// TestIfNotExistAfterAFault: a create-only write over these very bytes is FailedPrecondition
+// even when its first PUT was answered 503 and retried (the answered attempt committed nothing:
+// the object was there first); a create-only write whose first PUT's answer was lost after the
+// store took it lands, its retry's 412 notwithstanding (the object is most likely its own).
+func TestIfNotExistAfterAFault(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
+		p, err := faultproxy.Start(faultproxy.Config{Upstream: env.Srv.Endpoint, AccessKey: env.Srv.AccessKey,
+			SecretKey: env.Srv.SecretKey, Region: env.Srv.Region, Seed: 1})
+		if err != nil {
+			t.Fatalf("fault proxy: %v", err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		b := openBucket(t, env, p.URL())
+		ctx := context.Background()
+		data := []byte("up and down")
+		createOnly := &blob.WriterOptions{ContentType: "text/plain", IfNotExist: true}
+		onceOnConditionalPut := func(f faultproxy.Fault) {
+			p.SetRules(faultproxy.Rule{Op: faultproxy.PutObject, Header: "If-None-Match", Nth: 1, Times: 1, Fault: f})
+		}
+
+		if err := b.WriteAll(ctx, "ifnotexist/there", data, createOnly); err != nil {
+			t.Fatalf("first create-only write: %v", err)
+		}
+		onceOnConditionalPut(faultproxy.Fault{Kind: faultproxy.Status, Status: http.StatusServiceUnavailable, Code: "SlowDown"})
+		err = b.WriteAll(ctx, "ifnotexist/there", data, createOnly)
+		if p.Stats().Injected[faultproxy.Status] != 1 {
+			t.Fatalf("injected %v, want one 503 on the conditional PUT", p.Stats().Injected)
+		}
+		if gcerrors.Code(err) != gcerrors.FailedPrecondition {
+			t.Errorf("IfNotExist over these very bytes after an answered 503: %v (code %v), want FailedPrecondition", err, gcerrors.Code(err))
+		}
+
+		onceOnConditionalPut(faultproxy.Fault{Kind: faultproxy.DropResponse})
+		if err := b.WriteAll(ctx, "ifnotexist/lost", data, createOnly); err != nil {
+			t.Errorf("IfNotExist whose first PUT landed and lost its answer: %v, want it landed", err)
+		}
+		if p.Stats().Injected[faultproxy.DropResponse] != 1 {
+			t.Fatalf("injected %v, want one answer dropped", p.Stats().Injected)
+		}
+		if got, err := b.ReadAll(ctx, "ifnotexist/lost"); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("read back %q, %v; want %q", got, err, data)
+		}
+	})
+}
+
 // TestWriterOptions: Content-Type, metadata, the cache headers, ContentMD5, IfNotExist and
 // BeforeWrite are honoured; a mismatched ContentMD5, an IfNotExist over an existing key and a
 // failing hook leave nothing written.

@@ -69,7 +69,8 @@ func (w *Writer) commit() error {
 	if err := w.firstErr(); err != nil {
 		return err
 	}
-	return w.complete(&committer{st: w.st, req: w.req, bucket: w.bucket, key: w.key, local: w.caps.local, log: w.log})
+	return w.complete(&committer{st: w.st, req: w.req, bucket: w.bucket, key: w.key, local: w.caps.local, log: w.log,
+		answerLost: &w.session.commitAnswerLost})
 }
 
 // single-PUT path: the object is in one buffer, or (Upload of a small ReaderAt) in the source.
@@ -168,6 +169,7 @@ func (w *Writer) putSingle() error {
 		o, err := w.st.PutObject(sendCtx, in)
 		if lostAfterSent(err) {
 			answerLost.Store(true)
+			w.session.commitAnswerLost.Store(true)
 			w.facts.requestTaken() // the HEAD that judges it rides out an outage
 		}
 		// A "not supported" answer to a request with both headers is taken for If-None-Match's
@@ -411,6 +413,9 @@ func (w *Writer) complete(c *committer) error {
 		w.mu.Lock()
 		w.session.completeLost, w.session.completeGone = lost.retried, true
 		w.mu.Unlock()
+		// The upload is gone: an attempt of this Complete may have committed it, whatever it
+		// answered (MinIO answers a committed one NoSuchUpload).
+		w.session.commitAnswerLost.Store(true)
 		return w.conclude(res, w.verifier.landedAlready(lost.err, want, res))
 	case commitKeyTaken:
 		return w.conclude(res, w.verifier.landedAlready(err, want, res))

@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -26,6 +27,9 @@ type committer struct {
 	log    *zap.Logger
 	// listedTwice are the part numbers ListParts listed more than once, noted once each.
 	listedTwice map[int32]bool
+	// answerLost is set when an attempt of the Complete was sent whole and got no answer, so it
+	// may have committed: the session's (Result.CommitAnswerLost).
+	answerLost *atomic.Bool
 }
 
 // partsCommitted is what a Complete of parts names, made from their receipts.
@@ -123,7 +127,11 @@ func (c *committer) listedTwiceNotes(listed []store.Part, etags map[int32]string
 func (c *committer) complete(in *store.CompleteMultipartUploadInput) (*store.CompleteMultipartUploadOutput, error) {
 	var out *store.CompleteMultipartUploadOutput
 	err := c.req.doSized("CompleteMultipartUpload", 0, in.ObjectSize, func(ctx context.Context, attempt int) error {
-		o, err := c.st.CompleteMultipartUpload(ctx, in)
+		sendCtx, lostAfterSent := sentWhole(ctx)
+		o, err := c.st.CompleteMultipartUpload(sendCtx, in)
+		if lostAfterSent(err) {
+			c.answerLost.Store(true)
+		}
 		if err != nil && in.IfNoneMatch && store.Unsupported(err) {
 			return &conditionRefused{err: err}
 		}

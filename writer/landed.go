@@ -368,6 +368,9 @@ func (w *Writer) finish(res *Result) error {
 	res.Requests = stats.Attempts
 	res.Failures = stats.ByKind
 	res.UploadAttempts = 1
+	if w.session.commitAnswerLost.Load() {
+		res.CommitAnswerLost = true // kept when set already: a resume's crashed run's Complete
+	}
 	res.Elapsed = time.Since(w.tally.start)
 	w.outcome.result = res
 	w.mu.Unlock()

@@ -52,6 +52,13 @@ type Result struct {
 	// AlreadyExisted is true when a create-only write found this exact object already at the key
 	// (a retry after a lost response): nothing new was written, and that is success.
 	AlreadyExisted bool
+	// CommitAnswerLost is true when an attempt of the commit may have landed without this write
+	// hearing so: a PutObject or CompleteMultipartUpload sent whole whose answer was lost, a
+	// Complete answered that its upload is gone (an attempt of it may have committed it, whatever
+	// it answered), or, after a resume, the crashed run's Complete. With AlreadyExisted it says
+	// the object found may be this write's own; without it, that object was at the key before
+	// this write's commit reached the store, which a create-only caller may need to tell apart.
+	CommitAnswerLost bool
 	// LeftBehind lists incomplete uploads of this key that safeput knows it caused but could not
 	// abort (a lost CreateMultipartUpload answer, an earlier Upload attempt, or the checksum
 	// probe's own upload, then a failed abort): a sweep must remove them.

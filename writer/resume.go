@@ -240,7 +240,7 @@ func (r *resumer) landed(rec journal.Record) (*Result, error) {
 	return &Result{
 		Bucket: r.record.Bucket, Key: r.record.Key, Size: want.Size, ETag: head.ETag, VersionID: head.VersionID, Checksum: want.Checksum,
 		Multipart: true, Parts: int(n), PartSize: partSize, UploadID: rec.UploadID,
-		Verified: method, VerifiedStrong: true, VerifiedBy: "HeadObject", AlreadyExisted: true, ResumedParts: int(n), ResumedBytes: want.Size,
+		Verified: method, VerifiedStrong: true, VerifiedBy: "HeadObject", AlreadyExisted: true, CommitAnswerLost: true, ResumedParts: int(n), ResumedBytes: want.Size,
 	}, nil
 }
 

@@ -33,7 +33,10 @@ type session struct {
 	// at a retry (completeLost): the upload is gone, so unless the HEAD finds this write's object
 	// the write did not land (decider.atKey: keyGone).
 	completeGone bool
-	journal      *journalKeeper // the upload's record in the journal (journal.go)
+	// commitAnswerLost (atomic, for itself) is set when an attempt of the commit, the single PUT
+	// or the Complete, was sent whole and got no answer: it may have landed (Result.CommitAnswerLost).
+	commitAnswerLost atomic.Bool
+	journal          *journalKeeper // the upload's record in the journal (journal.go)
 	// early is closed when the create started as the write began (createEarly) has its answer;
 	// nil when none was started. Set before any other goroutine of the write runs.
 	early chan struct{}

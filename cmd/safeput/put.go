@@ -317,8 +317,10 @@ func printResult(w io.Writer, r *writer.Result) {
 	switch {
 	case r.AlreadyExisted && r.ResumedParts > 0:
 		_, _ = fmt.Fprintf(w, "  note       the crashed run's Complete had landed this exact object; nothing new was written\n")
+	case r.AlreadyExisted && r.CommitAnswerLost:
+		_, _ = fmt.Fprintf(w, "  note       this exact object was at the key after a commit whose answer was lost: most likely this write's own\n")
 	case r.AlreadyExisted:
-		_, _ = fmt.Fprintf(w, "  note       this exact object was already at the key (a retried create); nothing new was written\n")
+		_, _ = fmt.Fprintf(w, "  note       this exact object was already at the key before this write; nothing new was written\n")
 	}
 	for _, id := range r.LeftBehind {
 		_, _ = fmt.Fprintf(w, "  LEFT       incomplete upload %s (a lost create answer; its abort failed): `safeput sweep s3://%s/%s` lists it\n", id, r.Bucket, r.Key)

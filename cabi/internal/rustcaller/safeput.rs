@@ -216,6 +216,8 @@ pub struct Landed {
     pub verified: String,
     pub verified_strong: bool,
     pub already_existed: bool,
+    /// A commit attempt may have landed unanswered: an already_existed object may be this write's.
+    pub commit_answer_lost: bool,
     /// Uploads a lost create left that safeput could not abort: sweep them.
     pub left_behind: Vec<String>,
     pub maybe_left_behind: bool,
@@ -271,6 +273,7 @@ impl Landed {
             verified: get_str(&m, "verified").unwrap_or_default(),
             verified_strong: get_bool(&m, "verified_strong"),
             already_existed: get_bool(&m, "already_existed"),
+            commit_answer_lost: get_bool(&m, "commit_answer_lost"),
             left_behind: strs("left_behind"),
             maybe_left_behind: get_bool(&m, "maybe_left_behind"),
             notes: strs("notes"),
