@@ -56,7 +56,7 @@ disk (known size); stdin is streamed (unknown size: use --expected-size for stre
 		RunE: func(cmd *cobra.Command, args []string) error { return a.runPut(cmd.Context(), o, args[0], args[1]) },
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.createOnly, "create-only", false, "fail with exit 7 if the key already exists (If-None-Match: *)")
+	f.BoolVar(&o.createOnly, "create-only", false, "fail with exit 7 if another object is already at the key (If-None-Match: *); these very bytes already there are success")
 	f.BoolVar(&o.readBack, "read-back", false, "after commit, re-read the whole object and compare its checksum")
 	f.BoolVar(&o.allowLengthOnly, "allow-length-only", false, "accept an object nothing could prove (no stored checksum, no MD5 ETag, too large to read back) on its length alone; without it that write fails with exit 5 (Unverifiable) and the object is deleted")
 	f.StringVar(&o.contentType, "content-type", "", "Content-Type of the object")
