@@ -332,18 +332,25 @@ func TestCanceledWrite(t *testing.T) {
 	})
 }
 
+// startProxy starts a fault proxy in front of env's server, closed when t ends.
+func startProxy(t *testing.T, env testkit.Env) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.Start(faultproxy.Config{Upstream: env.Srv.Endpoint, AccessKey: env.Srv.AccessKey,
+		SecretKey: env.Srv.SecretKey, Region: env.Srv.Region, Seed: 1})
+	if err != nil {
+		t.Fatalf("fault proxy: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
 // TestVerificationFailure: every copy of part 2 is stored with a byte flipped while the server
 // answers 200 (its checksum recomputed, so only safeput's check after the store can see it). The
 // write fails as Integrity, which gcerrors.Code calls Internal and ErrorAs reaches, and it leaves
 // no object and no incomplete upload.
 func TestVerificationFailure(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
-		p, err := faultproxy.Start(faultproxy.Config{Upstream: env.Srv.Endpoint, AccessKey: env.Srv.AccessKey,
-			SecretKey: env.Srv.SecretKey, Region: env.Srv.Region, Seed: 1})
-		if err != nil {
-			t.Fatalf("fault proxy: %v", err)
-		}
-		t.Cleanup(func() { _ = p.Close() })
+		p := startProxy(t, env)
 		p.SetRules(faultproxy.Rule{Op: faultproxy.UploadPart, PartNumber: 2,
 			Fault: faultproxy.Fault{Kind: faultproxy.StoreFlipped, Rechecksum: true}})
 		b := openBucket(t, env, p.URL())
@@ -385,12 +392,7 @@ func TestVerificationFailure(t *testing.T) {
 // store took it lands, its retry's 412 notwithstanding (the object is most likely its own).
 func TestIfNotExistAfterAFault(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
-		p, err := faultproxy.Start(faultproxy.Config{Upstream: env.Srv.Endpoint, AccessKey: env.Srv.AccessKey,
-			SecretKey: env.Srv.SecretKey, Region: env.Srv.Region, Seed: 1})
-		if err != nil {
-			t.Fatalf("fault proxy: %v", err)
-		}
-		t.Cleanup(func() { _ = p.Close() })
+		p := startProxy(t, env)
 		b := openBucket(t, env, p.URL())
 		ctx := context.Background()
 		data := []byte("up and down")
@@ -403,7 +405,7 @@ func TestIfNotExistAfterAFault(t *testing.T) {
 			t.Fatalf("first create-only write: %v", err)
 		}
 		onceOnConditionalPut(faultproxy.Fault{Kind: faultproxy.Status, Status: http.StatusServiceUnavailable, Code: "SlowDown"})
-		err = b.WriteAll(ctx, "ifnotexist/there", data, createOnly)
+		err := b.WriteAll(ctx, "ifnotexist/there", data, createOnly)
 		if p.Stats().Injected[faultproxy.Status] != 1 {
 			t.Fatalf("injected %v, want one 503 on the conditional PUT", p.Stats().Injected)
 		}
