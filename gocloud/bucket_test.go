@@ -387,41 +387,56 @@ func TestVerificationFailure(t *testing.T) {
 }
 
 // TestIfNotExistAfterAFault: a create-only write over these very bytes is FailedPrecondition
-// even when its first PUT was answered 503 and retried (the answered attempt committed nothing:
-// the object was there first); a create-only write whose first PUT's answer was lost after the
-// store took it lands, its retry's 412 notwithstanding (the object is most likely its own).
+// even when its first commit (the PUT, or the Complete) was answered 503 and retried: the
+// answered attempt committed nothing, so the object was there first. A create-only write whose
+// first commit's answer was lost after the store took it lands, its retry's 412 (or NoSuchUpload)
+// notwithstanding: the object is most likely its own.
 func TestIfNotExistAfterAFault(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, env testkit.Env) {
 		p := startProxy(t, env)
 		b := openBucket(t, env, p.URL())
 		ctx := context.Background()
-		data := []byte("up and down")
-		createOnly := &blob.WriterOptions{ContentType: "text/plain", IfNotExist: true}
-		onceOnConditionalPut := func(f faultproxy.Fault) {
-			p.SetRules(faultproxy.Rule{Op: faultproxy.PutObject, Header: "If-None-Match", Nth: 1, Times: 1, Fault: f})
-		}
+		for _, c := range []struct {
+			name string
+			data []byte
+			op   faultproxy.Op
+		}{
+			{"single PUT", []byte("up and down"), faultproxy.PutObject},
+			{"multipart", payload(2*partSize+777, 3), faultproxy.CompleteMultipartUpload},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				createOnly := &blob.WriterOptions{ContentType: "text/plain", IfNotExist: true, BufferSize: partSize}
+				there, lost := "ifnotexist/there/"+c.name, "ifnotexist/lost/"+c.name
+				if err := b.WriteAll(ctx, there, c.data, createOnly); err != nil {
+					t.Fatalf("first create-only write: %v", err)
+				}
+				before := p.Stats().Injected
+				// Only a conditional commit: a store whose profile sends no If-None-Match on it
+				// (Ceph RGW's Complete) has the key checked by a HEAD first, which finds the object.
+				p.SetRules(faultproxy.Rule{Op: c.op, Header: "If-None-Match", Nth: 1, Times: 1,
+					Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: http.StatusServiceUnavailable, Code: "SlowDown"}})
+				err := b.WriteAll(ctx, there, c.data, createOnly)
+				guarded := !(c.op == faultproxy.CompleteMultipartUpload && env.Server == s3test.Ceph)
+				if injected := p.Stats().Injected[faultproxy.Status] - before[faultproxy.Status]; guarded && injected != 1 {
+					t.Fatalf("injected %d 503s, want one on the conditional %s", injected, c.op)
+				}
+				if gcerrors.Code(err) != gcerrors.FailedPrecondition {
+					t.Errorf("IfNotExist over these very bytes after an answered 503: %v (code %v), want FailedPrecondition", err, gcerrors.Code(err))
+				}
 
-		if err := b.WriteAll(ctx, "ifnotexist/there", data, createOnly); err != nil {
-			t.Fatalf("first create-only write: %v", err)
-		}
-		onceOnConditionalPut(faultproxy.Fault{Kind: faultproxy.Status, Status: http.StatusServiceUnavailable, Code: "SlowDown"})
-		err := b.WriteAll(ctx, "ifnotexist/there", data, createOnly)
-		if p.Stats().Injected[faultproxy.Status] != 1 {
-			t.Fatalf("injected %v, want one 503 on the conditional PUT", p.Stats().Injected)
-		}
-		if gcerrors.Code(err) != gcerrors.FailedPrecondition {
-			t.Errorf("IfNotExist over these very bytes after an answered 503: %v (code %v), want FailedPrecondition", err, gcerrors.Code(err))
-		}
-
-		onceOnConditionalPut(faultproxy.Fault{Kind: faultproxy.DropResponse})
-		if err := b.WriteAll(ctx, "ifnotexist/lost", data, createOnly); err != nil {
-			t.Errorf("IfNotExist whose first PUT landed and lost its answer: %v, want it landed", err)
-		}
-		if p.Stats().Injected[faultproxy.DropResponse] != 1 {
-			t.Fatalf("injected %v, want one answer dropped", p.Stats().Injected)
-		}
-		if got, err := b.ReadAll(ctx, "ifnotexist/lost"); err != nil || !bytes.Equal(got, data) {
-			t.Errorf("read back %q, %v; want %q", got, err, data)
+				p.SetRules(faultproxy.Rule{Op: c.op, Nth: 1, Times: 1, Fault: faultproxy.Fault{Kind: faultproxy.DropResponse}})
+				if err := b.WriteAll(ctx, lost, c.data, createOnly); err != nil {
+					t.Errorf("IfNotExist whose first %s landed and lost its answer: %v, want it landed", c.op, err)
+				}
+				if injected := p.Stats().Injected[faultproxy.DropResponse] - before[faultproxy.DropResponse]; injected != 1 {
+					t.Fatalf("injected %d dropped answers, want one", injected)
+				}
+				if got, err := b.ReadAll(ctx, lost); err != nil || !bytes.Equal(got, c.data) {
+					t.Errorf("read back %d bytes, %v; want the %d written", len(got), err, len(c.data))
+				}
+				p.SetRules()
+				noIncompleteUploads(t, env)
+			})
 		}
 	})
 }
