@@ -416,7 +416,7 @@ func TestIfNotExistAfterAFault(t *testing.T) {
 				p.SetRules(faultproxy.Rule{Op: c.op, Header: "If-None-Match", Nth: 1, Times: 1,
 					Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: http.StatusServiceUnavailable, Code: "SlowDown"}})
 				err := b.WriteAll(ctx, there, c.data, createOnly)
-				guarded := !(c.op == faultproxy.CompleteMultipartUpload && env.Server == s3test.Ceph)
+				guarded := c.op != faultproxy.CompleteMultipartUpload || env.Server != s3test.Ceph
 				if injected := p.Stats().Injected[faultproxy.Status] - before[faultproxy.Status]; guarded && injected != 1 {
 					t.Fatalf("injected %d 503s, want one on the conditional %s", injected, c.op)
 				}
