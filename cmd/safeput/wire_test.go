@@ -253,3 +253,55 @@ func TestLacksOptionalOperations(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateOnlyAfterAWireFault: `put --create-only --json` says whose object it found, through
+// both backends on every server. A put whose first PUT the store took and whose answer was
+// dropped lands with already_existed and commit_answer_lost: the object is most likely its own.
+// The same bytes put again, the first PUT answered 503, land too (these very bytes are success
+// for the CLI) with already_existed and without commit_answer_lost: the object was there first.
+func TestCreateOnlyAfterAWireFault(t *testing.T) {
+	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
+		proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer proxy.Close()
+		via := s
+		via.Endpoint = proxy.URL()
+		bucket := s3test.NewBucket(t, s)
+		data := s3test.RandomBytes(64 << 10)
+		file := writeFile(t, data)
+		for _, backend := range []string{"aws", "minio"} {
+			t.Run(backend, func(t *testing.T) {
+				key := backend + "/create-only"
+				put := func(fault faultproxy.Fault, what string) jsonResult {
+					t.Helper()
+					// The server's own profile: it honours If-None-Match on PutObject, so no HEAD
+					// goes first and the fault meets the conditional PUT.
+					proxy.SetRules(faultproxy.Rule{Op: faultproxy.PutObject, Header: "If-None-Match", Nth: 1, Times: 1, Fault: fault})
+					defer proxy.SetRules()
+					before := proxy.Stats().Injected[fault.Kind]
+					r := cli(t, via, nil, "--backend", backend, "--provider", s.Name, "--json", "put", "--create-only", "--no-progress", file, "s3://"+bucket+"/"+key)
+					expectCode(t, r, exitOK, what)
+					if proxy.Stats().Injected[fault.Kind] != before+1 {
+						t.Fatalf("%s: no %s injected", what, fault.Kind)
+					}
+					var res jsonResult
+					if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+						t.Fatalf("%s: --json result %q: %v", what, r.stdout, err)
+					}
+					return res
+				}
+				if res := put(faultproxy.Fault{Kind: faultproxy.DropResponse}, "a lost answer"); !res.AlreadyExisted || !res.CommitAnswerLost {
+					t.Errorf("after a lost answer: already_existed %v, commit_answer_lost %v; want both", res.AlreadyExisted, res.CommitAnswerLost)
+				}
+				if res := put(faultproxy.Fault{Kind: faultproxy.Status, Status: 503, Code: "SlowDown"}, "an answered 503"); !res.AlreadyExisted || res.CommitAnswerLost {
+					t.Errorf("after an answered 503: already_existed %v, commit_answer_lost %v; want the object found there first", res.AlreadyExisted, res.CommitAnswerLost)
+				}
+				if got := s3test.ReadAll(t, s, bucket, key); !bytes.Equal(got, data) {
+					t.Fatalf("the object differs from the file (%d bytes vs %d)", len(got), len(data))
+				}
+			})
+		}
+	})
+}
