@@ -76,7 +76,8 @@ type Options struct {
 
 	// CreateOnly makes the write fail with a Precondition error if the key exists
 	// (If-None-Match: *), except when the existing object is byte-for-byte the one being written
-	// (a retry after a lost response), which is reported as Result.AlreadyExisted. The header is
+	// (a retry after a lost response, or the same bytes written before), which is reported as
+	// Result.AlreadyExisted; Result.CommitAnswerLost tells the two apart. The header is
 	// sent at every profile: of two writers racing to one new key exactly one lands where the
 	// store honours it. Unless the profile says the store honours it (ConditionalPut,
 	// ConditionalComplete), the key is also checked free with a HEAD before the commit, since the
