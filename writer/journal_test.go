@@ -138,8 +138,9 @@ func TestJournalLandedBeforeCrash(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !res.AlreadyExisted || res.ResumedParts != 3 || res.BytesSent != 0 {
-					t.Fatalf("re-run: already %v, resumed %d, sent %d; want the landed object found, nothing sent", res.AlreadyExisted, res.ResumedParts, res.BytesSent)
+				if !res.AlreadyExisted || !res.CommitAnswerLost || res.ResumedParts != 3 || res.BytesSent != 0 {
+					t.Fatalf("re-run: already %v, commit answer lost %v, resumed %d, sent %d; want the crashed run's landed object found, nothing sent",
+						res.AlreadyExisted, res.CommitAnswerLost, res.ResumedParts, res.BytesSent)
 				}
 			}
 			assertClean(t, env, j, key, data)

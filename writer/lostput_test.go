@@ -59,6 +59,9 @@ func TestLostPutJudgedByTheKey(t *testing.T) {
 		if !res.VerifiedStrong || !strings.Contains(strings.Join(res.Notes, "\n"), "the HEAD found this write's object") {
 			t.Fatalf("verified %s (strong %v), notes %q: want proven by the HEAD, and a note saying so", res.Verified, res.VerifiedStrong, res.Notes)
 		}
+		if !res.CommitAnswerLost {
+			t.Error("CommitAnswerLost false after a PUT sent whole whose answer was lost")
+		}
 	})
 	t.Run("not stored", func(t *testing.T) {
 		mem := newMem(minioLike)
