@@ -17,14 +17,8 @@ import (
 func TestSweepAndProbeStayInPrefix(t *testing.T) {
 	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
-		proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 7})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer proxy.Close()
+		proxy, via := viaProxy(t, s, 7)
 		proxy.SetRules(faultproxy.Rule{Op: faultproxy.ListMultipartUploads, Fault: faultproxy.Fault{Kind: faultproxy.IgnorePrefix}})
-		via := s
-		via.Endpoint = proxy.URL()
 		others := []string{"keep/other-team/a.bin", "scratch/other-team.bin", "sweepme-sibling.bin", "zzz-unrelated.bin"}
 		for _, backend := range []string{"aws", "minio"} {
 			t.Run(backend, func(t *testing.T) {

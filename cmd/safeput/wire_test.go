@@ -19,13 +19,7 @@ import (
 func TestPutThroughWireFaults(t *testing.T) {
 	t.Parallel() // beside the package's other waiting tests: the hung cases wait out stall windows
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
-		proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 7})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer proxy.Close()
-		via := s
-		via.Endpoint = proxy.URL()
+		proxy, via := viaProxy(t, s, 7)
 		bucket := s3test.NewBucket(t, s)
 		small := s3test.RandomBytes(3 << 20)
 		large := s3test.RandomBytes(23 << 20)
@@ -124,13 +118,7 @@ func TestPutThatCannotSucceed(t *testing.T) {
 			for _, c := range cases {
 				t.Run(backend+"/"+c.name, func(t *testing.T) {
 					t.Parallel()
-					proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 58})
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer proxy.Close()
-					via := s
-					via.Endpoint = proxy.URL()
+					proxy, via := viaProxy(t, s, 58)
 					proxy.SetRules(c.rule)
 					key := backend + "/" + c.name
 					start := time.Now()
@@ -166,11 +154,7 @@ func TestPutThatCannotSucceed(t *testing.T) {
 func TestLacksOptionalOperations(t *testing.T) {
 	t.Parallel() // mostly waiting: side by side with the others (see TestMain)
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
-		proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 7})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer proxy.Close()
+		proxy, via := viaProxy(t, s, 7)
 		refuse := func(op faultproxy.Op, header string, status int, code string) faultproxy.Rule {
 			return faultproxy.Rule{Op: op, Header: header, Fault: faultproxy.Fault{Kind: faultproxy.Status, Status: status, Code: code}}
 		}
@@ -179,8 +163,6 @@ func TestLacksOptionalOperations(t *testing.T) {
 			refuse(faultproxy.ListMultipartUploads, "", 501, "NotImplemented"),
 			refuse(faultproxy.HeadObject, "x-amz-checksum-mode", 501, ""),
 		}
-		via := s
-		via.Endpoint = proxy.URL()
 		bucket := s3test.NewBucket(t, s)
 		for _, backend := range []string{"aws", "minio"} {
 			for _, size := range []int{3 << 20, 23 << 20} {
@@ -261,13 +243,7 @@ func TestLacksOptionalOperations(t *testing.T) {
 // for the CLI) with already_existed and without commit_answer_lost: the object was there first.
 func TestCreateOnlyAfterAWireFault(t *testing.T) {
 	s3test.ForEach(t, func(t *testing.T, s s3test.Server) {
-		proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: 7})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer proxy.Close()
-		via := s
-		via.Endpoint = proxy.URL()
+		proxy, via := viaProxy(t, s, 7)
 		bucket := s3test.NewBucket(t, s)
 		data := s3test.RandomBytes(64 << 10)
 		file := writeFile(t, data)
@@ -304,4 +280,18 @@ func TestCreateOnlyAfterAWireFault(t *testing.T) {
 			})
 		}
 	})
+}
+
+// viaProxy starts a fault proxy (its random rules seeded with seed) in front of s, closed when t
+// ends, and returns it with s as a client sees it through the proxy.
+func viaProxy(t *testing.T, s s3test.Server, seed int64) (*faultproxy.Proxy, s3test.Server) {
+	t.Helper()
+	proxy, err := faultproxy.Start(faultproxy.Config{Upstream: s.Endpoint, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Region: s.Region, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	via := s
+	via.Endpoint = proxy.URL()
+	return proxy, via
 }
