@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -153,8 +152,7 @@ func (w *Writer) putSingle() error {
 		}
 	}
 	var out *store.PutObjectOutput
-	var damagedLeft error      // why this write's own damaged create-only object could not be removed
-	var answerLost atomic.Bool // an attempt was sent whole and got no answer: it may have landed
+	var damagedLeft error // why this write's own damaged create-only object could not be removed
 	removeStored := func() {
 		damagedLeft = nil
 		if derr := w.session.upload.deleteObject(w.ctx); derr != nil {
@@ -168,9 +166,8 @@ func (w *Writer) putSingle() error {
 		sendCtx, lostAfterSent := sentWhole(ctx)
 		o, err := w.st.PutObject(sendCtx, in)
 		if lostAfterSent(err) {
-			answerLost.Store(true)
-			w.session.commitAnswerLost.Store(true)
-			w.facts.requestTaken() // the HEAD that judges it rides out an outage
+			w.session.commitAnswerLost.Store(true) // it may have landed
+			w.facts.requestTaken()                 // the HEAD that judges it rides out an outage
 		}
 		// A "not supported" answer to a request with both headers is taken for If-None-Match's
 		// first (the conditionRefused below): the commit sent again without it tells whether the
@@ -256,7 +253,7 @@ func (w *Writer) putSingle() error {
 				e.ObjectLeft = true
 				e.Message = joinMessage(e.Message, "an attempt left a damaged copy of the body at the key (the receipt did not match) and it could not be deleted: "+damagedLeft.Error())
 			})
-		} else if e := asError(err); answerLost.Load() && e != nil && (e.Kind == sperrors.Transient || e.Kind == sperrors.Throttled) {
+		} else if e := asError(err); w.session.commitAnswerLost.Load() && e != nil && (e.Kind == sperrors.Transient || e.Kind == sperrors.Throttled) {
 			return w.afterLostPut(err, want, res)
 		}
 		return w.fail(err)
