@@ -87,14 +87,15 @@ func (w *Writer) abortUpload(parent context.Context) *sperrors.Error {
 // often why we are here) with its own deadline and retries. A part request still in flight at the
 // store when the abort lands can re-create the upload (S3 documents this: "it might be necessary
 // to abort a given multipart upload multiple times"), so the abort is confirmed with ListParts and
-// repeated until the upload is gone; after a part that went unanswered, looked for once more. note
-// says when the store took the abort but could not confirm it (kept for takeUnconfirmed too); err
+// repeated until the upload is gone; after a part that went unanswered, looked for once more
+// (aborted once more where the store cannot list parts). note says when the store took the abort
+// but could not confirm it (kept for takeUnconfirmed too); err
 // is the failed abort, carrying the upload id. The open upload is forgotten once aborted.
 func (s *uploadSession) abort(parent context.Context, id string, events emitter) (note string, _ *sperrors.Error) {
 	ctx, cancel := cleanupContext(parent, s.abortTimeout)
 	defer cancel()
 	why, err := s.abortConfirmed(ctx, id)
-	if err == nil && why == "" && s.partUnanswered.Load() {
+	if err == nil && s.partUnanswered.Load() {
 		err = s.lookAgainAfterAbort(ctx, id)
 	}
 	events.emit(Event{Type: EventAbort, UploadID: id, Err: err})
@@ -159,7 +160,8 @@ func (s *uploadSession) abortConfirmed(ctx context.Context, id string) (unconfir
 const unansweredPartSettle = time.Second
 
 // lookAgainAfterAbort waits unansweredPartSettle (within ctx), then aborts the upload again if
-// ListParts finds it back.
+// ListParts finds it back, or if the store cannot list parts: it cannot say the late part did not
+// make the upload anew, and a second abort of an upload that is gone is answered NoSuchUpload.
 func (s *uploadSession) lookAgainAfterAbort(ctx context.Context, id string) error {
 	t := time.NewTimer(unansweredPartSettle)
 	select {
@@ -167,11 +169,12 @@ func (s *uploadSession) lookAgainAfterAbort(ctx context.Context, id string) erro
 	case <-ctx.Done():
 	}
 	t.Stop()
-	if listed, _ := s.stillListed(ctx, id); !listed {
+	listed, unsupported := s.stillListed(ctx, id)
+	if !listed && unsupported == "" {
 		return nil
 	}
-	s.log.Warn("aborted upload listed again (a part request unanswered at the abort landed after it): aborting again",
-		zap.String("bucket", s.bucket), zap.String("key", s.key), zap.String("upload_id", id))
+	s.log.Warn("a part request unanswered at the abort may have made the upload again: aborting again",
+		zap.String("bucket", s.bucket), zap.String("key", s.key), zap.String("upload_id", id), zap.Bool("listed", listed))
 	_, err := s.abortConfirmed(ctx, id)
 	return err
 }
