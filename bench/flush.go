@@ -71,6 +71,7 @@ func FlushImpls() []FlushImpl {
 		{Name: "safeput-writer/minio", Role: RoleSafeput, How: "the same over the minio adapter", Checksum: "x-amz-checksum-crc32c", New: flushSafeputWriter(newMinioStore)},
 		{Name: "minio-go", Role: RolePeer, How: "one `minio.Client` at its defaults; `PutObject` of a `*bytes.Reader` with its size", New: flushMinioGo},
 		{Name: "minio-go+crc32c", Role: RolePeer, How: "minio-go asked for a checksum, as its docs say: a `minio.Client` with `TrailingHeaders`; `PutObject` with `Checksum: minio.ChecksumCRC32C`", Checksum: "x-amz-checksum-crc32c (trailer)", New: flushMinioGoCRC32C},
+		{Name: "minio-go+md5", Role: RolePeer, How: "minio-go with the body check that costs it least, as its options offer: `PutObject` with `SendContentMd5`, so the store refuses a damaged body by its MD5", Checksum: "content-md5", New: flushMinioGoMD5},
 		{Name: "manager", Role: RolePeer, How: "one `manager.Uploader` (aws-sdk-go-v2, deprecated, still the most used) at its defaults; `Upload` of a `*bytes.Reader`", New: flushManager},
 		{Name: "transfermanager", Role: RolePeer, How: "one `transfermanager.Client` at its defaults; `UploadObject` of a `*bytes.Reader`", Checksum: "x-amz-checksum-crc32", New: flushTransferManager},
 		{Name: "s3.PutObject", Role: RolePeer, How: "one `s3.Client` at its defaults; `PutObject` of a `*bytes.Reader` with its ContentLength", New: flushPutObject},
@@ -154,16 +155,22 @@ func safeputNote(res *writer.Result, size int) (FlushNote, error) {
 }
 
 func flushMinioGo(srv s3test.Server, bucket string, p Params) (FlushPut, error) {
-	return flushMinioGoWith(srv, bucket, p, minio.ChecksumNone)
+	return flushMinioGoWith(srv, bucket, p, minio.ChecksumNone, false)
+}
+
+// flushMinioGoMD5 is minio-go protecting the body without a checksum: Content-MD5, which every
+// S3 store checks; it is the body check safeput's own rows are to be set beside.
+func flushMinioGoMD5(srv s3test.Server, bucket string, p Params) (FlushPut, error) {
+	return flushMinioGoWith(srv, bucket, p, minio.ChecksumNone, true)
 }
 
 // flushMinioGoCRC32C is minio-go verifying what it can: the store checks the CRC32C it sends in
 // the trailer, and refuses a damaged body by it, as safeput's checksum header makes it do.
 func flushMinioGoCRC32C(srv s3test.Server, bucket string, p Params) (FlushPut, error) {
-	return flushMinioGoWith(srv, bucket, p, minio.ChecksumCRC32C)
+	return flushMinioGoWith(srv, bucket, p, minio.ChecksumCRC32C, false)
 }
 
-func flushMinioGoWith(srv s3test.Server, bucket string, p Params, checksum minio.ChecksumType) (FlushPut, error) {
+func flushMinioGoWith(srv s3test.Server, bucket string, p Params, checksum minio.ChecksumType, contentMD5 bool) (FlushPut, error) {
 	u, err := url.Parse(srv.Endpoint)
 	if err != nil {
 		return nil, err
@@ -177,7 +184,7 @@ func flushMinioGoWith(srv s3test.Server, bucket string, p Params, checksum minio
 	}
 	return func(ctx context.Context, key string, body []byte) (FlushNote, error) {
 		info, err := c.PutObject(ctx, bucket, key, bytes.NewReader(body), int64(len(body)),
-			minio.PutObjectOptions{DisableContentSha256: p.Signing == SigningUnsigned, Checksum: checksum})
+			minio.PutObjectOptions{DisableContentSha256: p.Signing == SigningUnsigned, Checksum: checksum, SendContentMd5: contentMD5})
 		if err != nil {
 			return FlushNote{}, err
 		}
@@ -602,6 +609,10 @@ type flushRow struct {
 	verifiedBy       []string      // the evidence reported, most frequent first
 	vsBest           float64       // objects/s over the fastest peer's
 	hasBest          bool
+	// objects/s over the fastest peer's whose PutObject carries a body check (a checksum or
+	// Content-MD5), as safeput's does: the price of that check is then on both sides.
+	vsChecked  float64
+	hasChecked bool
 	// The targets against the fastest peer: objects/s, CPU per object, p99.
 	rateMet, cpuMet, p99Met bool
 }
@@ -648,10 +659,22 @@ func flushRows(recs []FlushRecord, linkName string, size int64) []flushRow {
 		sort.Slice(row.verifiedBy, func(i, j int) bool { return seen[row.verifiedBy[i]] > seen[row.verifiedBy[j]] })
 		rows = append(rows, row)
 	}
-	best := -1
+	checks := map[string]bool{}
+	for _, im := range FlushImpls() {
+		checks[im.Name] = im.Checksum != ""
+	}
+	best, checked := -1, -1
 	for i, r := range rows {
 		if r.role == RolePeer && (best < 0 || r.rate > rows[best].rate) {
 			best = i
+		}
+		if r.role == RolePeer && checks[r.impl] && (checked < 0 || r.rate > rows[checked].rate) {
+			checked = i
+		}
+	}
+	if checked >= 0 {
+		for i := range rows {
+			rows[i].hasChecked, rows[i].vsChecked = true, rows[i].rate/rows[checked].rate
 		}
 	}
 	if best < 0 {
@@ -700,7 +723,7 @@ func FlushMarkdown(env FlushEnv, recs []FlushRecord) string {
 		w("  Peers send UNSIGNED-PAYLOAD, as over TLS (see Method).\n")
 	}
 	w("- **Integrity**: safeput verifies every object at its defaults: its single PUT is proven by the PutObject answer (the ETag equals the MD5 of the body computed here, no Content-MD5 sent) and otherwise by a HEAD (\"verified\" says which, counted over the objects); it also sends a checksum header, which a store that checks it refuses a damaged body by. The checksum header each PutObject carries, as seen on the wire: %s. No peer compares anything after its write.\n", flushChecksums())
-	w("- **Columns**: objects/s is the batch's objects over its wall time (median of the runs, min–max beside it); p50 and p99 are the latency of one object (its call to its return) over every timed object of the runs; CPU is this process's user + system time during the batch per object (the relay runs in a process of its own), server CPU the server process's (/proc/PID/stat, 10 ms ticks); alloc is what the Go heap handed out during the batch per object; requests is what safeput's Result counted per object. \"× best peer\" is the row's objects/s over the fastest peer's.\n")
+	w("- **Columns**: objects/s is the batch's objects over its wall time (median of the runs, min–max beside it); p50 and p99 are the latency of one object (its call to its return) over every timed object of the runs; CPU is this process's user + system time during the batch per object (the relay runs in a process of its own), server CPU the server process's (/proc/PID/stat, 10 ms ticks); alloc is what the Go heap handed out during the batch per object; requests is what safeput's Result counted per object. \"× best peer\" is the row's objects/s over the fastest peer's; \"× best checked peer\" over the fastest peer's whose PutObject carries a body check (a checksum or Content-MD5, so the store refuses a damaged body), as safeput's does. The targets are against the fastest peer, checked or not.\n")
 	w("- **Targets** for each safeput row (reported, never asserted): objects/s ≥ %.1f× the fastest peer's, CPU per object ≤ that peer's, p99 ≤ that peer's.\n\n", TargetDefaultsPeerRatio)
 	var misses []string
 	for _, l := range env.Links {
@@ -717,12 +740,15 @@ func FlushMarkdown(env FlushEnv, recs []FlushRecord) string {
 				continue
 			}
 			w("### %s, %s objects × %d\n\n", l.Name, bytesize.Format(size), rows[0].objects)
-			w("| implementation | objects/s | min–max | p50 ms | p99 ms | CPU ms/object | server CPU ms/object | alloc KiB/object | requests/object | × best peer | targets | verified |\n")
-			w("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|\n")
+			w("| implementation | objects/s | min–max | p50 ms | p99 ms | CPU ms/object | server CPU ms/object | alloc KiB/object | requests/object | × best peer | × best checked peer | targets | verified |\n")
+			w("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|\n")
 			for _, r := range rows {
-				ratio, targets := "–", ""
+				ratio, checked, targets := "–", "–", ""
 				if r.hasBest {
 					ratio = fmt.Sprintf("%.2f×", r.vsBest)
+				}
+				if r.hasChecked {
+					checked = fmt.Sprintf("%.2f×", r.vsChecked)
 				}
 				if r.role == RoleSafeput && r.hasBest {
 					targets = flushTargets(r)
@@ -738,8 +764,8 @@ func FlushMarkdown(env FlushEnv, recs []FlushRecord) string {
 				if r.serverCPUMS > 0 {
 					srv = fmt.Sprintf("%.3f", r.serverCPUMS)
 				}
-				w("| %s | %.0f | %.0f–%.0f | %.1f | %.1f | %.3f | %s | %.0f | %s | %s | %s | %s |\n", r.impl, r.rate, r.rateMin, r.rateMax, ms(r.p50), ms(r.p99),
-					r.cpuMS, srv, r.allocKiB, reqs, ratio, targets, strings.Join(r.verifiedBy, "; "))
+				w("| %s | %.0f | %.0f–%.0f | %.1f | %.1f | %.3f | %s | %.0f | %s | %s | %s | %s | %s |\n", r.impl, r.rate, r.rateMin, r.rateMax, ms(r.p50), ms(r.p99),
+					r.cpuMS, srv, r.allocKiB, reqs, ratio, checked, targets, strings.Join(r.verifiedBy, "; "))
 			}
 			w("\n")
 		}

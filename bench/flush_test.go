@@ -66,11 +66,12 @@ func TestFlushRows(t *testing.T) {
 		{Link: "l", Impl: "safeput/aws", Size: 1, Objects: 4, Seconds: 2, CPUSeconds: 0.008, Allocated: 4096, Latencies: lat(10, 10, 10, 10), Requests: 4, VerifiedBy: map[string]int{"md5 from PutObject": 4}},
 		{Link: "l", Impl: "safeput/aws", Size: 1, Objects: 4, Seconds: 0.5, CPUSeconds: 0.002, Allocated: 4096, Latencies: lat(10, 10, 10, 10), Requests: 4, VerifiedBy: map[string]int{"md5 from PutObject": 4}},
 		{Link: "l", Impl: "minio-go", Size: 1, Objects: 4, Seconds: 2, CPUSeconds: 0.002, Latencies: lat(5, 5, 5, 20)},
+		{Link: "l", Impl: "minio-go+md5", Size: 1, Objects: 4, Seconds: 5, CPUSeconds: 0.003, Latencies: lat(6, 6, 6, 30)},
 		{Link: "l", Impl: "manager", Size: 1, Objects: 4, Seconds: 4, CPUSeconds: 0.001, Latencies: lat(1, 1, 1, 1)},
 	}
 	rows := flushRows(recs, "l", 1)
-	if len(rows) != 3 || rows[0].impl != "safeput/aws" || rows[1].impl != "minio-go" || rows[2].impl != "manager" {
-		t.Fatalf("rows %+v: want safeput/aws, minio-go, manager in FlushImpls order", rows)
+	if len(rows) != 4 || rows[0].impl != "safeput/aws" || rows[1].impl != "minio-go" || rows[2].impl != "minio-go+md5" || rows[3].impl != "manager" {
+		t.Fatalf("rows %+v: want safeput/aws, minio-go, minio-go+md5, manager in FlushImpls order", rows)
 	}
 	s := rows[0]
 	// Rates 4, 2, 8 objects/s: median 4; CPU 1, 2, 0.5 ms/object: median 1; p99 over 12 objects: 50 ms.
@@ -81,10 +82,14 @@ func TestFlushRows(t *testing.T) {
 	if s.vsBest != 2 || !s.rateMet || s.cpuMet || s.p99Met {
 		t.Errorf("targets against minio-go: %+v; want 2×, rate met, CPU (1 > 0.5 ms) and p99 (50 > 20 ms) not", s)
 	}
+	// Of the peers only minio-go+md5 checks the body (0.8 objects/s): 4 / 0.8.
+	if !s.hasChecked || s.vsChecked != 5 {
+		t.Errorf("against the fastest checked peer: %+v; want 5×", s)
+	}
 	md := FlushMarkdown(FlushEnv{Command: "c", Workers: 2, Runs: 3, Links: []FlushLink{{Name: "l"}}}, recs)
 	for _, want := range []string{
-		"| safeput/aws | 4 | 2–8 | 10.0 | 50.0 | 1.000 | – | 1 | 1.00 | 2.00× | rate ✓, CPU ✗, p99 ✗ | md5 from PutObject |",
-		"| minio-go | 2 | 2–2 | 5.0 | 20.0 | 0.500 | – | 0 | – | 1.00× |  |  |",
+		"| safeput/aws | 4 | 2–8 | 10.0 | 50.0 | 1.000 | – | 1 | 1.00 | 2.00× | 5.00× | rate ✓, CPU ✗, p99 ✗ | md5 from PutObject |",
+		"| minio-go | 2 | 2–2 | 5.0 | 20.0 | 0.500 | – | 0 | – | 1.00× | 2.50× |  |  |",
 		"Rows that missed a target in this run (✗ above): l 1 B safeput/aws.",
 	} {
 		if !strings.Contains(md, want) {
