@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,12 +16,15 @@ import (
 // BenchmarkFlush is the flush workload in go test's form, for benchstat and pprof: 16 goroutines
 // share each implementation's one client and write objects of 4 KiB, 64 KiB and 1 MiB to the test
 // server on loopback (scripts/with-s3.sh), one object per op. cpu-ms/object is this process's
-// user + system time per object (the server is another process); the objects are not read
-// back (TestFlushTiny and the flush section do that). For example:
+// user + system time per object; srv-ms/object the server process's (from the PID
+// scripts/with-s3.sh exports), which is where a checksum header's cost shows. The objects are
+// not read back (TestFlushTiny and the flush section do that). For example:
 //
-//	SAFEPUT_S3_START=minio bash scripts/with-s3.sh bash -c 'cd bench && go test -run ^$ -bench Flush/impl=safeput:minio/size=4KiB -count 6 -cpuprofile cpu.out .'
+//	TMPDIR=/dev/shm SAFEPUT_S3_START=minio bash scripts/with-s3.sh bash -c 'cd bench && go test -run ^$ -bench "Flush/^impl=(safeput:minio|minio-go|minio-go\+md5)$/^size=4KiB$" -benchtime 3000x -count 10 . | tee flush.txt'
+//	benchstat -col /impl flush.txt
 func BenchmarkFlush(b *testing.B) {
 	srv := s3test.Require(b)
+	serverPID, _ := strconv.Atoi(os.Getenv(serverEnvPrefix(srv.Name) + "PID")) // 0: not reported
 	bucket := s3test.NewBucket(b, srv)
 	ctx := context.Background()
 	for _, im := range FlushImpls() {
@@ -34,7 +39,7 @@ func BenchmarkFlush(b *testing.B) {
 				b.ReportAllocs()
 				b.SetParallelism(8) // 16 workers on 2 cores
 				var next atomic.Int64
-				cpu0 := selfCPU()
+				cpu0, srv0 := selfCPU(), procCPU(serverPID)
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						i := int(next.Add(1))
@@ -45,7 +50,21 @@ func BenchmarkFlush(b *testing.B) {
 					}
 				})
 				b.ReportMetric(float64((selfCPU()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/object")
+				if srv1 := procCPU(serverPID); srv0 >= 0 && srv1 >= 0 {
+					b.ReportMetric(1e3*(srv1-srv0)/float64(b.N), "srv-ms/object")
+				}
 			})
 		}
 	}
+}
+
+// serverEnvPrefix is the prefix of the variables scripts/with-s3.sh exports for the server named
+// name (s3test.Server.Name), as s3test reads them.
+func serverEnvPrefix(name string) string {
+	return "SAFEPUT_S3_" + strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, strings.ToUpper(name)) + "_"
 }
