@@ -68,7 +68,9 @@ type Options struct {
 	// checks more cheaply, as "minio" and "versitygw" do CRC32C). A store whose profile does not
 	// accept the algorithm gets none, and the Result says which method verified the object.
 	Checksum store.ChecksumAlgorithm
-	// NoChecksum sends no checksum: MD5 ETags, or the length, are then the only checks.
+	// NoChecksum sends no checksum header. The adapters in store/ then sign each body's SHA-256
+	// into its request, so the store still refuses a damaged body; after commit, MD5 ETags or a
+	// read-back (or, with AllowWeakVerification, the length) prove the object.
 	NoChecksum bool
 	// ContentMD5 also sends Content-MD5 with every request (and checks MD5 ETags where the
 	// store makes them). It costs an MD5 pass over the data.
