@@ -24,7 +24,7 @@ import (
 //	benchstat -col /impl flush.txt
 func BenchmarkFlush(b *testing.B) {
 	srv := s3test.Require(b)
-	serverPID, _ := strconv.Atoi(os.Getenv(serverEnvPrefix(srv.Name) + "PID")) // 0: not reported
+	serverPID, _ := strconv.Atoi(os.Getenv(ServerVar(srv.Name) + "_PID")) // 0: not reported
 	bucket := s3test.NewBucket(b, srv)
 	ctx := context.Background()
 	for _, im := range FlushImpls() {
@@ -56,15 +56,4 @@ func BenchmarkFlush(b *testing.B) {
 			})
 		}
 	}
-}
-
-// serverEnvPrefix is the prefix of the variables scripts/with-s3.sh exports for the server named
-// name (s3test.Server.Name), as s3test reads them.
-func serverEnvPrefix(name string) string {
-	return "SAFEPUT_S3_" + strings.Map(func(r rune) rune {
-		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '_'
-	}, strings.ToUpper(name)) + "_"
 }

@@ -58,6 +58,17 @@ type Record struct {
 	Sample
 }
 
+// ServerVar is the prefix of the variables scripts/s3server.sh exports for the named server
+// (SAFEPUT_S3_MINIO for "minio": _ENDPOINT, _PID, _TRASH, ...).
+func ServerVar(name string) string {
+	return "SAFEPUT_S3_" + strings.ToUpper(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, name))
+}
+
 // clockTicks is USER_HZ, the unit of /proc/PID/stat times: 100 on every Linux architecture Go
 // supports.
 const clockTicks = 100

@@ -61,7 +61,7 @@ func runCLIMem(ctx context.Context, o options, c cliMemOptions) error {
 	var cfg bench.CLIMemConfig
 	for _, srv := range servers {
 		cfg = bench.CLIMemConfig{
-			Server: srv.Server, ServerName: srv.name, TrashDir: os.Getenv(serverVar(srv.name) + "_TRASH"), Bucket: "safeput-climem-" + hex.EncodeToString(suffix[:]),
+			Server: srv.Server, ServerName: srv.name, TrashDir: os.Getenv(bench.ServerVar(srv.name) + "_TRASH"), Bucket: "safeput-climem-" + hex.EncodeToString(suffix[:]),
 			Binary: c.binary, Time: c.timeBin, Backends: fields(c.backends), Sizes: sizes, Runs: c.runs,
 			PartSize: 16 << 20, Concurrency: 4, Dir: o.dir, CacheDir: cache, Log: os.Stderr,
 		}

@@ -142,7 +142,7 @@ func runFlush(ctx context.Context, o options, f flushOptions, w wanOptions, cm c
 	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
-	trash := os.Getenv(serverVar(f.server) + "_TRASH")
+	trash := os.Getenv(bench.ServerVar(f.server) + "_TRASH")
 	cfg := bench.FlushConfig{
 		Server: srv, ServerName: f.server, Bucket: "safeput-flush-" + hex.EncodeToString(suffix[:]), Links: links, Sizes: sizes,
 		Workers: f.workers, Objects: f.objects, LinkObjects: f.linkObjects, BatchBytes: batch, Runs: f.runs, Impls: fields(f.impls),

@@ -168,7 +168,7 @@ func runHarness(ctx context.Context, o options) error {
 			Log:        os.Stderr,
 			ProfileDir: o.profileDir,
 			ServerPID:  serverPID(srv.Name, o.tls, o.serverPID),
-			TrashDir:   os.Getenv(serverVar(srv.Name) + tlsSuffix(o.tls) + "_TRASH"),
+			TrashDir:   os.Getenv(bench.ServerVar(srv.Name) + tlsSuffix(o.tls) + "_TRASH"),
 		}
 		r, err := bench.Run(ctx, cfg)
 		if err != nil {
@@ -250,21 +250,11 @@ func harnessServers(o options) ([]s3test.Server, error) {
 // serverPID is the pid scripts/s3server.sh exported for the named server (its TLS server's
 // with tls), else fallback.
 func serverPID(name string, tls bool, fallback int) int {
-	v := os.Getenv(serverVar(name) + tlsSuffix(tls) + "_PID")
+	v := os.Getenv(bench.ServerVar(name) + tlsSuffix(tls) + "_PID")
 	if pid, err := strconv.Atoi(v); err == nil && pid > 0 {
 		return pid
 	}
 	return fallback
-}
-
-// serverVar is the prefix of the variables scripts/s3server.sh exports for the named server.
-func serverVar(name string) string {
-	return "SAFEPUT_S3_" + strings.ToUpper(strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '_'
-	}, name))
 }
 
 // tlsSuffix is the part of a server's variable names that the TLS server's carry.
@@ -278,9 +268,9 @@ func tlsSuffix(tls bool) string {
 // overTLS is srv reached at its TLS endpoint with the run's CA, as scripts/s3server.sh exports
 // them.
 func overTLS(srv s3test.Server) (s3test.Server, error) {
-	ep := os.Getenv(serverVar(srv.Name) + "_TLS_ENDPOINT")
+	ep := os.Getenv(bench.ServerVar(srv.Name) + "_TLS_ENDPOINT")
 	if ep == "" {
-		return srv, fmt.Errorf("-tls: %s serves no TLS endpoint (%s_TLS_ENDPOINT is unset)", srv.Name, serverVar(srv.Name))
+		return srv, fmt.Errorf("-tls: %s serves no TLS endpoint (%s_TLS_ENDPOINT is unset)", srv.Name, bench.ServerVar(srv.Name))
 	}
 	ca, err := os.ReadFile(filepath.Join(os.Getenv("SAFEPUT_S3_TLS_DIR"), "ca.pem"))
 	if err != nil {

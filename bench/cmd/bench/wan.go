@@ -95,7 +95,7 @@ func runWAN(ctx context.Context, o options, w wanOptions, cm cliMemOptions) erro
 	cfg := bench.WANConfig{
 		Server: srv, ServerName: w.server, Bucket: "safeput-wan-" + hex.EncodeToString(suffix[:]), Link: lc,
 		Sizes: sizes, Runs: w.runs, Impls: fields(w.impls), Params: params, Dir: o.dir,
-		TrashDir: os.Getenv(serverVar(w.server) + "_TRASH"), Log: os.Stderr,
+		TrashDir: os.Getenv(bench.ServerVar(w.server) + "_TRASH"), Log: os.Stderr,
 	}
 	if w.trace {
 		cfg.Trace = os.Stderr
