@@ -609,6 +609,7 @@ type flushRow struct {
 	verifiedBy       []string      // the evidence reported, most frequent first
 	vsBest           float64       // objects/s over the fastest peer's
 	hasBest          bool
+	checksBody       bool // its PutObject carries a body check (FlushImpl.Checksum)
 	// objects/s over the fastest peer's whose PutObject carries a body check (a checksum or
 	// Content-MD5), as safeput's does: the price of that check is then on both sides.
 	vsChecked  float64
@@ -630,7 +631,7 @@ func flushRows(recs []FlushRecord, linkName string, size int64) []flushRow {
 		if len(rs) == 0 {
 			continue
 		}
-		row := flushRow{impl: im.Name, role: im.Role, objects: rs[0].Objects}
+		row := flushRow{impl: im.Name, role: im.Role, objects: rs[0].Objects, checksBody: im.Checksum != ""}
 		var rates, cpus, srvs, allocs []float64
 		var lat []time.Duration
 		var reqs, objs int
@@ -659,16 +660,12 @@ func flushRows(recs []FlushRecord, linkName string, size int64) []flushRow {
 		sort.Slice(row.verifiedBy, func(i, j int) bool { return seen[row.verifiedBy[i]] > seen[row.verifiedBy[j]] })
 		rows = append(rows, row)
 	}
-	checks := map[string]bool{}
-	for _, im := range FlushImpls() {
-		checks[im.Name] = im.Checksum != ""
-	}
 	best, checked := -1, -1
 	for i, r := range rows {
 		if r.role == RolePeer && (best < 0 || r.rate > rows[best].rate) {
 			best = i
 		}
-		if r.role == RolePeer && checks[r.impl] && (checked < 0 || r.rate > rows[checked].rate) {
+		if r.role == RolePeer && r.checksBody && (checked < 0 || r.rate > rows[checked].rate) {
 			checked = i
 		}
 	}
